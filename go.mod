@@ -1,6 +1,6 @@
 module agentrl
 
-go 1.26
+go 1.26.5
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.0-1 // indirect
@@ -17,6 +17,7 @@ require (
 	github.com/dlclark/regexp2 v1.12.0 // indirect
 	github.com/erikgeiser/coninput v0.0.0-20211004153227-1c3628e74d0f // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/gomlx/compute v0.1.6 // indirect
 	github.com/gomlx/go-xla v0.4.5 // indirect
@@ -46,4 +47,6 @@ require (
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	golang.org/x/sys v0.45.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
+	k8s.io/klog/v2 v2.140.0 // indirect
 )

@@ -1,0 +1,201 @@
+package device
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeEnv is an in-memory environment: files that exist, variables, and a GPU answer.
+type fakeEnv struct {
+	vars  map[string]string
+	files map[string]bool // path → isDir
+	gpu   bool
+	sites []string
+}
+
+type fakeInfo struct {
+	name string
+	dir  bool
+}
+
+func (f fakeInfo) Name() string       { return f.name }
+func (f fakeInfo) Size() int64        { return 0 }
+func (f fakeInfo) Mode() fs.FileMode  { return 0 }
+func (f fakeInfo) ModTime() time.Time { return time.Time{} }
+func (f fakeInfo) IsDir() bool        { return f.dir }
+func (f fakeInfo) Sys() any           { return nil }
+
+func (e *fakeEnv) env() Env {
+	return Env{
+		Getenv: func(k string) string { return e.vars[k] },
+		Setenv: func(k, v string) error { e.vars[k] = v; return nil },
+		Glob: func(pattern string) ([]string, error) {
+			var out []string
+			for p := range e.files {
+				if ok, _ := filepath.Match(pattern, p); ok {
+					out = append(out, p)
+				}
+			}
+			return out, nil
+		},
+		Stat: func(p string) (os.FileInfo, error) {
+			if dir, ok := e.files[p]; ok {
+				return fakeInfo{filepath.Base(p), dir}, nil
+			}
+			return nil, os.ErrNotExist
+		},
+		HasGPU:   func() (bool, string) { return e.gpu, "fake" },
+		SitePkgs: func() []string { return e.sites },
+	}
+}
+
+const site = "/opt/torch/.venv/lib/python3.12/site-packages"
+
+func jaxSite() map[string]bool {
+	return map[string]bool{
+		site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so": false,
+		site + "/jax_plugins/xla_cuda12/xla_cuda_plugin.so": false,
+		site + "/nvidia/cu13":                               true,
+	}
+}
+
+func TestFindPlugin(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		explicit    string
+		vars        map[string]string
+		files       map[string]bool
+		sites       []string
+		wantPath    string
+		wantVia     string
+		wantCUDADir string
+		wantErr     string
+	}{
+		{
+			name: "site-packages, newest CUDA first", files: jaxSite(), sites: []string{site},
+			wantPath: site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so", wantVia: "site-packages", wantCUDADir: site + "/nvidia/cu13",
+		},
+		{
+			name: "explicit flag wins", explicit: "/x/my_cuda.so", files: map[string]bool{"/x/my_cuda.so": false}, sites: []string{site},
+			wantPath: "/x/my_cuda.so", wantVia: "flag",
+		},
+		{
+			name: "explicit flag missing", explicit: "/x/none.so", sites: []string{site},
+			wantErr: "/x/none.so",
+		},
+		{
+			name: "PJRT_PLUGIN_LIBRARY_PATH folder", vars: map[string]string{"PJRT_PLUGIN_LIBRARY_PATH": "/plugins"},
+			files:    map[string]bool{"/plugins": true, "/plugins/pjrt_c_api_cuda_plugin.so": false},
+			wantPath: "/plugins/pjrt_c_api_cuda_plugin.so", wantVia: "PJRT_PLUGIN_LIBRARY_PATH",
+		},
+		{
+			name: "nothing anywhere", sites: []string{"/usr/lib/python3/dist-packages"},
+			wantErr: "no PJRT CUDA plugin",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := &fakeEnv{vars: map[string]string{}, files: tc.files, sites: tc.sites}
+			for k, v := range tc.vars {
+				fe.vars[k] = v
+			}
+			p, searched, err := FindPlugin(tc.explicit, fe.env())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error()+strings.Join(searched, ";"), tc.wantErr) {
+					t.Fatalf("got %v (searched %v); want error mentioning %q", err, searched, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Path != tc.wantPath || p.FoundVia != tc.wantVia || p.CUDADir != tc.wantCUDADir {
+				t.Errorf("got %+v; want path %s via %s cuda dir %q", p, tc.wantPath, tc.wantVia, tc.wantCUDADir)
+			}
+		})
+	}
+}
+
+func TestOpenChoosesGoWithoutGPU(t *testing.T) {
+	fe := &fakeEnv{vars: map[string]string{}, files: jaxSite(), sites: []string{site}}
+	c, err := open(Request{Kind: Auto}, fe.env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != Go || !strings.Contains(c.Reason, "no NVIDIA GPU") {
+		t.Errorf("got %s (%q); want go with a reason naming the missing GPU", c.Kind, c.Reason)
+	}
+	if fe.vars["GOMLX_NO_AUTO_INSTALL"] != "1" {
+		t.Errorf("GOMLX_NO_AUTO_INSTALL = %q; want 1", fe.vars["GOMLX_NO_AUTO_INSTALL"])
+	}
+}
+
+func TestOpenAutoWithGPUButNoPluginFallsBack(t *testing.T) {
+	fe := &fakeEnv{vars: map[string]string{}, gpu: true}
+	c, err := open(Request{}, fe.env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != Go || !strings.Contains(c.Reason, "no PJRT CUDA plugin") {
+		t.Errorf("got %s (%q); want go naming the missing plugin", c.Kind, c.Reason)
+	}
+}
+
+func TestOpenCUDAErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fe    *fakeEnv
+		wants []string
+	}{
+		{"no plugin", &fakeEnv{vars: map[string]string{}, gpu: true, sites: []string{site}},
+			[]string{"Searched:", site + "/jax_plugins/xla_cuda*/xla_cuda_plugin.so", "--backend go", "PJRT_PLUGIN_LIBRARY_PATH"}},
+		{"plugin but no GPU", &fakeEnv{vars: map[string]string{}, files: jaxSite(), sites: []string{site}},
+			[]string{"no usable NVIDIA GPU", "--backend go"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := open(Request{Kind: CUDA}, tc.fe.env())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenRejectsUnknownKind(t *testing.T) {
+	fe := &fakeEnv{vars: map[string]string{}}
+	if _, err := open(Request{Kind: "tpu"}, fe.env()); err == nil || !strings.Contains(err.Error(), "auto, go, cuda") {
+		t.Fatalf("got %v; want an error listing the accepted kinds", err)
+	}
+}
+
+func TestGOMLXBackendEnvWins(t *testing.T) {
+	fe := &fakeEnv{vars: map[string]string{"GOMLX_BACKEND": "go"}, gpu: true, files: jaxSite(), sites: []string{site}}
+	c, err := open(Request{Kind: CUDA}, fe.env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != Go || !strings.Contains(c.Reason, "GOMLX_BACKEND") {
+		t.Errorf("got %s (%q); want the environment's go backend", c.Kind, c.Reason)
+	}
+}
+
+func TestMonitorWithoutGPU(t *testing.T) {
+	m := NewMonitor()
+	defer m.Close()
+	if ok, reason := m.Available(); !ok {
+		if _, got := m.Read(); got {
+			t.Error("Read reported a sample without a GPU")
+		}
+		if reason == "" {
+			t.Error("no reason given for the missing GPU")
+		}
+	}
+}
