@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/gomlx/compute"
-	_ "github.com/gomlx/compute/gobackend" // the "go" backend
+	_ "github.com/gomlx/compute/gobackend"  // the "go" backend
 	_ "github.com/gomlx/go-xla/compute/xla" // the "xla" backend (PJRT plugins, loaded on demand)
 )
 
