@@ -1,0 +1,38 @@
+package recipes
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Hash identifies the effective recipe for checkpoints: the SHA-256, in hex, of the canonical JSON
+// of every field (struct fields in declaration order, durations in nanoseconds). The ui section
+// is left out, because how a run is watched does not change what it computes.
+func (r *Recipe) Hash() string {
+	sum := sha256.Sum256(r.CanonicalJSON())
+	return hex.EncodeToString(sum[:])
+}
+
+// CanonicalJSON is the recipe as the JSON that Hash digests.
+func (r *Recipe) CanonicalJSON() []byte {
+	c := *r
+	c.UI = UI{}
+	c.Rollout.Stop = nonNil(c.Rollout.Stop)
+	c.Eval.Ks = nonNil(c.Eval.Ks)
+	c.Env.Tasks.Synthetic.Levels = nonNil(c.Env.Tasks.Synthetic.Levels)
+	data, err := json.Marshal(&c)
+	if err != nil {
+		// A Recipe holds only strings, numbers, booleans and slices of them: Marshal cannot fail.
+		return []byte(err.Error())
+	}
+	return data
+}
+
+// nonNil makes an absent list and an empty one hash alike.
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}

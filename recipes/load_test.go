@@ -1,0 +1,298 @@
+package recipes
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// loadInline writes yaml to DIR/bad.yaml and loads it with the environment ignored; the error
+// text is returned with DIR/ removed so that it reads "bad.yaml:LINE: …".
+func loadInline(t *testing.T, yaml string, opts Options) (*Recipe, string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(path, opts)
+	if err == nil {
+		return r, ""
+	}
+	return r, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
+}
+
+func TestLoadBadRecipes(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"misspelt field", "algorithm:\n  kl_estimater: k3\n",
+			"bad.yaml:2: algorithm.kl_estimater: unknown field; did you mean algorithm.kl_estimator?"},
+		{"misspelt section", "trian:\n  lr: 1e-5\n",
+			"bad.yaml:1: trian: unknown field; did you mean train?"},
+		{"field in the wrong section", "rollout:\n  lr: 1e-5\n",
+			"bad.yaml:2: rollout.lr: unknown field; did you mean train.lr?"},
+		{"unknown field, nothing close", "train:\n  learning_rate: 1e-5\n",
+			"bad.yaml:2: train.learning_rate: unknown field; train accepts: lr, warmup_steps, schedule, min_lr_ratio, weight_decay, beta1, beta2, eps, grad_clip, micro_batch, grad_accumulation, gradient_checkpointing, epochs_per_step"},
+		{"value not in enum", "run:\n  seed: 3\nalgorithm:\n  kl_estimator: k2\n",
+			`bad.yaml:4: algorithm.kl_estimator: "k2" is not one of k1, k3`},
+		{"string for a number", "train:\n  lr: fast\n",
+			`bad.yaml:2: train.lr: "fast" is a string; want a number`},
+		{"fraction for an integer", "rollout:\n  group_size: 8.5\n",
+			"bad.yaml:2: rollout.group_size: 8.5 is not an integer"},
+		{"yes for a boolean", "train:\n  gradient_checkpointing: yes\n",
+			`bad.yaml:2: train.gradient_checkpointing: "yes" is a string; want true or false`},
+		{"negative learning rate", "train:\n  lr: -1e-5\n",
+			"bad.yaml:2: train.lr: -1e-05 is out of range; want a number in (0, 1)"},
+		{"top_p above 1", "rollout:\n  top_p: 1.5\n",
+			"bad.yaml:2: rollout.top_p: 1.5 is out of range; want a number in (0, 1]"},
+		{"group of one for grpo", "rollout:\n  group_size: 1\n",
+			"bad.yaml:2: rollout.group_size: 1 is too small for algorithm.name grpo, whose advantages compare samples of the same task; want at least 2"},
+		{"k not positive", "eval:\n  ks: [0, 1]\n",
+			"bad.yaml:2: eval.ks: k = 0 is out of range; every k must be at least 1"},
+		{"k above n samples", "eval:\n  ks: [1, 2, 4, 16]\n",
+			"bad.yaml:2: eval.ks: eval.n_samples 8 is less than the largest k in eval.ks (16); pass@k needs at least k samples per task"},
+		{"n samples below k", "eval:\n  n_samples: 4\n",
+			"bad.yaml:2: eval.n_samples: 4 is less than the largest k in eval.ks (8); pass@k needs at least k samples per task"},
+		{"ks not increasing", "eval:\n  ks: [1, 4, 2]\n",
+			"bad.yaml:2: eval.ks: [1, 4, 2] must be increasing without repeats"},
+		{"ambiguous size unit", "memory:\n  vram: 24G\n",
+			`bad.yaml:2: memory.vram: size "24G": unknown unit "G"; use B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), or auto`},
+		{"size without unit", "memory:\n  vram: 24\n",
+			`bad.yaml:2: memory.vram: size "24" has no unit; write 24GiB (2^30 bytes each) or 24GB (10^9 bytes each), or auto`},
+		{"missing jsonl file", "env:\n  tasks:\n    source: jsonl\n    jsonl:\n      path: nope.jsonl\n",
+			`bad.yaml:5: env.tasks.jsonl.path: "nope.jsonl" does not exist (relative paths are relative to the current directory)`},
+		{"neither: jsonl source without a path", "env:\n  tasks:\n    source: jsonl\n",
+			"bad.yaml:3: env.tasks.source: env.tasks.jsonl.path is empty but env.tasks.source is jsonl; give the task file's path, or set env.tasks.source: synthetic"},
+		{"both: synthetic source with a path", "env:\n  tasks:\n    jsonl:\n      path: tasks.jsonl\n",
+			`bad.yaml:4: env.tasks.jsonl.path: "tasks.jsonl" is set but env.tasks.source is synthetic; set env.tasks.source: jsonl to use the file, or remove the path`},
+		{"duplicate key", "train:\n  lr: 1e-5\n  lr: 2e-5\n",
+			"bad.yaml:3: train.lr: defined twice (lines 2 and 3); keep one"},
+		{"no value", "train:\n  lr:\n",
+			"bad.yaml:2: train.lr: has no value; want a number (or delete the line to use the default)"},
+		{"scalar for a section", "train: fast\n",
+			`bad.yaml:1: train: "fast" is a string; want a mapping of train settings (lr, warmup_steps, schedule, min_lr_ratio, weight_decay, beta1, beta2, eps, grad_clip, micro_batch, grad_accumulation, gradient_checkpointing, epochs_per_step)`},
+		{"number for a duration", "env:\n  timeout: 5\n",
+			"bad.yaml:2: env.timeout: 5 is a number; want a duration such as 500ms, 5s or 2m"},
+		{"malformed duration", "env:\n  timeout: 5 sec\n",
+			`bad.yaml:2: env.timeout: "5 sec" is not a duration; want one such as 500ms, 5s or 2m`},
+		{"hybrid without a hinter", "algorithm:\n  name: hybrid\n",
+			"bad.yaml:2: algorithm.name: hybrid needs hints for its teacher, but hinter.kind is none; set hinter.kind: rules (or self, openai)"},
+		{"openai without endpoint and model", "hinter:\n  kind: openai\n",
+			"bad.yaml:2: hinter.kind: hinter.endpoint is empty but hinter.kind is openai; give the base URL of an OpenAI-compatible server, e.g. http://localhost:8000/v1\n" +
+				"bad.yaml:2: hinter.kind: hinter.model is empty but hinter.kind is openai; name the model the endpoint serves"},
+		{"endpoint not a URL, key instead of its variable",
+			"hinter:\n  kind: openai\n  endpoint: localhost:8000\n  model: m\n  api_key_env: sk-abc123\n",
+			`bad.yaml:3: hinter.endpoint: "localhost:8000" is not an http(s) URL such as http://localhost:8000/v1` + "\n" +
+				"bad.yaml:5: hinter.api_key_env: looks like an API key itself; write the name of the environment variable that holds the key, e.g. OPENAI_API_KEY"},
+		{"early-stop metric not evaluated", "early_stop:\n  metric: pass@3\n",
+			`bad.yaml:2: early_stop.metric: "pass@3" is not one of reward, pass@1, pass@2, pass@4, pass@8 (pass@k needs its k in eval.ks)`},
+		{"process weight without a PRM", "reward:\n  process: 0.2\n",
+			"bad.yaml:2: reward.process: 0.2 has no effect while prm.kind is none; set prm.kind: rules (or judge), or reward.process: 0"},
+		{"PRM without a weight", "prm:\n  kind: rules\n",
+			"bad.yaml:2: prm.kind: rules has no effect while reward.process is 0; give reward.process a weight above 0, or set prm.kind: none"},
+		{"update larger than a step", "train:\n  micro_batch: 16\n  grad_accumulation: 8\n",
+			"bad.yaml:3: train.grad_accumulation: train.micro_batch 16 × train.grad_accumulation 8 = 128 sequences per update, more than the 64 a step produces (rollout.tasks_per_step × rollout.group_size)"},
+		{"more held-out tasks than exist", "eval:\n  heldout_tasks: 100\n",
+			"bad.yaml:2: eval.heldout_tasks: 100 is more than env.tasks.heldout_size 64; evaluate at most the held-out tasks there are"},
+		{"number for a list", "eval:\n  ks: 8\n",
+			"bad.yaml:2: eval.ks: 8 is a number; want a list of integers such as [1, 2, 4, 8]"},
+		{"bad list element", "eval:\n  ks: [1, two, 4]\n",
+			`bad.yaml:2: eval.ks[1]: "two" is a string; want an integer`},
+		{"not a mapping", "- a\n- b\n",
+			"bad.yaml:1: a recipe is a mapping of sections (run, model, backend, memory, rollout, env, reward, algorithm, hinter, prm, train, eval, early_stop, checkpoint, ui)"},
+		{"zero instead of auto", "memory:\n  kv_slots: 0\n",
+			"bad.yaml:2: memory.kv_slots: 0 is out of range; want auto or at least 1"},
+		{"both: plugin with the go backend", "backend:\n  kind: go\n  plugin: /x.so\n",
+			"bad.yaml:3: backend.plugin: is set but backend.kind is go, which never loads a plugin; remove the plugin or set backend.kind: cuda"},
+		{"early stopping without evaluations", "eval:\n  every: 0\nearly_stop:\n  patience: 3\ncheckpoint:\n  keep_best: 0\n",
+			"bad.yaml:2: eval.every: is 0, but early stopping needs evaluations; set eval.every above 0, or early_stop.patience and early_stop.max_drop to 0"},
+		{"nothing to learn", "reward:\n  outcome: 0\n",
+			"bad.yaml:2: reward.outcome: every reward weight is 0, so nothing can be learned; set reward.outcome above 0"},
+		{"turn longer than a trajectory", "rollout:\n  max_new_tokens: 1024\n",
+			"bad.yaml:2: rollout.max_new_tokens: rollout.max_total_tokens 512 is less than rollout.max_new_tokens 1024; a trajectory must hold at least one full turn"},
+		{"every problem is collected, in file order",
+			"ui:\n  mode: fancy\nrun:\n  name: my run\ntrain:\n  lr: 2\n  betas: [0.9, 0.99]\n",
+			`bad.yaml:2: ui.mode: "fancy" is not one of auto, tui, plain, json` + "\n" +
+				`bad.yaml:4: run.name: "my run" has characters other than letters, digits, '.', '_' and '-'` + "\n" +
+				"bad.yaml:6: train.lr: 2 is out of range; want a number in (0, 1)\n" +
+				"bad.yaml:7: train.betas: unknown field; did you mean train.beta1?"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, got := loadInline(t, tt.yaml, Options{IgnoreEnv: true})
+			if got != tt.want {
+				t.Errorf("error:\n%s\nwant:\n%s", got, tt.want)
+			}
+			if r != nil {
+				t.Errorf("got a recipe with an error")
+			}
+		})
+	}
+}
+
+func TestLoadInvalidYAML(t *testing.T) {
+	_, got := loadInline(t, "train:\n  lr: [1\n", Options{IgnoreEnv: true})
+	if !strings.HasPrefix(got, "bad.yaml: invalid YAML: yaml: line ") {
+		t.Errorf("got %q; want it to name the file and say the YAML is invalid", got)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), Options{IgnoreEnv: true})
+	if err == nil || !strings.Contains(err.Error(), "nope.yaml not found") {
+		t.Errorf("got %v; want a not-found error naming the file", err)
+	}
+}
+
+func TestErrorIsTyped(t *testing.T) {
+	_, err := Parse("x.yaml", []byte("train:\n  lr: 0\n  eps: 0\n"), Options{IgnoreEnv: true})
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %T; want *Error", err)
+	}
+	if len(e.Problems) != 2 || e.Problems[0].Field != "train.lr" || e.Problems[0].Line != 2 || e.Problems[1].Field != "train.eps" {
+		t.Errorf("got %+v; want train.lr at line 2, then train.eps", e.Problems)
+	}
+}
+
+func TestLoadGood(t *testing.T) {
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	if err := os.WriteFile(tasks, []byte(`{"prompt":"1+1","answer":"2"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := `
+run: {name: t-1, max_steps: 3}
+memory: {vram: 24 GB, kv_slots: 32}
+env:
+  timeout: 1500ms
+  tasks:
+    source: jsonl
+    jsonl: {path: ` + tasks + `, prompt_field: prompt}
+rollout:
+  stop: ["</code>", "\n\n\n"]
+train: {lr: 3e-6, micro_batch: auto, grad_accumulation: 2, gradient_checkpointing: true}
+eval: {ks: [1, 4], n_samples: 4}
+hinter:    # an empty section keeps every default
+`
+	r, errText := loadInline(t, yaml, Options{IgnoreEnv: true})
+	if errText != "" {
+		t.Fatal(errText)
+	}
+	want := Default()
+	want.Run.Name, want.Run.MaxSteps = "t-1", 3
+	want.Memory.VRAM, want.Memory.KVSlots = "24 GB", 32
+	want.Env.Timeout = 1500 * time.Millisecond
+	want.Env.Tasks.Source, want.Env.Tasks.JSONL.Path = "jsonl", tasks
+	want.Rollout.Stop = []string{"</code>", "\n\n\n"}
+	want.Train.LR, want.Train.GradAccumulation, want.Train.GradientCheckpointing = 3e-6, 2, true
+	want.Eval.Ks, want.Eval.NSamples = []int{1, 4}, 4
+	if !reflect.DeepEqual(r, want) {
+		t.Errorf("got\n%s\nwant\n%s", r.CanonicalJSON(), want.CanonicalJSON())
+	}
+}
+
+func TestLoadEmptyIsDefault(t *testing.T) {
+	for _, src := range []string{"", "# nothing\n", "---\n"} {
+		r, err := Parse("empty.yaml", []byte(src), Options{IgnoreEnv: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(r, Default()) {
+			t.Errorf("%q: got\n%s\nwant the defaults\n%s", src, r.CanonicalJSON(), Default().CanonicalJSON())
+		}
+	}
+	if err := Default().Validate(); err != nil {
+		t.Errorf("the defaults do not validate: %v", err)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	// Not parallel: it sets the process environment.
+	t.Setenv("AGENTRL_TRAIN_LR", "3e-5")
+	t.Setenv("AGENTRL_EVAL_KS", "1,2")
+	t.Setenv("AGENTRL_MEMORY_KV_SLOTS", "16")
+	t.Setenv("AGENTRL_ENV_TIMEOUT", "2s")
+	t.Setenv("AGENTRL_TRAIN_GRADIENT_CHECKPOINTING", "true")
+	t.Setenv("AGENTRL_ROLLOUT_TEMPERATURE", "0.7")
+	t.Setenv("AGENTRL_DEBUG", "1") // not under a recipe section: left alone
+	yaml := "train:\n  lr: 2e-5\n  warmup_steps: 7\nrollout:\n  temperature: 0.9\n"
+	r, errText := loadInline(t, yaml, Options{Overrides: map[string]string{
+		"rollout.temperature": "0.5", "run.max_steps": "5", "model.path": "", "train.micro_batch": "auto",
+	}})
+	if errText != "" {
+		t.Fatal(errText)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"file value", r.Train.WarmupSteps, 7},
+		{"env over file", r.Train.LR, 3e-5},
+		{"env list", r.Eval.Ks, []int{1, 2}},
+		{"env auto-int", r.Memory.KVSlots, AutoInt(16)},
+		{"env duration", r.Env.Timeout, 2 * time.Second},
+		{"env bool", r.Train.GradientCheckpointing, true},
+		{"override over env and file", r.Rollout.Temperature, 0.5},
+		{"override", r.Run.MaxSteps, 5},
+		{"default", r.Train.Beta2, 0.999},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: got %v; want %v", c.name, c.got, c.want)
+		}
+	}
+	r2, errText := loadInline(t, yaml, Options{IgnoreEnv: true})
+	if errText != "" {
+		t.Fatal(errText)
+	}
+	if r2.Train.LR != 2e-5 {
+		t.Errorf("IgnoreEnv: got lr %v; want the file's 2e-5", r2.Train.LR)
+	}
+}
+
+func TestEnvAndOverrideProblems(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]string
+		overrides map[string]string
+		want      string
+	}{
+		{"env not a number", map[string]string{"AGENTRL_TRAIN_LR": "abc"}, nil,
+			`bad.yaml: train.lr (from $AGENTRL_TRAIN_LR): "abc" is not a number`},
+		{"env out of range", map[string]string{"AGENTRL_TRAIN_LR": "-1"}, nil,
+			"bad.yaml: train.lr (from $AGENTRL_TRAIN_LR): -1 is out of range; want a number in (0, 1)"},
+		{"env misspelt", map[string]string{"AGENTRL_TRAIN_LRR": "1e-5"}, nil,
+			"bad.yaml: $AGENTRL_TRAIN_LRR matches no recipe field; did you mean $AGENTRL_TRAIN_LR (train.lr)?"},
+		{"env list with spaces", map[string]string{"AGENTRL_EVAL_KS": "1, 2"}, nil,
+			`bad.yaml: eval.ks (from $AGENTRL_EVAL_KS): "1, 2" is not a comma-separated list of integers such as 1,2,4,8 (no spaces)`},
+		{"override unknown", nil, map[string]string{"run.max_step": "5"},
+			"bad.yaml: run.max_step (from override): unknown field; did you mean run.max_steps?"},
+		{"override bad type", nil, map[string]string{"run.max_steps": "five"},
+			`bad.yaml: run.max_steps (from override): "five" is not an integer`},
+		{"override out of range", nil, map[string]string{"run.max_steps": "0"},
+			"bad.yaml: run.max_steps (from override): 0 is out of range; want at least 1"},
+		{"override of a default-valued partner", nil, map[string]string{"eval.ks": "1,16"},
+			"bad.yaml: eval.ks (from override): eval.n_samples 8 is less than the largest k in eval.ks (16); pass@k needs at least k samples per task"},
+		{"cross-field: reported at the field the user set", nil, map[string]string{"eval.every": "0"},
+			"bad.yaml: eval.every (from override): checkpoint.keep_best needs evaluations to rank checkpoints, but eval.every is 0; set eval.every above 0 or checkpoint.keep_best: 0"},
+		{"a default made invalid by another field", nil, map[string]string{"eval.ks": "2,4"},
+			`bad.yaml: early_stop.metric (default): "pass@1" is not one of reward, pass@2, pass@4 (pass@k needs its k in eval.ks)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			_, got := loadInline(t, "run:\n  seed: 2\n", Options{Overrides: tt.overrides})
+			if got != tt.want {
+				t.Errorf("error:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,410 @@
+// Package recipes holds the recipe schema of agentrl-tui: every setting of a training run, its
+// documented default, loading from YAML with viper (defaults, AGENTRL_* environment overrides and
+// caller overrides such as command-line flags), and validation whose errors name the file, the line,
+// the field, the bad value and what would be accepted.
+//
+// The controller takes a *Recipe returned by Load or Parse (already validated), never raw maps.
+// Keys are lower-case snake_case; a dotted key such as "train.lr" names a field, and the matching
+// environment variable is AGENTRL_TRAIN_LR.
+package recipes
+
+import "time"
+
+// Recipe is the whole configuration of a run. Each section mirrors one top-level YAML mapping.
+type Recipe struct {
+	// Run names the run and bounds it.
+	Run Run `mapstructure:"run" json:"run"`
+	// Model chooses the policy model folder and its compute precision.
+	Model Model `mapstructure:"model" json:"model"`
+	// Backend chooses the GoMLX backend.
+	Backend Backend `mapstructure:"backend" json:"backend"`
+	// Memory is the device memory budget and how it is shared between rollout and training.
+	Memory Memory `mapstructure:"memory" json:"memory"`
+	// Rollout controls generation: how many trajectories per step and how they are sampled.
+	Rollout Rollout `mapstructure:"rollout" json:"rollout"`
+	// Env is the environment (the ReTool code sandbox) and its task set.
+	Env Env `mapstructure:"env" json:"env"`
+	// Reward weighs the parts of a trajectory's reward.
+	Reward Reward `mapstructure:"reward" json:"reward"`
+	// Algorithm is the policy-gradient algorithm and its loss settings.
+	Algorithm Algorithm `mapstructure:"algorithm" json:"algorithm"`
+	// Hinter writes hindsight hints ("bridge thoughts") for on-policy distillation.
+	Hinter Hinter `mapstructure:"hinter" json:"hinter"`
+	// PRM chooses how the process score of a trajectory is computed.
+	PRM PRM `mapstructure:"prm" json:"prm"`
+	// Train holds the optimizer and batching settings.
+	Train Train `mapstructure:"train" json:"train"`
+	// Eval controls pass@k evaluation on held-out tasks.
+	Eval Eval `mapstructure:"eval" json:"eval"`
+	// EarlyStop stops a run whose evaluation metric stopped improving.
+	EarlyStop EarlyStop `mapstructure:"early_stop" json:"early_stop"`
+	// Checkpoint controls how often weights are saved and which are kept.
+	Checkpoint Checkpoint `mapstructure:"checkpoint" json:"checkpoint"`
+	// UI chooses how the run is shown.
+	UI UI `mapstructure:"ui" json:"ui"`
+}
+
+// Run names a run and bounds its length.
+type Run struct {
+	// Name labels the run in the store and the UI; empty means one derived from the recipe file
+	// and the start time. Letters, digits, '.', '_' and '-' only.
+	Name string `mapstructure:"name" json:"name"`
+	// Seed makes the run reproducible: task order, sampling and initialisation derive from it.
+	Seed int64 `mapstructure:"seed" json:"seed"`
+	// MaxSteps is the number of training steps (rollout → update → sync) before the run ends.
+	MaxSteps int `mapstructure:"max_steps" json:"max_steps"`
+	// Store is the path of the bbolt database that keeps runs, metrics, trajectories and checkpoints.
+	Store string `mapstructure:"store" json:"store"`
+}
+
+// Model chooses the policy model.
+type Model struct {
+	// Path is a HuggingFace-format folder (config.json, safetensors, tokenizer.json); empty means
+	// the built-in small model shipped in testdata/. Relative paths are relative to the current
+	// directory.
+	Path string `mapstructure:"path" json:"path"`
+	// DType is the compute precision: "auto" (bf16 on a GPU, f32 on the CPU), "f32" or "bf16".
+	// Master weights and optimizer state are always float32.
+	DType string `mapstructure:"dtype" json:"dtype"`
+}
+
+// Backend chooses the GoMLX backend.
+type Backend struct {
+	// Kind is "auto" (CUDA when a GPU and the PJRT plugin are found, else Go), "go" (pure-Go CPU)
+	// or "cuda" (XLA PJRT CUDA plugin; an error when it cannot be opened).
+	Kind string `mapstructure:"kind" json:"kind"`
+	// Plugin is an explicit path to xla_cuda_plugin.so; empty means search PJRT_PLUGIN_LIBRARY_PATH
+	// and Python site-packages. Only meaningful with kind auto or cuda.
+	Plugin string `mapstructure:"plugin" json:"plugin"`
+}
+
+// Memory is the device memory budget and how the ledger shares it between phases.
+type Memory struct {
+	// VRAM is the device memory budget: "auto" (what NVML reports free; no limit on the CPU) or a
+	// size such as "24GiB" (GiB = 2^30 bytes) or "24GB" (GB = 10^9 bytes).
+	VRAM string `mapstructure:"vram" json:"vram"`
+	// KVSlots is the number of KV-cache slots (trajectories decoded at once): "auto" lets the
+	// ledger choose the most that fit, up to rollout.tasks_per_step × rollout.group_size; a number
+	// fixes it (an error when it does not fit).
+	KVSlots AutoInt `mapstructure:"kv_slots" json:"kv_slots"`
+	// OptimizerOffload says where AdamW moments live during rollout: "auto" (on the device when
+	// the rollout phase still fits with the most slots, else on the host), "device" or "host".
+	// During training they are always on the device.
+	OptimizerOffload string `mapstructure:"optimizer_offload" json:"optimizer_offload"`
+}
+
+// Rollout controls generation.
+type Rollout struct {
+	// TasksPerStep is the number of distinct tasks sampled per training step.
+	TasksPerStep int `mapstructure:"tasks_per_step" json:"tasks_per_step"`
+	// GroupSize is the number of trajectories sampled per task (the GRPO group, n); at least 2 for
+	// grpo and hybrid, whose advantages compare samples of the same task.
+	GroupSize int `mapstructure:"group_size" json:"group_size"`
+	// MaxTurns is the most assistant turns per trajectory (each may call the tool once).
+	MaxTurns int `mapstructure:"max_turns" json:"max_turns"`
+	// MaxNewTokens is the most tokens generated in one assistant turn.
+	MaxNewTokens int `mapstructure:"max_new_tokens" json:"max_new_tokens"`
+	// MaxTotalTokens is the most tokens of a whole trajectory: prompt, every turn and every
+	// observation. It is the length of a KV-cache slot and of a training sequence.
+	MaxTotalTokens int `mapstructure:"max_total_tokens" json:"max_total_tokens"`
+	// Temperature scales logits before sampling; must be > 0 (RL needs diverse samples).
+	Temperature float64 `mapstructure:"temperature" json:"temperature"`
+	// TopP is nucleus sampling's probability mass, in (0, 1]; 1 disables it.
+	TopP float64 `mapstructure:"top_p" json:"top_p"`
+	// TopK keeps the k most likely tokens; 0 disables it.
+	TopK int `mapstructure:"top_k" json:"top_k"`
+	// Stop lists extra stop strings that end a turn. The end-of-turn token and the tool-call
+	// close tag of the chat format always end a turn and need not be listed.
+	Stop []string `mapstructure:"stop" json:"stop"`
+}
+
+// Env is the environment and its task set.
+type Env struct {
+	// Name is the environment; only "retool" (math problems solved by writing code) exists.
+	Name string `mapstructure:"name" json:"name"`
+	// Executor runs the model's code: "starlark" (in-process Starlark, always available) or
+	// "python" (a python3 subprocess).
+	Executor string `mapstructure:"executor" json:"executor"`
+	// Session is "fresh" (every tool call starts from an empty interpreter) or "persistent"
+	// (variables survive between the calls of one trajectory).
+	Session string `mapstructure:"session" json:"session"`
+	// Timeout bounds one tool call, as a Go duration such as "5s"; at most 10m.
+	Timeout time.Duration `mapstructure:"timeout" json:"timeout"`
+	// Limits bounds what one tool call may use.
+	Limits Limits `mapstructure:"limits" json:"limits"`
+	// Observation shapes the tool output the model reads.
+	Observation Observation `mapstructure:"observation" json:"observation"`
+	// Tasks is the task set.
+	Tasks Tasks `mapstructure:"tasks" json:"tasks"`
+}
+
+// Limits bounds one tool call.
+type Limits struct {
+	// MaxOutputBytes truncates the captured output of one call.
+	MaxOutputBytes int `mapstructure:"max_output_bytes" json:"max_output_bytes"`
+	// MaxSteps bounds the Starlark interpreter's execution steps per call (starlark executor).
+	MaxSteps int `mapstructure:"max_steps" json:"max_steps"`
+	// MaxMemoryMB bounds the address space of the python subprocess, in MiB (python executor).
+	MaxMemoryMB int `mapstructure:"max_memory_mb" json:"max_memory_mb"`
+}
+
+// Observation shapes the tool output fed back to the model.
+type Observation struct {
+	// Format is "interpreter" (output wrapped in <interpreter>…</interpreter> inside the assistant
+	// turn, as in ReTool) or "tool_response" (a chat-format tool message).
+	Format string `mapstructure:"format" json:"format"`
+	// MaxChars truncates the observation text the model reads.
+	MaxChars int `mapstructure:"max_chars" json:"max_chars"`
+}
+
+// Tasks is the task set: synthetic problems or a JSON Lines file.
+type Tasks struct {
+	// Source is "synthetic" (generated arithmetic word problems) or "jsonl" (the file in jsonl.path).
+	Source string `mapstructure:"source" json:"source"`
+	// Synthetic configures the generated task set (source synthetic).
+	Synthetic Synthetic `mapstructure:"synthetic" json:"synthetic"`
+	// JSONL configures a task file (source jsonl).
+	JSONL JSONL `mapstructure:"jsonl" json:"jsonl"`
+	// TrainSize is the number of training tasks drawn from the source.
+	TrainSize int `mapstructure:"train_size" json:"train_size"`
+	// HeldoutSize is the number of held-out tasks, disjoint from the training tasks.
+	HeldoutSize int `mapstructure:"heldout_size" json:"heldout_size"`
+}
+
+// Synthetic configures generated tasks.
+type Synthetic struct {
+	// Levels lists the difficulty levels to draw from, each 1 (one operation) to 5 (multi-step).
+	Levels []int `mapstructure:"levels" json:"levels"`
+	// Seed makes the generated task set reproducible, independent of run.seed.
+	Seed int64 `mapstructure:"seed" json:"seed"`
+}
+
+// JSONL configures a task file with one JSON object per line.
+type JSONL struct {
+	// Path is the file; relative paths are relative to the current directory.
+	Path string `mapstructure:"path" json:"path"`
+	// IDField names the task id field; tasks without it are numbered by line.
+	IDField string `mapstructure:"id_field" json:"id_field"`
+	// PromptField names the problem text field.
+	PromptField string `mapstructure:"prompt_field" json:"prompt_field"`
+	// AnswerField names the reference answer field.
+	AnswerField string `mapstructure:"answer_field" json:"answer_field"`
+}
+
+// Reward weighs the parts of a trajectory's total reward.
+type Reward struct {
+	// Outcome weighs the verifier's score of the final answer (1 correct, 0 wrong).
+	Outcome float64 `mapstructure:"outcome" json:"outcome"`
+	// Process weighs the PRM's process score (see prm.kind); must be 0 when prm.kind is none.
+	Process float64 `mapstructure:"process" json:"process"`
+	// Shaping weighs small shaping terms from the environment (e.g. a tool call that ran).
+	Shaping float64 `mapstructure:"shaping" json:"shaping"`
+	// FormatPenalty is subtracted when the final answer is missing or malformed.
+	FormatPenalty float64 `mapstructure:"format_penalty" json:"format_penalty"`
+}
+
+// Algorithm is the policy-gradient algorithm and its loss.
+type Algorithm struct {
+	// Name is "grpo" (group-normalised outcome advantages), "ppo" (GAE with a value head),
+	// "hybrid" (GRPO + opd_lambda × OPD on hinted trajectories, the ReTool-RL recipe) or "opd"
+	// (on-policy distillation only).
+	Name string `mapstructure:"name" json:"name"`
+	// Baseline is the group baseline for grpo and hybrid: "mean" (group mean) or "rloo"
+	// (leave-one-out mean).
+	Baseline string `mapstructure:"baseline" json:"baseline"`
+	// StdNormalize divides group advantages by the group's standard deviation.
+	StdNormalize bool `mapstructure:"std_normalize" json:"std_normalize"`
+	// ClipLow is the lower PPO clip bound ε_low: the ratio is clipped below at 1 − ε_low; in (0, 1).
+	ClipLow float64 `mapstructure:"clip_low" json:"clip_low"`
+	// ClipHigh is the upper PPO clip bound ε_high: the ratio is clipped above at 1 + ε_high; in (0, 10].
+	ClipHigh float64 `mapstructure:"clip_high" json:"clip_high"`
+	// KLCoef weighs the KL divergence to the reference model; 0 disables it.
+	KLCoef float64 `mapstructure:"kl_coef" json:"kl_coef"`
+	// KLEstimator is "k1" (log-ratio) or "k3" (ratio − 1 − log-ratio, unbiased and non-negative).
+	KLEstimator string `mapstructure:"kl_estimator" json:"kl_estimator"`
+	// KLMode applies the KL as a "loss" term or as a per-token "reward" penalty.
+	KLMode string `mapstructure:"kl_mode" json:"kl_mode"`
+	// EntropyCoef weighs an entropy bonus; 0 disables it.
+	EntropyCoef float64 `mapstructure:"entropy_coef" json:"entropy_coef"`
+	// Aggregation reduces per-token losses: "token-mean" (over all policy tokens of the batch) or
+	// "seq-mean" (per sequence, then over sequences).
+	Aggregation string `mapstructure:"aggregation" json:"aggregation"`
+	// OPDLambda weighs the OPD advantage (teacher − student log-prob) added to the GRPO advantage
+	// on hinted trajectories; must be > 0 for hybrid and opd.
+	OPDLambda float64 `mapstructure:"opd_lambda" json:"opd_lambda"`
+	// GAEGamma is the discount γ of GAE (ppo), in [0, 1].
+	GAEGamma float64 `mapstructure:"gae_gamma" json:"gae_gamma"`
+	// GAELambda is the λ of GAE (ppo), in [0, 1].
+	GAELambda float64 `mapstructure:"gae_lambda" json:"gae_lambda"`
+	// ValueCoef weighs the value-head loss (ppo).
+	ValueCoef float64 `mapstructure:"value_coef" json:"value_coef"`
+}
+
+// Hinter writes hindsight hints ("bridge thoughts") for failed or flawed trajectories.
+type Hinter struct {
+	// Kind is "none", "rules" (from tool errors, timeouts, wrong or missing answers; always
+	// available), "self" (the policy prompted as a judge) or "openai" (an OpenAI-compatible chat
+	// endpoint).
+	Kind string `mapstructure:"kind" json:"kind"`
+	// Endpoint is the base URL of the chat endpoint, e.g. "http://localhost:8000/v1" (openai only).
+	Endpoint string `mapstructure:"endpoint" json:"endpoint"`
+	// Model is the model name sent to the endpoint (openai only).
+	Model string `mapstructure:"model" json:"model"`
+	// APIKeyEnv is the name of the environment variable holding the API key (never the key
+	// itself); empty sends no key (openai only).
+	APIKeyEnv string `mapstructure:"api_key_env" json:"api_key_env"`
+	// MaxHintTokens bounds the length of one hint, in tokens of the policy's tokenizer; 1 to 256.
+	MaxHintTokens int `mapstructure:"max_hint_tokens" json:"max_hint_tokens"`
+}
+
+// PRM chooses the process reward model.
+type PRM struct {
+	// Kind is "none", "rules" (recovered errors, tool use, format) or "judge" (the policy prompted
+	// as a judge). Its score enters the reward with weight reward.process.
+	Kind string `mapstructure:"kind" json:"kind"`
+}
+
+// Train holds the optimizer and batching settings.
+type Train struct {
+	// LR is the peak AdamW learning rate, in (0, 1).
+	LR float64 `mapstructure:"lr" json:"lr"`
+	// WarmupSteps ramps the learning rate linearly from 0 over this many steps.
+	WarmupSteps int `mapstructure:"warmup_steps" json:"warmup_steps"`
+	// Schedule after warm-up: "constant" or "cosine" (decays to min_lr_ratio × lr at run.max_steps).
+	Schedule string `mapstructure:"schedule" json:"schedule"`
+	// MinLRRatio is the final fraction of lr for the cosine schedule, in [0, 1].
+	MinLRRatio float64 `mapstructure:"min_lr_ratio" json:"min_lr_ratio"`
+	// WeightDecay is AdamW's decoupled weight decay, in [0, 1).
+	WeightDecay float64 `mapstructure:"weight_decay" json:"weight_decay"`
+	// Beta1 is AdamW's first-moment decay, in [0, 1).
+	Beta1 float64 `mapstructure:"beta1" json:"beta1"`
+	// Beta2 is AdamW's second-moment decay, in [0, 1).
+	Beta2 float64 `mapstructure:"beta2" json:"beta2"`
+	// Eps is AdamW's denominator epsilon, > 0.
+	Eps float64 `mapstructure:"eps" json:"eps"`
+	// GradClip is the global gradient-norm clip; 0 disables it.
+	GradClip float64 `mapstructure:"grad_clip" json:"grad_clip"`
+	// MicroBatch is the number of sequences per forward/backward pass: "auto" lets the memory
+	// ledger choose the most that fit (up to the step's batch); a number fixes it.
+	MicroBatch AutoInt `mapstructure:"micro_batch" json:"micro_batch"`
+	// GradAccumulation is the number of micro-batches whose gradients are summed per optimizer
+	// update: "auto" makes one update per pass over the step's batch; a number fixes it.
+	GradAccumulation AutoInt `mapstructure:"grad_accumulation" json:"grad_accumulation"`
+	// GradientCheckpointing recomputes each layer's activations in the backward pass instead of
+	// keeping them: less memory, about a third more compute.
+	GradientCheckpointing bool `mapstructure:"gradient_checkpointing" json:"gradient_checkpointing"`
+	// EpochsPerStep is the number of passes over a step's trajectories (1 = strictly on-policy).
+	EpochsPerStep int `mapstructure:"epochs_per_step" json:"epochs_per_step"`
+}
+
+// Eval controls pass@k evaluation on held-out tasks.
+type Eval struct {
+	// Every evaluates after every N training steps; 0 disables evaluation (and early stopping).
+	Every int `mapstructure:"every" json:"every"`
+	// Ks lists the k of pass@k, increasing, each at least 1 and at most n_samples.
+	Ks []int `mapstructure:"ks" json:"ks"`
+	// NSamples is the number of samples per held-out task (n of the unbiased pass@k estimator).
+	NSamples int `mapstructure:"n_samples" json:"n_samples"`
+	// HeldoutTasks is the number of held-out tasks evaluated, at most env.tasks.heldout_size.
+	HeldoutTasks int `mapstructure:"heldout_tasks" json:"heldout_tasks"`
+	// Temperature is the sampling temperature during evaluation, > 0.
+	Temperature float64 `mapstructure:"temperature" json:"temperature"`
+	// AtStart also evaluates before the first step (the starting point the run is compared to).
+	AtStart bool `mapstructure:"at_start" json:"at_start"`
+}
+
+// EarlyStop stops a run whose evaluation metric stopped improving. It needs eval.every > 0.
+type EarlyStop struct {
+	// Metric is "pass@K" with K one of eval.ks, or "reward" (mean held-out reward).
+	Metric string `mapstructure:"metric" json:"metric"`
+	// Patience stops after this many evaluations without a new best; 0 disables the rule.
+	Patience int `mapstructure:"patience" json:"patience"`
+	// MaxDrop stops when the metric falls more than this below the best seen, in [0, 1];
+	// 0 disables the rule.
+	MaxDrop float64 `mapstructure:"max_drop" json:"max_drop"`
+}
+
+// Checkpoint controls saving.
+type Checkpoint struct {
+	// Every saves after every N steps; 0 saves only at the end (and on Ctrl-C).
+	Every int `mapstructure:"every" json:"every"`
+	// KeepBest keeps the N checkpoints with the best early_stop.metric; needs eval.every > 0 when > 0.
+	KeepBest int `mapstructure:"keep_best" json:"keep_best"`
+	// KeepLast keeps the N most recent checkpoints; the best ones are kept in addition.
+	KeepLast int `mapstructure:"keep_last" json:"keep_last"`
+	// SaveOptimizer also saves AdamW moments, so a resumed run continues exactly.
+	SaveOptimizer bool `mapstructure:"save_optimizer" json:"save_optimizer"`
+}
+
+// UI chooses the presentation.
+type UI struct {
+	// Mode is "auto" (the TUI when stdin and stdout are terminals, else plain), "tui", "plain"
+	// (one line per event) or "json" (one JSON object per event).
+	Mode string `mapstructure:"mode" json:"mode"`
+}
+
+// AutoInt is a count that may be "auto" in YAML; the value 0 means auto.
+type AutoInt int
+
+// IsAuto reports whether the count is left to the program.
+func (a AutoInt) IsAuto() bool { return a == 0 }
+
+// String returns "auto" or the number.
+func (a AutoInt) String() string {
+	if a == 0 {
+		return "auto"
+	}
+	return itoa(int(a))
+}
+
+// Default returns a recipe with every field at its documented default: outcome-only GRPO on the
+// synthetic ReTool tasks, sized for the built-in model on a CPU.
+func Default() *Recipe {
+	return &Recipe{
+		Run:     Run{Name: "", Seed: 1, MaxSteps: 40, Store: "runs/agentrl.db"},
+		Model:   Model{Path: "", DType: "auto"},
+		Backend: Backend{Kind: "auto", Plugin: ""},
+		Memory:  Memory{VRAM: "auto", KVSlots: 0, OptimizerOffload: "auto"},
+		Rollout: Rollout{
+			TasksPerStep: 8, GroupSize: 8, MaxTurns: 3, MaxNewTokens: 96, MaxTotalTokens: 512,
+			Temperature: 1.0, TopP: 1.0, TopK: 0, Stop: []string{},
+		},
+		Env: Env{
+			Name: "retool", Executor: "starlark", Session: "fresh", Timeout: 5 * time.Second,
+			Limits:      Limits{MaxOutputBytes: 1024, MaxSteps: 100000, MaxMemoryMB: 256},
+			Observation: Observation{Format: "interpreter", MaxChars: 512},
+			Tasks: Tasks{
+				Source:    "synthetic",
+				Synthetic: Synthetic{Levels: []int{1, 2, 3}, Seed: 7},
+				JSONL:     JSONL{Path: "", IDField: "id", PromptField: "prompt", AnswerField: "answer"},
+				TrainSize: 512, HeldoutSize: 64,
+			},
+		},
+		Reward: Reward{Outcome: 1.0, Process: 0, Shaping: 0, FormatPenalty: 0.1},
+		Algorithm: Algorithm{
+			Name: "grpo", Baseline: "mean", StdNormalize: true, ClipLow: 0.2, ClipHigh: 0.28,
+			KLCoef: 0, KLEstimator: "k3", KLMode: "loss", EntropyCoef: 0, Aggregation: "token-mean",
+			OPDLambda: 0.5, GAEGamma: 1.0, GAELambda: 0.95, ValueCoef: 0.5,
+		},
+		Hinter: Hinter{Kind: "none", Endpoint: "", Model: "", APIKeyEnv: "OPENAI_API_KEY", MaxHintTokens: 48},
+		PRM:    PRM{Kind: "none"},
+		Train: Train{
+			LR: 1e-5, WarmupSteps: 2, Schedule: "constant", MinLRRatio: 0.1, WeightDecay: 0.01,
+			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, GradClip: 1.0, MicroBatch: 0, GradAccumulation: 0,
+			GradientCheckpointing: false, EpochsPerStep: 1,
+		},
+		Eval:       Eval{Every: 5, Ks: []int{1, 2, 4, 8}, NSamples: 8, HeldoutTasks: 64, Temperature: 1.0, AtStart: true},
+		EarlyStop:  EarlyStop{Metric: "pass@1", Patience: 0, MaxDrop: 0},
+		Checkpoint: Checkpoint{Every: 10, KeepBest: 1, KeepLast: 2, SaveOptimizer: true},
+		UI:         UI{Mode: "auto"},
+	}
+}
+
+// BatchSize is the number of trajectories one training step produces and trains on.
+func (r *Recipe) BatchSize() int { return r.Rollout.TasksPerStep * r.Rollout.GroupSize }
+
+// UsesReference reports whether the frozen reference model is needed: for a KL term or as the
+// OPD teacher (hybrid and opd).
+func (r *Recipe) UsesReference() bool {
+	return r.Algorithm.KLCoef > 0 || r.Algorithm.Name == "hybrid" || r.Algorithm.Name == "opd"
+}
