@@ -1,0 +1,408 @@
+// Package ledger is the byte ledger of the time-shared GPU: from a model shape and a recipe's
+// memory, rollout and training settings it derives what each phase holds on the device, chooses
+// the number of KV-cache slots and the training micro-batch that fit a memory budget, and says
+// which component is too big when nothing fits. It runs nothing; `agentrl-tui plan` prints it and
+// the engine sizes its buffers from it.
+//
+// # Phases
+//
+// Rollout holds the inference weights (compute dtype), the KV cache, the reference weights when
+// the recipe needs them (KL term or OPD teacher), the float32 master weights (always resident, so
+// a switch never copies them), the AdamW moments unless they are offloaded to host memory, the
+// sampler's workspace and the runtime reserve.
+//
+// Train holds the master weights, their float32 gradients, the AdamW moments, the reference
+// weights when needed, the activations of one micro-batch and the runtime reserve. The KV cache
+// is freed on entry and so is the inference copy: the sync after the update frees the gradients,
+// moves the moments to the host when offloaded, and only then rebuilds the inference copy from the
+// master weights, so the sync never holds more than rollout does. The teacher/reference forward
+// runs in this phase without gradients; its activations are below the training micro-batch's.
+//
+// Peak (Plan.Total) is the larger phase.
+//
+// # Estimates
+//
+// Per decoder layer and per token, a training forward keeps for the backward pass, in the compute
+// dtype (b bytes): the layer input and its RMSNorm output (2H), q, k and v (q+2kv, with q = heads ×
+// head_dim and kv = kv_heads × head_dim), q and k after RoPE (q+kv), q and k before their RMSNorm
+// (q+kv, qwen3 only), the attention output (q), the residual and its RMSNorm output (2H), and the
+// SwiGLU gate, up, activation and product (4I) — plus the attention probabilities, heads × S per
+// token, once in float32 for the softmax and once in the compute dtype for the value product
+// (heads × S × (4+b) bytes, S = sequence length; the model's attention is dense).
+//
+// Without gradient checkpointing a micro-batch of T tokens holds T × (layers + 1) × that (one extra
+// layer for the gradients in flight) plus the float32 softmax of the vocabulary projection for
+// every token (T × vocab × 4: each log-prob chunk keeps it for its backward) plus the working
+// buffers of one chunk. With checkpointing it holds each layer's input (T × layers × H × b), two
+// layers' worth of the above (the layer being recomputed and its gradients) and three buffers of
+// one log-prob chunk; checkpointing covers the log-prob head too (each chunk's logits are
+// recomputed in the backward). The trainer must compute log-probs in chunks of at most
+// LogitChunkTokens tokens (micro-batch × positions) for these numbers to hold.
+package ledger
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Fixed sizes the ledger assumes.
+const (
+	// RuntimeReserve is held in every phase for the CUDA context, cuBLAS/cuDNN handles and XLA's
+	// scratch workspace.
+	RuntimeReserve int64 = 1 << 30
+	// LogitChunkTokens is the most tokens (summed over a micro-batch) whose vocabulary logits exist
+	// at once in training.
+	LogitChunkTokens = 1024
+	// PrefillChunkTokens is the most prompt or observation tokens prefilled into a slot at once.
+	PrefillChunkTokens = 256
+)
+
+// Component names, the keys of Plan.Components.
+const (
+	InferenceWeights = "inference_weights"
+	KVCache          = "kv_cache"
+	ReferenceWeights = "reference_weights"
+	MasterWeights    = "master_weights"
+	Gradients        = "gradients"
+	OptimizerMoments = "optimizer_moments"
+	Activations      = "activations"
+	SamplerWorkspace = "sampler_workspace"
+	Runtime          = "runtime_reserve"
+)
+
+// componentOrder is the order tables list components in.
+func componentOrder() []string {
+	return []string{InferenceWeights, ReferenceWeights, MasterWeights, Gradients, OptimizerMoments,
+		KVCache, Activations, SamplerWorkspace, Runtime}
+}
+
+// Offload modes of the optimizer moments during rollout.
+const (
+	OffloadAuto   = "auto"   // on the device when rollout still fits with the most slots, else host
+	OffloadDevice = "device" // always on the device
+	OffloadHost   = "host"   // always moved to the host during rollout
+)
+
+// Settings are the recipe values the ledger reads (see SettingsFor).
+type Settings struct {
+	// ComputeBytes is the size of one value in the compute dtype: 2 (bf16) or 4 (f32).
+	ComputeBytes int
+	// SeqLen is the length of a KV slot and of a training sequence (rollout.max_total_tokens).
+	SeqLen int
+	// KVSlots fixes the number of slots; 0 lets the ledger choose up to MaxKVSlots.
+	KVSlots int
+	// MaxKVSlots bounds the choice (the step's trajectories: tasks × group size).
+	MaxKVSlots int
+	// MicroBatch fixes the training micro-batch; 0 lets the ledger choose up to MaxMicroBatch.
+	MicroBatch int
+	// MaxMicroBatch bounds the choice.
+	MaxMicroBatch int
+	// Offload is OffloadAuto, OffloadDevice or OffloadHost.
+	Offload string
+	// GradientCheckpointing recomputes activations in the backward pass.
+	GradientCheckpointing bool
+	// Reference keeps a frozen copy of the initial weights (KL term or OPD teacher).
+	Reference bool
+	// ValueHead adds PPO's value head (hidden + 1 trainable parameters).
+	ValueHead bool
+}
+
+func (s Settings) validate() error {
+	var bad []string
+	if s.ComputeBytes != 2 && s.ComputeBytes != 4 {
+		bad = append(bad, fmt.Sprintf("compute bytes %d is not 2 (bf16) or 4 (f32)", s.ComputeBytes))
+	}
+	if s.SeqLen < 1 {
+		bad = append(bad, fmt.Sprintf("sequence length %d is below 1", s.SeqLen))
+	}
+	if s.KVSlots < 0 || s.MicroBatch < 0 {
+		bad = append(bad, fmt.Sprintf("kv slots %d or micro-batch %d is negative", s.KVSlots, s.MicroBatch))
+	}
+	if s.KVSlots == 0 && s.MaxKVSlots < 1 || s.MicroBatch == 0 && s.MaxMicroBatch < 1 {
+		bad = append(bad, fmt.Sprintf("max kv slots %d and max micro-batch %d must be at least 1", s.MaxKVSlots, s.MaxMicroBatch))
+	}
+	switch s.Offload {
+	case OffloadAuto, OffloadDevice, OffloadHost:
+	default:
+		bad = append(bad, fmt.Sprintf("offload %q is not one of auto, device, host", s.Offload))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("ledger settings: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// Phase is what one phase holds on the device.
+type Phase struct {
+	Name  string           // "rollout" or "train"
+	Bytes int64            // their sum
+	Holds map[string]int64 // component → bytes, only what the phase holds
+}
+
+// Plan is the ledger's answer for one shape, settings and budget.
+type Plan struct {
+	// Fits is true when both phases fit the budget.
+	Fits bool
+	// KVSlots is the number of KV-cache slots chosen (fixed, or the most that fit); when the
+	// rollout phase does not fit even at one slot (or at the fixed count) it is 0.
+	KVSlots int
+	// MicroBatch is the training micro-batch chosen; 0 when the train phase does not fit.
+	MicroBatch int
+	// Components is the device bytes of each component at the chosen sizes (at 1 slot or
+	// micro-batch where nothing fits), each at its largest over the phases.
+	Components map[string]int64
+	// Rollout and Train are the two phases.
+	Rollout, Train Phase
+	// Total is the peak: the larger phase.
+	Total int64
+	// Budget is the device memory budget; 0 means unlimited.
+	Budget int64
+	// MomentsOnHost is true when the optimizer moments leave the device during rollout.
+	MomentsOnHost bool
+	// HostBytes is the host memory the offloaded moments take.
+	HostBytes int64
+	// Reason explains, when Fits is false, which phase is too big and its largest component.
+	Reason string
+	// Shape, Params and Settings are the inputs, for display.
+	Shape    Shape
+	Params   int64
+	Settings Settings
+}
+
+// sizer computes component sizes for one shape and settings.
+type sizer struct {
+	sh                Shape
+	st                Settings
+	params, trainable int64
+	b                 int64
+}
+
+func newSizer(sh Shape, st Settings) sizer {
+	z := sizer{sh: sh, st: st, params: sh.Params(), b: int64(st.ComputeBytes)}
+	z.trainable = z.params
+	if st.ValueHead {
+		z.trainable += int64(sh.Hidden) + 1
+	}
+	return z
+}
+
+func (z sizer) inference() int64 { return z.params * z.b }
+func (z sizer) master() int64    { return z.trainable * 4 }
+func (z sizer) grads() int64     { return z.trainable * 4 }
+func (z sizer) moments() int64   { return z.trainable * 8 }
+
+func (z sizer) reference() int64 {
+	if !z.st.Reference {
+		return 0
+	}
+	return z.params * z.b
+}
+
+// kvCache is 2 (K and V) × layers × kv_heads × head_dim × slot length × slots × dtype bytes.
+func (z sizer) kvCache(slots int) int64 {
+	return 2 * int64(z.sh.Layers) * int64(z.sh.KVHeads) * int64(z.sh.HeadDim) * int64(z.st.SeqLen) * int64(slots) * z.b
+}
+
+// layerBytes is one decoder layer's saved activations per token, attending over s positions.
+func (z sizer) layerBytes(s int) int64 {
+	h, i := int64(z.sh.Hidden), int64(z.sh.Intermediate)
+	q := int64(z.sh.Heads * z.sh.HeadDim)
+	kv := int64(z.sh.KVHeads * z.sh.HeadDim)
+	elems := 4*h + 2*q + 2*kv + 4*i
+	if z.sh.Family == "qwen3" {
+		elems += q + kv
+	}
+	return elems*z.b + int64(z.sh.Heads)*int64(s)*(4+z.b)
+}
+
+// activations of one training micro-batch of m sequences (see the package comment).
+func (z sizer) activations(m int) int64 {
+	t := int64(m) * int64(z.st.SeqLen)
+	l := int64(z.sh.Layers)
+	layer := z.layerBytes(z.st.SeqLen)
+	chunk := min(t, LogitChunkTokens) * int64(z.sh.Vocab) * 4
+	final := t * 2 * int64(z.sh.Hidden) * z.b
+	if z.st.GradientCheckpointing {
+		return t*l*int64(z.sh.Hidden)*z.b + 2*t*layer + final + 3*chunk
+	}
+	return t*(l+1)*layer + final + t*int64(z.sh.Vocab)*4 + 2*chunk
+}
+
+// sampler is the larger of a decode step over all slots (logits, probabilities and sort buffers
+// for top-p over the vocabulary; one layer's temporaries per slot) and a prefill chunk.
+func (z sizer) sampler(slots int) int64 {
+	v := int64(z.sh.Vocab)
+	layer := z.layerBytes(z.st.SeqLen)
+	decode := int64(slots) * (3*v*4 + layer)
+	prefill := PrefillChunkTokens*(layer+2*int64(z.sh.Hidden)*z.b) + 3*v*4
+	return max(decode, prefill)
+}
+
+func (z sizer) rollout(slots int, momentsOnDevice bool) Phase {
+	p := Phase{Name: "rollout", Holds: map[string]int64{
+		InferenceWeights: z.inference(),
+		KVCache:          z.kvCache(slots),
+		MasterWeights:    z.master(),
+		SamplerWorkspace: z.sampler(slots),
+		Runtime:          RuntimeReserve,
+	}}
+	if z.st.Reference {
+		p.Holds[ReferenceWeights] = z.reference()
+	}
+	if momentsOnDevice {
+		p.Holds[OptimizerMoments] = z.moments()
+	}
+	return p.summed()
+}
+
+func (z sizer) train(micro int) Phase {
+	p := Phase{Name: "train", Holds: map[string]int64{
+		MasterWeights:    z.master(),
+		Gradients:        z.grads(),
+		OptimizerMoments: z.moments(),
+		Activations:      z.activations(micro),
+		Runtime:          RuntimeReserve,
+	}}
+	if z.st.Reference {
+		p.Holds[ReferenceWeights] = z.reference()
+	}
+	return p.summed()
+}
+
+func (p Phase) summed() Phase {
+	p.Bytes = 0
+	for _, b := range p.Holds {
+		p.Bytes += b
+	}
+	return p
+}
+
+// largest returns the phase's biggest component.
+func (p Phase) largest() (string, int64) {
+	names := make([]string, 0, len(p.Holds))
+	for n := range p.Holds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	best, bestB := "", int64(-1)
+	for _, n := range names {
+		if p.Holds[n] > bestB {
+			best, bestB = n, p.Holds[n]
+		}
+	}
+	return best, bestB
+}
+
+// most returns the largest n in [1, hi] with cost(n) ≤ budget (cost non-decreasing in n), or 0.
+func most(hi int, budget int64, cost func(int) int64) int {
+	if hi < 1 || cost(1) > budget {
+		return 0
+	}
+	lo := 1 // cost(lo) fits
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if cost(mid) <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// Compute plans the device memory of shape under settings within budget bytes (0 = unlimited:
+// the largest allowed slots and micro-batch, moments kept on the device unless told otherwise).
+func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
+	if err := shape.Validate(); err != nil {
+		return nil, err
+	}
+	if err := st.validate(); err != nil {
+		return nil, err
+	}
+	if budget < 0 {
+		return nil, fmt.Errorf("memory budget %d bytes is negative", budget)
+	}
+	z := newSizer(shape, st)
+	p := &Plan{Budget: budget, Shape: shape, Params: z.params, Settings: st}
+	fits := func(b int64) bool { return budget == 0 || b <= budget }
+
+	maxSlots, maxMicro := st.MaxKVSlots, st.MaxMicroBatch
+	if st.KVSlots > 0 {
+		maxSlots = st.KVSlots
+	}
+	if st.MicroBatch > 0 {
+		maxMicro = st.MicroBatch
+	}
+
+	onDevice := true
+	switch st.Offload {
+	case OffloadHost:
+		onDevice = false
+	case OffloadAuto:
+		onDevice = fits(z.rollout(maxSlots, true).Bytes)
+	}
+	p.MomentsOnHost = !onDevice
+	if p.MomentsOnHost {
+		p.HostBytes = z.moments()
+	}
+
+	var reasons []string
+	if budget == 0 {
+		p.KVSlots, p.MicroBatch = maxSlots, maxMicro
+	} else {
+		rolloutCost := func(n int) int64 { return z.rollout(n, onDevice).Bytes }
+		trainCost := func(n int) int64 { return z.train(n).Bytes }
+		p.KVSlots = most(maxSlots, budget, rolloutCost)
+		p.MicroBatch = most(maxMicro, budget, trainCost)
+		if st.KVSlots > 0 && p.KVSlots < st.KVSlots {
+			reasons = append(reasons, tooBig(z.rollout(st.KVSlots, onDevice), budget,
+				fmt.Sprintf("%d KV slots (fixed; %s)", st.KVSlots, fitCount(p.KVSlots, "slot"))))
+			p.KVSlots = 0
+		} else if p.KVSlots == 0 {
+			reasons = append(reasons, tooBig(z.rollout(1, onDevice), budget, "1 KV slot"))
+		}
+		if st.MicroBatch > 0 && p.MicroBatch < st.MicroBatch {
+			reasons = append(reasons, tooBig(z.train(st.MicroBatch), budget,
+				fmt.Sprintf("micro-batch %d (fixed; %s)", st.MicroBatch, fitCount(p.MicroBatch, "sequence"))))
+			p.MicroBatch = 0
+		} else if p.MicroBatch == 0 {
+			reasons = append(reasons, tooBig(z.train(1), budget, "micro-batch 1"))
+		}
+	}
+	p.Fits = len(reasons) == 0
+	p.Reason = strings.Join(reasons, "; ")
+
+	// Report components at what was chosen, or at the smallest (or fixed) size that was tried.
+	slots, micro := p.KVSlots, p.MicroBatch
+	if slots == 0 {
+		slots = max(st.KVSlots, 1)
+	}
+	if micro == 0 {
+		micro = max(st.MicroBatch, 1)
+	}
+	p.Rollout, p.Train = z.rollout(slots, onDevice), z.train(micro)
+	p.Total = max(p.Rollout.Bytes, p.Train.Bytes)
+	p.Components = map[string]int64{}
+	for _, n := range componentOrder() {
+		p.Components[n] = max(p.Rollout.Holds[n], p.Train.Holds[n])
+	}
+	return p, nil
+}
+
+func fitCount(n int, unit string) string {
+	switch n {
+	case 0:
+		return "not even 1 fits"
+	case 1:
+		return "at most 1 " + unit + " fits"
+	}
+	return fmt.Sprintf("at most %d %ss fit", n, unit)
+}
+
+// tooBig explains a phase that exceeds the budget at the given size.
+func tooBig(p Phase, budget int64, at string) string {
+	name, b := p.largest()
+	return fmt.Sprintf("the %s phase needs %s at %s but the budget is %s; its largest part is %s (%s)",
+		p.Name, gib(p.Bytes), at, gib(budget), name, gib(b))
+}

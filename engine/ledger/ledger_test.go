@@ -1,0 +1,501 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"agentrl/recipes"
+)
+
+func TestKnownShapeParams(t *testing.T) {
+	tests := []struct {
+		name string
+		want int64
+		hub  float64 // the size the model card states, in billions
+	}{
+		{"qwen3-0.6b", 596_049_920, 0.596},
+		{"qwen3-1.7b", 1_720_574_976, 1.72},
+		{"qwen3-4b", 4_022_468_096, 4.02},
+		{"qwen3-8b", 8_190_735_360, 8.19},
+	}
+	for _, tt := range tests {
+		s, err := KnownShape(tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.Params()
+		if got != tt.want {
+			t.Errorf("%s: %d parameters; want %d", tt.name, got, tt.want)
+		}
+		if b := float64(got) / 1e9; b < tt.hub-0.005 || b > tt.hub+0.005 {
+			t.Errorf("%s: %.3fB; the model card says %.2fB", tt.name, b, tt.hub)
+		}
+	}
+	// The hub's 2.03B for Qwen3-1.7B counts the lm_head copy its safetensors store beside the
+	// tied embedding: 1.72B + vocab × hidden.
+	s, _ := KnownShape("qwen3-1.7b")
+	if withCopy := s.Params() + int64(s.Vocab*s.Hidden); withCopy != 2_031_739_904 {
+		t.Errorf("1.7B with the stored lm_head copy: %d; want 2031739904 (≈ 2.03B)", withCopy)
+	}
+	if _, err := KnownShape("QWEN3-4B"); err != nil {
+		t.Errorf("shape names should be case-insensitive: %v", err)
+	}
+	if _, err := KnownShape("llama-7b"); err == nil || !strings.Contains(err.Error(), "known shapes: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b") {
+		t.Errorf("got %v; want the known shapes listed", err)
+	}
+}
+
+// safetensorsElements sums the element counts of a safetensors file's tensors (its header only).
+func safetensorsElements(t *testing.T, path string) (total int64, names map[string]bool) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(data[:8])
+	var header map[string]json.RawMessage
+	if err := json.Unmarshal(data[8:8+n], &header); err != nil {
+		t.Fatal(err)
+	}
+	names = map[string]bool{}
+	for name, raw := range header {
+		if name == "__metadata__" {
+			continue
+		}
+		var info struct{ Shape []int64 }
+		if err := json.Unmarshal(raw, &info); err != nil {
+			t.Fatal(err)
+		}
+		size := int64(1)
+		for _, d := range info.Shape {
+			size *= d
+		}
+		total += size
+		names[name] = true
+	}
+	return total, names
+}
+
+// The count formula agrees with real checkpoints of both families, tied and untied.
+func TestParamsMatchFixtures(t *testing.T) {
+	for _, dir := range []string{"qwen3-tiny", "qwen3-tiny-untied", "qwen2-tiny"} {
+		path := filepath.Join("..", "..", "testdata", "fixtures", dir)
+		s, err := ReadShape(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, names := safetensorsElements(t, filepath.Join(path, "model.safetensors"))
+		if s.Tied && names["lm_head.weight"] {
+			want -= int64(s.Vocab * s.Hidden) // a stored copy of the tied embedding
+		}
+		if got := s.Params(); got != want {
+			t.Errorf("%s: Params() = %d; the safetensors hold %d", dir, got, want)
+		}
+	}
+}
+
+// tiny is a shape small enough to size by hand.
+func tiny() Shape {
+	return Shape{Name: "tiny", Family: "qwen3", Layers: 2, Hidden: 8, Intermediate: 16, Heads: 2, KVHeads: 1,
+		HeadDim: 4, Vocab: 32, Tied: true}
+}
+
+func TestHandComputedComponents(t *testing.T) {
+	sh := tiny()
+	// embed 32·8 = 256; per layer: q 8·8 + k 8·4 + v 8·4 + o 8·8 = 192, MLP 3·8·16 = 384,
+	// norms 2·8 = 16, q/k norms 2·4 = 8 → 600; two layers 1200; final norm 8: 1464.
+	if got := sh.Params(); got != 1464 {
+		t.Fatalf("Params = %d; want 1464", got)
+	}
+	// Per token per layer, bf16: (4·8 + 2·8 + 2·4 + 4·16 + 8 + 4) · 2 = 264 bytes, plus attention
+	// probabilities 2 heads · 10 positions · (4+2) = 120: 384 bytes.
+	// No checkpointing, T = 10: 10·3·384 = 11520, final norm 10·2·8·2 = 320, saved softmax
+	// 10·32·4 = 1280, two chunk buffers 2·1280 = 2560: 15680.
+	// Checkpointing: layer inputs 10·2·8·2 = 320, two layers 2·10·384 = 7680, final 320, three
+	// chunk buffers 3840: 12160.
+	tests := []struct {
+		name string
+		ckpt bool
+		want map[string]int64
+	}{
+		{"no checkpointing", false, map[string]int64{
+			InferenceWeights: 2928, ReferenceWeights: 2928, MasterWeights: 5856, Gradients: 5856,
+			OptimizerMoments: 11712, Activations: 15680, Runtime: RuntimeReserve,
+			KVCache: 2 * 2 * 1 * 4 * 10 * 3 * 2, // 2 · layers · kv heads · head_dim · len · slots · bytes = 960
+		}},
+		{"checkpointing", true, map[string]int64{Activations: 12160, KVCache: 960}},
+	}
+	for _, tt := range tests {
+		st := Settings{ComputeBytes: 2, SeqLen: 10, KVSlots: 3, MicroBatch: 1, Offload: OffloadDevice,
+			GradientCheckpointing: tt.ckpt, Reference: true}
+		p, err := Compute(sh, st, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range tt.want {
+			if got := p.Components[name]; got != want {
+				t.Errorf("%s: %s = %d; want %d", tt.name, name, got, want)
+			}
+		}
+		// Phase totals are the sums of what each phase holds.
+		wantTrain := p.Components[MasterWeights] + p.Components[Gradients] + p.Components[OptimizerMoments] +
+			p.Components[ReferenceWeights] + p.Components[Activations] + RuntimeReserve
+		if p.Train.Bytes != wantTrain {
+			t.Errorf("%s: train phase %d; want %d", tt.name, p.Train.Bytes, wantTrain)
+		}
+		wantRollout := p.Components[InferenceWeights] + p.Components[KVCache] + p.Components[ReferenceWeights] +
+			p.Components[MasterWeights] + p.Components[OptimizerMoments] + p.Components[SamplerWorkspace] + RuntimeReserve
+		if p.Rollout.Bytes != wantRollout {
+			t.Errorf("%s: rollout phase %d; want %d", tt.name, p.Rollout.Bytes, wantRollout)
+		}
+		if p.Total != max(wantTrain, wantRollout) {
+			t.Errorf("%s: total %d; want the larger phase", tt.name, p.Total)
+		}
+	}
+}
+
+func realistic() Settings {
+	return Settings{ComputeBytes: 2, SeqLen: 4096, MaxKVSlots: 256, MaxMicroBatch: 256, Offload: OffloadAuto,
+		GradientCheckpointing: true, Reference: true}
+}
+
+func TestMoreBudgetNeverLess(t *testing.T) {
+	for _, name := range []string{"qwen3-0.6b", "qwen3-4b"} {
+		sh, _ := KnownShape(name)
+		prev := &Plan{}
+		for g := int64(4); g <= 320; g += 4 {
+			budget := g << 30
+			p, err := Compute(sh, realistic(), budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.KVSlots < prev.KVSlots || p.MicroBatch < prev.MicroBatch || prev.Fits && !p.Fits {
+				t.Errorf("%s at %d GiB: slots %d, micro %d, fits %v; at %d GiB less: %d, %d, %v",
+					name, g, p.KVSlots, p.MicroBatch, p.Fits, g-4, prev.KVSlots, prev.MicroBatch, prev.Fits)
+			}
+			if p.Fits && p.Total > budget {
+				t.Errorf("%s at %d GiB: fits but peak %d > budget", name, g, p.Total)
+			}
+			if p.Fits && p.KVSlots < 256 {
+				// One more slot must not fit (the choice is the largest).
+				more := realistic()
+				more.KVSlots = p.KVSlots + 1
+				if q, _ := Compute(sh, more, budget); q.Fits {
+					t.Errorf("%s at %d GiB: chose %d slots but %d fit", name, g, p.KVSlots, p.KVSlots+1)
+				}
+			}
+			prev = p
+		}
+		if !prev.Fits || prev.KVSlots != 256 {
+			t.Errorf("%s at 320 GiB: %d slots (%s); want all 256", name, prev.KVSlots, prev.Reason)
+		}
+	}
+}
+
+func TestDoesNotFit(t *testing.T) {
+	sh, _ := KnownShape("qwen3-4b")
+	p, err := Compute(sh, realistic(), 24<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Fits || p.KVSlots != 0 || p.MicroBatch != 0 {
+		t.Fatalf("4B in 24 GiB: fits %v, slots %d, micro %d; want neither phase to fit", p.Fits, p.KVSlots, p.MicroBatch)
+	}
+	want := "the rollout phase needs 31.75 GiB at 1 KV slot but the budget is 24.00 GiB; its largest part is master_weights (14.98 GiB); " +
+		"the train phase needs 77.90 GiB at micro-batch 1 but the budget is 24.00 GiB; its largest part is optimizer_moments (29.97 GiB)"
+	if p.Reason != want {
+		t.Errorf("reason:\n%s\nwant:\n%s", p.Reason, want)
+	}
+
+	small, _ := KnownShape("qwen3-0.6b")
+	fixed := realistic()
+	fixed.KVSlots = 200
+	p, err = Compute(small, fixed, 24<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Fits || p.KVSlots != 0 || !strings.Contains(p.Reason, "at 200 KV slots (fixed; at most 42 slots fit)") ||
+		!strings.Contains(p.Reason, "largest part is kv_cache") {
+		t.Errorf("fixed 200 slots in 24 GiB: fits %v, reason %q", p.Fits, p.Reason)
+	}
+	fixed = realistic()
+	fixed.MicroBatch = 64
+	p, _ = Compute(small, fixed, 24<<30)
+	if p.Fits || p.MicroBatch != 0 || !strings.Contains(p.Reason, "at micro-batch 64 (fixed; at most 3 sequences fit)") ||
+		!strings.Contains(p.Reason, "largest part is activations") {
+		t.Errorf("fixed micro-batch 64 in 24 GiB: fits %v, reason %q", p.Fits, p.Reason)
+	}
+}
+
+func TestOffload(t *testing.T) {
+	sh, _ := KnownShape("qwen3-0.6b")
+	moments := sh.Params() * 8
+	tests := []struct {
+		mode   string
+		budget int64
+		onHost bool
+	}{
+		{OffloadDevice, 24 << 30, false},
+		{OffloadHost, 200 << 30, true},
+		{OffloadAuto, 24 << 30, true},   // 256 slots do not fit: free the moments for slots
+		{OffloadAuto, 200 << 30, false}, // everything fits with the moments resident
+		{OffloadAuto, 0, false},         // unlimited
+	}
+	for _, tt := range tests {
+		st := realistic()
+		st.Offload = tt.mode
+		p, err := Compute(sh, st, tt.budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, inRollout := p.Rollout.Holds[OptimizerMoments]
+		if p.MomentsOnHost != tt.onHost || inRollout == tt.onHost {
+			t.Errorf("%s at %d GiB: on host %v (in rollout %v); want on host %v", tt.mode, tt.budget>>30, p.MomentsOnHost, inRollout, tt.onHost)
+		}
+		if tt.onHost && p.HostBytes != moments || !tt.onHost && p.HostBytes != 0 {
+			t.Errorf("%s: host bytes %d", tt.mode, p.HostBytes)
+		}
+		if p.Train.Holds[OptimizerMoments] != moments {
+			t.Errorf("%s: the train phase must hold the moments on the device", tt.mode)
+		}
+	}
+}
+
+func TestJSONShape(t *testing.T) {
+	sh, _ := KnownShape("qwen3-0.6b")
+	p, err := Compute(sh, realistic(), 24<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	js := buf.String()
+	if !regexp.MustCompile(`^\{"fits":true,"kv_slots":42,"micro_batch":3,"components":\{[^}]*\},"total":\d+,`).MatchString(js) {
+		t.Errorf("JSON does not start with fits, kv_slots, micro_batch, components, total:\n%s", js)
+	}
+	var got struct {
+		Fits       *bool            `json:"fits"`
+		KVSlots    *int             `json:"kv_slots"`
+		MicroBatch *int             `json:"micro_batch"`
+		Components map[string]int64 `json:"components"`
+		Total      *int64           `json:"total"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Fits == nil || got.KVSlots == nil || got.MicroBatch == nil || got.Total == nil || *got.Total != p.Total {
+		t.Errorf("decoded %+v", got)
+	}
+	var names []string
+	for n := range got.Components {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	want := componentOrder()
+	sort.Strings(want)
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("components %v; want %v", names, want)
+	}
+}
+
+func TestTable(t *testing.T) {
+	sh, _ := KnownShape("qwen3-4b")
+	p, _ := Compute(sh, realistic(), 96<<30)
+	tab := p.Table()
+	for _, want := range []string{
+		"memory plan: qwen3-4b (4.02B parameters, bf16 compute), sequences of 4096 tokens, budget 96.00 GiB",
+		"  optimizer_moments              -    29.97 GiB  on the host during rollout (29.97 GiB of host memory)",
+		"  kv_cache               64.69 GiB            -  115 slots × 4096 tokens",
+		"fits: 115 KV slots (auto, at most 256), micro-batch 3 (auto, at most 256); peak 95.95 GiB in rollout",
+	} {
+		if !strings.Contains(tab, want) {
+			t.Errorf("table lacks %q:\n%s", want, tab)
+		}
+	}
+	p, _ = Compute(sh, realistic(), 24<<30)
+	if tab2 := p.Table(); !strings.Contains(tab2, "\ndoes not fit: the rollout phase needs 31.75 GiB") ||
+		!strings.Contains(tab2, "1 slot × 4096 tokens") {
+		t.Errorf("table of a plan that does not fit:\n%s", tab2)
+	}
+	for _, m := range regexp.MustCompile(`\d+\.\d+ GiB`).FindAllString(tab, -1) {
+		if !regexp.MustCompile(`^\d+\.\d\d GiB$`).MatchString(m) {
+			t.Errorf("%q is not GiB with two decimals", m)
+		}
+	}
+}
+
+func TestComputeRejectsBadInput(t *testing.T) {
+	good := realistic()
+	tests := []struct {
+		name   string
+		shape  Shape
+		st     Settings
+		budget int64
+		want   string
+	}{
+		{"zero layers", Shape{Name: "x", Family: "qwen3", Hidden: 8, Intermediate: 8, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 8},
+			good, 0, "model shape x: layers is 0; want a positive number"},
+		{"heads not a multiple", Shape{Name: "x", Family: "qwen3", Layers: 1, Hidden: 8, Intermediate: 8, Heads: 3, KVHeads: 2, HeadDim: 4, Vocab: 8},
+			good, 0, "heads 3 is not a multiple of kv_heads 2"},
+		{"unknown family", Shape{Name: "x", Family: "llama", Layers: 1, Hidden: 8, Intermediate: 8, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 8},
+			good, 0, `family "llama" is not one of qwen3, qwen2`},
+		{"dtype bytes", tiny(), Settings{ComputeBytes: 3, SeqLen: 8, MaxKVSlots: 1, MaxMicroBatch: 1, Offload: "auto"}, 0,
+			"compute bytes 3 is not 2 (bf16) or 4 (f32)"},
+		{"offload", tiny(), Settings{ComputeBytes: 2, SeqLen: 8, MaxKVSlots: 1, MaxMicroBatch: 1, Offload: "cpu"}, 0,
+			`offload "cpu" is not one of auto, device, host`},
+		{"no length", tiny(), Settings{ComputeBytes: 2, MaxKVSlots: 1, MaxMicroBatch: 1, Offload: "auto"}, 0,
+			"sequence length 0 is below 1"},
+		{"negative budget", tiny(), good, -1, "memory budget -1 bytes is negative"},
+	}
+	for _, tt := range tests {
+		_, err := Compute(tt.shape, tt.st, tt.budget)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v; want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestReadShape(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "config.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Qwen2 configs leave head_dim implicit: hidden / heads.
+	q2 := write("q2", `{"model_type":"qwen2","hidden_size":896,"num_hidden_layers":24,"num_attention_heads":14,
+		"num_key_value_heads":2,"intermediate_size":4864,"vocab_size":151936,"tie_word_embeddings":true,"torch_dtype":"bfloat16"}`)
+	s, err := ReadShape(q2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HeadDim != 64 || s.ParamDType != "bfloat16" || !s.Tied || s.Name != "q2" {
+		t.Errorf("got %+v", s)
+	}
+	// Qwen2.5-0.5B has 494,032,768 parameters.
+	if got := s.Params(); got != 494_032_768 {
+		t.Errorf("Qwen2.5-0.5B shape: %d parameters; want 494032768", got)
+	}
+	bad := write("bad", `{"model_type":"llama","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"vocab_size":8}`)
+	if _, err := ReadShape(bad); err == nil || !strings.Contains(err.Error(), `family "llama" is not one of qwen3, qwen2`) {
+		t.Errorf("got %v", err)
+	}
+	if _, err := ReadShape(filepath.Join(dir, "none")); err == nil || !strings.Contains(err.Error(), "none not found: give a model folder that holds config.json") {
+		t.Errorf("got %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadShape(filepath.Join(dir, "empty")); err == nil || !strings.Contains(err.Error(), "the folder needs a HuggingFace config.json") {
+		t.Errorf("got %v", err)
+	}
+	broken := write("broken", `{"model_type":`)
+	if _, err := ReadShape(broken); err == nil || !strings.Contains(err.Error(), "invalid config.json") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func loadRecipe(t *testing.T, overrides map[string]string) *recipes.Recipe {
+	t.Helper()
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: overrides})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestSettingsFor(t *testing.T) {
+	r := loadRecipe(t, map[string]string{"train.grad_accumulation": "4"})
+	st := SettingsFor(r, "cuda")
+	want := Settings{ComputeBytes: 2, SeqLen: 512, MaxKVSlots: 64, MaxMicroBatch: 16, Offload: "auto", Reference: true}
+	if st != want {
+		t.Errorf("got %+v; want %+v", st, want)
+	}
+	if SettingsFor(r, "go").ComputeBytes != 4 {
+		t.Errorf("auto dtype on the go backend should be f32")
+	}
+	base := loadRecipe(t, map[string]string{"algorithm.name": "ppo", "hinter.kind": "none", "prm.kind": "none",
+		"reward.process": "0", "memory.kv_slots": "8", "train.micro_batch": "2", "model.dtype": "f32"})
+	st = SettingsFor(base, "")
+	if st.Reference || !st.ValueHead || st.KVSlots != 8 || st.MicroBatch != 2 || st.ComputeBytes != 4 {
+		t.Errorf("ppo without KL: got %+v", st)
+	}
+}
+
+func TestPlanFor(t *testing.T) {
+	r := loadRecipe(t, nil)
+	fixture := filepath.Join("..", "..", "testdata", "fixtures", "qwen3-tiny")
+	tests := []struct {
+		name string
+		req  Request
+		want string // error substring; empty for success
+	}{
+		{"shape and budget", Request{Recipe: r, ShapeName: "qwen3-0.6b", VRAM: "24GiB"}, ""},
+		{"built-in model", Request{Recipe: r, BuiltinModelDir: fixture, VRAM: "2GB"}, ""},
+		{"detected memory", Request{Recipe: r, ModelDir: fixture, DetectedVRAM: 8 << 30}, ""},
+		{"both shape and model", Request{Recipe: r, ShapeName: "qwen3-4b", ModelDir: fixture, VRAM: "24GiB"}, "give --shape qwen3-4b or --model"},
+		{"no model", Request{Recipe: r, VRAM: "24GiB"}, "no model to plan for: give --model DIR or --shape NAME"},
+		{"unknown shape", Request{Recipe: r, ShapeName: "qwen9", VRAM: "24GiB"}, `unknown shape "qwen9"`},
+		{"auto without a reading", Request{Recipe: r, ShapeName: "qwen3-4b"}, "memory.vram is auto but no GPU memory reading is available; give a budget such as --vram 24GiB"},
+		{"bad flag", Request{Recipe: r, ShapeName: "qwen3-4b", VRAM: "24G"}, `--vram: size "24G": unknown unit "G"`},
+		{"no recipe", Request{ShapeName: "qwen3-4b"}, "no recipe given"},
+	}
+	for _, tt := range tests {
+		p, err := PlanFor(tt.req)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: got %v; want an error containing %q", tt.name, err, tt.want)
+		case tt.want == "" && !p.Fits:
+			t.Errorf("%s: does not fit: %s", tt.name, p.Reason)
+		}
+	}
+}
+
+// The README's table: retool.yaml scaled to a realistic 4B run. UPDATE_GOLDEN=1 rewrites it.
+func TestREADMEMatrix(t *testing.T) {
+	r := loadRecipe(t, map[string]string{
+		"rollout.tasks_per_step": "32", "rollout.group_size": "8", "rollout.max_new_tokens": "1024",
+		"rollout.max_total_tokens": "4096", "train.gradient_checkpointing": "true", "model.dtype": "bf16",
+	})
+	var shapes []Shape
+	for _, n := range []string{"qwen3-0.6b", "qwen3-1.7b", "qwen3-4b"} {
+		s, _ := KnownShape(n)
+		shapes = append(shapes, s)
+	}
+	got, err := Matrix(shapes, []int64{24 << 30, 48 << 30, 96 << 30}, SettingsFor(r, "cuda"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "readme_plan.md")
+	if os.Getenv("UPDATE_GOLDEN") == "1" {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("matrix changed (UPDATE_GOLDEN=1 to accept):\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -1,0 +1,117 @@
+package ledger
+
+import (
+	"fmt"
+
+	"agentrl/recipes"
+)
+
+// SettingsFor reads the ledger's settings from a validated recipe. backend is the backend the
+// plan is for ("go", "cuda"; "" or "auto" plans for a GPU): it decides the compute dtype when
+// model.dtype is auto (f32 on the go backend, bf16 otherwise).
+func SettingsFor(r *recipes.Recipe, backend string) Settings {
+	cb := 2
+	switch r.Model.DType {
+	case "f32":
+		cb = 4
+	case "auto":
+		if backend == "go" {
+			cb = 4
+		}
+	}
+	batch := r.BatchSize()
+	maxMicro := batch
+	if ga := int(r.Train.GradAccumulation); ga > 0 {
+		maxMicro = max(batch/ga, 1)
+	}
+	return Settings{
+		ComputeBytes:          cb,
+		SeqLen:                r.Rollout.MaxTotalTokens,
+		KVSlots:               int(r.Memory.KVSlots),
+		MaxKVSlots:            batch,
+		MicroBatch:            int(r.Train.MicroBatch),
+		MaxMicroBatch:         maxMicro,
+		Offload:               r.Memory.OptimizerOffload,
+		GradientCheckpointing: r.Train.GradientCheckpointing,
+		Reference:             r.UsesReference(),
+		ValueHead:             r.Algorithm.Name == "ppo",
+	}
+}
+
+// Request gathers what `agentrl-tui plan RECIPE [--model DIR] [--shape NAME] [--vram SIZE]` needs.
+type Request struct {
+	// Recipe is the loaded, validated recipe.
+	Recipe *recipes.Recipe
+	// ModelDir (--model) is a model folder; only its config.json is read. It wins over the
+	// recipe's model.path.
+	ModelDir string
+	// ShapeName (--shape) is one of KnownShapes; give it or ModelDir, not both.
+	ShapeName string
+	// VRAM (--vram) is the budget, e.g. "24GiB"; empty uses the recipe's memory.vram.
+	VRAM string
+	// BuiltinModelDir is the built-in model's folder, used when no model is named anywhere.
+	BuiltinModelDir string
+	// DetectedVRAM is the device memory found (e.g. NVML's free bytes), used when the budget is
+	// "auto"; 0 when there is no GPU reading.
+	DetectedVRAM int64
+}
+
+// PlanFor resolves the shape and budget of a request and computes its plan. With it the plan
+// sub-command is a few lines:
+//
+//	r, err := recipes.Load(path, recipes.Options{})
+//	p, err := ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: *model, ShapeName: *shape, VRAM: *vram,
+//		BuiltinModelDir: builtin, DetectedVRAM: nvmlFree})
+//	if *asJSON { return p.WriteJSON(stdout) }; return p.WriteTable(stdout)
+func PlanFor(req Request) (*Plan, error) {
+	r := req.Recipe
+	if r == nil {
+		return nil, fmt.Errorf("plan: no recipe given")
+	}
+	shape, err := req.shape()
+	if err != nil {
+		return nil, err
+	}
+	budget, err := req.budget()
+	if err != nil {
+		return nil, err
+	}
+	return Compute(shape, SettingsFor(r, r.Backend.Kind), budget)
+}
+
+func (req Request) shape() (Shape, error) {
+	switch {
+	case req.ShapeName != "" && req.ModelDir != "":
+		return Shape{}, fmt.Errorf("give --shape %s or --model %s, not both", req.ShapeName, req.ModelDir)
+	case req.ShapeName != "":
+		return KnownShape(req.ShapeName)
+	case req.ModelDir != "":
+		return ReadShape(req.ModelDir)
+	case req.Recipe.Model.Path != "":
+		return ReadShape(req.Recipe.Model.Path)
+	case req.BuiltinModelDir != "":
+		return ReadShape(req.BuiltinModelDir)
+	}
+	return Shape{}, fmt.Errorf("no model to plan for: give --model DIR or --shape NAME")
+}
+
+func (req Request) budget() (int64, error) {
+	vram, flag := req.VRAM, "--vram"
+	if vram == "" {
+		vram, flag = req.Recipe.Memory.VRAM, "memory.vram"
+	}
+	if vram == "auto" {
+		if req.DetectedVRAM > 0 {
+			return req.DetectedVRAM, nil
+		}
+		return 0, fmt.Errorf("%s is auto but no GPU memory reading is available; give a budget such as --vram 24GiB", flag)
+	}
+	b, err := recipes.ParseBytes(vram)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", flag, err)
+	}
+	if b <= 0 {
+		return 0, fmt.Errorf("%s %q is not a usable budget; give a positive size such as 24GiB", flag, vram)
+	}
+	return b, nil
+}
