@@ -281,8 +281,9 @@ func describe(v *yaml.Node) string {
 	}
 }
 
-// checkEnv reports malformed AGENTRL_* values and unknown variables that look like recipe keys.
-// It returns the keys whose environment value was malformed.
+// checkEnv reports malformed AGENTRL_* values and unknown variables that look like recipe keys
+// (AGENTRL_<SECTION>_…: that namespace belongs to the recipe). Empty variables are ignored, as
+// viper does. It returns the keys whose environment value was malformed.
 func (l *loader) checkEnv(environ []string) []string {
 	known := map[string]string{}
 	for _, f := range l.sch.leaves {
@@ -296,13 +297,17 @@ func (l *loader) checkEnv(environ []string) []string {
 	sort.Strings(names)
 	var bad []string
 	for _, name := range names {
+		val := os.Getenv(name)
+		if val == "" {
+			continue // viper ignores empty variables too
+		}
 		key, ok := known[name]
 		if !ok {
 			l.checkUnknownEnv(name, known)
 			continue
 		}
 		l.loc.sources[key] = "$" + name
-		if _, err := parseText(l.sch.byKey[key].kind, os.Getenv(name)); err != nil {
+		if _, err := parseText(l.sch.byKey[key].kind, val); err != nil {
 			l.add(key, 0, err.Error())
 			bad = append(bad, key)
 		}

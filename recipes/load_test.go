@@ -296,3 +296,32 @@ func TestEnvAndOverrideProblems(t *testing.T) {
 		})
 	}
 }
+
+func TestEmptyEnvIgnored(t *testing.T) {
+	t.Setenv("AGENTRL_TRAIN_LR", "")
+	r, err := Parse("x.yaml", []byte("train:\n  lr: 2.0e-5\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Train.LR != 2e-5 {
+		t.Errorf("got lr %v; an empty variable must not override the file", r.Train.LR)
+	}
+}
+
+// FuzzParse checks that no input makes loading panic, and that what loads also validates.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"", "train:\n  lr: 1e-5\n", "- a\n", "train: fast\n", "eval:\n  ks: [1, two]\n", "a: &x {b: 1}\nc: *x\n",
+		"<<: {run: {seed: 1}}\n", "? [a]\n: b\n", "memory: {kv_slots: auto, vram: 24GiB}\n", "env:\n  timeout: -5s\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Parse("fuzz.yaml", data, Options{IgnoreEnv: true})
+		if err == nil {
+			if verr := r.Validate(); verr != nil {
+				t.Errorf("Parse accepted a recipe that Validate rejects: %v", verr)
+			}
+		}
+	})
+}
