@@ -1,0 +1,71 @@
+package model
+
+import (
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
+)
+
+// KV caches for continuous batching.
+//
+// Each layer has a key and a value cache shaped [S, L, nKV, hd] (S slots, L rows), in the compute
+// dtype. Row p of a slot holds the key/value of the token at position p of that slot's sequence.
+// A query at position q sees rows 0..q of its own slot, so rows left over from an earlier
+// trajectory in the same slot are never visible: a new trajectory rewrites rows 0..q before it
+// attends to them, and resetting a slot costs nothing.
+
+// CacheShape is the shape of one layer's key (or value) cache.
+func CacheShape(c *Config, dt dtypes.DType, slots, rows int) shapes.Shape {
+	return shapes.Make(dt, slots, rows, c.NumKVHeads, c.HeadDim)
+}
+
+// CacheBytes is the size of all layers' key and value caches.
+func CacheBytes(c *Config, dt dtypes.DType, slots, rows int) int64 {
+	return 2 * int64(c.NumLayers) * CacheShape(c, dt, slots, rows).ByteSize()
+}
+
+// writeRows stores update [S, C, nKV, hd] into cache [S, L, nKV, hd] at rows positions [S, C];
+// entries whose position is negative are skipped. It uses two ScatterSums — one adding the negated
+// old rows (x + (−x) is exactly 0), one adding the new values — so the result is bit-exact and
+// only the written rows are touched (the Go backend has no DynamicUpdateSlice).
+func writeRows(cache, update, positions *Node) *Node {
+	g := cache.Graph()
+	s, c := positions.Shape().Dim(0), positions.Shape().Dim(1)
+	valid := GreaterOrEqual(positions, ZerosLike(positions))             // [S, C]
+	rows := Where(valid, positions, ZerosLike(positions))                // invalid → row 0, with a zero update
+	slot := Iota(g, shapes.Make(dtypes.Int32, s, c), 0)                  // [S, C]
+	idx := Stack([]*Node{slot, ConvertDType(rows, dtypes.Int32)}, -1)    // [S, C, 2]
+	keep := ConvertDType(Reshape(valid, s, c, 1, 1), cache.DType())      // [S, C, 1, 1]
+	old := Gather(cache, idx)                                            // [S, C, nKV, hd]
+	cleared := ScatterSum(cache, idx, Mul(Neg(old), keep), false, false) // written rows → 0
+	return ScatterSum(cleared, idx, Mul(update, keep), false, false)     // → update
+}
+
+// Step runs new tokens [S, C] at positions [S, C] (negative = no token in that place) through the
+// decoder, appending their keys and values to caches (2 per layer: k0, v0, k1, v1, …), and attends
+// over the first bucket rows of each slot (bucket must exceed every position in the step).
+// It returns the final normalised hidden state of the token at index last[s] of each slot's chunk,
+// [S, H], and the updated caches.
+func (n *Net) Step(tokens, positions, last *Node, caches []*Node, bucket int) (*Node, []*Node) {
+	c := n.Config
+	if len(caches) != 2*c.NumLayers {
+		panicf("model step: got %d caches, want %d", len(caches), 2*c.NumLayers)
+	}
+	s := tokens.Shape().Dim(0)
+	x := n.Embed(tokens)
+	rope := n.NewRope(positions)
+	rowPos := Iota(n.g, shapes.Make(dtypes.Int32, s, bucket), 1) // row index = position
+	out := make([]*Node, len(caches))
+	for l := 0; l < c.NumLayers; l++ {
+		q, k, v := n.QKV(l, n.LayerPre(l, x), rope)
+		kc := writeRows(caches[2*l], k, positions)
+		vc := writeRows(caches[2*l+1], v, positions)
+		out[2*l], out[2*l+1] = kc, vc
+		kb := SliceAxis(kc, 1, AxisRange(0, bucket))
+		vb := SliceAxis(vc, 1, AxisRange(0, bucket))
+		x = n.LayerPost(l, x, n.Attend(q, kb, vb, positions, rowPos))
+	}
+	h := n.rmsNorm(x, nameNorm)                                                 // [S, C, H]
+	idx := Stack([]*Node{Iota(n.g, shapes.Make(dtypes.Int32, s), 0), last}, -1) // [S, 2]
+	return Gather(h, idx), out                                                  // [S, H]
+}

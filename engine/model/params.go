@@ -1,0 +1,238 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"agentrl/store/safetensors"
+)
+
+// Parameter names follow HuggingFace's Qwen2/Qwen3 checkpoints exactly, so that loading and
+// saving are a matter of matching names.
+const (
+	nameEmbed  = "model.embed_tokens.weight"
+	nameNorm   = "model.norm.weight"
+	nameLMHead = "lm_head.weight"
+)
+
+func layerName(i int, suffix string) string { return fmt.Sprintf("model.layers.%d.%s", i, suffix) }
+
+// Per-layer parameter suffixes. The order here is the order of graph parameters.
+const (
+	sInNorm   = "input_layernorm.weight"
+	sQ        = "self_attn.q_proj.weight"
+	sK        = "self_attn.k_proj.weight"
+	sV        = "self_attn.v_proj.weight"
+	sO        = "self_attn.o_proj.weight"
+	sQBias    = "self_attn.q_proj.bias"
+	sKBias    = "self_attn.k_proj.bias"
+	sVBias    = "self_attn.v_proj.bias"
+	sQNorm    = "self_attn.q_norm.weight"
+	sKNorm    = "self_attn.k_norm.weight"
+	sPostNorm = "post_attention_layernorm.weight"
+	sGate     = "mlp.gate_proj.weight"
+	sUp       = "mlp.up_proj.weight"
+	sDown     = "mlp.down_proj.weight"
+)
+
+// ParamSpec names one parameter and its float32 shape.
+type ParamSpec struct {
+	Name string
+	Dims []int
+}
+
+// Size is the number of elements.
+func (p ParamSpec) Size() int {
+	n := 1
+	for _, d := range p.Dims {
+		n *= d
+	}
+	return n
+}
+
+// ParamShapes lists every parameter of the model in canonical (graph) order.
+func ParamShapes(c *Config) []ParamSpec {
+	h, hd, kv, nh, inter := c.HiddenSize, c.HeadDim, c.NumKVHeads, c.NumHeads, c.IntermediateSize
+	specs := []ParamSpec{{nameEmbed, []int{c.VocabSize, h}}}
+	for i := 0; i < c.NumLayers; i++ {
+		add := func(suffix string, dims ...int) {
+			specs = append(specs, ParamSpec{layerName(i, suffix), dims})
+		}
+		add(sInNorm, h)
+		add(sQ, nh*hd, h)
+		add(sK, kv*hd, h)
+		add(sV, kv*hd, h)
+		add(sO, h, nh*hd)
+		if c.AttentionBias {
+			add(sQBias, nh*hd)
+			add(sKBias, kv*hd)
+			add(sVBias, kv*hd)
+		}
+		if c.Family == Qwen3 {
+			add(sQNorm, hd)
+			add(sKNorm, hd)
+		}
+		add(sPostNorm, h)
+		add(sGate, inter, h)
+		add(sUp, inter, h)
+		add(sDown, h, inter)
+	}
+	specs = append(specs, ParamSpec{nameNorm, []int{h}})
+	if !c.TieWordEmbeddings {
+		specs = append(specs, ParamSpec{nameLMHead, []int{c.VocabSize, h}})
+	}
+	return specs
+}
+
+// Params holds the model's weights as float32 tensors in ParamShapes order. They are the master
+// copy: the forward pass casts them to the compute dtype inside the graph.
+type Params struct {
+	Config *Config
+	Specs  []ParamSpec
+	Values []*tensors.Tensor
+	index  map[string]int
+}
+
+func newParams(c *Config) *Params {
+	p := &Params{Config: c, Specs: ParamShapes(c), index: map[string]int{}}
+	p.Values = make([]*tensors.Tensor, len(p.Specs))
+	for i, s := range p.Specs {
+		p.index[s.Name] = i
+	}
+	return p
+}
+
+// Get returns the tensor of the named parameter, or nil.
+func (p *Params) Get(name string) *tensors.Tensor {
+	if i, ok := p.index[name]; ok {
+		return p.Values[i]
+	}
+	return nil
+}
+
+// Bytes is the size of the float32 master copy.
+func (p *Params) Bytes() int64 {
+	var n int64
+	for _, s := range p.Specs {
+		n += 4 * int64(s.Size())
+	}
+	return n
+}
+
+// RandomParams initialises a model the way HF does for a fresh checkpoint: normal(0, std) weights,
+// zero biases, unit norms. Deterministic for a seed.
+func RandomParams(c *Config, seed uint64, std float64) *Params {
+	p := newParams(c)
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	for i, s := range p.Specs {
+		v := make([]float32, s.Size())
+		switch {
+		case len(s.Dims) == 1 && isNormName(s.Name):
+			for j := range v {
+				v[j] = 1
+			}
+		case len(s.Dims) == 1: // bias
+		default:
+			for j := range v {
+				v[j] = float32(rng.NormFloat64() * std)
+			}
+		}
+		p.Values[i] = tensors.FromFlatDataAndDimensions(v, s.Dims...)
+	}
+	return p
+}
+
+func isNormName(name string) bool {
+	for _, suf := range []string{"norm.weight", "layernorm.weight"} {
+		if len(name) >= len(suf) && name[len(name)-len(suf):] == suf {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadParams reads the weights of a HuggingFace folder (model.safetensors or a sharded index) into
+// float32 tensors, checking every name and shape against the config.
+func LoadParams(dir string, c *Config) (*Params, error) {
+	f, err := safetensors.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return ParamsFromFile(f, c, dir)
+}
+
+// ParamsFromFile converts safetensors tensors (F32, BF16 or F16) into Params.
+func ParamsFromFile(f *safetensors.File, c *Config, source string) (*Params, error) {
+	p := newParams(c)
+	for i, s := range p.Specs {
+		t, err := f.Get(s.Name, s.Dims)
+		if err != nil && s.Name == nameLMHead {
+			return nil, fmt.Errorf("%w (config.json says tie_word_embeddings is false)", err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: %w", source, s.Name, err)
+		}
+		p.Values[i] = tensors.FromFlatDataAndDimensions(v, s.Dims...)
+	}
+	return p, nil
+}
+
+// Tensors converts the parameters into safetensors tensors of the given dtype (F32, BF16, F16),
+// in sorted-name order.
+func (p *Params) Tensors(dt safetensors.DType) ([]*safetensors.Tensor, error) {
+	out := make([]*safetensors.Tensor, 0, len(p.Specs))
+	for i, s := range p.Specs {
+		v, err := tensors.CopyFlatData[float32](p.Values[i])
+		if err != nil {
+			return nil, fmt.Errorf("parameter %s: %w", s.Name, err)
+		}
+		t, err := safetensors.FromFloat32(s.Name, s.Dims, v, dt)
+		if err != nil {
+			return nil, fmt.Errorf("parameter %s: %w", s.Name, err)
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Save writes config.json and model.safetensors into dir.
+func (p *Params) Save(dir string, dt safetensors.DType) error {
+	ts, err := p.Tensors(dt)
+	if err != nil {
+		return err
+	}
+	if err := safetensors.WriteDir(dir, map[string]string{"format": "pt"}, ts, 0); err != nil {
+		return err
+	}
+	cfg := *p.Config
+	cfg.DType = map[safetensors.DType]string{"F32": "float32", "BF16": "bfloat16", "F16": "float16"}[dt]
+	js, err := cfg.JSON()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, "config.json", js)
+}
+
+// shapeOf is the float32 GoMLX shape of a spec.
+func (s ParamSpec) shape() shapes.Shape { return shapes.Make(dtypes.Float32, s.Dims...) }
+
+// ropeInvFreq returns θ^(-2i/d) for i in [0, d/2), computed as transformers does.
+func ropeInvFreq(theta float64, headDim int) []float32 {
+	out := make([]float32, headDim/2)
+	for i := range out {
+		exp := float32(2*i) / float32(headDim)
+		out[i] = float32(1.0 / math.Pow(theta, float64(exp)))
+	}
+	return out
+}
