@@ -1,0 +1,649 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"agentrl/engine/model"
+)
+
+// Config sizes the generator. Zero values take the defaults noted.
+type Config struct {
+	Slots   int   // concurrent sequences (default 8)
+	MaxLen  int   // cache rows per slot = longest context (default 512)
+	Buckets []int // attention lengths compiled (default powers of two from 64 up to MaxLen)
+	Chunks  []int // prefill chunk sizes compiled, besides 1 for decode (default 16 and 64)
+	// Truncation compiles the top-k / top-p sampler too. Without it, requests that ask for top-k or
+	// top-p are refused; RL rollouts usually sample the full distribution at temperature 1.
+	Truncation bool
+	// TopKMax bounds the candidates considered when a request uses top-k or top-p (default 64).
+	TopKMax int
+	// Decode turns token ids into text, for stop strings. Required when requests use StopStrings.
+	Decode func(ids []int32) string
+}
+
+func (c *Config) fill() error {
+	if c.Slots <= 0 {
+		c.Slots = 8
+	}
+	if c.MaxLen <= 0 {
+		c.MaxLen = 512
+	}
+	if len(c.Buckets) == 0 {
+		for b := 64; b < c.MaxLen; b *= 2 {
+			c.Buckets = append(c.Buckets, b)
+		}
+		c.Buckets = append(c.Buckets, c.MaxLen)
+	}
+	slices.Sort(c.Buckets)
+	c.Buckets = slices.Compact(c.Buckets)
+	if c.Buckets[len(c.Buckets)-1] != c.MaxLen {
+		return fmt.Errorf("rollout: the largest bucket %d must equal MaxLen %d", c.Buckets[len(c.Buckets)-1], c.MaxLen)
+	}
+	if len(c.Chunks) == 0 {
+		c.Chunks = []int{16, 64}
+	}
+	c.Chunks = append([]int{1}, c.Chunks...)
+	slices.Sort(c.Chunks)
+	c.Chunks = slices.Compact(c.Chunks)
+	if c.TopKMax <= 0 {
+		c.TopKMax = 64
+	}
+	return nil
+}
+
+// Sampling chooses how tokens are drawn.
+type Sampling struct {
+	Temperature float32 // 0 = greedy
+	TopP        float32 // 0 or ≥ 1 = off
+	TopK        int     // 0 = off (at most Config.TopKMax)
+	Seed        uint64  // the request's random stream
+}
+
+// Request appends tokens to a session's context and generates until a stop condition.
+type Request struct {
+	Append      []int32 // tokens to add first (a prompt, or a tool observation)
+	Sampling    Sampling
+	MaxNew      int      // 0 = until the context is full
+	StopIDs     []int32  // e.g. EOS, <|im_end|>
+	StopStrings []string // e.g. "</code>", "</tool_call>"
+}
+
+// StopReason says why generation ended.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopToken   StopReason = "stop_token"
+	StopString  StopReason = "stop_string"
+	StopMaxNew  StopReason = "max_new"
+	StopContext StopReason = "context_full"
+)
+
+// Result is what one request generated. The final token (a stop token, say) is included.
+type Result struct {
+	IDs      []int32
+	LogProbs []float32 // log-probability of each token under the distribution it was sampled from
+	Stop     StopReason
+	Matched  string // the stop string or token text that ended it, if any
+}
+
+// Stats are the generator's counters since New.
+type Stats struct {
+	Steps, Tokens   int64         // decode/prefill steps run; tokens sampled
+	PrefillTokens   int64         // context tokens written into caches
+	StepTime        time.Duration // total device time in steps
+	SlotSteps       int64         // Σ over steps of slots that carried a token (occupancy = SlotSteps / (Steps·Slots))
+	Queued          int           // sessions waiting for a slot now
+	Busy            int           // slots held by sessions now
+	ToolWait        time.Duration // total time slots were held between a session's requests
+	LiveCacheTensor int           // device cache tensors held (2 per layer while open)
+}
+
+// ErrClosed is returned by a session or generator used after Close.
+var ErrClosed = errors.New("rollout: closed")
+
+// Generator owns the KV caches and the compiled step functions; one goroutine drives the device.
+type Generator struct {
+	m       *model.Model
+	cfg     Config
+	compute dtypes.DType
+	execs   map[stepKey]*Exec
+	caches  []*tensors.Tensor
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	slots   []*slot
+	free    []int
+	waiters []chan int
+	closed  bool
+	stats   Stats
+	done    chan struct{}
+	fail    error
+}
+
+// stepKey names one compiled step: chunk size, attention bucket, and whether it samples with
+// top-k/top-p truncation.
+type stepKey struct {
+	chunk, bucket int
+	truncate      bool
+}
+
+type slot struct {
+	id      int
+	epoch   int // bumped each time a session takes the slot
+	held    bool
+	pos     int     // tokens already in the cache
+	pending []int32 // tokens to write before sampling resumes
+	gen     *genState
+	idleAt  time.Time
+}
+
+type genState struct {
+	req    Request
+	rng    *rand.Rand
+	res    Result
+	done   chan error
+	cancel bool
+}
+
+// New compiles the step functions for every (chunk, bucket) pair and allocates the caches.
+func New(m *model.Model, cfg Config) (*Generator, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	cfg.TopKMax = min(cfg.TopKMax, m.Config.VocabSize)
+	g := &Generator{m: m, cfg: cfg, compute: m.Options().Compute, execs: map[stepKey]*Exec{}, done: make(chan struct{})}
+	g.cond = sync.NewCond(&g.mu)
+	for i := 0; i < cfg.Slots; i++ {
+		g.slots = append(g.slots, &slot{id: i})
+		g.free = append(g.free, i)
+	}
+	shape := model.CacheShape(m.Config, g.compute, cfg.Slots, cfg.MaxLen)
+	for i := 0; i < 2*m.Config.NumLayers; i++ {
+		t, err := tensors.FromShapeForBackend(m.Backend, 0, shape)
+		if err != nil {
+			return nil, fmt.Errorf("allocating KV cache (%s × %d): %w", shape, 2*m.Config.NumLayers, err)
+		}
+		g.caches = append(g.caches, t)
+	}
+	for _, c := range cfg.Chunks {
+		for _, b := range cfg.Buckets {
+			for _, tr := range []bool{false, true} {
+				if tr && !cfg.Truncation {
+					continue
+				}
+				if err := g.compile(stepKey{c, b, tr}); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	go g.loop()
+	return g, nil
+}
+
+// compile builds and warms one step, so that no request waits on compilation.
+func (g *Generator) compile(k stepKey) error {
+	c, b := k.chunk, k.bucket
+	np := len(g.m.Params.Values)
+	nc := 2 * g.m.Config.NumLayers
+	kMax := g.cfg.TopKMax
+	e, err := NewExec(g.m.Backend, func(in []*Node) []*Node {
+		net := model.NewNet(g.m.Config, g.compute, in[:np])
+		tokens, positions, last := in[np], in[np+1], in[np+2]
+		caches := in[np+3 : np+3+nc]
+		temp, topK, topP, u := in[np+3+nc], in[np+4+nc], in[np+5+nc], in[np+6+nc]
+		h, newCaches := net.Step(tokens, positions, last, caches, b)
+		var ids, lp *Node
+		if k.truncate {
+			ids, lp = sampleTokens(net.Logits(h), temp, topK, topP, u, kMax)
+		} else {
+			ids, lp = sampleFull(net.Logits(h), temp, u)
+		}
+		return append([]*Node{ids, lp}, newCaches...)
+	})
+	if err != nil {
+		return fmt.Errorf("building decode step (chunk %d, bucket %d): %w", c, b, err)
+	}
+	e.SetMaxCache(2)
+	g.execs[k] = e
+	s := g.cfg.Slots
+	in := stepInputs{
+		tokens: make([]int32, s*c), positions: make([]int32, s*c), last: make([]int32, s),
+		temp: make([]float32, s), topK: make([]int32, s), topP: make([]float32, s), u: make([]float32, s),
+	}
+	for i := range in.positions {
+		in.positions[i] = -1 // nothing written: a warm-up that leaves the caches as they are
+	}
+	_, _, err = g.run(k, in)
+	return err
+}
+
+type stepInputs struct {
+	tokens, positions, last []int32
+	temp, topP, u           []float32
+	topK                    []int32
+}
+
+// run executes one step, replacing the caches with the step's outputs.
+func (g *Generator) run(k stepKey, in stepInputs) ([]int32, []float32, error) {
+	s, c := g.cfg.Slots, k.chunk
+	args := make([]any, 0, len(g.m.Params.Values)+8+len(g.caches))
+	for _, v := range g.m.Params.Values {
+		args = append(args, v)
+	}
+	args = append(args,
+		tensors.FromFlatDataAndDimensions(in.tokens, s, c),
+		tensors.FromFlatDataAndDimensions(in.positions, s, c),
+		tensors.FromFlatDataAndDimensions(in.last, s))
+	for _, t := range g.caches {
+		d, err := DonateTensorBuffer(t, g.m.Backend, 0)
+		if err != nil {
+			return nil, nil, fmt.Errorf("donating KV cache: %w", err)
+		}
+		args = append(args, d)
+	}
+	args = append(args,
+		tensors.FromFlatDataAndDimensions(in.temp, s),
+		tensors.FromFlatDataAndDimensions(in.topK, s),
+		tensors.FromFlatDataAndDimensions(in.topP, s),
+		tensors.FromFlatDataAndDimensions(in.u, s))
+	out, err := g.execs[k].Call(args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode step (chunk %d, bucket %d): %w", c, k.bucket, err)
+	}
+	for _, t := range g.caches {
+		t.FinalizeAll()
+	}
+	g.caches = out[2:]
+	ids := tensors.MustCopyFlatData[int32](out[0])
+	lps := tensors.MustCopyFlatData[float32](out[1])
+	out[0].FinalizeAll()
+	out[1].FinalizeAll()
+	return ids, lps, nil
+}
+
+// Session is one trajectory's hold on a slot: its context persists across requests (turns).
+type Session struct {
+	g    *Generator
+	slot *slot
+	once sync.Once
+}
+
+// Open waits for a free slot (in arrival order) and returns a session holding it.
+func (g *Generator) Open(ctx context.Context) (*Session, error) {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if len(g.free) > 0 {
+		id := g.free[0]
+		g.free = g.free[1:]
+		s := g.hold(id)
+		g.mu.Unlock()
+		return s, nil
+	}
+	ch := make(chan int, 1)
+	g.waiters = append(g.waiters, ch)
+	g.mu.Unlock()
+	select {
+	case id := <-ch:
+		if id < 0 {
+			return nil, ErrClosed
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.hold(id), nil
+	case <-ctx.Done():
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if i := slices.Index(g.waiters, ch); i >= 0 {
+			g.waiters = slices.Delete(g.waiters, i, i+1)
+		} else if id := <-ch; id >= 0 { // a slot was handed over just now: give it back
+			g.release(id)
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// hold marks slot id as owned by a new session; g.mu held.
+func (g *Generator) hold(id int) *Session {
+	s := g.slots[id]
+	*s = slot{id: id, epoch: s.epoch + 1, held: true, idleAt: time.Now()}
+	return &Session{g: g, slot: s}
+}
+
+// release returns slot id to the next waiter or the free list; g.mu held.
+func (g *Generator) release(id int) {
+	s := g.slots[id]
+	if s.gen != nil {
+		s.gen.done <- ErrClosed
+		s.gen = nil
+	}
+	s.held = false
+	if len(g.waiters) > 0 {
+		ch := g.waiters[0]
+		g.waiters = g.waiters[1:]
+		ch <- id
+		return
+	}
+	g.free = append(g.free, id)
+}
+
+// Close releases the session's slot. It is safe to call more than once.
+func (s *Session) Close() {
+	s.once.Do(func() {
+		s.g.mu.Lock()
+		defer s.g.mu.Unlock()
+		s.g.release(s.slot.id)
+	})
+}
+
+// Len is the number of tokens in the session's context, written or pending.
+func (s *Session) Len() int {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return s.slot.pos + len(s.slot.pending)
+}
+
+// Generate appends req.Append to the context and samples until a stop condition. Cancelling ctx
+// abandons the request and closes the session, freeing its slot.
+func (s *Session) Generate(ctx context.Context, req Request) (Result, error) {
+	g := s.g
+	if len(req.StopStrings) > 0 && g.cfg.Decode == nil {
+		return Result{}, errors.New("rollout: stop strings need Config.Decode")
+	}
+	for _, id := range req.Append {
+		if id < 0 || int(id) >= g.m.Config.VocabSize {
+			return Result{}, fmt.Errorf("rollout: token id %d is outside the vocabulary [0, %d)", id, g.m.Config.VocabSize)
+		}
+	}
+	truncated := req.Sampling.TopK > 0 || (req.Sampling.TopP > 0 && req.Sampling.TopP < 1)
+	if truncated && !g.cfg.Truncation {
+		return Result{}, errors.New("rollout: top-k/top-p sampling needs Config.Truncation (the generator compiles the full-distribution sampler only)")
+	}
+	if req.Sampling.TopK > g.cfg.TopKMax {
+		return Result{}, fmt.Errorf("rollout: top_k %d exceeds the compiled maximum %d", req.Sampling.TopK, g.cfg.TopKMax)
+	}
+	st := &genState{req: req, rng: rand.New(rand.NewPCG(req.Sampling.Seed, 0xda3e39cb94b95bdb)), done: make(chan error, 1)}
+	g.mu.Lock()
+	if g.closed || !s.slot.held || s.slot.gen != nil {
+		g.mu.Unlock()
+		return Result{}, ErrClosed
+	}
+	if s.slot.pos+len(s.slot.pending)+len(req.Append) >= g.cfg.MaxLen {
+		g.mu.Unlock()
+		return Result{Stop: StopContext}, nil
+	}
+	g.stats.ToolWait += time.Since(s.slot.idleAt)
+	s.slot.pending = append(s.slot.pending, req.Append...)
+	s.slot.gen = st
+	g.cond.Signal()
+	g.mu.Unlock()
+
+	select {
+	case err := <-st.done:
+		return st.res, err
+	case <-ctx.Done():
+		s.Close() // drops the request and frees the slot; the loop never sees it again
+		return Result{}, ctx.Err()
+	}
+}
+
+// Generate is a one-shot request on a fresh session.
+func (g *Generator) Generate(ctx context.Context, req Request) (Result, error) {
+	s, err := g.Open(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.Close()
+	return s.Generate(ctx, req)
+}
+
+// Stats returns a snapshot of the counters.
+func (g *Generator) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.stats
+	st.Queued = len(g.waiters)
+	for _, s := range g.slots {
+		if s.held {
+			st.Busy++
+		}
+	}
+	st.LiveCacheTensor = 0
+	for _, t := range g.caches {
+		if t != nil && t.Ok() {
+			st.LiveCacheTensor++
+		}
+	}
+	return st
+}
+
+// Config returns the effective configuration.
+func (g *Generator) Config() Config { return g.cfg }
+
+// Close stops the loop, fails pending requests and frees the caches and executables.
+func (g *Generator) Close() {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.closed = true
+	for _, ch := range g.waiters {
+		ch <- -1
+	}
+	g.waiters = nil
+	g.cond.Broadcast()
+	g.mu.Unlock()
+	<-g.done
+	for _, t := range g.caches {
+		t.FinalizeAll()
+	}
+	for _, e := range g.execs {
+		e.Finalize()
+	}
+}
+
+// Err is the error that stopped the loop, if any.
+func (g *Generator) Err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.fail
+}
+
+// loop is the only goroutine that touches the device: it builds each step from the slots' state,
+// runs it, and hands sampled tokens back.
+func (g *Generator) loop() {
+	defer close(g.done)
+	for {
+		g.mu.Lock()
+		for !g.closed && !g.hasWork() {
+			g.cond.Wait()
+		}
+		if g.closed {
+			for _, s := range g.slots {
+				if s.gen != nil {
+					s.gen.done <- ErrClosed
+					s.gen = nil
+				}
+			}
+			g.mu.Unlock()
+			return
+		}
+		key, in, active := g.plan()
+		g.mu.Unlock()
+
+		t0 := time.Now()
+		ids, lps, err := g.run(key, in)
+		dt := time.Since(t0)
+
+		g.mu.Lock()
+		g.stats.Steps++
+		g.stats.StepTime += dt
+		if err != nil {
+			g.fail = err
+			g.closed = true
+			for _, s := range g.slots {
+				if s.gen != nil {
+					s.gen.done <- err
+					s.gen = nil
+				}
+			}
+			g.mu.Unlock()
+			return
+		}
+		g.stats.SlotSteps += int64(len(active))
+		for _, a := range active {
+			g.advance(a, ids[a.slot.id], lps[a.slot.id])
+		}
+		g.mu.Unlock()
+	}
+}
+
+func (g *Generator) hasWork() bool {
+	for _, s := range g.slots {
+		if s.gen != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// stepSlot records what a step fed for one slot.
+type stepSlot struct {
+	slot   *slot
+	epoch  int
+	fed    int  // tokens written this step
+	sample bool // whether this step's sample belongs to the request
+}
+
+// plan chooses the chunk size and bucket and lays out the step's inputs; g.mu held.
+func (g *Generator) plan() (key stepKey, in stepInputs, active []stepSlot) {
+	maxPending := 0
+	for _, s := range g.slots {
+		if s.gen != nil {
+			maxPending = max(maxPending, len(s.pending))
+		}
+	}
+	c := g.cfg.Chunks[len(g.cfg.Chunks)-1]
+	for _, ch := range g.cfg.Chunks {
+		if ch >= maxPending {
+			c = ch
+			break
+		}
+	}
+	n := g.cfg.Slots
+	in = stepInputs{
+		tokens: make([]int32, n*c), positions: make([]int32, n*c), last: make([]int32, n),
+		temp: make([]float32, n), topK: make([]int32, n), topP: make([]float32, n), u: make([]float32, n),
+	}
+	for i := range in.positions {
+		in.positions[i] = -1
+	}
+	need := 1
+	for _, s := range g.slots {
+		in.topP[s.id] = 1
+		if s.gen == nil || len(s.pending) == 0 {
+			continue
+		}
+		k := min(len(s.pending), c)
+		for j := 0; j < k; j++ {
+			in.tokens[s.id*c+j] = s.pending[j]
+			in.positions[s.id*c+j] = int32(s.pos + j)
+		}
+		in.last[s.id] = int32(k - 1)
+		need = max(need, s.pos+k)
+		sp := s.gen.req.Sampling
+		in.temp[s.id] = sp.Temperature
+		in.topK[s.id] = int32(sp.TopK)
+		if sp.TopP > 0 && sp.TopP < 1 {
+			in.topP[s.id] = sp.TopP
+			key.truncate = true
+		}
+		if sp.TopK > 0 {
+			key.truncate = true
+		}
+		sample := k == len(s.pending)
+		if sample {
+			in.u[s.id] = s.gen.rng.Float32()
+		}
+		active = append(active, stepSlot{slot: s, epoch: s.epoch, fed: k, sample: sample})
+	}
+	key.chunk, key.bucket = c, g.cfg.Buckets[len(g.cfg.Buckets)-1]
+	for _, bb := range g.cfg.Buckets {
+		if bb >= need {
+			key.bucket = bb
+			break
+		}
+	}
+	return key, in, active
+}
+
+// advance applies one step's outcome to a slot; g.mu held.
+func (g *Generator) advance(a stepSlot, id int32, lp float32) {
+	s := a.slot
+	if s.gen == nil || s.epoch != a.epoch { // closed (and maybe reused) while the step ran
+		return
+	}
+	s.pos += a.fed
+	s.pending = s.pending[a.fed:]
+	g.stats.PrefillTokens += int64(a.fed)
+	if !a.sample {
+		return
+	}
+	st := s.gen
+	g.stats.Tokens++
+	st.res.IDs = append(st.res.IDs, id)
+	st.res.LogProbs = append(st.res.LogProbs, lp)
+	// The sampled token is not in the cache yet: it is written by the next step of this slot.
+	s.pending = append(s.pending[:0], id)
+	switch {
+	case slices.Contains(st.req.StopIDs, id):
+		st.res.Stop = StopToken
+		if g.cfg.Decode != nil {
+			st.res.Matched = g.cfg.Decode([]int32{id})
+		}
+	case g.matchStop(st):
+	case st.req.MaxNew > 0 && len(st.res.IDs) >= st.req.MaxNew:
+		st.res.Stop = StopMaxNew
+	case s.pos+len(s.pending) >= g.cfg.MaxLen:
+		st.res.Stop = StopContext
+	default:
+		return
+	}
+	s.gen = nil
+	s.idleAt = time.Now()
+	st.done <- nil
+}
+
+// matchStop checks whether the newest token completed a stop string.
+func (g *Generator) matchStop(st *genState) bool {
+	if len(st.req.StopStrings) == 0 {
+		return false
+	}
+	ids := st.res.IDs
+	from := max(0, len(ids)-16)
+	now := g.cfg.Decode(ids[from:])
+	before := g.cfg.Decode(ids[from : len(ids)-1])
+	for _, stop := range st.req.StopStrings {
+		if strings.Contains(now, stop) && !strings.Contains(before, stop) {
+			st.res.Stop, st.res.Matched = StopString, stop
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,343 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomlx/compute"
+	_ "github.com/gomlx/compute/gobackend"
+
+	"agentrl/engine/model"
+)
+
+type goldenCase struct {
+	InputIDs           []int32 `json:"input_ids"`
+	GreedyContinuation []int32 `json:"greedy_continuation"`
+}
+
+func loadFixture(t testing.TB, name string) (*model.Model, []goldenCase) {
+	t.Helper()
+	backend, err := compute.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("..", "..", "testdata", "fixtures", name)
+	m, err := model.Load(backend, dir, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct{ Cases []goldenCase }
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	return m, g.Cases
+}
+
+func newGen(t testing.TB, m *model.Model, cfg Config) *Generator {
+	t.Helper()
+	g, err := New(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
+// waitTokens blocks until the generator has sampled at least n tokens in total.
+func waitTokens(t *testing.T, g *Generator, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for g.Stats().Tokens < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("generator stuck at %d tokens; waiting for %d", g.Stats().Tokens, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGreedyMatchesFixtures runs every fixture case at once through 4 slots, in small prefill
+// chunks, with later requests arriving while earlier ones are mid-decode: each continuation must
+// equal HF's greedy continuation exactly.
+func TestGreedyMatchesFixtures(t *testing.T) {
+	for _, name := range []string{"qwen3-tiny", "qwen3-tiny-untied", "qwen2-tiny"} {
+		t.Run(name, func(t *testing.T) {
+			m, cases := loadFixture(t, name)
+			g := newGen(t, m, Config{Slots: 4, MaxLen: 64, Buckets: []int{16, 32, 64}, Chunks: []int{4}})
+			ctx := context.Background()
+			results := make([]Result, len(cases))
+			errs := make([]error, len(cases))
+			var wg sync.WaitGroup
+			for i, c := range cases {
+				if i > 0 {
+					waitTokens(t, g, int64(3*i)) // the earlier requests are decoding now
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i], errs[i] = g.Generate(ctx, Request{Append: c.InputIDs, MaxNew: len(c.GreedyContinuation)})
+				}()
+			}
+			wg.Wait()
+			for i, c := range cases {
+				if errs[i] != nil {
+					t.Fatalf("case %d: %v", i, errs[i])
+				}
+				if !equalIDs(results[i].IDs, c.GreedyContinuation) {
+					t.Errorf("case %d: got %v; want %v", i, results[i].IDs, c.GreedyContinuation)
+				}
+				if results[i].Stop != StopMaxNew {
+					t.Errorf("case %d: stop %q; want %q", i, results[i].Stop, StopMaxNew)
+				}
+			}
+		})
+	}
+}
+
+func equalIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSampledLogProbsMatchScore checks that the log-prob recorded for each sampled token equals a
+// teacher-forced pass over the same sequence (temperature 1, no truncation), within 1e-4.
+func TestSampledLogProbsMatchScore(t *testing.T) {
+	m, cases := loadFixture(t, "qwen3-tiny")
+	g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Buckets: []int{32, 64}})
+	prompt := cases[1].InputIDs
+	res, err := g.Generate(context.Background(), Request{Append: prompt, MaxNew: 30, Sampling: Sampling{Temperature: 1, Seed: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := append(append([]int32{}, prompt...), res.IDs...)
+	s, err := m.Score([][]int32{seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lp := range res.LogProbs {
+		want := s.NextLogProbs[0][len(prompt)-1+i]
+		if d := math.Abs(float64(lp - want)); d > 1e-4 {
+			t.Errorf("token %d (%d): rollout log-prob %.6f; teacher-forced %.6f", i, res.IDs[i], lp, want)
+		}
+	}
+}
+
+// TestTruncatedSamplingLogProbs checks top-k sampling: every token is among the k most likely and
+// its log-prob is that of the renormalised top-k distribution at the given temperature.
+func TestTruncatedSamplingLogProbs(t *testing.T) {
+	m, cases := loadFixture(t, "qwen3-tiny")
+	g := newGen(t, m, Config{Slots: 1, MaxLen: 64, Buckets: []int{64}, TopKMax: 16, Truncation: true})
+	prompt := cases[1].InputIDs
+	const temp, k = 0.7, 5
+	res, err := g.Generate(context.Background(), Request{Append: prompt, MaxNew: 10, Sampling: Sampling{Temperature: temp, TopK: k, Seed: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := append(append([]int32{}, prompt...), res.IDs...)
+	logits, err := m.Logits(seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range res.IDs {
+		row := logits[len(prompt)-1+i]
+		// Host reference: top-k of logits/T, renormalised.
+		idx := topKIndices(row, k)
+		var z float64
+		found := false
+		for _, j := range idx {
+			z += math.Exp(float64(row[j]) / temp)
+			found = found || int32(j) == id
+		}
+		if !found {
+			t.Fatalf("token %d = %d is not among the top %d %v", i, id, k, idx)
+		}
+		want := float64(row[id])/temp - math.Log(z)
+		if d := math.Abs(float64(res.LogProbs[i]) - want); d > 1e-4 {
+			t.Errorf("token %d: log-prob %.6f; want %.6f", i, res.LogProbs[i], want)
+		}
+	}
+}
+
+func topKIndices(row []float32, k int) []int {
+	idx := make([]int, 0, k)
+	used := map[int]bool{}
+	for len(idx) < k {
+		best := -1
+		for j, v := range row {
+			if !used[j] && (best < 0 || v > row[best]) {
+				best = j
+			}
+		}
+		used[best] = true
+		idx = append(idx, best)
+	}
+	return idx
+}
+
+// TestSeedReproducible: the same request and seed give the same tokens, also when other requests
+// share the batch.
+func TestSeedReproducible(t *testing.T) {
+	m, cases := loadFixture(t, "qwen3-tiny")
+	g := newGen(t, m, Config{Slots: 3, MaxLen: 64, Buckets: []int{64}, Truncation: true})
+	req := Request{Append: cases[1].InputIDs, MaxNew: 20, Sampling: Sampling{Temperature: 1, TopP: 0.9, TopK: 40, Seed: 42}}
+	alone, err := g.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var crowded Result
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 0 {
+				crowded, _ = g.Generate(context.Background(), req)
+				return
+			}
+			_, _ = g.Generate(context.Background(), Request{Append: cases[2].InputIDs, MaxNew: 15, Sampling: Sampling{Temperature: 1, Seed: uint64(i)}})
+		}()
+	}
+	wg.Wait()
+	if !equalIDs(alone.IDs, crowded.IDs) {
+		t.Errorf("same seed, different tokens:\nalone   %v\ncrowded %v", alone.IDs, crowded.IDs)
+	}
+	other, _ := g.Generate(context.Background(), Request{Append: req.Append, MaxNew: 20, Sampling: Sampling{Temperature: 1, Seed: 43}})
+	if equalIDs(alone.IDs, other.IDs) {
+		t.Errorf("seeds 42 and 43 sampled the same 20 tokens %v", alone.IDs)
+	}
+}
+
+// TestToolWaitDoesNotStallOthers: trajectory A stops at turn 1 and "runs a tool" that only returns
+// once every other trajectory has finished; they can only finish if decoding goes on while A holds
+// its slot. A's second turn must then equal the same two-turn trajectory run with no wait.
+func TestToolWaitDoesNotStallOthers(t *testing.T) {
+	m, cases := loadFixture(t, "qwen3-tiny")
+	g := newGen(t, m, Config{Slots: 4, MaxLen: 128, Buckets: []int{64, 128}, Chunks: []int{8}})
+	ctx := context.Background()
+	obs := []int32{5, 6, 7, 8, 9}
+	turn := func(s *Session, ids []int32) Result {
+		r, err := s.Generate(ctx, Request{Append: ids, MaxNew: 10, Sampling: Sampling{Temperature: 1, Seed: 11}})
+		if err != nil {
+			t.Error(err)
+		}
+		return r
+	}
+	// Reference: the two turns back to back.
+	ref, err := g.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref1 := turn(ref, cases[1].InputIDs)
+	ref2 := turn(ref, obs)
+	ref.Close()
+
+	othersDone := make(chan struct{})
+	var order []string
+	var mu sync.Mutex
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	var wg sync.WaitGroup
+	var a1, a2 Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s, err := g.Open(ctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer s.Close()
+		a1 = turn(s, cases[1].InputIDs)
+		note("A waits for its tool")
+		<-othersDone // the tool blocks until everyone else is done
+		note("A resumes")
+		a2 = turn(s, obs)
+	}()
+	var others sync.WaitGroup
+	for i := 0; i < 6; i++ { // more trajectories than the 3 free slots: some queue
+		others.Add(1)
+		go func() {
+			defer others.Done()
+			_, err := g.Generate(ctx, Request{Append: cases[2].InputIDs, MaxNew: 8, Sampling: Sampling{Temperature: 1, Seed: uint64(100 + i)}})
+			if err != nil {
+				t.Error(err)
+			}
+			note("other done")
+		}()
+	}
+	others.Wait()
+	close(othersDone)
+	wg.Wait()
+	if order[len(order)-1] != "A resumes" {
+		t.Errorf("order %v: A resumed before the others finished", order)
+	}
+	if !equalIDs(a1.IDs, ref1.IDs) || !equalIDs(a2.IDs, ref2.IDs) {
+		t.Errorf("A after waiting: %v / %v; without waiting: %v / %v", a1.IDs, a2.IDs, ref1.IDs, ref2.IDs)
+	}
+}
+
+// TestNoLeaksAfterManyRequests pushes 10,000 short requests (a quarter of them cancelled) through 8
+// slots and checks that every slot is free and exactly the caches' device buffers remain.
+func TestNoLeaksAfterManyRequests(t *testing.T) {
+	n := 10000
+	if testing.Short() {
+		n = 1000
+	}
+	m, _ := loadFixture(t, "qwen3-tiny")
+	g := newGen(t, m, Config{Slots: 8, MaxLen: 32, Buckets: []int{32}, Chunks: []int{4}})
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	var mu sync.Mutex
+	cancelled, finished := 0, 0
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ctx, cancel := context.WithCancel(context.Background())
+			if i%4 == 0 {
+				cancel() // cancelled before or while it runs
+			}
+			defer cancel()
+			_, err := g.Generate(ctx, Request{Append: []int32{int32(i % 500), 3}, MaxNew: 2, Sampling: Sampling{Temperature: 1, Seed: uint64(i)}})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				finished++
+			case errors.Is(err, context.Canceled):
+				cancelled++
+			default:
+				t.Errorf("request %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	st := g.Stats()
+	if st.Busy != 0 || st.Queued != 0 {
+		t.Errorf("after %d requests: %d slots busy, %d queued; want 0 and 0", n, st.Busy, st.Queued)
+	}
+	if want := 2 * m.Config.NumLayers; st.LiveCacheTensor != want {
+		t.Errorf("live cache tensors %d; want %d", st.LiveCacheTensor, want)
+	}
+	if finished+cancelled != n || finished < n/2 {
+		t.Errorf("finished %d, cancelled %d of %d", finished, cancelled, n)
+	}
+	t.Logf("%d finished, %d cancelled, %d steps, %d tokens", finished, cancelled, st.Steps, st.Tokens)
+}
