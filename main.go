@@ -4,11 +4,375 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+
+	"agentrl/engine/device"
+	"agentrl/engine/ledger"
+	"agentrl/engine/model"
+	"agentrl/engine/rollout"
+	"agentrl/recipes"
 )
 
+const usage = `agentrl-tui — agentic RL on one GPU
+
+usage:
+  agentrl-tui RECIPE.yaml [flags]          run a recipe (see recipes/)
+  agentrl-tui score --model DIR --ids 1,2,3 [--greedy N] [--backend auto|go|cuda]
+                                           teacher-forced log-probs of ids, as JSON
+  agentrl-tui generate --model DIR (--ids 1,2,3 | --prompt TEXT) --max-new N [--temperature T --seed S] [--json]
+                                           run one request through the rollout engine
+  agentrl-tui bench rollout (--model DIR | --shape qwen3-0.6b) [--slots N --sequences N --prompt-len N --new N]
+                                           generation throughput, step time, occupancy, memory-bandwidth share
+  agentrl-tui plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--json]
+                                           the GPU memory ledger, KV slots and micro-batch; runs nothing
+  agentrl-tui help                         this text
+
+Run 'agentrl-tui SUBCOMMAND -h' for a sub-command's flags.
+`
+
+// errUsage marks errors that should be followed by the usage text.
+var errUsage = errors.New("usage")
+
 func main() {
-	fmt.Fprintln(os.Stderr, "usage: agentrl-tui RECIPE.yaml | tokenize | score | ...")
-	os.Exit(2)
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "agentrl-tui:", err)
+		if errors.Is(err, errUsage) {
+			fmt.Fprint(os.Stderr, usage)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: no recipe or sub-command given", errUsage)
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "score":
+		return cmdScore(args[1:], stdout, stderr)
+	case "generate":
+		return cmdGenerate(args[1:], stdout, stderr)
+	case "bench":
+		return cmdBench(args[1:], stdout, stderr)
+	case "plan":
+		return cmdPlan(args[1:], stdout, stderr)
+	}
+	return fmt.Errorf("%w: unknown sub-command %q", errUsage, args[0])
+}
+
+// backendFlags are shared by every sub-command that computes.
+type backendFlags struct {
+	kind, plugin string
+}
+
+func (b *backendFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&b.kind, "backend", "auto", "compute backend: auto (CUDA when a GPU and the PJRT plugin are found, else go), go, cuda")
+	fs.StringVar(&b.plugin, "plugin", "", "path to the PJRT CUDA plugin (xla_cuda_plugin.so); default: searched")
+}
+
+func (b *backendFlags) open(stderr io.Writer) (*device.Choice, error) {
+	c, err := device.Open(device.Request{Kind: b.kind, PluginPath: b.plugin})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(stderr, c.Reason)
+	return c, nil
+}
+
+func parseIDs(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("--ids: %q is not a token id (want comma-separated integers like 1,2,3)", f)
+		}
+		ids = append(ids, int32(v))
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("--ids is empty: give comma-separated token ids like 1,2,3")
+	}
+	return ids, nil
+}
+
+func cmdScore(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var bf backendFlags
+	bf.register(fs)
+	dir := fs.String("model", "", "HuggingFace model folder (config.json + safetensors)")
+	idsFlag := fs.String("ids", "", "comma-separated token ids")
+	greedy := fs.Int("greedy", 0, "also return the N-token greedy continuation")
+	dtype := fs.String("dtype", "float32", "compute dtype: float32 or bfloat16")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return errors.New("score: --model DIR is required")
+	}
+	ids, err := parseIDs(*idsFlag)
+	if err != nil {
+		return fmt.Errorf("score: %w", err)
+	}
+	dt, err := parseDType(*dtype)
+	if err != nil {
+		return fmt.Errorf("score: %w", err)
+	}
+	choice, err := bf.open(stderr)
+	if err != nil {
+		return err
+	}
+	m, err := model.Load(choice.Backend, *dir, model.Options{Compute: dt})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	s, err := m.Score([][]int32{ids})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		NextTokenLogprobs []float32 `json:"next_token_logprobs"`
+		Argmax            []int32   `json:"argmax"`
+		Greedy            []int32   `json:"greedy"`
+	}{s.NextLogProbs[0], s.Argmax[0], []int32{}}
+	if *greedy > 0 {
+		if out.Greedy, err = m.Greedy(ids, *greedy); err != nil {
+			return err
+		}
+	}
+	return json.NewEncoder(stdout).Encode(out)
+}
+
+func parseDType(s string) (dtypes.DType, error) {
+	switch s {
+	case "float32", "f32":
+		return dtypes.Float32, nil
+	case "bfloat16", "bf16":
+		return dtypes.BFloat16, nil
+	}
+	return dtypes.InvalidDType, fmt.Errorf("--dtype %q is not float32 or bfloat16", s)
+}
+
+func cmdGenerate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var bf backendFlags
+	bf.register(fs)
+	dir := fs.String("model", "", "HuggingFace model folder")
+	idsFlag := fs.String("ids", "", "comma-separated prompt token ids")
+	maxNew := fs.Int("max-new", 32, "tokens to generate at most")
+	temp := fs.Float64("temperature", 0, "sampling temperature; 0 = greedy")
+	topP := fs.Float64("top-p", 1, "nucleus sampling mass (1 = off)")
+	topK := fs.Int("top-k", 0, "top-k sampling (0 = off)")
+	seed := fs.Uint64("seed", 1, "random seed of the request")
+	asJSON := fs.Bool("json", false, "print {new_ids, logprobs, stop_reason} as JSON")
+	dtype := fs.String("dtype", "float32", "compute dtype: float32 or bfloat16")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return errors.New("generate: --model DIR is required")
+	}
+	ids, err := parseIDs(*idsFlag)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	dt, err := parseDType(*dtype)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	choice, err := bf.open(stderr)
+	if err != nil {
+		return err
+	}
+	m, err := model.Load(choice.Backend, *dir, model.Options{Compute: dt})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	truncate := *topK > 0 || *topP < 1
+	g, err := rollout.New(m, rollout.Config{Slots: 1, MaxLen: model.Bucket(len(ids) + *maxNew + 1), Truncation: truncate, TopKMax: max(64, *topK)})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	res, err := g.Generate(context.Background(), rollout.Request{
+		Append: ids, MaxNew: *maxNew, StopIDs: m.Config.EOSTokenIDs,
+		Sampling: rollout.Sampling{Temperature: float32(*temp), TopP: float32(*topP), TopK: *topK, Seed: *seed},
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(struct {
+			NewIDs     []int32   `json:"new_ids"`
+			LogProbs   []float32 `json:"logprobs"`
+			StopReason string    `json:"stop_reason"`
+		}{res.IDs, res.LogProbs, string(res.Stop)})
+	}
+	fmt.Fprintf(stdout, "new ids: %v\nlog-probs: %v\nstop: %s\n", res.IDs, res.LogProbs, res.Stop)
+	return nil
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "rollout" {
+		return fmt.Errorf("%w: bench needs a target: bench rollout", errUsage)
+	}
+	fs := flag.NewFlagSet("bench rollout", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var bf backendFlags
+	bf.register(fs)
+	dir := fs.String("model", "", "HuggingFace model folder")
+	shape := fs.String("shape", "", "a known shape with random weights instead of --model: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b")
+	slots := fs.Int("slots", 8, "KV-cache slots (concurrent sequences)")
+	seqs := fs.Int("sequences", 32, "requests in total")
+	promptLen := fs.Int("prompt-len", 64, "prompt tokens per request")
+	newTok := fs.Int("new", 128, "tokens generated per request")
+	dtype := fs.String("dtype", "", "compute dtype (default: bfloat16 on cuda, float32 on go)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if (*dir == "") == (*shape == "") {
+		return errors.New("bench rollout: give exactly one of --model DIR or --shape NAME")
+	}
+	choice, err := bf.open(stderr)
+	if err != nil {
+		return err
+	}
+	dt := dtypes.Float32
+	if choice.Kind == device.CUDA {
+		dt = dtypes.BFloat16
+	}
+	if *dtype != "" {
+		if dt, err = parseDType(*dtype); err != nil {
+			return fmt.Errorf("bench rollout: %w", err)
+		}
+	}
+	var m *model.Model
+	if *dir != "" {
+		m, err = model.Load(choice.Backend, *dir, model.Options{Compute: dt})
+	} else {
+		var sh ledger.Shape
+		if sh, err = ledger.KnownShape(*shape); err != nil {
+			return err
+		}
+		cfg := configFromShape(sh)
+		m, err = model.New(choice.Backend, model.RandomParams(cfg, 1, 0.02), model.Options{Compute: dt})
+	}
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	res, err := rollout.Bench(context.Background(), m, rollout.BenchConfig{
+		Sequences: *seqs, PromptLen: *promptLen, NewTokens: *newTok, Seed: 1,
+		Gen: rollout.Config{Slots: *slots},
+	})
+	if err != nil {
+		return err
+	}
+	bw, src := 0.0, ""
+	if choice.Kind == device.Go {
+		bw, src = rollout.HostBandwidth(), "host memcpy measured in this run"
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(struct {
+			*rollout.BenchResult
+			Bandwidth float64 `json:"reference_bytes_per_s,omitempty"`
+		}{res, bw})
+	}
+	res.Write(stdout, bw, src)
+	return nil
+}
+
+// configFromShape turns a ledger shape into a model config (random-weight benchmarks).
+func configFromShape(s ledger.Shape) *model.Config {
+	fam := model.Qwen3
+	if s.Family == "qwen2" {
+		fam = model.Qwen2
+	}
+	return &model.Config{
+		Family: fam, VocabSize: s.Vocab, HiddenSize: s.Hidden, IntermediateSize: s.Intermediate,
+		NumLayers: s.Layers, NumHeads: s.Heads, NumKVHeads: s.KVHeads, HeadDim: s.HeadDim,
+		RMSNormEps: 1e-6, RopeTheta: 1e6, MaxPositions: 40960, TieWordEmbeddings: s.Tied,
+		AttentionBias: fam == model.Qwen2, DType: "bfloat16",
+	}
+}
+
+// builtinModelDir is where the built-in small model ships.
+const builtinModelDir = "testdata/builtin"
+
+// flagsAfter lets flags follow positional arguments (agentrl-tui plan RECIPE --vram 24GiB): it
+// parses, takes the first positional argument, and parses the rest again.
+func flagsAfter(fs *flag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	if fs.NArg() == 0 {
+		return "", nil
+	}
+	first := fs.Arg(0)
+	rest := fs.Args()[1:]
+	if err := fs.Parse(rest); err != nil {
+		return "", err
+	}
+	if fs.NArg() > 0 {
+		return "", fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return first, nil
+}
+
+func cmdPlan(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("model", "", "model folder (only config.json is read)")
+	shape := fs.String("shape", "", "a known shape instead of --model: qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b")
+	vram := fs.String("vram", "", "device memory budget, e.g. 24GiB (default: the recipe's memory.vram, auto = free GPU memory)")
+	asJSON := fs.Bool("json", false, "print the plan as JSON")
+	path, err := flagsAfter(fs, args)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	if path == "" {
+		return errors.New("plan: give a recipe, e.g. agentrl-tui plan recipes/retool.yaml --shape qwen3-4b --vram 96GiB")
+	}
+	r, err := recipes.Load(path, recipes.Options{})
+	if err != nil {
+		return err
+	}
+	var detected int64
+	mon := device.NewMonitor()
+	if rd, ok := mon.Read(); ok {
+		detected = int64(rd.TotalBytes - rd.UsedBytes)
+	}
+	mon.Close()
+	p, err := ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: *dir, ShapeName: *shape, VRAM: *vram,
+		BuiltinModelDir: builtinModelDir, DetectedVRAM: detected})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return p.WriteJSON(stdout)
+	}
+	return p.WriteTable(stdout)
 }
