@@ -142,6 +142,15 @@ func (b *backendFlags) open(stderr io.Writer) (*device.Choice, error) {
 	return c, nil
 }
 
+// loadModel opens the backend and loads a HuggingFace folder onto it.
+func (b *backendFlags) loadModel(stderr io.Writer, dir string, dt dtypes.DType) (*model.Model, error) {
+	choice, err := b.open(stderr)
+	if err != nil {
+		return nil, err
+	}
+	return model.Load(choice.Backend, dir, model.Options{Compute: dt})
+}
+
 func parseIDs(s string) ([]int32, error) {
 	var ids []int32
 	for _, f := range strings.Split(s, ",") {
@@ -184,11 +193,7 @@ func cmdScore(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("score: %w", err)
 	}
-	choice, err := bf.open(stderr)
-	if err != nil {
-		return err
-	}
-	m, err := model.Load(choice.Backend, *dir, model.Options{Compute: dt})
+	m, err := bf.loadModel(stderr, *dir, dt)
 	if err != nil {
 		return err
 	}
@@ -248,11 +253,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
-	choice, err := bf.open(stderr)
-	if err != nil {
-		return err
-	}
-	m, err := model.Load(choice.Backend, *dir, model.Options{Compute: dt})
+	m, err := bf.loadModel(stderr, *dir, dt)
 	if err != nil {
 		return err
 	}

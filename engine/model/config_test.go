@@ -3,6 +3,7 @@ package model
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,7 @@ func TestParseConfigFormats(t *testing.T) {
 				g.IntermediateSize != w.IntermediateSize || g.NumLayers != w.NumLayers || g.NumHeads != w.NumHeads ||
 				g.NumKVHeads != w.NumKVHeads || g.HeadDim != w.HeadDim || g.RMSNormEps != w.RMSNormEps ||
 				g.RopeTheta != w.RopeTheta || g.TieWordEmbeddings != w.TieWordEmbeddings ||
-				g.AttentionBias != w.AttentionBias || g.DType != w.DType || !equalInt32(g.EOSTokenIDs, w.EOSTokenIDs) ||
+				g.AttentionBias != w.AttentionBias || g.DType != w.DType || !slices.Equal(g.EOSTokenIDs, w.EOSTokenIDs) ||
 				g.MaxPositions != w.MaxPositions {
 				t.Errorf("got %+v\nwant %+v", g, w)
 			}
@@ -70,18 +71,6 @@ func TestParseConfigFormats(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalInt32(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestParseConfigErrors(t *testing.T) {

@@ -475,12 +475,7 @@ func (g *Generator) loop() {
 			g.cond.Wait()
 		}
 		if g.closed {
-			for _, s := range g.slots {
-				if s.gen != nil {
-					s.gen.done <- ErrClosed
-					s.gen = nil
-				}
-			}
+			g.failAll(ErrClosed)
 			g.mu.Unlock()
 			return
 		}
@@ -497,12 +492,7 @@ func (g *Generator) loop() {
 		if err != nil {
 			g.fail = err
 			g.closed = true
-			for _, s := range g.slots {
-				if s.gen != nil {
-					s.gen.done <- err
-					s.gen = nil
-				}
-			}
+			g.failAll(err)
 			g.mu.Unlock()
 			return
 		}
@@ -511,6 +501,16 @@ func (g *Generator) loop() {
 			g.advance(a, ids[a.slot.id], lps[a.slot.id])
 		}
 		g.mu.Unlock()
+	}
+}
+
+// failAll ends every running request with err; g.mu held.
+func (g *Generator) failAll(err error) {
+	for _, s := range g.slots {
+		if s.gen != nil {
+			s.gen.done <- err
+			s.gen = nil
+		}
 	}
 }
 

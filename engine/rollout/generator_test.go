@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func TestGreedyMatchesFixtures(t *testing.T) {
 				if errs[i] != nil {
 					t.Fatalf("case %d: %v", i, errs[i])
 				}
-				if !equalIDs(results[i].IDs, c.GreedyContinuation) {
+				if !slices.Equal(results[i].IDs, c.GreedyContinuation) {
 					t.Errorf("case %d: got %v; want %v", i, results[i].IDs, c.GreedyContinuation)
 				}
 				if results[i].Stop != StopMaxNew {
@@ -102,18 +103,6 @@ func TestGreedyMatchesFixtures(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSampledLogProbsMatchScore checks that the log-prob recorded for each sampled token equals a
@@ -215,11 +204,11 @@ func TestSeedReproducible(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if !equalIDs(alone.IDs, crowded.IDs) {
+	if !slices.Equal(alone.IDs, crowded.IDs) {
 		t.Errorf("same seed, different tokens:\nalone   %v\ncrowded %v", alone.IDs, crowded.IDs)
 	}
 	other, _ := g.Generate(context.Background(), Request{Append: req.Append, MaxNew: 20, Sampling: Sampling{Temperature: 1, Seed: 43}})
-	if equalIDs(alone.IDs, other.IDs) {
+	if slices.Equal(alone.IDs, other.IDs) {
 		t.Errorf("seeds 42 and 43 sampled the same 20 tokens %v", alone.IDs)
 	}
 }
@@ -287,7 +276,7 @@ func TestToolWaitDoesNotStallOthers(t *testing.T) {
 	if order[len(order)-1] != "A resumes" {
 		t.Errorf("order %v: A resumed before the others finished", order)
 	}
-	if !equalIDs(a1.IDs, ref1.IDs) || !equalIDs(a2.IDs, ref2.IDs) {
+	if !slices.Equal(a1.IDs, ref1.IDs) || !slices.Equal(a2.IDs, ref2.IDs) {
 		t.Errorf("A after waiting: %v / %v; without waiting: %v / %v", a1.IDs, a2.IDs, ref1.IDs, ref2.IDs)
 	}
 }

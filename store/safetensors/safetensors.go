@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -99,22 +100,10 @@ func (f *File) Get(name string, wantShape []int) (*Tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: missing tensor %s", f.Source, name)
 	}
-	if wantShape != nil && !equalShape(t.Shape, wantShape) {
+	if wantShape != nil && !slices.Equal(t.Shape, wantShape) {
 		return nil, fmt.Errorf("%s: tensor %s has shape %v, want %v", t.Source, name, t.Shape, wantShape)
 	}
 	return t, nil
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 type headerEntry struct {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,7 +82,7 @@ func TestRoundTripBitIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range f.Names() {
-			if !bytes.Equal(f.Tensors[n].Data, g.Tensors[n].Data) || !equalShape(f.Tensors[n].Shape, g.Tensors[n].Shape) || f.Tensors[n].DType != g.Tensors[n].DType {
+			if !bytes.Equal(f.Tensors[n].Data, g.Tensors[n].Data) || !slices.Equal(f.Tensors[n].Shape, g.Tensors[n].Shape) || f.Tensors[n].DType != g.Tensors[n].DType {
 				t.Errorf("%s: tensor %s changed in the round trip", name, n)
 			}
 		}
