@@ -20,6 +20,7 @@ import (
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
+	"agentrl/engine/tokenizer"
 	"agentrl/recipes"
 )
 
@@ -27,9 +28,11 @@ const usage = `agentrl-tui — agentic RL on one GPU
 
 usage:
   agentrl-tui RECIPE.yaml [flags]          run a recipe (see recipes/)
+  agentrl-tui tokenize --tokenizer DIR [--chat FILE.json] [TEXT]
+                                           token ids and token strings as JSON
   agentrl-tui score --model DIR --ids 1,2,3 [--greedy N] [--backend auto|go|cuda]
                                            teacher-forced log-probs of ids, as JSON
-  agentrl-tui generate --model DIR (--ids 1,2,3 | --prompt TEXT) --max-new N [--temperature T --seed S] [--json]
+  agentrl-tui generate --model DIR (--ids 1,2,3 | --prompt TEXT [--tokenizer DIR]) --max-new N [--temperature T --seed S] [--json]
                                            run one request through the rollout engine
   agentrl-tui bench rollout (--model DIR | --shape qwen3-0.6b) [--slots N --sequences N --prompt-len N --new N]
                                            generation throughput, step time, occupancy, memory-bandwidth share
@@ -64,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	case "tokenize":
+		return cmdTokenize(args[1:], stdout, stderr)
 	case "score":
 		return cmdScore(args[1:], stdout, stderr)
 	case "generate":
@@ -212,7 +217,7 @@ func cmdScore(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	return json.NewEncoder(stdout).Encode(out)
+	return writeJSON(stdout, out)
 }
 
 func parseDType(s string) (dtypes.DType, error) {
@@ -232,6 +237,8 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	bf.register(fs)
 	dir := fs.String("model", "", "HuggingFace model folder")
 	idsFlag := fs.String("ids", "", "comma-separated prompt token ids")
+	prompt := fs.String("prompt", "", "prompt text, tokenized with --tokenizer (default: the model folder's tokenizer.json)")
+	tokDir := fs.String("tokenizer", "", "tokenizer folder or file for --prompt and for decoding (default: --model)")
 	maxNew := fs.Int("max-new", 32, "tokens to generate at most")
 	temp := fs.Float64("temperature", 0, "sampling temperature; 0 = greedy")
 	topP := fs.Float64("top-p", 1, "nucleus sampling mass (1 = off)")
@@ -245,8 +252,24 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if *dir == "" {
 		return errors.New("generate: --model DIR is required")
 	}
-	ids, err := parseIDs(*idsFlag)
-	if err != nil {
+	if (*idsFlag == "") == (*prompt == "") {
+		return errors.New("generate: give exactly one of --ids 1,2,3 or --prompt TEXT")
+	}
+	var tok *tokenizer.Tokenizer
+	if *prompt != "" || *tokDir != "" {
+		if *tokDir == "" {
+			*tokDir = *dir
+		}
+		var err error
+		if tok, err = tokenizer.Load(*tokDir); err != nil {
+			return fmt.Errorf("generate: %w", err)
+		}
+	}
+	var ids []int32
+	var err error
+	if *prompt != "" {
+		ids = tok.Encode(*prompt)
+	} else if ids, err = parseIDs(*idsFlag); err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
 	dt, err := parseDType(*dtype)
@@ -259,24 +282,37 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	}
 	defer m.Close()
 	truncate := *topK > 0 || *topP < 1
-	g, err := rollout.New(m, rollout.Config{Slots: 1, MaxLen: model.Bucket(len(ids) + *maxNew + 1), Truncation: truncate, TopKMax: max(64, *topK)})
+	gcfg := rollout.Config{Slots: 1, MaxLen: model.Bucket(len(ids) + *maxNew + 1), Truncation: truncate, TopKMax: max(64, *topK)}
+	stops := m.Config.EOSTokenIDs
+	if tok != nil {
+		gcfg.Decode = func(ids []int32) string { return tok.Decode(ids, false) }
+		for _, s := range []string{"<|im_end|>", "<|endoftext|>"} {
+			if id, ok := tok.TokenID(s); ok && int(id) < m.Config.VocabSize {
+				stops = append(stops, id)
+			}
+		}
+	}
+	g, err := rollout.New(m, gcfg)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
 	res, err := g.Generate(context.Background(), rollout.Request{
-		Append: ids, MaxNew: *maxNew, StopIDs: m.Config.EOSTokenIDs,
+		Append: ids, MaxNew: *maxNew, StopIDs: stops,
 		Sampling: rollout.Sampling{Temperature: float32(*temp), TopP: float32(*topP), TopK: *topK, Seed: *seed},
 	})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(struct {
+		return writeJSON(stdout, struct {
 			NewIDs     []int32   `json:"new_ids"`
 			LogProbs   []float32 `json:"logprobs"`
 			StopReason string    `json:"stop_reason"`
 		}{res.IDs, res.LogProbs, string(res.Stop)})
+	}
+	if tok != nil {
+		fmt.Fprintf(stdout, "%s\n", tok.Decode(res.IDs, false))
 	}
 	fmt.Fprintf(stdout, "new ids: %v\nlog-probs: %v\nstop: %s\n", res.IDs, res.LogProbs, res.Stop)
 	return nil
@@ -344,7 +380,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		bw, src = rollout.HostBandwidth(), "host memcpy measured in this run"
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(struct {
+		return writeJSON(stdout, struct {
 			*rollout.BenchResult
 			Bandwidth float64 `json:"reference_bytes_per_s,omitempty"`
 		}{res, bw})
@@ -423,4 +459,42 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 		return p.WriteJSON(stdout)
 	}
 	return p.WriteTable(stdout)
+}
+
+func cmdTokenize(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("tokenizer", "", "folder with tokenizer.json (or the file itself)")
+	chat := fs.String("chat", "", `a JSON file {"messages": [...], "tools": [...], "add_generation_prompt": bool} rendered with the Qwen chat template first`)
+	text, err := flagsAfter(fs, args)
+	if err != nil {
+		return fmt.Errorf("tokenize: %w", err)
+	}
+	if *dir == "" {
+		return errors.New("tokenize: --tokenizer DIR is required")
+	}
+	if (text == "") == (*chat == "") {
+		return errors.New("tokenize: give TEXT or --chat FILE.json (one of them)")
+	}
+	tok, err := tokenizer.Load(*dir)
+	if err != nil {
+		return err
+	}
+	if *chat != "" {
+		if text, err = tokenizer.ReadChatFile(*chat); err != nil {
+			return err
+		}
+	}
+	ids := tok.Encode(text)
+	return writeJSON(stdout, struct {
+		IDs    []int32  `json:"ids"`
+		Tokens []string `json:"tokens"`
+	}{ids, tok.Tokens(ids)})
+}
+
+// writeJSON prints v as one line of JSON, leaving <, > and & readable (token strings contain them).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
