@@ -334,6 +334,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	newTok := fs.Int("new", 128, "tokens generated per request")
 	dtype := fs.String("dtype", "", "compute dtype (default: bfloat16 on cuda, float32 on go)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	python := fs.String("torch-python", "python3", "python with torch+transformers for the GPU reference run; empty skips it")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -368,24 +369,43 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.Close()
-	res, err := rollout.Bench(context.Background(), m, rollout.BenchConfig{
-		Sequences: *seqs, PromptLen: *promptLen, NewTokens: *newTok, Seed: 1,
-		Gen: rollout.Config{Slots: *slots},
-	})
+	bc := rollout.BenchConfig{Sequences: *seqs, PromptLen: *promptLen, NewTokens: *newTok, Seed: 1, Gen: rollout.Config{Slots: *slots}}
+	res, err := rollout.Bench(context.Background(), m, bc)
 	if err != nil {
 		return err
 	}
 	bw, src := 0.0, ""
+	var torch *rollout.TorchResult
 	if choice.Kind == device.Go {
 		bw, src = rollout.HostBandwidth(), "host memcpy measured in this run"
+	} else {
+		mon := device.NewMonitor()
+		if b, ok := mon.PeakBandwidth(); ok {
+			bw, src = b, "NVML memory clock × bus width"
+		}
+		mon.Close()
+		if *python != "" {
+			dt := "bfloat16"
+			if m.Options().Compute == dtypes.Float32 {
+				dt = "float32"
+			}
+			if torch, err = rollout.TorchReference(context.Background(), *python, m.Config, dt, bc); err != nil {
+				fmt.Fprintln(stderr, err)
+			}
+		}
 	}
 	if *asJSON {
 		return writeJSON(stdout, struct {
 			*rollout.BenchResult
-			Bandwidth float64 `json:"reference_bytes_per_s,omitempty"`
-		}{res, bw})
+			Bandwidth float64              `json:"reference_bytes_per_s,omitempty"`
+			Torch     *rollout.TorchResult `json:"torch,omitempty"`
+		}{res, bw, torch})
 	}
 	res.Write(stdout, bw, src)
+	if torch != nil {
+		fmt.Fprintf(stdout, "PyTorch %s generate on %s: %.1f tokens/s; this engine / PyTorch = %.2f\n",
+			torch.Torch, torch.Device, torch.TokensPerSec, res.TokensPerSec/torch.TokensPerSec)
+	}
 	return nil
 }
 

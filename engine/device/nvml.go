@@ -69,6 +69,25 @@ func (m *Monitor) Read() (Reading, bool) {
 	return r, true
 }
 
+// PeakBandwidth is the theoretical memory bandwidth of GPU 0 in bytes/s: the maximum memory
+// clock × bus width × 2 (double data rate).
+func (m *Monitor) PeakBandwidth() (float64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ok {
+		return 0, false
+	}
+	clock, ret := m.dev.GetMaxClockInfo(nvml.CLOCK_MEM)
+	if ret != nvml.SUCCESS {
+		return 0, false
+	}
+	width, ret := m.dev.GetMemoryBusWidth()
+	if ret != nvml.SUCCESS {
+		return 0, false
+	}
+	return float64(clock) * 1e6 * float64(width) / 8 * 2, true
+}
+
 // Close shuts NVML down.
 func (m *Monitor) Close() {
 	m.mu.Lock()
