@@ -1,0 +1,167 @@
+// Package envs defines what an RL environment is to the engine: tasks, the Env interface (opening
+// messages, then one assistant turn in and an observation out), reward parts, task sets, and the
+// unbiased pass@k estimator.
+package envs
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+)
+
+// Task is one problem with its reference answer.
+type Task struct {
+	ID     string            `json:"id"`
+	Prompt string            `json:"prompt"`
+	Answer string            `json:"answer"`
+	Meta   map[string]string `json:"meta,omitempty"`
+}
+
+// Message is one chat turn; roles are system, user, assistant and tool.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Reward keeps each part so that the UI can show the breakdown. Total is the weighted sum the
+// trainer uses.
+type Reward struct {
+	Outcome       float64 `json:"outcome"`        // 1 when the final answer verifies, else 0
+	Process       float64 `json:"process"`        // process score in [0, 1] (PRM), 0 when none
+	Shaping       float64 `json:"shaping"`        // small environment shaping terms
+	FormatPenalty float64 `json:"format_penalty"` // ≥ 0, subtracted
+	Total         float64 `json:"total"`
+}
+
+// ToolCall is one code execution in a turn.
+type ToolCall struct {
+	Code        string  `json:"code"`
+	Output      string  `json:"output"`
+	Status      string  `json:"status"` // ok | error | timeout | killed
+	DurationSec float64 `json:"duration_s"`
+}
+
+// Step is the outcome of one assistant turn.
+type Step struct {
+	Observation string     `json:"observation"` // text to append as the tool/user turn; "" when done
+	Done        bool       `json:"done"`
+	Reward      Reward     `json:"reward"` // final reward when Done, zero before
+	ToolCalls   []ToolCall `json:"tool_calls,omitempty"`
+	// FormatError says why the turn could not be parsed ("" when it could).
+	FormatError string `json:"format_error,omitempty"`
+}
+
+// Env is one trajectory's environment. Reset starts a task; Step takes each assistant turn.
+type Env interface {
+	Reset(ctx context.Context, t Task) ([]Message, error)
+	Step(ctx context.Context, action string) (Step, error)
+	Close() error
+}
+
+// PassAtK is the unbiased estimator 1 − C(n−c, k)/C(n, k) of the chance that at least one of k
+// samples is correct, given c correct among n. It needs k ≤ n.
+func PassAtK(n, c, k int) (float64, error) {
+	if n <= 0 || k <= 0 || k > n || c < 0 || c > n {
+		return 0, fmt.Errorf("pass@k needs 0 < k ≤ n and 0 ≤ c ≤ n; got n=%d c=%d k=%d", n, c, k)
+	}
+	if n-c < k {
+		return 1, nil
+	}
+	// C(n−c, k)/C(n, k) = Π_{i=n−c+1}^{n} (1 − k/i), stable for large n.
+	p := 1.0
+	for i := n - c + 1; i <= n; i++ {
+		p *= 1 - float64(k)/float64(i)
+	}
+	return 1 - p, nil
+}
+
+// MeanPassAtK averages PassAtK over tasks, given each task's (n, correct) counts.
+func MeanPassAtK(counts [][2]int, k int) (float64, error) {
+	if len(counts) == 0 {
+		return math.NaN(), errors.New("pass@k over no tasks")
+	}
+	var sum float64
+	for _, nc := range counts {
+		p, err := PassAtK(nc[0], nc[1], k)
+		if err != nil {
+			return 0, err
+		}
+		sum += p
+	}
+	return sum / float64(len(counts)), nil
+}
+
+// Fields names the JSON fields of a JSONL task file. Empty names take the first present of the
+// defaults: id; problem, prompt, question; answer, solution.
+type Fields struct {
+	ID, Prompt, Answer string
+}
+
+// LoadJSONL reads tasks, one JSON object per line. Errors name the file, the line and the field.
+func LoadJSONL(path string, f Fields) ([]Task, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("task file: %w", err)
+	}
+	defer file.Close()
+	pick := func(obj map[string]any, named string, defaults ...string) (string, string, bool) {
+		names := defaults
+		if named != "" {
+			names = []string{named}
+		}
+		for _, n := range names {
+			if v, ok := obj[n]; ok {
+				switch x := v.(type) {
+				case string:
+					return n, x, true
+				case float64:
+					return n, strconv.FormatFloat(x, 'f', -1, 64), true
+				}
+				return n, "", false
+			}
+		}
+		return names[0], "", false
+	}
+	var tasks []Task
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	seen := map[string]int{}
+	for line := 1; sc.Scan(); line++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &obj); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a JSON object: %w", path, line, err)
+		}
+		pn, prompt, ok := pick(obj, f.Prompt, "problem", "prompt", "question")
+		if !ok || prompt == "" {
+			return nil, fmt.Errorf("%s:%d: no text in field %q (set the prompt field name, e.g. problem, prompt or question)", path, line, pn)
+		}
+		an, answer, ok := pick(obj, f.Answer, "answer", "solution")
+		if !ok || answer == "" {
+			return nil, fmt.Errorf("%s:%d: no answer in field %q (set the answer field name, e.g. answer or solution)", path, line, an)
+		}
+		_, id, _ := pick(obj, f.ID, "id")
+		if id == "" {
+			id = fmt.Sprintf("line-%d", line)
+		}
+		if prev, dup := seen[id]; dup {
+			return nil, fmt.Errorf("%s:%d: task id %q repeats line %d", path, line, id, prev)
+		}
+		seen[id] = line
+		tasks = append(tasks, Task{ID: id, Prompt: prompt, Answer: answer})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(tasks) == 0 {
+		return nil, fmt.Errorf("%s: no tasks", path)
+	}
+	return tasks, nil
+}

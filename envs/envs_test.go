@@ -1,0 +1,82 @@
+package envs
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPassAtK(t *testing.T) {
+	for _, tc := range []struct {
+		n, c, k int
+		want    float64
+	}{
+		{10, 0, 1, 0},
+		{10, 10, 1, 1},
+		{10, 3, 1, 0.3},
+		{4, 1, 2, 0.5},             // 1 − C(3,2)/C(4,2) = 1 − 3/6
+		{8, 2, 4, 1 - 15.0/70.0},   // C(6,4)=15, C(8,4)=70
+		{8, 5, 4, 1},               // n − c < k
+		{100, 1, 100, 1},
+		{5, 2, 3, 1 - 1.0/10.0},    // C(3,3)=1, C(5,3)=10
+	} {
+		got, err := PassAtK(tc.n, tc.c, tc.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("PassAtK(%d, %d, %d) = %v; want %v", tc.n, tc.c, tc.k, got, tc.want)
+		}
+	}
+	for _, bad := range [][3]int{{0, 0, 1}, {4, 1, 5}, {4, 5, 1}, {4, -1, 1}, {4, 1, 0}} {
+		if _, err := PassAtK(bad[0], bad[1], bad[2]); err == nil {
+			t.Errorf("PassAtK%v accepted", bad)
+		}
+	}
+	m, err := MeanPassAtK([][2]int{{4, 1}, {4, 4}}, 2)
+	if err != nil || math.Abs(m-0.75) > 1e-12 {
+		t.Errorf("MeanPassAtK = %v, %v; want 0.75", m, err)
+	}
+}
+
+func TestLoadJSONL(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	good := write("good.jsonl", `{"id":"a","problem":"1+1?","answer":"2"}
+{"question":"2+2?","solution":4}
+
+{"id":"c","prompt":"3+3?","answer":"6"}
+`)
+	tasks, err := LoadJSONL(good, Fields{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 3 || tasks[0].ID != "a" || tasks[1].ID != "line-2" || tasks[1].Answer != "4" || tasks[2].Prompt != "3+3?" {
+		t.Errorf("got %+v", tasks)
+	}
+	named := write("named.jsonl", `{"q":"x?","a":"y"}`)
+	if ts, err := LoadJSONL(named, Fields{Prompt: "q", Answer: "a"}); err != nil || ts[0].Answer != "y" {
+		t.Errorf("named fields: %v %v", ts, err)
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"bad json", `{"problem":`, "bad.jsonl:1: not a JSON object"},
+		{"no prompt", `{"answer":"1"}`, `bad.jsonl:1: no text in field "problem"`},
+		{"no answer", "{\"problem\":\"p\",\"answer\":\"1\"}\n{\"problem\":\"p\"}", `bad.jsonl:2: no answer in field "answer"`},
+		{"dup id", "{\"id\":\"x\",\"problem\":\"p\",\"answer\":\"1\"}\n{\"id\":\"x\",\"problem\":\"q\",\"answer\":\"1\"}", `bad.jsonl:2: task id "x" repeats line 1`},
+		{"empty", "", "bad.jsonl: no tasks"},
+	} {
+		p := write("bad.jsonl", tc.body)
+		if _, err := LoadJSONL(p, Fields{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v; want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := LoadJSONL(filepath.Join(dir, "missing.jsonl"), Fields{}); err == nil || !strings.Contains(err.Error(), "missing.jsonl") {
+		t.Errorf("missing file: %v", err)
+	}
+}

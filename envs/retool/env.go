@@ -1,0 +1,260 @@
+package retool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"agentrl/envs"
+)
+
+// Observation formats: how a tool result is shown to the model.
+const (
+	// FormatInterpreter wraps results in <interpreter>…</interpreter>, appended as a user turn.
+	FormatInterpreter = "interpreter"
+	// FormatToolResponse returns the raw result as a tool turn (the chat template wraps it in
+	// <tool_response>).
+	FormatToolResponse = "tool_response"
+)
+
+// Observe renders one execution result as the text the model sees: stdout, or the error's last
+// traceback lines, or a timeout/limit notice, cut to maxChars.
+func Observe(r Result, format string, maxChars int) string {
+	body := r.Output
+	switch r.Status {
+	case StatusTimeout:
+		body = strings.TrimRight(body, "\n") + "\n[timeout: " + r.Detail + "]"
+	case StatusKilled:
+		body = strings.TrimRight(body, "\n") + "\n[stopped: " + r.Detail + "]"
+	case StatusOK:
+		if strings.TrimSpace(body) == "" {
+			body = "[no output: use print() to see values]"
+		}
+	}
+	body = strings.Trim(body, "\n")
+	if maxChars > 0 && len(body) > maxChars {
+		cut := maxChars
+		for cut > 0 && (body[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
+			cut--
+		}
+		body = body[:cut] + "\n[… truncated]"
+	}
+	if format == FormatToolResponse {
+		return body
+	}
+	return "<interpreter>\n" + body + "\n</interpreter>"
+}
+
+// Weights combine reward parts into the total.
+type Weights struct {
+	Outcome, Process, Shaping, FormatPenalty float64
+}
+
+// Compose computes the total reward from its parts: outcome·w + process·w + shaping·w −
+// formatPenalty·w.
+func (w Weights) Compose(r envs.Reward) envs.Reward {
+	r.Total = w.Outcome*r.Outcome + w.Process*r.Process + w.Shaping*r.Shaping - w.FormatPenalty*r.FormatPenalty
+	return r
+}
+
+// Summary collects the per-trajectory facts that hinters and process scorers read.
+type Summary struct {
+	Turns        int
+	ToolCalls    int
+	ToolErrors   int    // calls that raised
+	Timeouts     int    // calls stopped by the time limit
+	Killed       int    // calls stopped by another limit
+	Recovered    bool   // a tool error was followed by a successful call
+	LastError    string // last lines of the last failing call's output
+	FormatErrors int
+	Answered     bool
+	Answer       string
+	Correct      bool
+}
+
+// Config sets up the environment.
+type Config struct {
+	Executor    Executor
+	Pool        *Pool // shared by all trajectories; nil = unbounded
+	MaxTurns    int   // assistant turns; the trajectory ends after the last one (default 3)
+	Format      string
+	MaxObsChars int
+	Weights     Weights
+	System      string // system prompt; "" uses DefaultSystem
+}
+
+// DefaultSystem tells the model the protocol.
+const DefaultSystem = "Solve the problem. You may run code by writing it between <code> and </code>; its output comes back in <interpreter></interpreter>. Give the final answer as \\boxed{answer}."
+
+// Env is one ReTool trajectory.
+type Env struct {
+	cfg     Config
+	task    envs.Task
+	session Session
+	sum     Summary
+	done    bool
+}
+
+var _ envs.Env = (*Env)(nil)
+
+// New makes an environment; call Reset before Step.
+func New(cfg Config) (*Env, error) {
+	if cfg.Executor == nil {
+		return nil, errors.New("retool: no executor")
+	}
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = 3
+	}
+	if cfg.Format == "" {
+		cfg.Format = FormatInterpreter
+	}
+	if cfg.Format != FormatInterpreter && cfg.Format != FormatToolResponse {
+		return nil, fmt.Errorf("retool: observation format %q is not one of interpreter, tool_response", cfg.Format)
+	}
+	if cfg.MaxObsChars <= 0 {
+		cfg.MaxObsChars = 512
+	}
+	if cfg.Weights == (Weights{}) {
+		cfg.Weights = Weights{Outcome: 1, FormatPenalty: 0.1}
+	}
+	if cfg.System == "" {
+		cfg.System = DefaultSystem
+	}
+	return &Env{cfg: cfg}, nil
+}
+
+// Reset starts task t and returns the opening messages.
+func (e *Env) Reset(_ context.Context, t envs.Task) ([]envs.Message, error) {
+	if e.session != nil {
+		_ = e.session.Close()
+	}
+	s, err := e.cfg.Executor.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	e.task, e.session, e.sum, e.done = t, s, Summary{}, false
+	return []envs.Message{{Role: "system", Content: e.cfg.System}, {Role: "user", Content: t.Prompt}}, nil
+}
+
+// Step takes one assistant turn.
+func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
+	if e.session == nil || e.done {
+		return envs.Step{}, errors.New("retool: Step before Reset or after the trajectory ended")
+	}
+	e.sum.Turns++
+	a := Parse(action)
+	var st envs.Step
+	if a.FormatError != "" {
+		e.sum.FormatErrors++
+		st.FormatError = a.FormatError
+	}
+	switch {
+	case a.HasAnswer:
+		e.sum.Answered, e.sum.Answer = true, a.Answer
+		e.sum.Correct = Verify(a.Answer, e.task.Answer)
+		return e.finish(st), nil
+	case len(a.Code) > 0:
+		var obs []string
+		for _, code := range a.Code {
+			var r Result
+			if e.cfg.Pool != nil {
+				r = e.cfg.Pool.Run(ctx, e.session, code)
+			} else {
+				r = e.session.Run(ctx, code)
+			}
+			e.record(r)
+			st.ToolCalls = append(st.ToolCalls, envs.ToolCall{Code: code, Output: r.Output, Status: string(r.Status), DurationSec: r.Duration.Seconds()})
+			obs = append(obs, Observe(r, e.cfg.Format, e.cfg.MaxObsChars))
+		}
+		st.Observation = strings.Join(obs, "\n")
+	default:
+		if st.FormatError == "" {
+			st.FormatError = "no code and no final answer"
+			e.sum.FormatErrors++
+		}
+		st.Observation = "Format error: " + st.FormatError + ". Write Python between <code> and </code>, or give the final answer as \\boxed{answer}."
+	}
+	if e.sum.Turns >= e.cfg.MaxTurns {
+		st.Observation = ""
+		return e.finish(st), nil
+	}
+	return st, ctx.Err()
+}
+
+func (e *Env) record(r Result) {
+	e.sum.ToolCalls++
+	switch r.Status {
+	case StatusOK:
+		if e.sum.ToolErrors+e.sum.Timeouts+e.sum.Killed > 0 {
+			e.sum.Recovered = true
+		}
+	case StatusError:
+		e.sum.ToolErrors++
+		e.sum.LastError = lastLines(r.Output, 2)
+	case StatusTimeout:
+		e.sum.Timeouts++
+		e.sum.LastError = "timeout: " + r.Detail
+	case StatusKilled:
+		e.sum.Killed++
+		e.sum.LastError = r.Detail
+	}
+}
+
+// finish ends the trajectory and fills the reward.
+func (e *Env) finish(st envs.Step) envs.Step {
+	e.done = true
+	st.Done = true
+	r := envs.Reward{}
+	if e.sum.Correct {
+		r.Outcome = 1
+	}
+	if !e.sum.Answered || e.sum.FormatErrors > 0 {
+		r.FormatPenalty = 1
+	}
+	st.Reward = e.cfg.Weights.Compose(r)
+	return st
+}
+
+// Summary returns the trajectory's facts so far.
+func (e *Env) Summary() Summary { return e.sum }
+
+// Close releases the session (a persistent interpreter).
+func (e *Env) Close() error {
+	if e.session == nil {
+		return nil
+	}
+	err := e.session.Close()
+	e.session = nil
+	return err
+}
+
+// ToolRun is the JSON form of one execution, for `agentrl-tui tool run`.
+type ToolRun struct {
+	Observation string  `json:"observation"`
+	Status      string  `json:"status"`
+	Output      string  `json:"output"`
+	DurationSec float64 `json:"duration_s"`
+	Detail      string  `json:"detail,omitempty"`
+	Isolation   string  `json:"isolation,omitempty"`
+}
+
+// RunTool runs code once with the named executor and returns what the model would see.
+func RunTool(ctx context.Context, executor string, timeout time.Duration, code string) (ToolRun, error) {
+	ex, err := NewExecutor(executor, Limits{Timeout: timeout}, "fresh")
+	if err != nil {
+		return ToolRun{}, err
+	}
+	s, err := ex.NewSession()
+	if err != nil {
+		return ToolRun{}, err
+	}
+	defer s.Close()
+	r := s.Run(ctx, code)
+	out := ToolRun{Observation: Observe(r, FormatInterpreter, 0), Status: string(r.Status), Output: r.Output, DurationSec: r.Duration.Seconds(), Detail: r.Detail}
+	if p, ok := ex.(*Python); ok {
+		out.Isolation = p.Isolation()
+	}
+	return out, nil
+}

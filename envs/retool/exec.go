@@ -1,0 +1,145 @@
+package retool
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Status says how a code execution ended.
+type Status string
+
+// Statuses.
+const (
+	StatusOK      Status = "ok"
+	StatusError   Status = "error"   // the code raised (or failed to parse)
+	StatusTimeout Status = "timeout" // wall-clock limit
+	StatusKilled  Status = "killed"  // a resource limit (memory, CPU, processes, file size) ended it
+)
+
+// Limits bound one execution.
+type Limits struct {
+	Timeout        time.Duration // wall clock (default 5s)
+	MaxOutputBytes int           // captured output kept (default 4096); the rest is cut with a marker
+	MaxSteps       uint64        // Starlark execution steps (default 10,000,000)
+	MaxMemoryMB    int           // python address space (default 512)
+	MaxProcs       int           // python processes per sandbox user (default 16)
+	MaxFileMB      int           // python largest file written (default 16)
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Timeout <= 0 {
+		l.Timeout = 5 * time.Second
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = 4096
+	}
+	if l.MaxSteps == 0 {
+		l.MaxSteps = 10_000_000
+	}
+	if l.MaxMemoryMB <= 0 {
+		l.MaxMemoryMB = 512
+	}
+	if l.MaxProcs <= 0 {
+		l.MaxProcs = 16
+	}
+	if l.MaxFileMB <= 0 {
+		l.MaxFileMB = 16
+	}
+	return l
+}
+
+// Result is one execution's outcome.
+type Result struct {
+	Output   string        // stdout (and for errors the last traceback lines), truncated
+	Status   Status        // ok | error | timeout | killed
+	Duration time.Duration // wall time
+	Detail   string        // why it was killed or timed out, for people
+}
+
+// Session runs a trajectory's code blocks one after another. A persistent session keeps
+// variables between calls; a fresh one starts clean each time.
+type Session interface {
+	Run(ctx context.Context, code string) Result
+	Close() error
+}
+
+// Executor starts sessions.
+type Executor interface {
+	Name() string
+	NewSession() (Session, error)
+}
+
+// truncating collects output up to a limit and counts what it dropped.
+type truncating struct {
+	b       strings.Builder
+	limit   int
+	dropped int
+}
+
+func (t *truncating) Write(p []byte) (int, error) {
+	room := t.limit - t.b.Len()
+	if room <= 0 {
+		t.dropped += len(p)
+		return len(p), nil
+	}
+	if len(p) > room {
+		t.b.Write(p[:room])
+		t.dropped += len(p) - room
+		return len(p), nil
+	}
+	t.b.Write(p)
+	return len(p), nil
+}
+
+func (t *truncating) String() string {
+	if t.dropped > 0 {
+		return t.b.String() + fmt.Sprintf("\n[… output truncated: %d more bytes]", t.dropped)
+	}
+	return t.b.String()
+}
+
+// lastLines keeps the last n lines of s (the useful end of a traceback).
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Pool bounds how many executions run at once across all trajectories of a run.
+type Pool struct {
+	sem chan struct{}
+}
+
+// NewPool allows n concurrent executions (n ≤ 0: 2).
+func NewPool(n int) *Pool {
+	if n <= 0 {
+		n = 2
+	}
+	return &Pool{sem: make(chan struct{}, n)}
+}
+
+// Run executes code in s once a place is free; a cancelled context gives up the wait.
+func (p *Pool) Run(ctx context.Context, s Session, code string) Result {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return Result{Status: StatusKilled, Detail: "cancelled while waiting for a sandbox: " + ctx.Err().Error()}
+	}
+	defer func() { <-p.sem }()
+	return s.Run(ctx, code)
+}
+
+// NewExecutor returns the executor called name ("starlark" or "python").
+func NewExecutor(name string, lim Limits, session string) (Executor, error) {
+	switch name {
+	case "starlark":
+		return &Starlark{Limits: lim.withDefaults()}, nil
+	case "python":
+		return NewPython(lim, session == "persistent")
+	}
+	return nil, fmt.Errorf("executor %q is not one of starlark, python", name)
+}

@@ -1,0 +1,504 @@
+package retool
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"agentrl/envs"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		text      string
+		code      []string
+		answer    string
+		hasAnswer bool
+		formatErr string
+	}{
+		{"code tag", "Let me compute.\n<code>\nprint(1+1)\n</code>", []string{"print(1+1)"}, "", false, ""},
+		{"two code tags", "<code>a=1</code> then <code>print(a)</code>", []string{"a=1", "print(a)"}, "", false, ""},
+		{"python fence", "```python\nprint(2)\n```", []string{"print(2)"}, "", false, ""},
+		{"bare fence", "```\nx = 3\nprint(x)\n```", []string{"x = 3\nprint(x)"}, "", false, ""},
+		{"two fences", "```py\na=1\n```\n```python\nprint(a)\n```", []string{"a=1", "print(a)"}, "", false, ""},
+		{"tool call", `<tool_call>{"name": "python", "arguments": {"code": "print(3)"}}</tool_call>`, []string{"print(3)"}, "", false, ""},
+		{"tool call string args", `<tool_call>{"name": "python", "arguments": "{\"code\": \"print(4)\"}"}</tool_call>`, []string{"print(4)"}, "", false, ""},
+		{"boxed", `So the answer is \boxed{42}.`, nil, "42", true, ""},
+		{"nested boxed", `\boxed{\frac{1}{2}}`, nil, `\frac{1}{2}`, true, ""},
+		{"last boxed wins", `\boxed{1} no wait \boxed{2}`, nil, "2", true, ""},
+		{"code and answer", "<code>print(1)</code>\n\\boxed{1}", []string{"print(1)"}, "1", true, ""},
+		{"unclosed code", "<code>print(1)", nil, "", false, "<code> is not closed"},
+		{"unclosed fence", "```python\nprint(1)", nil, "", false, "fence is not closed"},
+		{"unclosed tool call", `<tool_call>{"name": "python"`, nil, "", false, "<tool_call> is not closed"},
+		{"bad tool json", `<tool_call>{name: python}</tool_call>`, nil, "", false, "not valid JSON"},
+		{"wrong tool", `<tool_call>{"name": "bash", "arguments": {"code": "ls"}}</tool_call>`, nil, "", false, `unknown tool "bash"`},
+		{"tool call without code", `<tool_call>{"name": "python", "arguments": {}}</tool_call>`, nil, "", false, `no "code" argument`},
+		{"unbalanced boxed", `\boxed{12`, nil, "", false, "unbalanced"},
+		{"nothing", "I think it is forty-two.", nil, "", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Parse(tc.text)
+			if !slices.Equal(a.Code, tc.code) || a.Answer != tc.answer || a.HasAnswer != tc.hasAnswer {
+				t.Errorf("got code %q answer %q (%v); want %q %q (%v)", a.Code, a.Answer, a.HasAnswer, tc.code, tc.answer, tc.hasAnswer)
+			}
+			if (tc.formatErr == "") != (a.FormatError == "") || !strings.Contains(a.FormatError, tc.formatErr) {
+				t.Errorf("format error %q; want one containing %q", a.FormatError, tc.formatErr)
+			}
+		})
+	}
+}
+
+func TestVerify(t *testing.T) {
+	for _, tc := range []struct {
+		pred, ref string
+		want      bool
+	}{
+		{"42", "42", true},
+		{" 42 ", "42", true},
+		{"42.", "42", true},
+		{"42.0", "42", true},
+		{"42.00", "42", true},
+		{"+42", "42", true},
+		{"-7", "-7", true},
+		{"−7", "-7", true},
+		{"-7", "7", false},
+		{"7", "-7", false},
+		{"1,234", "1234", true},
+		{"1,234,567", "1234567", true},
+		{`1\,234`, "1234", true},
+		{"1234", "1,234", true},
+		{"1/2", "0.5", true},
+		{`\frac{1}{2}`, "1/2", true},
+		{`\dfrac{3}{4}`, "0.75", true},
+		{`\tfrac{-3}{4}`, "-0.75", true},
+		{`\frac{2}{4}`, "1/2", true},
+		{"0.333", "1/3", false},
+		{"1/3", "2/6", true},
+		{"$42$", "42", true},
+		{`\(42\)`, "42", true},
+		{`42 \text{ apples}`, "42", true},
+		{"42 apples", "42", true},
+		{"x = 42", "42", true},
+		{"The answer is 42.", "42", true},
+		{"42 cm", "42", true},
+		{`\$5`, "5", true},
+		{"43", "42", false},
+		{"4.2", "42", false},
+		{"420", "42", false},
+		{"", "42", false},
+		{"forty-two", "42", false},
+		{"1e3", "1000", false}, // scientific notation is not accepted as a number
+		{"1000", "1000", true},
+		{"100000000000000000000001", "100000000000000000000001", true},
+		{"100000000000000000000001", "100000000000000000000000", false},
+		{"abc", "ABC", true},
+		{"x + 1", "x+1", true},
+		{"x + 2", "x+1", false},
+		{"3 and 4", "4", true}, // free text reduces to its last number
+		{"4 and 3", "4", false},
+		{`\boxed{5}`, "5", true},
+		{"0", "0", true},
+		{"-0", "0", true},
+		{"007", "7", true},
+		{"1/0", "1/0", true}, // not a number: compared as text
+	} {
+		if got := Verify(tc.pred, tc.ref); got != tc.want {
+			t.Errorf("Verify(%q, %q) = %v; want %v", tc.pred, tc.ref, got, tc.want)
+		}
+	}
+}
+
+func run(t *testing.T, ex Executor, code string) Result {
+	t.Helper()
+	s, err := ex.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return s.Run(context.Background(), code)
+}
+
+func TestStarlark(t *testing.T) {
+	ex := &Starlark{Limits: Limits{Timeout: time.Second, MaxSteps: 1_000_000, MaxOutputBytes: 64}}
+	for _, tc := range []struct {
+		name, code string
+		status     Status
+		output     string
+	}{
+		{"print", "print(6 * 7)", StatusOK, "42\n"},
+		{"big int pow mod", "print(pow(3, 1000, 7))", StatusOK, "4\n"},
+		{"loop digit sum", "t = str(pow(2, 57))\ns = 0\nfor i in range(len(t)):\n    s += int(t[i])\nprint(s)", StatusOK, "80\n"},
+		{"error", "print(undefined_name)", StatusError, "undefined"},
+		{"syntax", "print(", StatusError, "code.py:1"},
+		{"infinite loop hits steps", "while True:\n    pass", StatusKilled, ""},
+		{"output truncated", "for i in range(1000):\n    print(i)", StatusOK, "output truncated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, ex, tc.code)
+			if r.Status != tc.status || !strings.Contains(r.Output, tc.output) {
+				t.Errorf("got %s %q (%s); want %s containing %q", r.Status, r.Output, r.Detail, tc.status, tc.output)
+			}
+		})
+	}
+	// Wall-clock limit with a generous step budget.
+	slow := &Starlark{Limits: Limits{Timeout: 200 * time.Millisecond, MaxSteps: 1 << 62}}
+	if r := run(t, slow, "while True:\n    pass"); r.Status != StatusTimeout {
+		t.Errorf("infinite loop: %s; want timeout", r.Status)
+	}
+	// Sessions keep globals.
+	s, _ := ex.NewSession()
+	s.Run(context.Background(), "x = 5")
+	if r := s.Run(context.Background(), "print(x * 2)"); r.Output != "10\n" {
+		t.Errorf("globals not kept: %q", r.Output)
+	}
+}
+
+func needPython(t *testing.T) *Python {
+	t.Helper()
+	p, err := NewPython(Limits{Timeout: 3 * time.Second, MaxMemoryMB: 256, MaxProcs: 32, MaxFileMB: 8, MaxOutputBytes: 2048}, false)
+	if err != nil {
+		t.Skipf("python3 is absent (CI installs it): %v", err)
+	}
+	return p
+}
+
+// TestPythonHostileCode runs each kind of hostile code for real under small limits: each must end
+// with a clear result, the run goes on, and no process is left behind.
+func TestPythonHostileCode(t *testing.T) {
+	p := needPython(t)
+	t.Logf("isolation: %s", p.Isolation())
+	t.Setenv("AGENTRL_TEST_SECRET", "hunter2")
+	marker := fmt.Sprintf("agentrl-orphan-%d", time.Now().UnixNano())
+	for _, tc := range []struct {
+		name     string
+		code     string
+		statuses []Status
+		output   string
+	}{
+		{"ok", "print(sum(i*i for i in range(10)))", []Status{StatusOK}, "285"},
+		{"exception", "x = 1/0", []Status{StatusError}, "ZeroDivisionError"},
+		{"infinite loop", "while True: pass", []Status{StatusTimeout, StatusKilled}, ""},
+		{"fork bomb", "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass", []Status{StatusTimeout, StatusKilled, StatusError}, ""},
+		{"allocate 10 GiB", "x = bytearray(10 * 1024**3)", []Status{StatusError}, "MemoryError"},
+		{"print 100 MB", "import sys\nsys.stdout.write('x' * (100 * 1024 * 1024))", []Status{StatusOK, StatusError}, "output truncated"},
+		{"write 10 GiB file", "f = open('big', 'wb')\nfor i in range(10 * 1024):\n    f.write(b'0' * (1024 * 1024))", []Status{StatusKilled, StatusError}, ""},
+		{"orphan process", "import subprocess\nsubprocess.Popen(['sleep', '300', '" + marker + "'], start_new_session=True)\nprint('spawned')", []Status{StatusOK}, "spawned"},
+		{"environment secrets", "import os\nprint(os.environ.get('AGENTRL_TEST_SECRET'), sorted(os.environ))", []Status{StatusOK}, "None"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, p, tc.code)
+			if !slices.Contains(tc.statuses, r.Status) || !strings.Contains(r.Output, tc.output) {
+				t.Errorf("got %s %q (%s); want one of %v with %q", r.Status, trunc(r.Output), r.Detail, tc.statuses, tc.output)
+			}
+			if strings.Contains(r.Output, "hunter2") {
+				t.Error("the child saw the parent's environment")
+			}
+			if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
+				t.Errorf("a process outlived the call: pid %s", out)
+			}
+			if p.root && uidsBusy(p) {
+				t.Error("a sandbox uid still has processes")
+			}
+		})
+	}
+	t.Run("network", func(t *testing.T) {
+		r := run(t, p, "import socket\ns = socket.create_connection(('1.1.1.1', 53), timeout=1)\nprint('connected')")
+		if p.netns && (r.Status != StatusError || strings.Contains(r.Output, "connected")) {
+			t.Errorf("network reachable inside the sandbox: %s %q", r.Status, r.Output)
+		}
+		t.Logf("network attempt: %s %q", r.Status, trunc(r.Output))
+	})
+	if r := run(t, p, "print('still fine')"); r.Status != StatusOK {
+		t.Errorf("after hostile code the executor no longer works: %+v", r)
+	}
+}
+
+func uidsBusy(p *Python) bool {
+	for i := 0; i < 64; i++ {
+		if uidHasProcesses(sandboxUIDBase + i) {
+			return true
+		}
+	}
+	return false
+}
+
+func trunc(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+func TestPythonPersistent(t *testing.T) {
+	needPython(t)
+	p, err := NewPython(Limits{Timeout: 2 * time.Second}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := p.NewSession()
+	defer s.Close()
+	ctx := context.Background()
+	if r := s.Run(ctx, "x = 21"); r.Status != StatusOK {
+		t.Fatalf("%+v", r)
+	}
+	if r := s.Run(ctx, "print(x * 2)"); r.Status != StatusOK || r.Output != "42\n" {
+		t.Fatalf("variables not kept: %+v", r)
+	}
+	if r := s.Run(ctx, "import os\nos.system('echo from-child')"); !strings.Contains(r.Output, "from-child") {
+		t.Errorf("child output not captured: %+v", r)
+	}
+	if r := s.Run(ctx, "print(y)"); r.Status != StatusError || !strings.Contains(r.Output, "NameError") {
+		t.Errorf("error: %+v", r)
+	}
+	if r := s.Run(ctx, "while True: pass"); r.Status != StatusTimeout {
+		t.Errorf("timeout: %+v", r)
+	}
+	if r := s.Run(ctx, "print(x)"); r.Status != StatusError || !strings.Contains(r.Output, "restarted") {
+		t.Errorf("after a timeout the session should restart fresh with a notice: %+v", r)
+	}
+}
+
+func TestObserve(t *testing.T) {
+	for _, tc := range []struct {
+		r      Result
+		format string
+		max    int
+		want   string
+	}{
+		{Result{Status: StatusOK, Output: "42\n"}, FormatInterpreter, 0, "<interpreter>\n42\n</interpreter>"},
+		{Result{Status: StatusOK, Output: ""}, FormatToolResponse, 0, "[no output: use print() to see values]"},
+		{Result{Status: StatusTimeout, Detail: "stopped after 5s"}, FormatToolResponse, 0, "[timeout: stopped after 5s]"},
+		{Result{Status: StatusKilled, Output: "partial\n", Detail: "killed by SIGKILL"}, FormatToolResponse, 0, "partial\n[stopped: killed by SIGKILL]"},
+		{Result{Status: StatusError, Output: "NameError: x"}, FormatToolResponse, 0, "NameError: x"},
+		{Result{Status: StatusOK, Output: strings.Repeat("a", 20)}, FormatToolResponse, 10, "aaaaaaaaaa\n[… truncated]"},
+		{Result{Status: StatusOK, Output: "ééééé"}, FormatToolResponse, 3, "é\n[… truncated]"},
+	} {
+		if got := Observe(tc.r, tc.format, tc.max); got != tc.want {
+			t.Errorf("Observe(%+v) = %q; want %q", tc.r, got, tc.want)
+		}
+	}
+}
+
+func TestEnvEpisode(t *testing.T) {
+	e, err := New(Config{Executor: &Starlark{}, MaxTurns: 3, Weights: Weights{Outcome: 1, FormatPenalty: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	msgs, err := e.Reset(ctx, envs.Task{ID: "t", Prompt: "What is 6 * 7?", Answer: "42"})
+	if err != nil || len(msgs) != 2 || msgs[1].Content != "What is 6 * 7?" {
+		t.Fatalf("reset: %v %v", msgs, err)
+	}
+	st, _ := e.Step(ctx, "<code>print(6 * y)</code>")
+	if st.Done || st.ToolCalls[0].Status != "error" || !strings.Contains(st.Observation, "undefined") {
+		t.Fatalf("turn 1: %+v", st)
+	}
+	st, _ = e.Step(ctx, "<code>print(6 * 7)</code>")
+	if st.Done || st.Observation != "<interpreter>\n42\n</interpreter>" {
+		t.Fatalf("turn 2: %+v", st)
+	}
+	st, _ = e.Step(ctx, `The answer is \boxed{42}.`)
+	if !st.Done || st.Reward.Outcome != 1 || st.Reward.Total != 1 {
+		t.Fatalf("turn 3: %+v", st)
+	}
+	sum := e.Summary()
+	if sum.ToolCalls != 2 || sum.ToolErrors != 1 || !sum.Recovered || !sum.Correct {
+		t.Errorf("summary %+v", sum)
+	}
+	if _, err := e.Step(ctx, "more"); err == nil {
+		t.Error("Step after the end accepted")
+	}
+
+	// Format errors are penalised, and running out of turns ends the trajectory.
+	e.Reset(ctx, envs.Task{ID: "t2", Prompt: "p", Answer: "1"})
+	st, _ = e.Step(ctx, "hmm")
+	if st.Done || !strings.Contains(st.Observation, "Format error") {
+		t.Fatalf("format turn: %+v", st)
+	}
+	e.Step(ctx, "<code>print(1)</code>")
+	st, _ = e.Step(ctx, "still thinking")
+	if !st.Done || st.Reward.Total != -0.5 || st.Reward.FormatPenalty != 1 {
+		t.Fatalf("out of turns: %+v", st)
+	}
+}
+
+func TestSyntheticTasks(t *testing.T) {
+	s := Synthetic{Levels: []int{1, 2, 3, 4, 5}, Seed: 7}
+	train, held, err := s.Split(200, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train2, held2, _ := s.Split(200, 40)
+	prompts := map[string]bool{}
+	for i, tk := range train {
+		if tk.Prompt != train2[i].Prompt {
+			t.Fatal("not deterministic for a seed")
+		}
+		prompts[tk.Prompt] = true
+	}
+	for i, tk := range held {
+		if held2[i].Prompt != tk.Prompt {
+			t.Fatal("held-out not deterministic")
+		}
+		if prompts[tk.Prompt] {
+			t.Fatalf("held-out task %q is also in train", tk.Prompt)
+		}
+	}
+	// Every reference solution runs in both executors and prints the answer.
+	st := &Starlark{}
+	py, perr := NewPython(Limits{Timeout: 5 * time.Second}, false)
+	for _, tk := range append(train[:30], held[:10]...) {
+		if r := run(t, st, tk.Meta["code"]); r.Status != StatusOK || !Verify(r.Output, tk.Answer) {
+			t.Errorf("starlark: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
+		}
+		if perr == nil {
+			if r := run(t, py, tk.Meta["code"]); r.Status != StatusOK || !Verify(r.Output, tk.Answer) {
+				t.Errorf("python: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
+			}
+		}
+	}
+	if _, _, err := (Synthetic{Levels: []int{9}}).Split(1, 1); err == nil || !strings.Contains(err.Error(), "level 9") {
+		t.Errorf("bad level: %v", err)
+	}
+}
+
+func TestDemonstrations(t *testing.T) {
+	train, _, err := Synthetic{Levels: []int{2, 3}, Seed: 1}.Split(6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := (&Starlark{}).NewSession()
+	for i, tk := range train {
+		kind := []string{DemoTool, DemoRecover, DemoDirect}[i%3]
+		msgs, err := Demonstration(context.Background(), tk, kind, s, FormatInterpreter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := msgs[len(msgs)-1]
+		if last.Role != "assistant" || last.Content != `\boxed{`+tk.Answer+`}` {
+			t.Errorf("%s demo ends with %+v", kind, last)
+		}
+		if kind == DemoRecover && (len(msgs) != 5 || !strings.Contains(msgs[1].Content, "undefined")) {
+			t.Errorf("recover demo: %+v", msgs)
+		}
+	}
+}
+
+func TestRunTool(t *testing.T) {
+	r, err := RunTool(context.Background(), "starlark", time.Second, "print(1 + 1)")
+	if err != nil || r.Status != "ok" || r.Observation != "<interpreter>\n2\n</interpreter>" {
+		t.Errorf("starlark: %+v %v", r, err)
+	}
+	if _, err := RunTool(context.Background(), "ruby", time.Second, "1"); err == nil || !strings.Contains(err.Error(), `"ruby"`) {
+		t.Errorf("unknown executor: %v", err)
+	}
+}
+
+// TestPoolBoundsConcurrency runs 64 executions through a pool of 2 and checks that at most 2 ran
+// at once (counted, not timed).
+func TestPoolBoundsConcurrency(t *testing.T) {
+	pool := NewPool(2)
+	var mu sync.Mutex
+	cur, peak := 0, 0
+	counting := sessionFunc(func(ctx context.Context, code string) Result {
+		mu.Lock()
+		cur++
+		peak = max(peak, cur)
+		mu.Unlock()
+		r := (&starlarkSession{lim: Limits{}.withDefaults(), globals: starlark.StringDict{}}).Run(ctx, code)
+		mu.Lock()
+		cur--
+		mu.Unlock()
+		return r
+	})
+	var wg sync.WaitGroup
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := pool.Run(context.Background(), counting, "s = 0\nfor i in range(20000):\n    s += i\nprint(s)"); r.Status != StatusOK {
+				t.Errorf("%+v", r)
+			}
+		}()
+	}
+	wg.Wait()
+	if peak > 2 {
+		t.Errorf("%d executions ran at once through a pool of 2", peak)
+	}
+}
+
+type sessionFunc func(ctx context.Context, code string) Result
+
+func (f sessionFunc) Run(ctx context.Context, code string) Result { return f(ctx, code) }
+func (f sessionFunc) Close() error                                { return nil }
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"<code>print(1)</code>", "```python\nx\n```", `<tool_call>{"name":"python","arguments":{"code":"1"}}</tool_call>`, `\boxed{\frac{1}{2}}`, "<code>", `\boxed{{}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a := Parse(s)
+		if a.HasAnswer && !strings.Contains(s, `\boxed{`) {
+			t.Fatalf("answer %q from text without \\boxed", a.Answer)
+		}
+		for _, c := range a.Code {
+			if len(c) > len(s) {
+				t.Fatalf("code block longer than the text")
+			}
+		}
+	})
+}
+
+func FuzzVerify(f *testing.F) {
+	for _, s := range [][2]string{{"42", "42"}, {`\frac{1}{2}`, "0.5"}, {"1,234", "1234"}, {"x = 3", "3"}, {"1/0", "0"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if Verify(a, b) && normalize(a) != "" && !Verify(a, a) {
+			t.Fatalf("Verify(%q, %q) but not reflexive on %q", a, b, a)
+		}
+		if _, ok := number(normalize(a)); ok && !Verify(a, a) {
+			t.Fatalf("number %q does not verify against itself", a)
+		}
+	})
+}
+
+// BenchmarkExecutors runs 64 concurrent executions through a pool of 2 (the CPU count) for each
+// executor and reports executions per second.
+func BenchmarkExecutors(b *testing.B) {
+	code := "s = 0\nfor i in range(1000):\n    s += i * i\nprint(s % 97)"
+	for _, name := range []string{"starlark", "python"} {
+		b.Run(name, func(b *testing.B) {
+			ex, err := NewExecutor(name, Limits{Timeout: 10 * time.Second}, "fresh")
+			if err != nil {
+				b.Skip(err)
+			}
+			pool := NewPool(2)
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				var wg sync.WaitGroup
+				for j := 0; j < 64; j++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						s, _ := ex.NewSession()
+						defer s.Close()
+						if r := pool.Run(context.Background(), s, code); r.Status != StatusOK {
+							b.Errorf("%+v", r)
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(64*b.N)/time.Since(start).Seconds(), "executions/s")
+		})
+	}
+}

@@ -1,0 +1,196 @@
+package retool
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"agentrl/envs"
+)
+
+// MaxLevel is the hardest synthetic level.
+const MaxLevel = 5
+
+// Synthetic generates math problems whose answers need computation, with a reference solution in
+// code that runs in both executors (Starlark and Python: loops, %, pow(a, b, m), str/int,
+// indexing — Starlark strings are not iterable, so digits are read by index).
+// Train and held-out splits are disjoint by construction: a problem is held out exactly when the
+// hash of its text says so, whatever the seed.
+type Synthetic struct {
+	Levels []int
+	Seed   uint64
+}
+
+// heldOut decides the split from the problem text alone.
+func heldOut(prompt string) bool {
+	h := fnv.New64a()
+	h.Write([]byte(prompt))
+	return h.Sum64()%8 == 0
+}
+
+// Split returns nTrain training and nHeld held-out tasks, deterministic for the seed.
+func (s Synthetic) Split(nTrain, nHeld int) (train, held []envs.Task, err error) {
+	if len(s.Levels) == 0 {
+		s.Levels = []int{1, 2, 3}
+	}
+	for _, l := range s.Levels {
+		if l < 1 || l > MaxLevel {
+			return nil, nil, fmt.Errorf("task level %d is not in 1..%d", l, MaxLevel)
+		}
+	}
+	rng := rand.New(rand.NewPCG(s.Seed, 0x2545f4914f6cdd1d))
+	seen := map[string]bool{}
+	for tries := 0; (len(train) < nTrain || len(held) < nHeld) && tries < 200*(nTrain+nHeld)+1000; tries++ {
+		level := s.Levels[rng.IntN(len(s.Levels))]
+		t := generate(rng, level)
+		if seen[t.Prompt] {
+			continue
+		}
+		seen[t.Prompt] = true
+		if heldOut(t.Prompt) {
+			if len(held) < nHeld {
+				t.ID = fmt.Sprintf("heldout-%04d", len(held))
+				held = append(held, t)
+			}
+		} else if len(train) < nTrain {
+			t.ID = fmt.Sprintf("train-%04d", len(train))
+			train = append(train, t)
+		}
+	}
+	if len(train) < nTrain || len(held) < nHeld {
+		return nil, nil, fmt.Errorf("levels %v give only %d train and %d held-out distinct problems; ask for fewer", s.Levels, len(train), len(held))
+	}
+	return train, held, nil
+}
+
+// generate makes one problem of a level: prompt, answer and the reference code (Meta["code"]).
+func generate(rng *rand.Rand, level int) envs.Task {
+	r := func(lo, hi int64) int64 { return lo + rng.Int64N(hi-lo+1) }
+	var prompt, code string
+	var ans *big.Int
+	switch level {
+	case 1:
+		a, b := r(100, 9999), r(100, 9999)
+		if rng.IntN(2) == 0 {
+			prompt, code, ans = fmt.Sprintf("What is %d + %d?", a, b), fmt.Sprintf("print(%d + %d)", a, b), big.NewInt(a+b)
+		} else {
+			prompt, code, ans = fmt.Sprintf("What is %d * %d?", a, b), fmt.Sprintf("print(%d * %d)", a, b), big.NewInt(a*b)
+		}
+	case 2:
+		if rng.IntN(2) == 0 {
+			a, b, m := r(1000, 99999), r(100, 9999), r(7, 997)
+			prompt, code = fmt.Sprintf("What is %d * %d mod %d?", a, b, m), fmt.Sprintf("print((%d * %d) %% %d)", a, b, m)
+			ans = big.NewInt(a * b % m)
+		} else {
+			n := r(1_000_000, 999_999_999)
+			prompt = fmt.Sprintf("What is the sum of the digits of %d?", n)
+			code = fmt.Sprintf("t = str(%d)\ns = 0\nfor i in range(len(t)):\n    s += int(t[i])\nprint(s)", n)
+			ans = big.NewInt(digitSum(big.NewInt(n)))
+		}
+	case 3:
+		if rng.IntN(2) == 0 {
+			b, e := r(2, 9), r(20, 90)
+			prompt = fmt.Sprintf("What is the sum of the digits of %d^%d?", b, e)
+			code = fmt.Sprintf("t = str(pow(%d, %d))\ns = 0\nfor i in range(len(t)):\n    s += int(t[i])\nprint(s)", b, e)
+			ans = big.NewInt(digitSum(new(big.Int).Exp(big.NewInt(b), big.NewInt(e), nil)))
+		} else {
+			n, a, b := r(1000, 9999), r(3, 13), r(14, 29)
+			prompt = fmt.Sprintf("How many integers between 1 and %d are divisible by %d or %d?", n, a, b)
+			code = fmt.Sprintf("c = 0\nfor i in range(1, %d):\n    if i %% %d == 0 or i %% %d == 0:\n        c += 1\nprint(c)", n+1, a, b)
+			ans = big.NewInt(n/a + n/b - n/lcm(a, b))
+		}
+	case 4:
+		if rng.IntN(2) == 0 {
+			b, e, m := r(2, 999), r(100, 99999), r(11, 9973)
+			prompt, code = fmt.Sprintf("What is %d^%d mod %d?", b, e, m), fmt.Sprintf("print(pow(%d, %d, %d))", b, e, m)
+			ans = new(big.Int).Exp(big.NewInt(b), big.NewInt(e), big.NewInt(m))
+		} else {
+			n, m := r(100, 2000), r(97, 9973)
+			prompt = fmt.Sprintf("What is the sum of i^2 for i from 1 to %d, mod %d?", n, m)
+			code = fmt.Sprintf("s = 0\nfor i in range(1, %d):\n    s += i * i\nprint(s %% %d)", n+1, m)
+			ans = big.NewInt(n * (n + 1) * (2*n + 1) / 6 % m)
+		}
+	default:
+		a, b, c, m := r(1000, 99999), r(1000, 99999), r(1, 9999), r(101, 9973)
+		e := r(2, 9)
+		prompt = fmt.Sprintf("What is (%d * %d + %d)^%d mod %d?", a, b, c, e, m)
+		code = fmt.Sprintf("x = %d * %d + %d\nprint(pow(x, %d, %d))", a, b, c, e, m)
+		x := new(big.Int).Add(new(big.Int).Mul(big.NewInt(a), big.NewInt(b)), big.NewInt(c))
+		ans = new(big.Int).Exp(x, big.NewInt(e), big.NewInt(m))
+	}
+	return envs.Task{Prompt: prompt, Answer: ans.String(), Meta: map[string]string{"level": strconv.Itoa(level), "code": code}}
+}
+
+func digitSum(n *big.Int) int64 {
+	var s int64
+	for _, c := range n.String() {
+		s += int64(c - '0')
+	}
+	return s
+}
+
+func lcm(a, b int64) int64 {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
+
+// Demo kinds for supervised warm-up.
+const (
+	DemoTool    = "tool"    // write code, read the output, answer
+	DemoRecover = "recover" // first code fails, fix it, answer
+	DemoDirect  = "direct"  // answer without the tool
+)
+
+// Demonstration writes a reference trajectory for t (the assistant and observation turns after
+// the opening messages), running the code through session s so that observations are real.
+func Demonstration(ctx context.Context, t envs.Task, kind string, s Session, format string) ([]envs.Message, error) {
+	code := t.Meta["code"]
+	if code == "" {
+		return nil, fmt.Errorf("task %s has no reference code", t.ID)
+	}
+	role := "user"
+	if format == FormatToolResponse {
+		role = "tool"
+	}
+	var msgs []envs.Message
+	run := func(c string) (Result, error) {
+		r := s.Run(ctx, c)
+		if r.Status == StatusTimeout || r.Status == StatusKilled {
+			return r, fmt.Errorf("task %s: reference code did not finish: %s", t.ID, r.Detail)
+		}
+		msgs = append(msgs, envs.Message{Role: "assistant", Content: "<code>\n" + c + "\n</code>"}, envs.Message{Role: role, Content: Observe(r, format, 0)})
+		return r, nil
+	}
+	switch kind {
+	case DemoDirect:
+		return []envs.Message{{Role: "assistant", Content: "\\boxed{" + t.Answer + "}"}}, nil
+	case DemoRecover:
+		broken := strings.Replace(code, "print(", "print(undefined_name + ", 1)
+		r, err := run(broken)
+		if err != nil {
+			return nil, err
+		}
+		if r.Status != StatusError {
+			return nil, fmt.Errorf("task %s: the broken demonstration code did not fail", t.ID)
+		}
+		fallthrough
+	case DemoTool:
+		r, err := run(code)
+		if err != nil {
+			return nil, err
+		}
+		if r.Status != StatusOK || !Verify(r.Output, t.Answer) {
+			return nil, fmt.Errorf("task %s: reference code printed %q, want %s", t.ID, r.Output, t.Answer)
+		}
+		msgs = append(msgs, envs.Message{Role: "assistant", Content: "\\boxed{" + t.Answer + "}"})
+		return msgs, nil
+	}
+	return nil, fmt.Errorf("demonstration kind %q is not one of tool, recover, direct", kind)
+}
