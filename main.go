@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gomlx/compute/dtypes"
 
@@ -21,6 +22,7 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
+	"agentrl/envs/retool"
 	"agentrl/recipes"
 )
 
@@ -38,6 +40,8 @@ usage:
                                            generation throughput, step time, occupancy, memory-bandwidth share
   agentrl-tui plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--json]
                                            the GPU memory ledger, KV slots and micro-batch; runs nothing
+  agentrl-tui tool run --executor python|starlark [--timeout D] < code
+                                           run code as the environment would; JSON observation and status
   agentrl-tui help                         this text
 
 Run 'agentrl-tui SUBCOMMAND -h' for a sub-command's flags.
@@ -77,6 +81,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdBench(args[1:], stdout, stderr)
 	case "plan":
 		return cmdPlan(args[1:], stdout, stderr)
+	case "tool":
+		return cmdTool(args[1:], os.Stdin, stdout, stderr)
 	}
 	if strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml") || strings.HasPrefix(args[0], "-") {
 		return cmdRun(args, stdout, stderr)
@@ -517,4 +523,26 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+func cmdTool(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "run" {
+		return fmt.Errorf("%w: tool needs a verb: tool run --executor python|starlark < code", errUsage)
+	}
+	fs := flag.NewFlagSet("tool run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	executor := fs.String("executor", "starlark", "starlark (embedded) or python (python3 sandbox)")
+	timeout := fs.Duration("timeout", 5*time.Second, "wall-clock limit of the call")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	code, err := io.ReadAll(stdin)
+	if err != nil {
+		return fmt.Errorf("tool run: reading code from stdin: %w", err)
+	}
+	res, err := retool.RunTool(context.Background(), *executor, *timeout, string(code))
+	if err != nil {
+		return fmt.Errorf("tool run: %w", err)
+	}
+	return writeJSON(stdout, res)
 }

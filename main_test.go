@@ -150,6 +150,7 @@ func TestBadInputErrors(t *testing.T) {
 		{[]string{"plan", "recipes/none.yaml", "--shape", "qwen3-4b"}, "recipes/none.yaml not found"},
 		{[]string{"plan", "recipes/retool.yaml", "--shape", "qwen9"}, `unknown shape "qwen9"`},
 		{[]string{"bench"}, "bench needs a target"},
+		{[]string{"tool"}, "tool needs a verb"},
 		{[]string{"recipes/retool.yaml", "--backend", "tpu"}, "tpu"},
 	} {
 		_, err := runCmd(t, tc.args...)
