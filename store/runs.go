@@ -1,0 +1,89 @@
+package store
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// RunSummary is one row of `agentrl-tui runs`.
+type RunSummary struct {
+	Run
+	Steps       int             `json:"steps"`       // steps with metrics
+	Checkpoints []int           `json:"checkpoints"` // steps with a checkpoint
+	BestPassAtK map[int]float64 `json:"best_pass_at_k"`
+}
+
+// Summaries lists every run with its progress, checkpoints and best pass@k per k.
+func (s *Store) Summaries() ([]RunSummary, error) {
+	runs, err := s.Runs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunSummary, 0, len(runs))
+	for _, r := range runs {
+		sum := RunSummary{Run: r, BestPassAtK: map[int]float64{}, Checkpoints: []int{}}
+		m, err := s.Metrics(r.ID)
+		if err != nil {
+			return nil, err
+		}
+		sum.Steps = len(m)
+		cps, err := s.Checkpoints(r.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cps {
+			sum.Checkpoints = append(sum.Checkpoints, c.Step)
+		}
+		evals, err := s.Evals(r.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range evals {
+			for k, v := range e.PassAtK {
+				if v > sum.BestPassAtK[k] {
+					sum.BestPassAtK[k] = v
+				}
+			}
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
+
+// WriteTable prints summaries for people.
+func WriteTable(w io.Writer, runs []RunSummary) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tNAME\tRECIPE\tSTATUS\tSTEPS\tCHECKPOINTS\tBEST PASS@K")
+	for _, r := range runs {
+		ks := make([]int, 0, len(r.BestPassAtK))
+		for k := range r.BestPassAtK {
+			ks = append(ks, k)
+		}
+		sort.Ints(ks)
+		var best []string
+		for _, k := range ks {
+			best = append(best, fmt.Sprintf("@%d=%.3f", k, r.BestPassAtK[k]))
+		}
+		cps := make([]string, len(r.Checkpoints))
+		for i, c := range r.Checkpoints {
+			cps[i] = fmt.Sprint(c)
+		}
+		status := r.Status
+		if r.StopReason != "" {
+			status += " (" + r.StopReason + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, r.Name, r.Recipe, status, r.Steps, r.TotalSteps,
+			orDash(strings.Join(cps, ",")), orDash(strings.Join(best, " ")))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

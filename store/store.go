@@ -1,0 +1,263 @@
+// Package store keeps everything a run produces in one bbolt file: runs, per-step metrics,
+// trajectories, eval results, and checkpoints whose tensors are stored as content-addressed
+// chunks (a tensor unchanged between checkpoints — the frozen reference model — is stored once).
+//
+// Crash safety: bbolt commits are atomic, chunks are written before the manifest that names them,
+// and a checkpoint becomes visible only when its manifest is committed; chunks left behind by a
+// crash are unreferenced and removed by the next garbage collection.
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the layout this build reads and writes.
+const SchemaVersion = 1
+
+// Bucket names.
+var (
+	bMeta    = []byte("meta")
+	bRuns    = []byte("runs")
+	bMetrics = []byte("metrics")      // run → step → JSON map
+	bEvals   = []byte("evals")        // run → step → JSON Eval
+	bTraj    = []byte("trajectories") // run → step|task|sample → record
+	bCkpt    = []byte("checkpoints")  // run → step → JSON Manifest
+	bBlobs   = []byte("blobs")        // sha256 → chunk bytes
+	kSchema  = []byte("schema")
+)
+
+// ErrInUse is returned when another process holds the store open for writing.
+var ErrInUse = errors.New("in use by another process")
+
+// Store is an open store file. Its methods are safe for concurrent use (bbolt serialises writers).
+type Store struct {
+	db       *bolt.DB
+	path     string
+	readOnly bool
+}
+
+// Options for Open.
+type Options struct {
+	ReadOnly bool
+	// Timeout bounds the wait for the file lock (default 500ms): a store held by a running run
+	// gives ErrInUse quickly instead of hanging.
+	Timeout time.Duration
+}
+
+// Open opens (creating, unless read-only) the store at path and checks its schema version.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 500 * time.Millisecond
+	}
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+	}
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("store %s is %w (a run is writing to it); wait for it to finish, or view it from that run's own UI: %w", path, ErrInUse, err)
+		}
+		return nil, fmt.Errorf("store %s cannot be opened (corrupted or not a bbolt file?); it was not changed: %w", path, err)
+	}
+	s := &Store{db: db, path: path, readOnly: opts.ReadOnly}
+	if err := s.checkSchema(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) checkSchema() error {
+	check := func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bMeta)
+		if meta == nil {
+			empty := true
+			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty {
+				return fmt.Errorf("store %s is a bbolt file but not an agentrl store (no meta bucket); it was not changed", s.path)
+			}
+			return errNoMeta
+		}
+		v := meta.Get(kSchema)
+		if len(v) != 8 {
+			return fmt.Errorf("store %s has no readable schema version; it was not changed", s.path)
+		}
+		if got := binary.BigEndian.Uint64(v); got != SchemaVersion {
+			return fmt.Errorf("store %s has schema version %d; this build reads version %d (use a matching agentrl-tui); it was not changed", s.path, got, SchemaVersion)
+		}
+		return nil
+	}
+	err := s.db.View(check)
+	if !errors.Is(err, errNoMeta) {
+		return err
+	}
+	if s.readOnly {
+		return fmt.Errorf("store %s is empty", s.path)
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bMeta, bRuns, bMetrics, bEvals, bTraj, bCkpt, bBlobs} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bMeta).Put(kSchema, u64(SchemaVersion))
+	})
+}
+
+var errNoMeta = errors.New("no meta bucket")
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the file's path.
+func (s *Store) Path() string { return s.path }
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+// Run describes one training run.
+type Run struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name"`
+	Recipe     string    `json:"recipe"`      // recipe file name
+	RecipeYAML string    `json:"recipe_yaml"` // its content
+	RecipeHash string    `json:"recipe_hash"`
+	Created    time.Time `json:"created"`
+	Status     string    `json:"status"` // running | finished | stopped | failed
+	StopReason string    `json:"stop_reason,omitempty"`
+	BestStep   int       `json:"best_step"`
+	TotalSteps int       `json:"total_steps"`
+}
+
+// PutRun creates or replaces a run's record.
+func (s *Store) PutRun(r Run) error {
+	if r.ID == "" {
+		return errors.New("store: run has no id")
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bRuns).Put([]byte(r.ID), data) })
+}
+
+// GetRun returns a run by id.
+func (s *Store) GetRun(id string) (Run, error) {
+	var r Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bRuns).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("store %s has no run %q (agentrl-tui runs --store %s lists them)", s.path, id, s.path)
+		}
+		return json.Unmarshal(v, &r)
+	})
+	return r, err
+}
+
+// Runs lists all runs, oldest first.
+func (s *Store) Runs() ([]Run, error) {
+	var runs []Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bRuns).ForEach(func(_, v []byte) error {
+			var r Run
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			runs = append(runs, r)
+			return nil
+		})
+	})
+	sort.Slice(runs, func(i, j int) bool { return runs[i].Created.Before(runs[j].Created) })
+	return runs, err
+}
+
+// stepBucket returns (creating when writing) the per-run sub-bucket of a top-level bucket.
+func stepBucket(tx *bolt.Tx, top []byte, run string, create bool) (*bolt.Bucket, error) {
+	b := tx.Bucket(top)
+	if !create {
+		return b.Bucket([]byte(run)), nil
+	}
+	return b.CreateBucketIfNotExists([]byte(run))
+}
+
+// PutMetrics records one step's metrics.
+func (s *Store) PutMetrics(run string, step int, m map[string]float64) error {
+	return s.putJSON(bMetrics, run, u64(uint64(step)), m)
+}
+
+// Metrics returns every step's metrics of a run, by step.
+func (s *Store) Metrics(run string) (map[int]map[string]float64, error) {
+	out := map[int]map[string]float64{}
+	err := s.forEach(bMetrics, run, func(k, v []byte) error {
+		var m map[string]float64
+		if err := json.Unmarshal(v, &m); err != nil {
+			return err
+		}
+		out[int(binary.BigEndian.Uint64(k))] = m
+		return nil
+	})
+	return out, err
+}
+
+// Eval is one evaluation: pass@k by k on the held-out tasks, plus other figures.
+type Eval struct {
+	Step    int                `json:"step"`
+	PassAtK map[int]float64    `json:"pass_at_k"`
+	Extra   map[string]float64 `json:"extra,omitempty"`
+}
+
+// PutEval records an evaluation.
+func (s *Store) PutEval(run string, e Eval) error {
+	return s.putJSON(bEvals, run, u64(uint64(e.Step)), e)
+}
+
+// Evals returns a run's evaluations in step order.
+func (s *Store) Evals(run string) ([]Eval, error) {
+	var out []Eval
+	err := s.forEach(bEvals, run, func(_, v []byte) error {
+		var e Eval
+		if err := json.Unmarshal(v, &e); err != nil {
+			return err
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) putJSON(top []byte, run string, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b, err := stepBucket(tx, top, run, true)
+		if err != nil {
+			return err
+		}
+		return b.Put(key, data)
+	})
+}
+
+func (s *Store) forEach(top []byte, run string, fn func(k, v []byte) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		b, _ := stepBucket(tx, top, run, false)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(fn)
+	})
+}

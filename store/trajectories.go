@@ -1,0 +1,120 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TrajectoryRecord is one finished trajectory as the store keeps it: index fields for browsing
+// and the engine's own JSON (Data), stored gzip-compressed.
+type TrajectoryRecord struct {
+	Step    int     `json:"step"`
+	TaskID  string  `json:"task_id"`
+	Sample  int     `json:"sample"`
+	Reward  float64 `json:"reward"`
+	Correct bool    `json:"correct"`
+	Hinted  bool    `json:"hinted"`
+	Data    []byte  `json:"-"`
+}
+
+// trajKey orders trajectories by step, then task, then sample.
+func trajKey(step int, task string, sample int) []byte {
+	k := make([]byte, 0, 16+len(task))
+	k = binary.BigEndian.AppendUint64(k, uint64(step))
+	k = append(k, task...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint32(k, uint32(sample))
+}
+
+type storedTraj struct {
+	TrajectoryRecord
+	Gz []byte `json:"gz"`
+}
+
+// PutTrajectories stores a step's trajectories in one transaction.
+func (s *Store) PutTrajectories(run string, recs []TrajectoryRecord) error {
+	type kv struct{ k, v []byte }
+	rows := make([]kv, 0, len(recs))
+	for _, r := range recs {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		zw.Write(r.Data)
+		zw.Close()
+		v, err := json.Marshal(storedTraj{TrajectoryRecord: r, Gz: buf.Bytes()})
+		if err != nil {
+			return err
+		}
+		rows = append(rows, kv{trajKey(r.Step, r.TaskID, r.Sample), v})
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b, err := stepBucket(tx, bTraj, run, true)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := b.Put(r.k, r.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func decodeTraj(v []byte) (TrajectoryRecord, error) {
+	var st storedTraj
+	if err := json.Unmarshal(v, &st); err != nil {
+		return TrajectoryRecord{}, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(st.Gz))
+	if err != nil {
+		return TrajectoryRecord{}, fmt.Errorf("trajectory %s/%d: %w", st.TaskID, st.Sample, err)
+	}
+	st.Data, err = io.ReadAll(zr)
+	return st.TrajectoryRecord, err
+}
+
+// Trajectories returns the trajectories of one step (step < 0: all steps), in key order.
+func (s *Store) Trajectories(run string, step int) ([]TrajectoryRecord, error) {
+	var out []TrajectoryRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, _ := stepBucket(tx, bTraj, run, false)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		var prefix []byte
+		if step >= 0 {
+			prefix = binary.BigEndian.AppendUint64(nil, uint64(step))
+		}
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			r, err := decodeTraj(v)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TrajectoriesByTask returns one task's trajectories across all steps.
+func (s *Store) TrajectoriesByTask(run, task string) ([]TrajectoryRecord, error) {
+	all, err := s.Trajectories(run, -1)
+	if err != nil {
+		return nil, err
+	}
+	var out []TrajectoryRecord
+	for _, r := range all {
+		if r.TaskID == task {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
