@@ -24,6 +24,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
+	"agentrl/store"
 )
 
 const usage = `agentrl-tui — agentic RL on one GPU
@@ -42,6 +43,9 @@ usage:
                                            the GPU memory ledger, KV slots and micro-batch; runs nothing
   agentrl-tui tool run --executor python|starlark [--timeout D] < code
                                            run code as the environment would; JSON observation and status
+  agentrl-tui runs --store PATH [--json]   runs in a store: status, steps, checkpoints, best pass@k
+  agentrl-tui export --store PATH --run RUN --step S OUT
+                                           write a checkpoint as a HuggingFace folder
   agentrl-tui help                         this text
 
 Run 'agentrl-tui SUBCOMMAND -h' for a sub-command's flags.
@@ -83,6 +87,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdPlan(args[1:], stdout, stderr)
 	case "tool":
 		return cmdTool(args[1:], os.Stdin, stdout, stderr)
+	case "runs":
+		return cmdRuns(args[1:], stdout, stderr)
+	case "export":
+		return cmdExport(args[1:], stdout, stderr)
 	}
 	if strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml") || strings.HasPrefix(args[0], "-") {
 		return cmdRun(args, stdout, stderr)
@@ -545,4 +553,59 @@ func cmdTool(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("tool run: %w", err)
 	}
 	return writeJSON(stdout, res)
+}
+
+func cmdRuns(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("store", "runs/agentrl.db", "the store file")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	s, err := store.Open(*path, store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sums, err := s.Summaries()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, sums)
+	}
+	return store.WriteTable(stdout, sums)
+}
+
+func cmdExport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("store", "runs/agentrl.db", "the store file")
+	run := fs.String("run", "", "run id (agentrl-tui runs lists them)")
+	step := fs.Int("step", -1, "checkpoint step (default: the latest)")
+	out, err := flagsAfter(fs, args)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if *run == "" || out == "" {
+		return errors.New("export: usage: agentrl-tui export --store PATH --run RUN [--step S] OUT_DIR")
+	}
+	s, err := store.Open(*path, store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if *step < 0 {
+		m, err := s.LatestCheckpoint(*run)
+		if err != nil {
+			return err
+		}
+		*step = m.Step
+	}
+	if err := s.Export(*run, *step, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "exported %s step %d to %s\n", *run, *step, out)
+	return nil
 }

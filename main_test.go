@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"agentrl/store"
 )
 
 func runCmd(t *testing.T, args ...string) (string, error) {
@@ -151,11 +153,53 @@ func TestBadInputErrors(t *testing.T) {
 		{[]string{"plan", "recipes/retool.yaml", "--shape", "qwen9"}, `unknown shape "qwen9"`},
 		{[]string{"bench"}, "bench needs a target"},
 		{[]string{"tool"}, "tool needs a verb"},
+		{[]string{"runs", "--store", "/no/such.db"}, "/no/such.db"},
+		{[]string{"export", "--store", "x.db"}, "usage: agentrl-tui export"},
 		{[]string{"recipes/retool.yaml", "--backend", "tpu"}, "tpu"},
 	} {
 		_, err := runCmd(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v; want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestExportedCheckpointLoadsAndMatches: a model imported into the store and exported again loads
+// in the model loader and gives the fixture's logits.
+func TestExportedCheckpointLoadsAndMatches(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "runs.db")
+	s, err := store.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ImportHF(fixture("qwen3-tiny-untied"), "imported", 3); err != nil {
+		t.Fatal(err)
+	}
+	s.PutRun(store.Run{ID: "imported", Name: "import", Status: "finished"})
+	s.Close()
+	out := filepath.Join(t.TempDir(), "exported")
+	if _, err := runCmd(t, "export", "--store", dbPath, "--run", "imported", out); err != nil {
+		t.Fatal(err)
+	}
+	listing, err := runCmd(t, "runs", "--store", dbPath)
+	if err != nil || !strings.Contains(listing, "imported") {
+		t.Fatalf("runs: %q %v", listing, err)
+	}
+	data, _ := os.ReadFile(filepath.Join(fixture("qwen3-tiny-untied"), "golden.json"))
+	var g goldenModel
+	json.Unmarshal(data, &g)
+	c := g.Cases[2]
+	got, err := runCmd(t, "score", "--model", out, "--ids", idsArg(c.InputIDs), "--backend", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc struct {
+		NextTokenLogprobs []float64 `json:"next_token_logprobs"`
+	}
+	json.Unmarshal([]byte(got), &sc)
+	for i, want := range c.NextTokenLogprobs {
+		if math.Abs(sc.NextTokenLogprobs[i]-want) > 1e-4 {
+			t.Fatalf("exported model: log-prob %d = %v; want %v", i, sc.NextTokenLogprobs[i], want)
 		}
 	}
 }
