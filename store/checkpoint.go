@@ -20,7 +20,8 @@ import (
 // ChunkSize is the size of the content-addressed pieces tensors are cut into.
 const ChunkSize = 4 << 20
 
-// txBytes bounds the chunk bytes written per transaction.
+// txBytes bounds the chunk bytes written per transaction (bbolt copies a transaction's values
+// at commit; small transactions keep that copy cheap).
 const txBytes = 64 << 20
 
 // TensorRef names a stored tensor and its chunks.

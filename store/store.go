@@ -62,13 +62,22 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
 	}
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly})
+	db, err := bolt.Open(path, 0o644, &bolt.Options{
+		Timeout: opts.Timeout, ReadOnly: opts.ReadOnly,
+		// Checkpoints are hundreds of MB: a hashmap freelist that is not synced on every
+		// commit, and growth in large steps, keep bbolt from dominating the write time.
+		FreelistType: bolt.FreelistMapType, NoFreelistSync: true,
+		// Reserve address space up front so growing the file does not remap (a remap copies
+		// every value of the open transaction).
+		InitialMmapSize: 4 << 30,
+	})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("store %s is %w (a run is writing to it); wait for it to finish, or view it from that run's own UI: %w", path, ErrInUse, err)
 		}
 		return nil, fmt.Errorf("store %s cannot be opened (corrupted or not a bbolt file?); it was not changed: %w", path, err)
 	}
+	db.AllocSize = 256 << 20
 	s := &Store{db: db, path: path, readOnly: opts.ReadOnly}
 	if err := s.checkSchema(); err != nil {
 		db.Close()
