@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -270,5 +271,39 @@ func TestLoadErrorsNameFileAndTensor(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBF16Compute runs the fixtures with bfloat16 matmuls and activations (float32 master
+// weights, float32 softmax and norms): log-probs within 2e-2 of HF's float32, greedy identical.
+func TestBF16Compute(t *testing.T) {
+	backend := goBackend(t)
+	for _, name := range fixtureModels {
+		g := readGolden(t, name)
+		m, err := Load(backend, fixtureDir(name), Options{Compute: dtypes.BFloat16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for ci, c := range g.Cases {
+			s, err := m.Score([][]int32{c.InputIDs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p, want := range c.NextTokenLogprobs {
+				worst = math.Max(worst, math.Abs(float64(s.NextLogProbs[0][p])-want))
+			}
+			greedy, err := m.Greedy(c.InputIDs, len(c.GreedyContinuation))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(greedy, c.GreedyContinuation) {
+				t.Errorf("%s case %d: bf16 greedy %v; want %v", name, ci, greedy, c.GreedyContinuation)
+			}
+		}
+		if worst > 2e-2 {
+			t.Errorf("%s: bf16 log-probs differ from HF float32 by up to %.4f; want ≤ 0.02", name, worst)
+		}
+		t.Logf("%s: bf16 max |Δ log-prob| = %.4f", name, worst)
 	}
 }
