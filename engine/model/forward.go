@@ -58,7 +58,7 @@ func (n *Net) linear(x *Node, weight, bias string) *Node {
 func (n *Net) rmsNorm(x *Node, weight string) *Node {
 	x32 := ConvertDType(x, dtypes.Float32)
 	variance := ReduceAndKeep(Square(x32), ReduceMean, -1)
-	normed := Mul(x32, Rsqrt(AddScalar(variance, n.Config.RMSNormEps)))
+	normed := Div(x32, Sqrt(AddScalar(variance, n.Config.RMSNormEps))) // Rsqrt has no gradient in GoMLX
 	return Mul(ConvertDType(normed, n.Compute), ExpandLeftToRank(n.w(weight), x.Rank()))
 }
 

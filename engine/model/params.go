@@ -224,8 +224,8 @@ func (p *Params) Save(dir string, dt safetensors.DType) error {
 	return writeFileAtomic(dir, "config.json", js)
 }
 
-// shapeOf is the float32 GoMLX shape of a spec.
-func (s ParamSpec) shape() shapes.Shape { return shapes.Make(dtypes.Float32, s.Dims...) }
+// Shape is the float32 GoMLX shape of a spec.
+func (p ParamSpec) Shape() shapes.Shape { return shapes.Make(dtypes.Float32, p.Dims...) }
 
 // ropeInvFreq returns θ^(-2i/d) for i in [0, d/2), computed as transformers does.
 func ropeInvFreq(theta float64, headDim int) []float32 {
