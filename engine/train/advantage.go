@@ -1,0 +1,131 @@
+// Package train holds the learning half of the loop: advantage estimators (GRPO, RLOO, PPO-GAE,
+// on-policy distillation and the hybrid of GRPO and OPD), and the policy loss and optimizer.
+package train
+
+import (
+	"fmt"
+	"math"
+)
+
+// GRPO returns group-normalised advantages: (r − mean(group)) / (std(group) + eps), or without
+// the std division when divideStd is false. groups[i] is the group index of rewards[i]; a group of
+// equal rewards gives zeros.
+func GRPO(rewards []float64, groups []int, divideStd bool, eps float64) ([]float64, error) {
+	if len(rewards) != len(groups) {
+		return nil, fmt.Errorf("grpo: %d rewards but %d group labels", len(rewards), len(groups))
+	}
+	type acc struct{ sum, sq, n, lo, hi float64 }
+	stats := map[int]*acc{}
+	for i, r := range rewards {
+		a := stats[groups[i]]
+		if a == nil {
+			a = &acc{lo: r, hi: r}
+			stats[groups[i]] = a
+		}
+		a.sum += r
+		a.n++
+		a.lo, a.hi = math.Min(a.lo, r), math.Max(a.hi, r)
+	}
+	for i, r := range rewards { // second pass: variance about the mean, numerically stable
+		a := stats[groups[i]]
+		d := r - a.sum/a.n
+		a.sq += d * d
+	}
+	out := make([]float64, len(rewards))
+	for i, r := range rewards {
+		a := stats[groups[i]]
+		if a.lo == a.hi { // a group of equal rewards carries no signal: exactly 0
+			continue
+		}
+		adv := r - a.sum/a.n
+		if divideStd {
+			adv /= math.Sqrt(a.sq/a.n) + eps // population std, as GRPO implementations use
+		}
+		out[i] = adv
+	}
+	return out, nil
+}
+
+// RLOO returns leave-one-out advantages: r_i − mean of the other rewards of its group. A group
+// of one sample gets 0.
+func RLOO(rewards []float64, groups []int) ([]float64, error) {
+	if len(rewards) != len(groups) {
+		return nil, fmt.Errorf("rloo: %d rewards but %d group labels", len(rewards), len(groups))
+	}
+	sum, n := map[int]float64{}, map[int]float64{}
+	for i, r := range rewards {
+		sum[groups[i]] += r
+		n[groups[i]]++
+	}
+	out := make([]float64, len(rewards))
+	for i, r := range rewards {
+		g := groups[i]
+		if n[g] > 1 {
+			out[i] = r - (sum[g]-r)/(n[g]-1)
+		}
+	}
+	return out, nil
+}
+
+// GAE computes per-token advantages and returns for one sequence of policy tokens: δ_t = r_t +
+// γ·V_{t+1} − V_t (V after the last token is 0), A_t = δ_t + γλ·A_{t+1}, return_t = A_t + V_t.
+func GAE(rewards, values []float64, gamma, lambda float64) (adv, ret []float64, err error) {
+	if len(rewards) != len(values) {
+		return nil, nil, fmt.Errorf("gae: %d rewards but %d values", len(rewards), len(values))
+	}
+	n := len(rewards)
+	adv, ret = make([]float64, n), make([]float64, n)
+	next, running := 0.0, 0.0
+	for t := n - 1; t >= 0; t-- {
+		delta := rewards[t] + gamma*next - values[t]
+		running = delta + gamma*lambda*running
+		adv[t] = running
+		ret[t] = running + values[t]
+		next = values[t]
+	}
+	return adv, ret, nil
+}
+
+// OPD returns the on-policy-distillation advantage per token: teacher log-prob − student
+// log-prob on masked (policy) tokens, 0 elsewhere.
+func OPD(teacher, student []float32, mask []bool) ([]float64, error) {
+	if len(teacher) != len(student) || len(student) != len(mask) {
+		return nil, fmt.Errorf("opd: lengths teacher %d, student %d, mask %d differ", len(teacher), len(student), len(mask))
+	}
+	out := make([]float64, len(mask))
+	for i, m := range mask {
+		if m {
+			out[i] = float64(teacher[i]) - float64(student[i])
+		}
+	}
+	return out, nil
+}
+
+// Hybrid is the ReTool-RL advantage: the sequence's GRPO advantage on every masked token plus
+// λ times the OPD advantage (nil opd: none, e.g. a trajectory without a hint).
+func Hybrid(seqAdv float64, opd []float64, mask []bool, lambda float64) []float64 {
+	out := make([]float64, len(mask))
+	for i, m := range mask {
+		if !m {
+			continue
+		}
+		out[i] = seqAdv
+		if opd != nil {
+			out[i] += lambda * opd[i]
+		}
+	}
+	return out
+}
+
+// KLPenalty estimates the per-token KL to the reference from log-probs: k1 = logp − ref,
+// k3 = exp(ref − logp) − (ref − logp) − 1 (unbiased, always ≥ 0).
+func KLPenalty(logp, ref float64, estimator string) (float64, error) {
+	switch estimator {
+	case "k1":
+		return logp - ref, nil
+	case "k3":
+		d := ref - logp
+		return math.Exp(d) - d - 1, nil
+	}
+	return 0, fmt.Errorf("kl estimator %q is not one of k1, k3", estimator)
+}
