@@ -3,6 +3,7 @@ package retool
 import (
 	"context"
 	"fmt"
+	"math"
 	"os/exec"
 	"slices"
 	"strings"
@@ -499,6 +500,37 @@ func BenchmarkExecutors(b *testing.B) {
 				wg.Wait()
 			}
 			b.ReportMetric(float64(64*b.N)/time.Since(start).Seconds(), "executions/s")
+		})
+	}
+}
+
+func TestRulesHintAndProcessScore(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		s       Summary
+		hint    string // substring; "" means no hint
+		process float64
+	}{
+		{"clean and correct", Summary{ToolCalls: 1, Answered: true, Correct: true}, "", 1},
+		{"recovered and correct", Summary{ToolCalls: 2, ToolErrors: 1, Recovered: true, Answered: true, Correct: true}, "", 1},
+		{"name error", Summary{ToolCalls: 1, ToolErrors: 1, LastError: "Traceback\nNameError: name 'x' is not defined", Answered: true}, "define every name", 0.7},
+		{"starlark undefined", Summary{ToolCalls: 1, ToolErrors: 1, LastError: "code.py:1:7: undefined: x", Answered: true}, "fix it and run it again", 0.7},
+		{"zero division", Summary{ToolCalls: 1, ToolErrors: 1, LastError: "ZeroDivisionError: division by zero"}, `"ZeroDivisionError: division by zero"`, 0.5},
+		{"timeout", Summary{ToolCalls: 1, Timeouts: 1, LastError: "timeout"}, "ran too long", 0.5},
+		{"killed", Summary{ToolCalls: 1, Killed: 1}, "resource limit", 0.5},
+		{"format", Summary{FormatErrors: 2}, "<code>", 0.3},
+		{"no answer", Summary{ToolCalls: 1}, `\boxed{answer}`, 0.8},
+		{"guessed wrong", Summary{Answered: true}, "compute the answer with code", 0.6},
+		{"wrong after clean run", Summary{ToolCalls: 1, Answered: true}, "copy the number", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := RulesHint(tc.s)
+			if (tc.hint == "") != (h == "") || !strings.Contains(h, tc.hint) {
+				t.Errorf("hint %q; want one containing %q", h, tc.hint)
+			}
+			if p := RulesProcessScore(tc.s); math.Abs(p-tc.process) > 1e-9 {
+				t.Errorf("process score %v; want %v", p, tc.process)
+			}
 		})
 	}
 }

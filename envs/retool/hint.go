@@ -1,0 +1,73 @@
+package retool
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// NoHint is what a judge answers when a trajectory needs no bridge thought.
+const NoHint = `\boxed{-1}`
+
+var errorNameRE = regexp.MustCompile(`([A-Za-z_]*Error|Exception)\b:?\s*(.*)$`)
+
+// RulesHint writes the hindsight "bridge thought" for a finished trajectory from its tool
+// feedback, or "" when none is needed (a correct answer reached without unrecovered trouble).
+// It is always available and suits small models: one short corrective sentence, grounded in
+// what actually happened.
+func RulesHint(s Summary) string {
+	switch {
+	case s.Correct && (s.ToolErrors+s.Timeouts+s.Killed == 0 || s.Recovered):
+		return ""
+	case s.Timeouts > 0 && !s.Recovered:
+		return "The code ran too long; compute the result directly (for example with pow(base, exp, mod)) instead of looping."
+	case s.Killed > 0 && !s.Recovered:
+		return "The code hit a resource limit; keep the computation small and print only the final number."
+	case s.ToolErrors > 0 && !s.Recovered:
+		msg := lastErrorLine(s.LastError)
+		if m := errorNameRE.FindStringSubmatch(msg); m != nil {
+			switch {
+			case strings.Contains(m[1], "NameError") || strings.Contains(msg, "undefined"):
+				return fmt.Sprintf("The code failed with %q: define every name before using it, then run it again.", msg)
+			case strings.Contains(m[1], "SyntaxError"):
+				return fmt.Sprintf("The code had a syntax error (%q): fix the syntax and run it again.", msg)
+			}
+			return fmt.Sprintf("The code raised %q: fix that error and run it again before answering.", msg)
+		}
+		return fmt.Sprintf("The code failed (%q): fix it and run it again before answering.", msg)
+	case s.FormatErrors > 0 && !s.Answered:
+		return `Write code between <code> and </code>, read its output, then give the answer as \boxed{answer}.`
+	case !s.Answered:
+		return `Finish by giving the final answer as \boxed{answer}.`
+	case s.ToolCalls == 0:
+		return "Do not guess: compute the answer with code first, then give it."
+	default:
+		return "The final answer does not match the printed result: copy the number the code printed into \\boxed{}."
+	}
+}
+
+func lastErrorLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// RulesProcessScore is a process reward in [0, 1] from the trajectory's facts: it credits using
+// the tool, recovering from tool errors, well-formed turns and giving a final answer, whatever
+// the answer's correctness (the outcome reward covers that).
+func RulesProcessScore(s Summary) float64 {
+	score := 0.0
+	if s.ToolCalls > 0 {
+		score += 0.4
+	}
+	failures := s.ToolErrors + s.Timeouts + s.Killed
+	if failures == 0 || s.Recovered {
+		score += 0.3
+	}
+	if s.FormatErrors == 0 {
+		score += 0.1
+	}
+	if s.Answered {
+		score += 0.2
+	}
+	return score
+}
