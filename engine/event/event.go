@@ -1,0 +1,270 @@
+// Package event defines the values the controller emits on its one channel: phase timings,
+// finished trajectories, step metrics, evaluations, checkpoints, ledger snapshots, alarms, and
+// the run's start and end. The TUI and the headless reporters consume the same stream. Every
+// event has a JSON form: one object per line with a "type" field.
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"agentrl/envs"
+)
+
+// Event is any value on the stream.
+type Event interface{ Type() string }
+
+// RunStart opens a run.
+type RunStart struct {
+	RunID      string `json:"run_id"`
+	Name       string `json:"name"`
+	Recipe     string `json:"recipe"`
+	TotalSteps int    `json:"total_steps"`
+	Backend    string `json:"backend"`
+	Model      string `json:"model"`
+}
+
+// Phase reports a finished phase of a step and how long it took.
+type Phase struct {
+	Step    int     `json:"step"`
+	Phase   string  `json:"phase"` // rollout | score | reference | advantage | train | sync | eval | save
+	Seconds float64 `json:"seconds"`
+}
+
+// Turn is one assistant turn of a trajectory as shown to people.
+type Turn struct {
+	Assistant   string  `json:"assistant"`
+	Code        string  `json:"code,omitempty"`
+	Observation string  `json:"observation,omitempty"`
+	ToolStatus  string  `json:"tool_status,omitempty"`
+	ToolSeconds float64 `json:"tool_seconds,omitempty"`
+}
+
+// Trajectory is one finished trajectory.
+type Trajectory struct {
+	Step       int         `json:"step"`
+	TaskID     string      `json:"task_id"`
+	Prompt     string      `json:"prompt"`
+	Group      int         `json:"group"`
+	Sample     int         `json:"sample"`
+	Turns      []Turn      `json:"turns"`
+	Reward     envs.Reward `json:"reward"`
+	Correct    bool        `json:"correct"`
+	Hint       string      `json:"hint,omitempty"`
+	Tokens     int         `json:"tokens"`
+	ToolErrors int         `json:"tool_errors"`
+	// Pieces and Advantages are the response tokens' text and advantage, for the heat map.
+	Pieces     []string  `json:"pieces,omitempty"`
+	Advantages []float32 `json:"advantages,omitempty"`
+}
+
+// StepMetrics are one training step's numbers.
+type StepMetrics struct {
+	Step    int                `json:"step"`
+	Metrics map[string]float64 `json:"metrics"`
+}
+
+// Eval is pass@k on the held-out tasks.
+type Eval struct {
+	Step    int
+	PassAtK map[int]float64
+	Best    bool // the best so far by the early-stopping metric
+}
+
+// MarshalJSON writes pass_at_k keyed by k as strings: {"1": 0.41, "8": 0.77}.
+func (e Eval) MarshalJSON() ([]byte, error) {
+	m := make(map[string]float64, len(e.PassAtK))
+	for k, v := range e.PassAtK {
+		m[strconv.Itoa(k)] = v
+	}
+	return json.Marshal(struct {
+		Step    int                `json:"step"`
+		PassAtK map[string]float64 `json:"pass_at_k"`
+		Best    bool               `json:"best"`
+	}{e.Step, m, e.Best})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (e *Eval) UnmarshalJSON(data []byte) error {
+	var v struct {
+		Step    int                `json:"step"`
+		PassAtK map[string]float64 `json:"pass_at_k"`
+		Best    bool               `json:"best"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	e.Step, e.Best, e.PassAtK = v.Step, v.Best, map[int]float64{}
+	for k, p := range v.PassAtK {
+		n, err := strconv.Atoi(k)
+		if err != nil {
+			return fmt.Errorf("pass_at_k key %q is not an integer", k)
+		}
+		e.PassAtK[n] = p
+	}
+	return nil
+}
+
+// Ks returns the evaluated k in increasing order.
+func (e Eval) Ks() []int {
+	ks := make([]int, 0, len(e.PassAtK))
+	for k := range e.PassAtK {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	return ks
+}
+
+// Checkpoint reports a saved checkpoint.
+type Checkpoint struct {
+	Step    int                `json:"step"`
+	Bytes   int64              `json:"bytes"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Best    bool               `json:"best"`
+}
+
+// Ledger is a snapshot of device memory: the engine's own accounting and, on a GPU, NVML.
+type Ledger struct {
+	Backend     string           `json:"backend"`
+	Components  map[string]int64 `json:"components"`
+	Budget      int64            `json:"budget"`
+	DeviceUsed  uint64           `json:"device_used,omitempty"`
+	DeviceTotal uint64           `json:"device_total,omitempty"`
+	UtilPct     uint32           `json:"util_pct,omitempty"`
+}
+
+// Alarm kinds raised by the correctness probes.
+const (
+	AlarmLogProbMismatch = "logprob_mismatch"
+	AlarmTokenDrift      = "token_drift"
+	AlarmStaleWeights    = "stale_weights"
+)
+
+// Alarm is a correctness probe past its threshold.
+type Alarm struct {
+	Step      int     `json:"step"`
+	Kind      string  `json:"kind"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	Message   string  `json:"message"`
+}
+
+// Progress reports progress within a long phase.
+type Progress struct {
+	Step  int    `json:"step"`
+	Phase string `json:"phase"`
+	Done  int    `json:"done"`
+	Total int    `json:"total"`
+}
+
+// RunEnd closes a run.
+type RunEnd struct {
+	Status   string `json:"status"` // finished | stopped | failed
+	Reason   string `json:"reason,omitempty"`
+	BestStep int    `json:"best_step"`
+}
+
+// Error is a non-fatal problem worth showing.
+type Error struct {
+	Message string `json:"message"`
+}
+
+// Type names.
+func (RunStart) Type() string    { return "run_start" }
+func (Phase) Type() string       { return "phase" }
+func (Trajectory) Type() string  { return "trajectory" }
+func (StepMetrics) Type() string { return "metrics" }
+func (Eval) Type() string        { return "eval" }
+func (Checkpoint) Type() string  { return "checkpoint" }
+func (Ledger) Type() string      { return "ledger" }
+func (Alarm) Type() string       { return "alarm" }
+func (Progress) Type() string    { return "progress" }
+func (RunEnd) Type() string      { return "run_end" }
+func (Error) Type() string       { return "error" }
+
+// Marshal writes one event as a JSON object with its "type" first.
+func Marshal(e Event) ([]byte, error) {
+	body, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("event %s did not marshal to an object", e.Type())
+	}
+	out := []byte(`{"type":` + strconv.Quote(e.Type()))
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, body[1:]...), nil
+}
+
+// Unmarshal reads one JSON line back into its typed event.
+func Unmarshal(line []byte) (Event, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
+		return nil, fmt.Errorf("event: %w", err)
+	}
+	var e Event
+	switch head.Type {
+	case "run_start":
+		e = &RunStart{}
+	case "phase":
+		e = &Phase{}
+	case "trajectory":
+		e = &Trajectory{}
+	case "metrics":
+		e = &StepMetrics{}
+	case "eval":
+		e = &Eval{}
+	case "checkpoint":
+		e = &Checkpoint{}
+	case "ledger":
+		e = &Ledger{}
+	case "alarm":
+		e = &Alarm{}
+	case "progress":
+		e = &Progress{}
+	case "run_end":
+		e = &RunEnd{}
+	case "error":
+		e = &Error{}
+	default:
+		return nil, fmt.Errorf("event: unknown type %q", head.Type)
+	}
+	if err := json.Unmarshal(line, e); err != nil {
+		return nil, fmt.Errorf("event %s: %w", head.Type, err)
+	}
+	return deref(e), nil
+}
+
+func deref(e Event) Event {
+	switch v := e.(type) {
+	case *RunStart:
+		return *v
+	case *Phase:
+		return *v
+	case *Trajectory:
+		return *v
+	case *StepMetrics:
+		return *v
+	case *Eval:
+		return *v
+	case *Checkpoint:
+		return *v
+	case *Ledger:
+		return *v
+	case *Alarm:
+		return *v
+	case *Progress:
+		return *v
+	case *RunEnd:
+		return *v
+	case *Error:
+		return *v
+	}
+	return e
+}

@@ -1,0 +1,55 @@
+package event
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"agentrl/envs"
+)
+
+func TestRoundTrip(t *testing.T) {
+	events := []Event{
+		RunStart{RunID: "r1", Name: "hybrid", Recipe: "retool.yaml", TotalSteps: 30, Backend: "go", Model: "builtin"},
+		Phase{Step: 1, Phase: "rollout", Seconds: 1.5},
+		Trajectory{Step: 1, TaskID: "t", Prompt: "p", Group: 2, Sample: 3, Turns: []Turn{{Assistant: "a", Code: "print(1)", Observation: "1", ToolStatus: "ok"}},
+			Reward: envs.Reward{Outcome: 1, Total: 1}, Correct: true, Hint: "h", Tokens: 40, Pieces: []string{"a"}, Advantages: []float32{0.5}},
+		StepMetrics{Step: 1, Metrics: map[string]float64{"loss": 0.1}},
+		Eval{Step: 2, PassAtK: map[int]float64{1: 0.41, 8: 0.77}, Best: true},
+		Checkpoint{Step: 2, Bytes: 100, Best: true},
+		Ledger{Backend: "go", Components: map[string]int64{"kv_cache": 10}, Budget: 100},
+		Alarm{Step: 3, Kind: AlarmLogProbMismatch, Value: 0.2, Threshold: 0.05, Message: "m"},
+		Progress{Step: 1, Phase: "rollout", Done: 3, Total: 64},
+		RunEnd{Status: "stopped", Reason: "early stop", BestStep: 2},
+		Error{Message: "x"},
+	}
+	for _, e := range events {
+		line, err := Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(line), `{"type":"`+e.Type()+`"`) {
+			t.Errorf("%s: line %s does not start with its type", e.Type(), line)
+		}
+		back, err := Unmarshal(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, e) {
+			t.Errorf("%s: round trip\n got %#v\nwant %#v", e.Type(), back, e)
+		}
+	}
+}
+
+func TestEvalJSONShape(t *testing.T) {
+	line, _ := Marshal(Eval{Step: 3, PassAtK: map[int]float64{1: 0.41, 8: 0.77}})
+	if string(line) != `{"type":"eval","step":3,"pass_at_k":{"1":0.41,"8":0.77},"best":false}` {
+		t.Errorf("got %s", line)
+	}
+	if _, err := Unmarshal([]byte(`{"type":"eval","pass_at_k":{"x":1}}`)); err == nil {
+		t.Error("non-integer k accepted")
+	}
+	if _, err := Unmarshal([]byte(`{"type":"party"}`)); err == nil || !strings.Contains(err.Error(), `"party"`) {
+		t.Errorf("unknown type: %v", err)
+	}
+}
