@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomlx/compute"
+	_ "github.com/gomlx/compute/gobackend"
+
+	"agentrl/engine/event"
+	"agentrl/engine/model"
+	"agentrl/engine/tokenizer"
+	"agentrl/recipes"
+	"agentrl/store"
+)
+
+// TestControllerEndToEnd runs the real loop — generator, ReTool environment with the Starlark
+// executor, rules hinter and PRM, reference-model teacher, GRPO+OPD update, eval, checkpoints —
+// for two steps on a tiny random model with the Qwen3 tokenizer, and checks the event stream
+// and the store.
+func TestControllerEndToEnd(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := compute.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 16, IntermediateSize: 32, NumLayers: 1,
+		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+	policy, err := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reference, err := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: map[string]string{
+		"run.max_steps": "2", "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_turns": "2",
+		"rollout.max_new_tokens": "12", "rollout.max_total_tokens": "128", "eval.every": "1", "eval.heldout_tasks": "2",
+		"eval.n_samples": "2", "eval.ks": "1,2", "checkpoint.every": "1", "env.tasks.train_size": "8", "env.tasks.heldout_size": "4", "early_stop.patience": "10",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	events := make(chan event.Event, 1024)
+	c, err := New(Options{Recipe: r, RecipePath: "retool.yaml", RunID: "test-run", Policy: policy, Reference: reference,
+		Tokenizer: tok, Store: st, Events: events, Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte("{}")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(context.Background()); close(events) }()
+	phases := map[string]int{}
+	counts := map[string]int{}
+	var end event.RunEnd
+	for e := range events {
+		counts[e.Type()]++
+		switch v := e.(type) {
+		case event.Phase:
+			phases[v.Phase]++
+			if v.Seconds < 0 {
+				t.Errorf("phase %s took %v s", v.Phase, v.Seconds)
+			}
+		case event.StepMetrics:
+			if v.Metrics["logprob_diff_max"] > 1e-3 {
+				t.Errorf("step %d: rollout/trainer log-prob mismatch %.2g with synced weights", v.Step, v.Metrics["logprob_diff_max"])
+			}
+		case event.RunEnd:
+			end = v
+		case event.Alarm:
+			t.Errorf("unexpected alarm: %+v", v)
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"rollout", "score", "reference", "advantage", "train", "sync", "eval", "save"} {
+		if phases[p] < 2 {
+			t.Errorf("phase %s appeared %d times; want at least 2 (one per step)", p, phases[p])
+		}
+	}
+	// eval runs at the start (recipe eval.at_start) and after each step.
+	if counts["trajectory"] != 8 || counts["metrics"] != 2 || counts["eval"] != 3 || counts["checkpoint"] != 2 || end.Status != "finished" {
+		t.Errorf("events %v, end %+v", counts, end)
+	}
+	run, err := st.GetRun("test-run")
+	if err != nil || run.Status != "finished" {
+		t.Errorf("stored run %+v %v", run, err)
+	}
+	cps, _ := st.Checkpoints("test-run")
+	if len(cps) == 0 {
+		t.Fatal("no checkpoint stored")
+	}
+	if err := st.Verify("test-run", cps[len(cps)-1].Step); err != nil {
+		t.Error(err)
+	}
+	trajs, _ := st.Trajectories("test-run", 2)
+	if len(trajs) != 4 {
+		t.Errorf("%d trajectories stored for step 2; want 4", len(trajs))
+	}
+}
