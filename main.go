@@ -11,13 +11,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gomlx/compute/dtypes"
 
+	"agentrl/engine"
 	"agentrl/engine/device"
+	"agentrl/engine/event"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
@@ -25,6 +30,7 @@ import (
 	"agentrl/envs/retool"
 	"agentrl/recipes"
 	"agentrl/store"
+	"agentrl/ui"
 )
 
 const usage = `agentrl-tui — agentic RL on one GPU
@@ -98,14 +104,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: unknown sub-command %q", errUsage, args[0])
 }
 
-// cmdRun loads and validates a recipe with its flag overrides, and reports the backend and the
-// memory plan. The training controller (rollout → score → update → sync → eval → save) is not
-// built yet; until it is, the command stops there and says so.
+// cmdRun runs a recipe: the controller loop with the headless reporters.
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	maxSteps := fs.Int("max-steps", 0, "override run.max_steps")
-	modelDir := fs.String("model", "", "override model.path (a HuggingFace folder)")
+	modelDir := fs.String("model", "", "override model.path (a HuggingFace folder with tokenizer.json)")
 	backend := fs.String("backend", "", "override backend.kind: auto, go, cuda")
 	uiMode := fs.String("ui", "", "override ui.mode: auto, tui, plain, json")
 	seed := fs.Int("seed", 0, "override run.seed")
@@ -132,14 +136,86 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "recipe %s: %s, %d steps, algorithm %s (hash %s)\n", path, r.Run.Name, r.Run.MaxSteps, r.Algorithm.Name, r.Hash()[:12])
+	mode, err := ui.Choose(r.UI.Mode, isTerminal(os.Stdin), isTerminal(os.Stdout))
+	if err != nil {
+		return err
+	}
+	if mode == ui.ModeTUI {
+		fmt.Fprintln(stderr, "the terminal workbench is not built yet (issue 8); showing plain progress lines")
+		mode = ui.ModePlain
+	}
+	dir := r.Model.Path
+	if dir == "" {
+		dir = builtinModelDir
+		if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+			return fmt.Errorf("recipe %s names no model and the built-in model is not shipped yet (issue 6): "+
+				"run with --model DIR, a Qwen3/Qwen2 HuggingFace folder with config.json, safetensors and tokenizer.json", path)
+		}
+	}
 	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, choice.Reason)
-	return errors.New("the training controller is not built yet (issue 5): this build validates recipes and " +
-		"runs score, generate, plan and bench; see README.md")
+	fmt.Fprintln(stderr, choice.Reason)
+	dt := dtypes.Float32
+	if r.Model.DType == "bf16" || (r.Model.DType == "auto" && choice.Kind == device.CUDA) {
+		dt = dtypes.BFloat16
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return err
+	}
+	policy, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
+	if err != nil {
+		return err
+	}
+	reference, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{}
+	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
+		if data, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			files[name] = data
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(r.Run.Store), 0o755); err != nil {
+		return fmt.Errorf("store folder: %w", err)
+	}
+	st, err := store.Open(r.Run.Store, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runID := fmt.Sprintf("%s-%s", r.Run.Name, time.Now().UTC().Format("20060102-150405"))
+	events := make(chan event.Event, 256)
+	c, err := engine.New(engine.Options{Recipe: r, RecipePath: path, RunID: runID, Policy: policy, Reference: reference,
+		Tokenizer: tok, Store: st, ModelFiles: files, Events: events, Backend: choice.Kind})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- c.Run(ctx)
+		close(events)
+	}()
+	if mode == ui.ModeJSON {
+		err = ui.JSONLines(stdout, events)
+	} else {
+		err = ui.Plain(stdout, events)
+	}
+	if rerr := <-runErr; rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // backendFlags are shared by every sub-command that computes.

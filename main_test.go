@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"agentrl/engine/model"
 	"agentrl/store"
+	"agentrl/store/safetensors"
 )
 
 func runCmd(t *testing.T, args ...string) (string, error) {
@@ -201,5 +203,56 @@ func TestExportedCheckpointLoadsAndMatches(t *testing.T) {
 		if math.Abs(sc.NextTokenLogprobs[i]-want) > 1e-4 {
 			t.Fatalf("exported model: log-prob %d = %v; want %v", i, sc.NextTokenLogprobs[i], want)
 		}
+	}
+}
+
+// TestRecipeRunJSON runs the real binary path of `agentrl-tui RECIPE --model DIR --ui json` for one
+// step on a tiny random model that uses the Qwen3 tokenizer, with the recipe shrunk through
+// AGENTRL_* overrides, and checks the JSON Lines stream and the store.
+func TestRecipeRunJSON(t *testing.T) {
+	dir := t.TempDir()
+	modelDir := filepath.Join(dir, "model")
+	tokSrc, _ := os.ReadFile(filepath.Join(fixture("qwen3-tokenizer"), "tokenizer.json.gz"))
+	os.MkdirAll(modelDir, 0o755)
+	os.WriteFile(filepath.Join(modelDir, "tokenizer.json.gz"), tokSrc, 0o644)
+	cfg := &model.Config{Family: model.Qwen3, VocabSize: 151669, HiddenSize: 16, IntermediateSize: 32, NumLayers: 1,
+		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true, DType: "float32"}
+	if err := model.RandomParams(cfg, 1, 0.02).Save(modelDir, safetensors.F32); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"AGENTRL_ROLLOUT_TASKS_PER_STEP": "2", "AGENTRL_ROLLOUT_GROUP_SIZE": "2", "AGENTRL_ROLLOUT_MAX_NEW_TOKENS": "12",
+		"AGENTRL_ROLLOUT_MAX_TOTAL_TOKENS": "128", "AGENTRL_EVAL_HELDOUT_TASKS": "2", "AGENTRL_EVAL_N_SAMPLES": "2",
+		"AGENTRL_EVAL_KS": "1,2", "AGENTRL_ENV_TASKS_TRAIN_SIZE": "8", "AGENTRL_ENV_TASKS_HELDOUT_SIZE": "4",
+	} {
+		t.Setenv(k, v)
+	}
+	dbPath := filepath.Join(dir, "runs.db")
+	out, err := runCmd(t, filepath.Join("recipes", "retool.yaml"), "--model", modelDir, "--max-steps", "1", "--ui", "json", "--store", dbPath, "--backend", "go")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	types := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var head struct {
+			Type    string             `json:"type"`
+			PassAtK map[string]float64 `json:"pass_at_k"`
+		}
+		if err := json.Unmarshal([]byte(line), &head); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		types[head.Type]++
+		if head.Type == "eval" && len(head.PassAtK) != 2 {
+			t.Errorf("eval line %s: want pass_at_k for k = 1, 2", line)
+		}
+	}
+	for _, want := range []string{"run_start", "phase", "trajectory", "metrics", "eval", "run_end"} {
+		if types[want] == 0 {
+			t.Errorf("no %s event in the stream: %v", want, types)
+		}
+	}
+	listing, err := runCmd(t, "runs", "--store", dbPath, "--json")
+	if err != nil || !strings.Contains(listing, `"status":"finished"`) {
+		t.Errorf("runs after the run: %s %v", listing, err)
 	}
 }

@@ -216,7 +216,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 			return c.save(ctx, step, true)
 		}
 	}
-	return nil
+	return c.save(ctx, r.Run.MaxSteps, true) // the final weights are always kept
 }
 
 func (c *Controller) phase(step int, name string, start time.Time) {

@@ -1,0 +1,117 @@
+// Package ui shows a run: the bubbletea workbench (not built yet) and the headless reporters
+// that print the same event stream as plain lines or JSON Lines.
+package ui
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"agentrl/engine/event"
+)
+
+// Modes of --ui.
+const (
+	ModeAuto  = "auto"
+	ModeTUI   = "tui"
+	ModePlain = "plain"
+	ModeJSON  = "json"
+)
+
+// Choose resolves auto: the TUI only when both stdin and stdout are terminals.
+func Choose(mode string, stdinTTY, stdoutTTY bool) (string, error) {
+	switch mode {
+	case ModeAuto, "":
+		if stdinTTY && stdoutTTY {
+			return ModeTUI, nil
+		}
+		return ModePlain, nil
+	case ModeTUI, ModePlain, ModeJSON:
+		return mode, nil
+	}
+	return "", fmt.Errorf("--ui %q is not one of auto, tui, plain, json", mode)
+}
+
+// JSONLines writes one JSON object per event until the channel closes.
+func JSONLines(w io.Writer, events <-chan event.Event) error {
+	for e := range events {
+		line, err := event.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Plain writes one line per event for people reading a log; rollout progress is shown every
+// quarter of the batch.
+func Plain(w io.Writer, events <-chan event.Event) error {
+	for e := range events {
+		line := PlainLine(e)
+		if line == "" {
+			continue
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PlainLine formats one event ("" for events not worth a line).
+func PlainLine(e event.Event) string {
+	switch v := e.(type) {
+	case event.RunStart:
+		return fmt.Sprintf("run %s (%s): recipe %s, %d steps, backend %s", v.RunID, v.Name, v.Recipe, v.TotalSteps, v.Backend)
+	case event.Phase:
+		return fmt.Sprintf("step %d  %-9s %6.2fs", v.Step, v.Phase, v.Seconds)
+	case event.Progress:
+		quarter := max(1, v.Total/4)
+		if v.Done%quarter != 0 && v.Done != v.Total {
+			return ""
+		}
+		return fmt.Sprintf("step %d  %s %d/%d", v.Step, v.Phase, v.Done, v.Total)
+	case event.Trajectory:
+		return ""
+	case event.StepMetrics:
+		keys := make([]string, 0, len(v.Metrics))
+		for k := range v.Metrics {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s=%.4g", k, v.Metrics[k])
+		}
+		return fmt.Sprintf("step %d  metrics %s", v.Step, strings.Join(parts, " "))
+	case event.Eval:
+		var parts []string
+		for _, k := range v.Ks() {
+			parts = append(parts, fmt.Sprintf("pass@%d=%.3f", k, v.PassAtK[k]))
+		}
+		best := ""
+		if v.Best {
+			best = " (best)"
+		}
+		return fmt.Sprintf("step %d  eval %s%s", v.Step, strings.Join(parts, " "), best)
+	case event.Checkpoint:
+		return fmt.Sprintf("step %d  checkpoint %.1f MB", v.Step, float64(v.Bytes)/1e6)
+	case event.Alarm:
+		return fmt.Sprintf("step %d  ALARM %s: %s (%.3g > %.3g)", v.Step, v.Kind, v.Message, v.Value, v.Threshold)
+	case event.Ledger:
+		return fmt.Sprintf("ledger %s: %d components, budget %d bytes", v.Backend, len(v.Components), v.Budget)
+	case event.RunEnd:
+		s := "run " + v.Status
+		if v.Reason != "" {
+			s += ": " + v.Reason
+		}
+		return s + fmt.Sprintf(" (best step %d)", v.BestStep)
+	case event.Error:
+		return "error: " + v.Message
+	}
+	return ""
+}
