@@ -50,6 +50,7 @@ usage:
   agentrl-tui tool run --executor python|starlark [--timeout D] < code
                                            run code as the environment would; JSON observation and status
   agentrl-tui runs --store PATH [--json]   runs in a store: status, steps, checkpoints, best pass@k
+  agentrl-tui resume --store PATH RUN      continue a run from its latest checkpoint
   agentrl-tui export --store PATH --run RUN --step S OUT
                                            write a checkpoint as a HuggingFace folder
   agentrl-tui help                         this text
@@ -97,6 +98,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdRuns(args[1:], stdout, stderr)
 	case "export":
 		return cmdExport(args[1:], stdout, stderr)
+	case "resume":
+		return cmdResume(args[1:], stdout, stderr)
 	}
 	if strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml") || strings.HasPrefix(args[0], "-") {
 		return cmdRun(args, stdout, stderr)
@@ -136,6 +139,48 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	runID := fmt.Sprintf("%s-%s", r.Run.Name, time.Now().UTC().Format("20060102-150405"))
+	return execute(r, path, runID, "", stdout, stderr)
+}
+
+// cmdResume continues a stored run from its latest checkpoint with the recipe it was started with.
+func cmdResume(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storePath := fs.String("store", "runs/agentrl.db", "the store file")
+	uiMode := fs.String("ui", "", "override ui.mode: auto, tui, plain, json")
+	runID, err := flagsAfter(fs, args)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if runID == "" {
+		return errors.New("resume: usage: agentrl-tui resume --store PATH RUN (agentrl-tui runs lists the runs)")
+	}
+	st, err := store.Open(*storePath, store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	run, err := st.GetRun(runID)
+	st.Close()
+	if err != nil {
+		return err
+	}
+	var r recipes.Recipe
+	if err := json.Unmarshal([]byte(run.RecipeYAML), &r); err != nil {
+		return fmt.Errorf("resume: the stored recipe of run %s is unreadable: %w", runID, err)
+	}
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("resume: the stored recipe of run %s: %w", runID, err)
+	}
+	r.Run.Store = *storePath
+	if *uiMode != "" {
+		r.UI.Mode = *uiMode
+	}
+	return execute(&r, run.Recipe, runID, "resume", stdout, stderr)
+}
+
+// execute runs a validated recipe (resume: from the run's latest checkpoint).
+func execute(r *recipes.Recipe, path, runID, resume string, stdout, stderr io.Writer) error {
 	mode, err := ui.Choose(r.UI.Mode, isTerminal(os.Stdin), isTerminal(os.Stdout))
 	if err != nil {
 		return err
@@ -187,10 +232,20 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	runID := fmt.Sprintf("%s-%s", r.Run.Name, time.Now().UTC().Format("20060102-150405"))
+	var cp *store.Checkpoint
+	if resume != "" {
+		m, err := st.LatestCheckpoint(runID)
+		if err != nil {
+			return err
+		}
+		if cp, err = st.LoadCheckpoint(runID, m.Step); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "resuming run %s from step %d\n", runID, m.Step)
+	}
 	events := make(chan event.Event, 256)
 	c, err := engine.New(engine.Options{Recipe: r, RecipePath: path, RunID: runID, Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, ModelFiles: files, Events: events, Backend: choice.Kind})
+		Tokenizer: tok, Store: st, ModelFiles: files, Events: events, Backend: choice.Kind, Resume: cp})
 	if err != nil {
 		return err
 	}

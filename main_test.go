@@ -157,6 +157,8 @@ func TestBadInputErrors(t *testing.T) {
 		{[]string{"tool"}, "tool needs a verb"},
 		{[]string{"runs", "--store", "/no/such.db"}, "/no/such.db"},
 		{[]string{"export", "--store", "x.db"}, "usage: agentrl-tui export"},
+		{[]string{"resume"}, "usage: agentrl-tui resume"},
+		{[]string{"recipes/retool.yaml", "--backend", "go"}, "built-in model is not shipped yet"},
 		{[]string{"recipes/retool.yaml", "--backend", "tpu"}, "tpu"},
 	} {
 		_, err := runCmd(t, tc.args...)
@@ -253,6 +255,18 @@ func TestRecipeRunJSON(t *testing.T) {
 	}
 	listing, err := runCmd(t, "runs", "--store", dbPath, "--json")
 	if err != nil || !strings.Contains(listing, `"status":"finished"`) {
-		t.Errorf("runs after the run: %s %v", listing, err)
+		t.Fatalf("runs after the run: %s %v", listing, err)
+	}
+	var runs []struct {
+		ID          string `json:"id"`
+		Checkpoints []int  `json:"checkpoints"`
+	}
+	if err := json.Unmarshal([]byte(listing), &runs); err != nil || len(runs) != 1 || len(runs[0].Checkpoints) == 0 {
+		t.Fatalf("runs --json: %s (%v)", listing, err)
+	}
+	// Resume reads the stored recipe and the latest checkpoint; with every step done it ends at once.
+	out, err = runCmd(t, "resume", "--store", dbPath, "--ui", "json", runs[0].ID)
+	if err != nil || !strings.Contains(out, `"type":"run_end","status":"finished"`) {
+		t.Errorf("resume: %v\n%s", err, out)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gomlx/gomlx/core/tensors"
+
 	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
@@ -40,6 +42,9 @@ type Options struct {
 	Backend    string
 	// LogProbAlarm is the max |rollout − trainer| log-prob allowed before an alarm (default 1e-3).
 	LogProbAlarm float64
+	// Resume continues a run from this checkpoint: weights, optimizer moments, data position and
+	// the best-so-far bookkeeping. The run record in the store must exist.
+	Resume *store.Checkpoint
 }
 
 // Controller runs one recipe.
@@ -60,6 +65,7 @@ type Controller struct {
 	bestStep  int
 	sinceBest int
 	lastSaved int
+	start     int // first step to run (1, or the step after a resumed checkpoint)
 }
 
 // New prepares the generator, trainer, executor and task sets.
@@ -71,7 +77,7 @@ func New(o Options) (*Controller, error) {
 	if o.LogProbAlarm == 0 {
 		o.LogProbAlarm = 1e-3
 	}
-	c := &Controller{o: o, r: r, best: -1}
+	c := &Controller{o: o, r: r, best: -1, start: 1}
 	var ok bool
 	if c.imEnd, ok = o.Tokenizer.TokenID("<|im_end|>"); !ok {
 		return nil, errors.New("engine: the tokenizer has no <|im_end|> token (a Qwen chat tokenizer is needed)")
@@ -127,7 +133,53 @@ func New(o Options) (*Controller, error) {
 		c.gen.Close()
 		return nil, err
 	}
+	if o.Resume != nil {
+		if err := c.restore(o.Resume); err != nil {
+			c.gen.Close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// restore loads a checkpoint's weights, moments and bookkeeping.
+func (c *Controller) restore(cp *store.Checkpoint) error {
+	src := fmt.Sprintf("checkpoint %s/%d", cp.Run, cp.Step)
+	if err := c.o.Policy.Params.SetFromTensors(cp.Weights, src); err != nil {
+		return err
+	}
+	if len(cp.Moments) > 0 {
+		byName := map[string]*safetensors.Tensor{}
+		for _, t := range cp.Moments {
+			byName[t.Name] = t
+		}
+		var m, v []*tensors.Tensor
+		for _, spec := range c.o.Policy.Params.Specs {
+			for _, pre := range []string{"m.", "v."} {
+				t, ok := byName[pre+spec.Name]
+				if !ok {
+					return fmt.Errorf("%s: optimizer moment %s%s is missing", src, pre, spec.Name)
+				}
+				vals, err := t.Float32()
+				if err != nil {
+					return err
+				}
+				tt := tensors.FromFlatDataAndDimensions(vals, spec.Dims...)
+				if pre == "m." {
+					m = append(m, tt)
+				} else {
+					v = append(v, tt)
+				}
+			}
+		}
+		if err := c.tr.SetMoments(m, v, int(cp.Metrics["adam_step"])); err != nil {
+			return err
+		}
+	}
+	c.start = cp.Step + 1
+	c.best, c.bestStep, c.sinceBest = cp.Metrics["best"], int(cp.Metrics["best_step"]), int(cp.Metrics["since_best"])
+	c.lastSaved = cp.Step
+	return nil
 }
 
 func klLoss(r *recipes.Recipe) float64 {
@@ -170,7 +222,16 @@ type traj struct {
 func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.r
 	c.emit(event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path})
-	if c.o.Store != nil {
+	if c.o.Store != nil && c.o.Resume != nil {
+		run, err := c.o.Store.GetRun(c.o.RunID)
+		if err != nil {
+			return err
+		}
+		run.Status, run.StopReason = "running", ""
+		if err := c.o.Store.PutRun(run); err != nil {
+			return err
+		}
+	} else if c.o.Store != nil {
 		yaml, _ := json.Marshal(r)
 		if err := c.o.Store.PutRun(store.Run{ID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps}); err != nil {
 			return err
@@ -190,12 +251,12 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		}
 		c.emit(event.RunEnd{Status: status, Reason: reason, BestStep: c.bestStep})
 	}()
-	if r.Eval.AtStart {
+	if r.Eval.AtStart && c.o.Resume == nil {
 		if _, err := c.evaluate(ctx, 0); err != nil {
 			return err
 		}
 	}
-	for step = 1; step <= r.Run.MaxSteps; step++ {
+	for step = c.start; step <= r.Run.MaxSteps; step++ {
 		if err := c.step(ctx, step); err != nil {
 			if ctx.Err() != nil {
 				status, reason = "stopped", "interrupted"
@@ -598,9 +659,29 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	if err != nil {
 		return err
 	}
+	m, v, adamStep := c.tr.Moments()
 	cp := &store.Checkpoint{Manifest: store.Manifest{Run: c.o.RunID, Step: step, RecipeHash: c.r.Hash(),
-		DataPosition: int64(step * c.r.Rollout.TasksPerStep), Metrics: map[string]float64{"best": c.best}},
+		DataPosition: int64(step * c.r.Rollout.TasksPerStep),
+		Metrics:      map[string]float64{"best": c.best, "best_step": float64(c.bestStep), "since_best": float64(c.sinceBest), "adam_step": float64(adamStep)}},
 		Weights: ts, FileData: c.o.ModelFiles}
+	if c.r.Checkpoint.SaveOptimizer {
+		for i, spec := range c.o.Policy.Params.Specs {
+			for _, pair := range []struct {
+				prefix string
+				t      *tensors.Tensor
+			}{{"m.", m[i]}, {"v.", v[i]}} {
+				vals, err := tensors.CopyFlatData[float32](pair.t)
+				if err != nil {
+					return err
+				}
+				st, err := safetensors.FromFloat32(pair.prefix+spec.Name, spec.Dims, vals, safetensors.F32)
+				if err != nil {
+					return err
+				}
+				cp.Moments = append(cp.Moments, st)
+			}
+		}
+	}
 	if err := c.o.Store.SaveCheckpoint(cp); err != nil {
 		return err
 	}

@@ -15,15 +15,21 @@ import (
 	"agentrl/store"
 )
 
+func qwenTokenizer(t *testing.T) *tokenizer.Tokenizer {
+	t.Helper()
+	tok, err := tokenizer.Load(filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
 // TestControllerEndToEnd runs the real loop — generator, ReTool environment with the Starlark
 // executor, rules hinter and PRM, reference-model teacher, GRPO+OPD update, eval, checkpoints —
 // for two steps on a tiny random model with the Qwen3 tokenizer, and checks the event stream
 // and the store.
 func TestControllerEndToEnd(t *testing.T) {
-	tok, err := tokenizer.Load(filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := qwenTokenizer(t)
 	backend, err := compute.NewWithConfig("go")
 	if err != nil {
 		t.Fatal(err)
@@ -107,5 +113,81 @@ func TestControllerEndToEnd(t *testing.T) {
 	trajs, _ := st.Trajectories("test-run", 2)
 	if len(trajs) != 4 {
 		t.Errorf("%d trajectories stored for step 2; want 4", len(trajs))
+	}
+}
+
+// TestResumeMatchesUninterrupted: a run stopped after step 1 and resumed from its checkpoint
+// (weights, AdamW moments, data position) produces the same step-2 metrics as a run that went
+// straight through, on the CPU backend.
+func TestResumeMatchesUninterrupted(t *testing.T) {
+	tok := qwenTokenizer(t)
+	backend, err := compute.NewWithConfig("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 16, IntermediateSize: 32, NumLayers: 1,
+		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: map[string]string{
+		"run.max_steps": "2", "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_turns": "2",
+		"rollout.max_new_tokens": "10", "rollout.max_total_tokens": "128", "eval.every": "5", "eval.at_start": "false",
+		"eval.heldout_tasks": "2", "eval.n_samples": "2", "eval.ks": "1,2", "checkpoint.every": "1",
+		"env.tasks.train_size": "8", "env.tasks.heldout_size": "4", "early_stop.patience": "10", "train.lr": "0.01",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run := func(id string, resume *store.Checkpoint, stopAfter int) map[int]map[string]float64 {
+		policy, _ := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
+		reference, _ := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
+		events := make(chan event.Event, 1024)
+		c, err := New(Options{Recipe: r, RunID: id, Policy: policy, Reference: reference, Tokenizer: tok, Store: st, Events: events, Resume: resume})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		errc := make(chan error, 1)
+		go func() { errc <- c.Run(context.Background()); close(events) }()
+		metrics := map[int]map[string]float64{}
+		for e := range events {
+			if m, ok := e.(event.StepMetrics); ok {
+				metrics[m.Step] = m.Metrics
+				if m.Step == stopAfter {
+					c.StopAfterStep()
+				}
+			}
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		return metrics
+	}
+	straight := run("straight", nil, 0)
+	first := run("interrupted", nil, 1)
+	if _, ran := first[2]; ran {
+		t.Fatal("the interrupted run did not stop after step 1")
+	}
+	cp, err := st.LoadCheckpoint("interrupted", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cp.Moments) == 0 {
+		t.Fatal("the checkpoint holds no optimizer moments")
+	}
+	resumed := run("interrupted", cp, 0)
+	if _, again := resumed[1]; again {
+		t.Error("the resumed run repeated step 1")
+	}
+	for _, k := range []string{"loss", "reward_mean", "grad_norm", "clip_frac", "logprob_diff_max", "lr"} {
+		if straight[2][k] != resumed[2][k] {
+			t.Errorf("step 2 %s: uninterrupted %v, resumed %v", k, straight[2][k], resumed[2][k])
+		}
+	}
+	if runRec, _ := st.GetRun("interrupted"); runRec.Status != "finished" {
+		t.Errorf("resumed run status %q", runRec.Status)
 	}
 }

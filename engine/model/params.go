@@ -187,6 +187,24 @@ func ParamsFromFile(f *safetensors.File, c *Config, source string) (*Params, err
 	return p, nil
 }
 
+// SetFromTensors replaces every parameter's value with the same-named safetensors tensor (F32,
+// BF16 or F16), checking names and shapes: loading a checkpoint into a live model.
+func (p *Params) SetFromTensors(ts []*safetensors.Tensor, source string) error {
+	f := &safetensors.File{Tensors: map[string]*safetensors.Tensor{}, Source: source}
+	for _, t := range ts {
+		f.Tensors[t.Name] = t
+	}
+	q, err := ParamsFromFile(f, p.Config, source)
+	if err != nil {
+		return err
+	}
+	for i := range p.Values {
+		p.Values[i].FinalizeAll()
+		p.Values[i] = q.Values[i]
+	}
+	return nil
+}
+
 // Tensors converts the parameters into safetensors tensors of the given dtype (F32, BF16, F16),
 // in sorted-name order.
 func (p *Params) Tensors(dt safetensors.DType) ([]*safetensors.Tensor, error) {

@@ -335,3 +335,22 @@ func LR(base float64, step, warmup, total int, schedule string) float64 {
 	}
 	return base
 }
+
+// Moments returns the AdamW first and second moments (in parameter order) and the update count,
+// for checkpoints.
+func (tr *Trainer) Moments() (m, v []*tensors.Tensor, step int) { return tr.mom, tr.vel, tr.step }
+
+// SetMoments restores moments and the update count saved by Moments (resume).
+func (tr *Trainer) SetMoments(m, v []*tensors.Tensor, step int) error {
+	n := len(tr.m.Params.Specs)
+	if len(m) != n || len(v) != n {
+		return fmt.Errorf("train: %d/%d moment tensors for %d parameters", len(m), len(v), n)
+	}
+	for i, s := range tr.m.Params.Specs {
+		if !m[i].Shape().Equal(s.Shape()) || !v[i].Shape().Equal(s.Shape()) {
+			return fmt.Errorf("train: moments of %s have shape %s, want %s", s.Name, m[i].Shape(), s.Shape())
+		}
+	}
+	tr.mom, tr.vel, tr.step = m, v, step
+	return nil
+}
