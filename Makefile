@@ -5,7 +5,7 @@ RECIPE    ?= recipes/retool.yaml
 # The whole suite must stay well inside CI's budget on a 2-core machine.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: build run test bench lint fuzz clean
+.PHONY: build run test bench lint fuzz clean builtin
 
 build:
 	CGO_ENABLED=1 $(GO) build -o $(BIN) .
@@ -29,6 +29,10 @@ FUZZTIME ?= 60s
 fuzz:
 	$(GO) test ./engine/tokenizer -run '^$$' -fuzz FuzzRoundTrip -fuzztime $(FUZZTIME)
 	$(GO) test ./store/safetensors -run '^$$' -fuzz FuzzParseHeader -fuzztime $(FUZZTIME)
+
+# Rebuilds the built-in model shipped in testdata/builtin (tokenizer + SFT on the CPU, ~20 min).
+builtin: build
+	./$(BIN) sft --recipe $(RECIPE) --out testdata/builtin --steps 240 --examples 2000 --backend go
 
 clean:
 	rm -rf bin

@@ -51,6 +51,10 @@ usage:
                                            run code as the environment would; JSON observation and status
   agentrl-tui runs --store PATH [--json]   runs in a store: status, steps, checkpoints, best pass@k
   agentrl-tui resume --store PATH RUN      continue a run from its latest checkpoint
+  agentrl-tui tokenizer train --corpus FILE --vocab N --out DIR
+                                           byte-level BPE with the chat specials, as a HF tokenizer.json
+  agentrl-tui sft --recipe RECIPE --out DIR [--steps N --vocab N --hidden N --layers N]
+                                           train a tokenizer and a small model on tool-use demonstrations
   agentrl-tui export --store PATH --run RUN --step S OUT
                                            write a checkpoint as a HuggingFace folder
   agentrl-tui help                         this text
@@ -100,6 +104,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdExport(args[1:], stdout, stderr)
 	case "resume":
 		return cmdResume(args[1:], stdout, stderr)
+	case "sft":
+		return cmdSFT(args[1:], stdout, stderr)
+	case "tokenizer":
+		return cmdTokenizerTrain(args[1:], stdout, stderr)
 	}
 	if strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml") || strings.HasPrefix(args[0], "-") {
 		return cmdRun(args, stdout, stderr)
@@ -738,5 +746,75 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "exported %s step %d to %s\n", *run, *step, out)
+	return nil
+}
+
+func cmdSFT(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sft", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var bf backendFlags
+	bf.register(fs)
+	recipe := fs.String("recipe", "recipes/retool.yaml", "recipe whose task set and lengths the demonstrations follow")
+	out := fs.String("out", "", "output folder (a HuggingFace model folder)")
+	o := engine.SFTOptions{}
+	fs.IntVar(&o.Examples, "examples", 2000, "demonstrations")
+	fs.IntVar(&o.Vocab, "vocab", 512, "tokenizer vocabulary size")
+	fs.IntVar(&o.Hidden, "hidden", 128, "hidden size")
+	fs.IntVar(&o.Layers, "layers", 4, "decoder layers")
+	fs.IntVar(&o.Steps, "steps", 300, "optimizer steps")
+	fs.IntVar(&o.Batch, "batch", 16, "sequences per step")
+	fs.Float64Var(&o.LR, "lr", 3e-3, "peak learning rate (warm-up then cosine)")
+	seed := fs.Uint64("seed", 1, "seed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("sft: --out DIR is required")
+	}
+	r, err := recipes.Load(*recipe, recipes.Options{})
+	if err != nil {
+		return err
+	}
+	choice, err := bf.open(stderr)
+	if err != nil {
+		return err
+	}
+	o.Recipe, o.Backend, o.Out, o.Seed, o.Log = r, choice.Backend, *out, *seed, stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := engine.SFT(ctx, o); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", *out)
+	return nil
+}
+
+func cmdTokenizerTrain(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "train" {
+		return fmt.Errorf("%w: tokenizer needs a verb: tokenizer train --corpus FILE --vocab N --out DIR", errUsage)
+	}
+	fs := flag.NewFlagSet("tokenizer train", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	corpus := fs.String("corpus", "", "text file; each paragraph (blank-line separated) is one document")
+	vocab := fs.Int("vocab", 512, "vocabulary size including the 256 byte tokens and the chat specials")
+	out := fs.String("out", "", "output folder")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *corpus == "" || *out == "" {
+		return errors.New("tokenizer train: --corpus FILE and --out DIR are required")
+	}
+	data, err := os.ReadFile(*corpus)
+	if err != nil {
+		return fmt.Errorf("tokenizer train: %w", err)
+	}
+	doc, err := tokenizer.Train(strings.Split(string(data), "\n\n"), *vocab, tokenizer.ChatSpecials())
+	if err != nil {
+		return err
+	}
+	if err := tokenizer.WriteTrained(*out, doc); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s/tokenizer.json\n", *out)
 	return nil
 }

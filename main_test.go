@@ -158,6 +158,9 @@ func TestBadInputErrors(t *testing.T) {
 		{[]string{"runs", "--store", "/no/such.db"}, "/no/such.db"},
 		{[]string{"export", "--store", "x.db"}, "usage: agentrl-tui export"},
 		{[]string{"resume"}, "usage: agentrl-tui resume"},
+		{[]string{"tokenizer"}, "tokenizer needs a verb"},
+		{[]string{"tokenizer", "train", "--out", "x"}, "--corpus FILE and --out DIR are required"},
+		{[]string{"sft"}, "--out DIR is required"},
 		{[]string{"recipes/retool.yaml", "--backend", "go"}, "built-in model is not shipped yet"},
 		{[]string{"recipes/retool.yaml", "--backend", "tpu"}, "tpu"},
 	} {

@@ -323,3 +323,45 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// TestTrainRoundTrip trains a small BPE on chat-formatted text, loads the written tokenizer.json
+// with this package's loader, and checks round trips, special tokens and determinism.
+func TestTrainRoundTrip(t *testing.T) {
+	var texts []string
+	for i := 0; i < 200; i++ {
+		msgs := []Message{{Role: "user", Content: "What is " + strings.Repeat("12", i%4+1) + " * 7 mod 97?"},
+			{Role: "assistant", Content: "<code>\nprint((12 * 7) % 97)\n</code>"}}
+		text, _ := RenderChat(msgs, nil, false)
+		texts = append(texts, text)
+	}
+	doc, err := Train(texts, 400, ChatSpecials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Train(texts, 400, ChatSpecials())
+	if string(doc) != string(again) {
+		t.Error("training is not deterministic")
+	}
+	tok, err := Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() > 400 {
+		t.Errorf("vocab %d > 400", tok.VocabSize())
+	}
+	for _, s := range append(texts[:3], "unseen ü text 🚀 <|im_end|>", "") {
+		ids := tok.Encode(s)
+		if got := tok.Decode(ids, false); got != s {
+			t.Errorf("round trip %q → %q", s, got)
+		}
+	}
+	if id, ok := tok.TokenID("<|im_end|>"); !ok || !tok.IsSpecial(id) {
+		t.Error("<|im_end|> is not a special token")
+	}
+	if n := len(tok.Encode(texts[0])); n >= len(texts[0])/2 {
+		t.Errorf("%d tokens for %d bytes: the merges do not compress", n, len(texts[0]))
+	}
+	if _, err := Train(texts, 100, ChatSpecials()); err == nil {
+		t.Error("vocab 100 accepted")
+	}
+}

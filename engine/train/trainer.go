@@ -354,3 +354,38 @@ func (tr *Trainer) SetMoments(m, v []*tensors.Tensor, step int) error {
 	tr.mom, tr.vel, tr.step = m, v, step
 	return nil
 }
+
+// SFTStep is one supervised step: it raises the log-likelihood of the masked tokens (the
+// clipped surrogate at ratio 1 with advantage 1 has exactly the log-likelihood's gradient) and
+// returns their mean negative log-likelihood before the update.
+func (tr *Trainer) SFTStep(seqs []Sequence, lr float64) (float64, error) {
+	for i := range seqs {
+		seqs[i].Advantages = make([]float32, len(seqs[i].Tokens))
+		seqs[i].OldLogProbs = make([]float32, len(seqs[i].Tokens))
+		for j := range seqs[i].Advantages {
+			seqs[i].Advantages[j] = 1
+		}
+	}
+	b, err := Pack(seqs, 0)
+	if err != nil {
+		return 0, err
+	}
+	lp, err := tr.LogProbs(b)
+	if err != nil {
+		return 0, err
+	}
+	var nll, n float64
+	for i := 0; i < b.B; i++ {
+		for p := 0; p < b.T; p++ {
+			if k := i*b.T + p; b.Mask[k] > 0 {
+				b.OldLogProbs[k] = lp[i][p]
+				nll -= float64(lp[i][p])
+				n++
+			}
+		}
+	}
+	if _, err := tr.Step(b, lr); err != nil {
+		return 0, err
+	}
+	return nll / max(n, 1), nil
+}

@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gomlx/compute"
+
+	"agentrl/engine/model"
+	"agentrl/engine/tokenizer"
+	"agentrl/engine/train"
+	"agentrl/envs/retool"
+	"agentrl/recipes"
+	"agentrl/store/safetensors"
+)
+
+// SFTOptions describe a supervised warm-start: demonstrations from the recipe's synthetic task
+// set, a byte-level BPE trained on them, and a small Qwen3-shaped model trained on them.
+type SFTOptions struct {
+	Recipe   *recipes.Recipe
+	Backend  compute.Backend
+	Out      string // HF folder written: config.json, model.safetensors, tokenizer.json
+	Examples int    // demonstrations (default 2000)
+	Vocab    int    // tokenizer size (default 512)
+	Hidden   int    // default 128
+	Layers   int    // default 4
+	Steps    int    // optimizer steps (default 300)
+	Batch    int    // sequences per step (default 16)
+	LR       float64
+	Seed     uint64
+	Log      io.Writer // progress lines
+}
+
+// SFT builds the demonstrations, trains the tokenizer and the model, and writes the folder.
+func SFT(ctx context.Context, o SFTOptions) error {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.Examples, 2000)
+	def(&o.Vocab, 512)
+	def(&o.Hidden, 128)
+	def(&o.Layers, 4)
+	def(&o.Steps, 300)
+	def(&o.Batch, 16)
+	if o.LR == 0 {
+		o.LR = 3e-3
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	r := o.Recipe
+	t0 := time.Now()
+	tasks, _, err := retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}.Split(o.Examples, 0)
+	if err != nil {
+		return err
+	}
+	sess, err := (&retool.Starlark{}).NewSession()
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 17))
+	var convs [][]tokenizer.Message
+	var texts []string
+	for _, t := range tasks {
+		kind := retool.DemoTool
+		switch x := rng.Float64(); {
+		case x < 0.2:
+			kind = retool.DemoRecover
+		case x < 0.3:
+			kind = retool.DemoDirect
+		}
+		demo, err := retool.Demonstration(ctx, t, kind, sess, retool.FormatInterpreter)
+		if err != nil {
+			return err
+		}
+		conv := []tokenizer.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: t.Prompt}}
+		for _, m := range demo {
+			conv = append(conv, tokenizer.Message{Role: m.Role, Content: m.Content})
+		}
+		pieces, err := turnPieces(conv)
+		if err != nil {
+			return err
+		}
+		var text strings.Builder
+		for _, p := range pieces {
+			text.WriteString(p.text)
+		}
+		convs, texts = append(convs, conv), append(texts, text.String())
+	}
+	fmt.Fprintf(o.Log, "sft: %d demonstrations in %.1fs\n", len(texts), time.Since(t0).Seconds())
+	doc, err := tokenizer.Train(texts, o.Vocab, tokenizer.ChatSpecials())
+	if err != nil {
+		return err
+	}
+	tok, err := tokenizer.Parse(doc)
+	if err != nil {
+		return err
+	}
+	var seqs []train.Sequence
+	for _, conv := range convs {
+		s, ok := maskAssistant(tok, conv)
+		if ok && len(s.Tokens) <= r.Rollout.MaxTotalTokens {
+			seqs = append(seqs, s)
+		}
+	}
+	if len(seqs) == 0 {
+		return fmt.Errorf("sft: no demonstration fits rollout.max_total_tokens %d", r.Rollout.MaxTotalTokens)
+	}
+	fmt.Fprintf(o.Log, "sft: tokenizer of %d ids; %d sequences\n", tok.VocabSize(), len(seqs))
+	heads := max(2, o.Hidden/32)
+	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: o.Hidden, IntermediateSize: 2 * o.Hidden,
+		NumLayers: o.Layers, NumHeads: heads, NumKVHeads: max(1, heads/2), HeadDim: 32, RMSNormEps: 1e-6, RopeTheta: 10000,
+		MaxPositions: 1024, TieWordEmbeddings: true, DType: "float32"}
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	cfg.EOSTokenIDs = []int32{imEnd}
+	m, err := model.New(o.Backend, model.RandomParams(cfg, o.Seed, 0.02), model.Options{})
+	if err != nil {
+		return err
+	}
+	tr, err := train.New(m, train.Config{LR: o.LR, GradClip: 1, WeightDecay: 0.01, LogitsChunk: 64})
+	if err != nil {
+		return err
+	}
+	for step := 1; step <= o.Steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch := make([]train.Sequence, o.Batch)
+		for i := range batch {
+			s := seqs[rng.IntN(len(seqs))]
+			batch[i] = train.Sequence{Tokens: s.Tokens, LossMask: s.LossMask}
+		}
+		lr := train.LR(o.LR, step, o.Steps/10, o.Steps, "cosine")
+		nll, err := tr.SFTStep(batch, lr)
+		if err != nil {
+			return err
+		}
+		if step%10 == 0 || step == 1 {
+			fmt.Fprintf(o.Log, "sft: step %d/%d nll %.3f lr %.2g (%.0fs)\n", step, o.Steps, nll, lr, time.Since(t0).Seconds())
+		}
+	}
+	if err := m.Params.Save(o.Out, safetensors.F32); err != nil {
+		return err
+	}
+	return tokenizer.WriteTrained(o.Out, doc)
+}
+
+// piece is a stretch of a trajectory's text; policy pieces are the model's own tokens.
+type piece struct {
+	text   string
+	policy bool
+}
+
+// turnPieces lays a conversation out exactly as the controller builds a trajectory: the
+// rendered opening with the generation prompt, then each assistant turn's content closed by
+// <|im_end|> (policy), and each observation as a user turn followed by a new generation prompt.
+// (The chat template would add an empty <think> block to a final assistant turn; rollouts never
+// produce one.)
+func turnPieces(conv []tokenizer.Message) ([]piece, error) {
+	opening, err := tokenizer.RenderChat(conv[:2], nil, true)
+	if err != nil {
+		return nil, err
+	}
+	pieces := []piece{{opening, false}}
+	for _, m := range conv[2:] {
+		if m.Role == "assistant" {
+			pieces = append(pieces, piece{m.Content + "<|im_end|>", true})
+		} else {
+			pieces = append(pieces, piece{"\n<|im_start|>user\n" + m.Content + "<|im_end|>\n<|im_start|>assistant\n", false})
+		}
+	}
+	return pieces, nil
+}
+
+// maskAssistant tokenizes a conversation piece by piece and marks the assistant's own tokens
+// (its content and the closing <|im_end|>) as trained.
+func maskAssistant(tok *tokenizer.Tokenizer, conv []tokenizer.Message) (train.Sequence, bool) {
+	pieces, err := turnPieces(conv)
+	if err != nil {
+		return train.Sequence{}, false
+	}
+	var s train.Sequence
+	for _, p := range pieces {
+		ids := tok.Encode(p.text)
+		s.Tokens = append(s.Tokens, ids...)
+		for range ids {
+			s.LossMask = append(s.LossMask, p.policy)
+		}
+	}
+	return s, true
+}
+
+// BuiltinExists reports whether a model folder holds a config.json.
+func BuiltinExists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "config.json"))
+	return err == nil
+}

@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomlx/compute"
+
+	"agentrl/engine/model"
+	"agentrl/engine/tokenizer"
+	"agentrl/recipes"
+)
+
+// TestSFTWritesLoadableModel runs a very small SFT and checks that its folder loads as a model and
+// a tokenizer, and that the demonstrations' assistant tokens are the only trained ones.
+func TestSFTWritesLoadableModel(t *testing.T) {
+	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, _ := compute.NewWithConfig("go")
+	out := filepath.Join(t.TempDir(), "builtin")
+	if err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: out, Examples: 40, Vocab: 300, Hidden: 32, Layers: 1, Steps: 3, Batch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(backend, out, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.VocabSize != tok.VocabSize() {
+		t.Errorf("model vocab %d, tokenizer %d", m.Config.VocabSize, tok.VocabSize())
+	}
+	conv := []tokenizer.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 2 + 2?"},
+		{Role: "assistant", Content: "<code>\nprint(2 + 2)\n</code>"}, {Role: "user", Content: "<interpreter>\n4\n</interpreter>"},
+		{Role: "assistant", Content: `\boxed{4}`}}
+	s, _ := maskAssistant(tok, conv)
+	var trained []int32
+	for i, id := range s.Tokens {
+		if s.LossMask[i] {
+			trained = append(trained, id)
+		}
+	}
+	if got := tok.Decode(trained, false); got != "<code>\nprint(2 + 2)\n</code><|im_end|>\\boxed{4}<|im_end|>" {
+		t.Errorf("trained text %q", got)
+	}
+	if got := tok.Decode(s.Tokens, false); got[len(got)-len(`\boxed{4}<|im_end|>`):] != `\boxed{4}<|im_end|>` {
+		t.Errorf("sequence ends %q", got)
+	}
+}
