@@ -118,12 +118,17 @@ func open(req Request, env Env) (*Choice, error) {
 	}
 }
 
+// goConfig runs the Go backend's ops one after another: with its default parallel op scheduler,
+// long training runs (about 60 SFT steps here) deadlocked with every worker waiting, and on these
+// model sizes the sequential scheduler measured the same speed.
+const goConfig = "go:ops_sequential"
+
 func openGo(reason string) (*Choice, error) {
-	b, err := compute.NewWithConfig(Go)
+	b, err := compute.NewWithConfig(goConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the go backend: %w", err)
 	}
-	return &Choice{Backend: b, Kind: Go, Config: Go, Reason: "backend go: " + reason}, nil
+	return &Choice{Backend: b, Kind: Go, Config: goConfig, Reason: "backend go: " + reason}, nil
 }
 
 func openCUDA(p *Plugin, req Request, env Env, why string) (*Choice, error) {
