@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -17,10 +18,37 @@ const (
 	// FormatToolResponse returns the raw result as a tool turn (the chat template wraps it in
 	// <tool_response>).
 	FormatToolResponse = "tool_response"
+	// FormatTagPrefix followed by a tag name ("tag:output") wraps results in that tag instead.
+	FormatTagPrefix = "tag:"
 )
 
+var tagNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$`)
+
+// CheckFormat reports whether format is one the environment can render, with an error that
+// names the choices.
+func CheckFormat(format string) error {
+	if format == FormatInterpreter || format == FormatToolResponse {
+		return nil
+	}
+	if name, ok := strings.CutPrefix(format, FormatTagPrefix); ok && tagNameRE.MatchString(name) {
+		return nil
+	}
+	return fmt.Errorf("observation format %q is not one of interpreter, tool_response or tag:NAME (NAME a letter then letters, digits, _ . -)", format)
+}
+
+// obsTag is the tag that wraps observations in format ("" for tool_response).
+func obsTag(format string) string {
+	if name, ok := strings.CutPrefix(format, FormatTagPrefix); ok {
+		return name
+	}
+	if format == FormatToolResponse {
+		return ""
+	}
+	return "interpreter"
+}
+
 // Observe renders one execution result as the text the model sees: stdout, or the error's last
-// traceback lines, or a timeout/limit notice, cut to maxChars.
+// traceback lines, or a timeout/limit notice, cut to maxChars, in the format's tag.
 func Observe(r Result, format string, maxChars int) string {
 	body := r.Output
 	switch r.Status {
@@ -41,10 +69,23 @@ func Observe(r Result, format string, maxChars int) string {
 		}
 		body = body[:cut] + "\n[… truncated]"
 	}
-	if format == FormatToolResponse {
+	tag := obsTag(format)
+	if tag == "" {
 		return body
 	}
-	return "<interpreter>\n" + body + "\n</interpreter>"
+	return "<" + tag + ">\n" + body + "\n</" + tag + ">"
+}
+
+// SystemFor is the default system prompt for an observation format.
+func SystemFor(format string) string {
+	tag := obsTag(format)
+	if tag == "interpreter" {
+		return DefaultSystem
+	}
+	if tag == "" {
+		return "Solve the problem. You may run code by writing it between <code> and </code>; its output comes back as the tool's response. Give the final answer as \\boxed{answer}."
+	}
+	return "Solve the problem. You may run code by writing it between <code> and </code>; its output comes back in <" + tag + "></" + tag + ">. Give the final answer as \\boxed{answer}."
 }
 
 // Weights combine reward parts into the total.
@@ -66,12 +107,26 @@ type Summary struct {
 	ToolErrors   int    // calls that raised
 	Timeouts     int    // calls stopped by the time limit
 	Killed       int    // calls stopped by another limit
-	Recovered    bool   // a tool error was followed by a successful call
+	Recovered    bool   // the last failing call was followed by a successful one
 	LastError    string // last lines of the last failing call's output
 	FormatErrors int
 	Answered     bool
 	Answer       string
 	Correct      bool
+}
+
+// ToolShaping is the tool-use shaping term in [0, 1]: 0 without a tool call, 1 when the tool
+// was used and every failed call was followed by a successful one, ½ when a failure was left
+// unrecovered. It rewards reaching for the tool, which the outcome alone rarely does early in
+// training; its recipe weight is meant to be small.
+func ToolShaping(s Summary) float64 {
+	switch {
+	case s.ToolCalls == 0:
+		return 0
+	case s.ToolErrors+s.Timeouts+s.Killed > 0 && !s.Recovered:
+		return 0.5
+	}
+	return 1
 }
 
 // Config sets up the environment.
@@ -110,8 +165,8 @@ func New(cfg Config) (*Env, error) {
 	if cfg.Format == "" {
 		cfg.Format = FormatInterpreter
 	}
-	if cfg.Format != FormatInterpreter && cfg.Format != FormatToolResponse {
-		return nil, fmt.Errorf("retool: observation format %q is not one of interpreter, tool_response", cfg.Format)
+	if err := CheckFormat(cfg.Format); err != nil {
+		return nil, fmt.Errorf("retool: %w", err)
 	}
 	if cfg.MaxObsChars <= 0 {
 		cfg.MaxObsChars = 512
@@ -120,7 +175,7 @@ func New(cfg Config) (*Env, error) {
 		cfg.Weights = Weights{Outcome: 1, FormatPenalty: 0.1}
 	}
 	if cfg.System == "" {
-		cfg.System = DefaultSystem
+		cfg.System = SystemFor(cfg.Format)
 	}
 	return &Env{cfg: cfg}, nil
 }
@@ -193,12 +248,15 @@ func (e *Env) record(r Result) {
 	case StatusError:
 		e.sum.ToolErrors++
 		e.sum.LastError = lastLines(r.Output, 2)
+		e.sum.Recovered = false
 	case StatusTimeout:
 		e.sum.Timeouts++
 		e.sum.LastError = "timeout: " + r.Detail
+		e.sum.Recovered = false
 	case StatusKilled:
 		e.sum.Killed++
 		e.sum.LastError = r.Detail
+		e.sum.Recovered = false
 	}
 }
 
@@ -213,6 +271,7 @@ func (e *Env) finish(st envs.Step) envs.Step {
 	if !e.sum.Answered || e.sum.FormatErrors > 0 {
 		r.FormatPenalty = 1
 	}
+	r.Shaping = ToolShaping(e.sum)
 	st.Reward = e.cfg.Weights.Compose(r)
 	return st
 }

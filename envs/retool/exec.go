@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -109,9 +110,12 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// Pool bounds how many executions run at once across all trajectories of a run.
+// Pool bounds how many executions run at once across all trajectories of a run. It is safe for
+// concurrent use; Close makes later and waiting calls give up.
 type Pool struct {
-	sem chan struct{}
+	sem    chan struct{}
+	closed chan struct{}
+	once   sync.Once
 }
 
 // NewPool allows n concurrent executions (n ≤ 0: 2).
@@ -119,18 +123,38 @@ func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = 2
 	}
-	return &Pool{sem: make(chan struct{}, n)}
+	return &Pool{sem: make(chan struct{}, n), closed: make(chan struct{})}
 }
 
-// Run executes code in s once a place is free; a cancelled context gives up the wait.
+// Size is the number of executions that can run at once.
+func (p *Pool) Size() int { return cap(p.sem) }
+
+// Run executes code in s once a place is free; a cancelled context or a closed pool gives up the
+// wait with a killed result that says why.
 func (p *Pool) Run(ctx context.Context, s Session, code string) Result {
+	select {
+	case <-p.closed:
+		return Result{Status: StatusKilled, Detail: "the sandbox pool is closed"}
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{Status: StatusKilled, Detail: "cancelled while waiting for a sandbox: " + err.Error()}
+	}
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
 		return Result{Status: StatusKilled, Detail: "cancelled while waiting for a sandbox: " + ctx.Err().Error()}
+	case <-p.closed:
+		return Result{Status: StatusKilled, Detail: "the sandbox pool is closed"}
 	}
 	defer func() { <-p.sem }()
 	return s.Run(ctx, code)
+}
+
+// Close stops the pool from starting executions; running ones finish. It is idempotent.
+func (p *Pool) Close() error {
+	p.once.Do(func() { close(p.closed) })
+	return nil
 }
 
 // NewExecutor returns the executor called name ("starlark" or "python").

@@ -23,63 +23,94 @@ var fenceRE = regexp.MustCompile("(?s)```(?:python|py|python3)?[ \t]*\n(.*?)```"
 
 // Parse reads one assistant turn. It recognises code in <code>…</code>, in ```python fences and
 // in Qwen tool calls <tool_call>{"name": "python", "arguments": {"code": …}}</tool_call>, and a
-// final answer in \boxed{…} (nested braces allowed; the last one counts).
+// final answer in \boxed{…} outside code (nested braces allowed; the last one counts). Fences
+// count only in a turn without <code> blocks, so that a fence inside a block is not run twice.
 func Parse(text string) Action {
 	var a Action
 	var problems []string
+	var spans [][2]int // code regions, excluded from the answer search
 	// <code> … </code>
-	rest := text
-	for {
-		i := strings.Index(rest, "<code>")
+	for from := 0; ; {
+		i := strings.Index(text[from:], "<code>")
 		if i < 0 {
 			break
 		}
-		body := rest[i+len("<code>"):]
-		j := strings.Index(body, "</code>")
+		open := from + i
+		body := open + len("<code>")
+		j := strings.Index(text[body:], "</code>")
 		if j < 0 {
 			problems = append(problems, "<code> is not closed by </code>")
+			spans = append(spans, [2]int{open, len(text)})
 			break
 		}
-		a.Code = append(a.Code, trimCode(body[:j]))
-		rest = body[j+len("</code>"):]
+		a.Code = append(a.Code, trimCode(text[body:body+j]))
+		from = body + j + len("</code>")
+		spans = append(spans, [2]int{open, from})
 	}
-	// ``` fences (only when no <code> block was found, so that one block is not run twice)
+	// ``` fences
 	if len(a.Code) == 0 {
-		for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
-			a.Code = append(a.Code, trimCode(m[1]))
+		for _, m := range fenceRE.FindAllStringSubmatchIndex(text, -1) {
+			a.Code = append(a.Code, trimCode(text[m[2]:m[3]]))
+			spans = append(spans, [2]int{m[0], m[1]})
 		}
 		if len(a.Code) == 0 && strings.Count(text, "```")%2 == 1 {
 			problems = append(problems, "a ``` code fence is not closed")
+			spans = append(spans, [2]int{strings.Index(text, "```"), len(text)})
 		}
 	}
 	// <tool_call> JSON
-	rest = text
-	for {
-		i := strings.Index(rest, "<tool_call>")
+	for from := 0; ; {
+		i := strings.Index(text[from:], "<tool_call>")
 		if i < 0 {
 			break
 		}
-		body := rest[i+len("<tool_call>"):]
-		j := strings.Index(body, "</tool_call>")
+		open := from + i
+		body := open + len("<tool_call>")
+		j := strings.Index(text[body:], "</tool_call>")
 		if j < 0 {
 			problems = append(problems, "<tool_call> is not closed by </tool_call>")
+			spans = append(spans, [2]int{open, len(text)})
 			break
 		}
-		code, err := toolCallCode(body[:j])
+		code, err := toolCallCode(text[body : body+j])
 		if err != "" {
 			problems = append(problems, err)
 		} else {
 			a.Code = append(a.Code, code)
 		}
-		rest = body[j+len("</tool_call>"):]
+		from = body + j + len("</tool_call>")
+		spans = append(spans, [2]int{open, from})
 	}
-	ans, ok, bad := lastBoxed(text)
+	ans, ok, bad := lastBoxed(outside(text, spans))
 	a.Answer, a.HasAnswer = ans, ok
 	if bad {
 		problems = append(problems, `\boxed{ has unbalanced braces`)
 	}
 	a.FormatError = strings.Join(problems, "; ")
 	return a
+}
+
+// outside returns text without the spans (which may overlap), each replaced by a newline.
+func outside(text string, spans [][2]int) string {
+	if len(spans) == 0 {
+		return text
+	}
+	cut := make([]bool, len(text))
+	for _, sp := range spans {
+		for i := max(sp[0], 0); i < sp[1] && i < len(text); i++ {
+			cut[i] = true
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); i++ {
+		switch {
+		case !cut[i]:
+			b.WriteByte(text[i])
+		case i == 0 || !cut[i-1]:
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 func trimCode(s string) string { return strings.Trim(s, "\n") }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,23 +23,27 @@ import (
 // cannot raise. Run as root, each concurrent sandbox gets its own unprivileged uid, so the process
 // limit binds and every process the code left behind is killed afterwards (kill -1 as that uid),
 // and the child gets an empty network namespace (no network at all). Without root it falls back
-// to killing the process group, and network isolation is off (see Isolation).
+// to killing the process group and every process that carries the sandbox's environment marker
+// or works in its directory, and network isolation is off (see Isolation).
 type Python struct {
 	Interpreter string
 	Limits      Limits
 	Persistent  bool
 
-	root  bool
-	netns bool
-	uids  chan int // free sandbox uids (root only)
+	root    bool // sandboxes run under their own uids
+	netns   bool
+	uidBase int
+	uids    chan int // free sandbox uids (root only)
+	notes   []string
 }
 
-// sandboxUIDBase is the first of the uids given to sandboxes when running as root.
-const sandboxUIDBase = 61000
+// uidBlock is how many sandboxes can exist at once as root (a persistent session holds one for
+// its trajectory's life); a further one waits for a free uid or for its context.
+const uidBlock = 1024
 
 // NewPython finds a python3 the sandbox user can execute and probes what isolation works.
 func NewPython(lim Limits, persistent bool) (*Python, error) {
-	p := &Python{Limits: lim.withDefaults(), Persistent: persistent, root: os.Geteuid() == 0}
+	p := &Python{Limits: lim.withDefaults(), Persistent: persistent}
 	for _, c := range []string{"/usr/bin/python3", "/usr/local/bin/python3"} {
 		if st, err := os.Stat(c); err == nil && st.Mode()&0o001 != 0 {
 			p.Interpreter = c
@@ -51,12 +57,25 @@ func NewPython(lim Limits, persistent bool) (*Python, error) {
 		}
 		p.Interpreter = path
 	}
-	if p.root {
-		p.uids = make(chan int, 64)
-		for i := 0; i < 64; i++ {
-			p.uids <- sandboxUIDBase + i
+	if os.Geteuid() == 0 {
+		// A block of uids no one else uses: high ones, chosen at random so that two executors
+		// (or two processes) do not share a uid; low ones where the user namespace maps only 16 bits.
+		for _, base := range []int{1<<20 + rand.IntN(2000)*uidBlock, 61000 - uidBlock + rand.IntN(2)*uidBlock} {
+			if probe(p.Interpreter, base, 0) {
+				p.root, p.uidBase = true, base
+				break
+			}
 		}
-		p.netns = probeNetns(p.Interpreter)
+		if !p.root {
+			p.notes = append(p.notes, "running as root, but the child could not switch to a sandbox uid")
+		}
+	}
+	if p.root {
+		p.uids = make(chan int, uidBlock)
+		for i := 0; i < uidBlock; i++ {
+			p.uids <- p.uidBase + i
+		}
+		p.netns = probe(p.Interpreter, p.uidBase, syscall.CLONE_NEWNET)
 	}
 	return p, nil
 }
@@ -70,19 +89,23 @@ func (p *Python) Isolation() string {
 	if p.root {
 		parts = append(parts, "per-sandbox uid (process limit, leftover processes killed)")
 	} else {
-		parts = append(parts, "process group kill (not root: no per-sandbox uid)")
+		parts = append(parts, "not root: process limit counts all of this user's processes; leftovers found by process group, environment marker and directory")
 	}
 	if p.netns {
 		parts = append(parts, "no network (empty network namespace)")
 	} else {
 		parts = append(parts, "network NOT isolated (network namespaces unavailable)")
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(append(parts, p.notes...), ", ")
 }
 
-func probeNetns(python string) bool {
-	cmd := exec.Command(python, "-c", "pass")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+// probe reports whether python3 starts under uid with the clone flags.
+func probe(python string, uid int, cloneflags uintptr) bool {
+	cmd := exec.Command(python, "-I", "-S", "-c", "pass")
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: cloneflags,
+		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), NoSetGroups: true}}
 	return cmd.Run() == nil
 }
 
@@ -134,31 +157,38 @@ else:
     sys.exit(_run(sys.stdin.read(), {"__name__": "__main__"}))
 `
 
-func (p *Python) script() string {
+// script is the preamble for a sandbox allowed nproc processes (threads included) for its user.
+func (p *Python) script(nproc int) string {
 	l := p.Limits
 	persistent := "False"
 	if p.Persistent {
 		persistent = "True"
 	}
-	return fmt.Sprintf(preamble, l.MaxMemoryMB, int(l.Timeout.Seconds())+1, l.MaxFileMB, l.MaxProcs, persistent, l.MaxOutputBytes)
+	return fmt.Sprintf(preamble, l.MaxMemoryMB, int(l.Timeout.Seconds())+1, l.MaxFileMB, nproc, persistent, l.MaxOutputBytes)
 }
 
-// sandbox is one python process's resources: uid, temp dir.
+// sandbox is one python process's resources: uid, temp dir, environment marker.
 type sandbox struct {
-	p   *Python
-	uid int
-	dir string
+	p     *Python
+	uid   int
+	dir   string
+	token string // AGENTRL_SANDBOX value, inherited by the sandbox's processes
 }
 
-func (p *Python) newSandbox() (*sandbox, error) {
-	s := &sandbox{p: p, uid: -1}
+func (p *Python) newSandbox(ctx context.Context) (*sandbox, error) {
+	s := &sandbox{p: p, uid: -1, token: fmt.Sprintf("%016x", rand.Uint64())}
 	dir, err := os.MkdirTemp("", "agentrl-py-")
 	if err != nil {
 		return nil, fmt.Errorf("executor python: temp dir: %w", err)
 	}
 	s.dir = dir
 	if p.root {
-		s.uid = <-p.uids
+		select {
+		case s.uid = <-p.uids:
+		case <-ctx.Done():
+			s.release()
+			return nil, fmt.Errorf("executor python: all %d sandboxes are busy: %w", uidBlock, ctx.Err())
+		}
 		if err := os.Chown(dir, s.uid, s.uid); err != nil {
 			s.release()
 			return nil, fmt.Errorf("executor python: chown %s: %w", dir, err)
@@ -168,9 +198,15 @@ func (p *Python) newSandbox() (*sandbox, error) {
 }
 
 func (s *sandbox) command(ctx context.Context) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, s.p.Interpreter, "-I", "-S", "-c", s.p.script())
+	nproc := s.p.Limits.MaxProcs
+	if s.uid < 0 {
+		// RLIMIT_NPROC counts every task of the user, this process's threads included.
+		nproc += userTasks(os.Getuid())
+	}
+	cmd := exec.CommandContext(ctx, s.p.Interpreter, "-I", "-S", "-c", s.p.script(nproc))
 	cmd.Dir = s.dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + s.dir, "TMPDIR=" + s.dir, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8"}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + s.dir, "TMPDIR=" + s.dir, "LANG=C.UTF-8",
+		"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8", "AGENTRL_SANDBOX=" + s.token}
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if s.uid >= 0 {
 		attr.Credential = &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.uid), NoSetGroups: true}
@@ -184,19 +220,41 @@ func (s *sandbox) command(ctx context.Context) *exec.Cmd {
 	return cmd
 }
 
-// reap kills every process left by the sandbox: the process group, and as root every process of
-// the sandbox uid (kill -1 sent by that uid reaches exactly its own processes).
+// reap kills every process left by the sandbox: the process group, and then every live process
+// that procs finds. As root, kill -1 sent by the sandbox uid reaches all of its processes at
+// once, faster than a fork bomb can add more.
 func (s *sandbox) reap(pid int) {
 	if pid > 0 {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
-	if s.uid < 0 {
-		return
+	for i := 0; i < 20; i++ {
+		left := s.procs()
+		if len(left) == 0 {
+			return
+		}
+		if s.uid >= 0 {
+			k := exec.Command("/bin/kill", "-9", "-1")
+			k.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.uid), NoSetGroups: true}}
+			_ = k.Run()
+		}
+		for _, p := range left {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	for i := 0; i < 5 && uidHasProcesses(s.uid); i++ {
-		k := exec.Command("/bin/kill", "-9", "-1")
-		k.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.uid), NoSetGroups: true}}
-		_ = k.Run()
+}
+
+// reapStrays kills the sandbox's processes other than keep (a persistent interpreter), so
+// that nothing a call started outlives it.
+func (s *sandbox) reapStrays(keep int) {
+	for i := 0; i < 20; i++ {
+		left := slices.DeleteFunc(s.procs(), func(p int) bool { return p == keep })
+		if len(left) == 0 {
+			return
+		}
+		for _, p := range left {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -209,33 +267,81 @@ func (s *sandbox) release() {
 	}
 }
 
-// uidHasProcesses scans /proc for a live (not zombie) process whose real uid is uid.
-func uidHasProcesses(uid int) bool {
+// procs lists the live (not zombie) processes of the sandbox: those of its uid as root;
+// otherwise those whose environment carries its marker or whose working directory is inside its
+// directory (a process that clears both escapes; see Isolation).
+func (s *sandbox) procs() []int {
+	return scanProcs(func(pid string, uid int) bool {
+		if s.uid >= 0 {
+			return uid == s.uid
+		}
+		if uid != os.Getuid() {
+			return false
+		}
+		if env, err := os.ReadFile(filepath.Join("/proc", pid, "environ")); err == nil && strings.Contains(string(env), "AGENTRL_SANDBOX="+s.token) {
+			return true
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", pid, "cwd"))
+		return err == nil && (cwd == s.dir || strings.HasPrefix(cwd, s.dir+"/"))
+	})
+}
+
+// scanProcs returns the pids of live processes for which match holds, given the pid and real uid.
+func scanProcs(match func(pid string, uid int) bool) []int {
+	var pids []int
+	eachProc(func(pid int, uid, _ int, live bool) {
+		if live && pid != os.Getpid() && match(strconv.Itoa(pid), uid) {
+			pids = append(pids, pid)
+		}
+	})
+	return pids
+}
+
+// userTasks counts the threads of uid's processes, zombies included (the kernel counts them
+// against RLIMIT_NPROC until they are reaped).
+func userTasks(uid int) int {
+	n := 0
+	eachProc(func(_ int, u, threads int, _ bool) {
+		if u == uid {
+			n += threads
+		}
+	})
+	return n
+}
+
+// eachProc calls f with the pid, real uid, thread count and liveness (not a zombie) of every
+// process.
+func eachProc(f func(pid, uid, threads int, live bool)) {
 	ents, _ := os.ReadDir("/proc")
-	want := strconv.Itoa(uid)
 	for _, e := range ents {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
 		if err != nil {
 			continue
 		}
-		zombie := false
+		uid, threads, live := -1, 1, true
 		for _, line := range strings.Split(string(data), "\n") {
-			if strings.HasPrefix(line, "State:") {
-				zombie = strings.Contains(line, "Z (zombie)") || strings.Contains(line, "X (dead)")
+			key, val, _ := strings.Cut(line, ":")
+			fields := strings.Fields(val)
+			if len(fields) == 0 {
+				continue
 			}
-			if strings.HasPrefix(line, "Uid:") && !zombie {
-				f := strings.Fields(line)
-				if len(f) > 1 && f[1] == want {
-					return true
-				}
-				break
+			switch key {
+			case "State":
+				live = fields[0] != "Z" && fields[0] != "X"
+			case "Uid":
+				uid, _ = strconv.Atoi(fields[0])
+			case "Threads":
+				threads, _ = strconv.Atoi(fields[0])
 			}
 		}
+		if uid >= 0 {
+			f(pid, uid, threads, live)
+		}
 	}
-	return false
 }
 
 // NewSession starts a session: fresh mode runs a new interpreter per call; persistent mode keeps
@@ -253,7 +359,7 @@ func (f *freshSession) Close() error { return nil }
 
 func (f *freshSession) Run(ctx context.Context, code string) Result {
 	start := time.Now()
-	sb, err := f.p.newSandbox()
+	sb, err := f.p.newSandbox(ctx)
 	if err != nil {
 		return Result{Status: StatusError, Output: err.Error()}
 	}
@@ -309,8 +415,8 @@ type persistentSession struct {
 	reset string // notice for the next call after the interpreter was restarted
 }
 
-func (s *persistentSession) start() error {
-	sb, err := s.p.newSandbox()
+func (s *persistentSession) start(ctx context.Context) error {
+	sb, err := s.p.newSandbox(ctx)
 	if err != nil {
 		return err
 	}
@@ -350,7 +456,7 @@ func (s *persistentSession) Run(ctx context.Context, code string) Result {
 	defer s.mu.Unlock()
 	start := time.Now()
 	if s.cmd == nil {
-		if err := s.start(); err != nil {
+		if err := s.start(ctx); err != nil {
 			return Result{Status: StatusError, Output: err.Error()}
 		}
 	}
@@ -381,6 +487,9 @@ func (s *persistentSession) Run(ctx context.Context, code string) Result {
 	select {
 	case r := <-ch:
 		res.Duration = time.Since(start)
+		if r.err == nil {
+			s.sb.reapStrays(s.cmd.Process.Pid)
+		}
 		if r.err != nil { // the interpreter died: a resource limit
 			s.stop()
 			s.reset = "[the Python session was restarted; earlier variables are gone]\n"

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.starlark.net/starlark"
-
 	"agentrl/envs"
 )
 
@@ -44,6 +42,18 @@ func TestParse(t *testing.T) {
 		{"tool call without code", `<tool_call>{"name": "python", "arguments": {}}</tool_call>`, nil, "", false, `no "code" argument`},
 		{"unbalanced boxed", `\boxed{12`, nil, "", false, "unbalanced"},
 		{"nothing", "I think it is forty-two.", nil, "", false, ""},
+		{"three blocks", "<code>a=1</code><code>b=2</code>\n<code>print(a+b)</code>", []string{"a=1", "b=2", "print(a+b)"}, "", false, ""},
+		{"code tag and tool call", "<code>a=1</code>\n<tool_call>{\"name\": \"python\", \"arguments\": {\"code\": \"print(a)\"}}</tool_call>", []string{"a=1", "print(a)"}, "", false, ""},
+		{"fence inside code tag runs once", "<code>\n```python\nprint(1)\n```\n</code>", []string{"```python\nprint(1)\n```"}, "", false, ""},
+		{"truncated closing tag", "<code>print(1)</cod", nil, "", false, "<code> is not closed"},
+		{"second block truncated", "<code>a=1</code><code>print(a)", []string{"a=1"}, "", false, "<code> is not closed"},
+		{"truncated tool call json", `<tool_call>{"name": "python", "arguments": {"code": "print(1)"</tool_call>`, nil, "", false, "not valid JSON"},
+		{"boxed inside code is not an answer", "<code>print('\\boxed{7}')</code>", []string{"print('\\boxed{7}')"}, "", false, ""},
+		{"boxed after code", "<code>print(7)</code> so \\boxed{7}", []string{"print(7)"}, "7", true, ""},
+		{"boxed in unclosed code is ignored", "<code>x = '\\boxed{1}'", nil, "", false, "<code> is not closed"},
+		{"deeply nested boxed", `\boxed{\frac{\sqrt{2}}{2}}`, nil, `\frac{\sqrt{2}}{2}`, true, ""},
+		{"empty boxed", `\boxed{}`, nil, "", true, ""},
+		{"stray closing tag", "</code> \\boxed{3}", nil, "3", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := Parse(tc.text)
@@ -110,6 +120,34 @@ func TestVerify(t *testing.T) {
 		{"-0", "0", true},
 		{"007", "7", true},
 		{"1/0", "1/0", true}, // not a number: compared as text
+		{`$\frac{1}{2}$`, "0.5", true},
+		{`\dfrac{10}{4}`, "5/2", true},
+		{"2.50", "5/2", true},
+		{`-\frac{1}{2}`, "-0.5", true},
+		{`\frac{-1}{2}`, "-1/2", true},
+		{"12,345.5", "12345.5", true},
+		{`\text{42}`, "42", true},
+		{`\mathrm{42}`, "42", true},
+		{`\left(3\right)`, "3", true},
+		{`42\%`, "42%", true},
+		{".5", "0.5", true},
+		{"5.", "5", true},
+		{"−1,000", "-1000", true},
+		{"The answer is $42$.", "42", true},
+		{"42 dollars", "42", true},
+		{"42", "42.000", true},
+		{"1/2", "0.51", false},
+		{"-0.5", "0.5", false},
+		{`\frac{1}{3}`, "0.33", false},
+		{"12,34", "1234", false},   // not a thousands grouping
+		{"1,2345", "12345", false}, // nor this
+		{"42", "-42", false},
+		{"0", "1", false},
+		{"x = 41", "42", false},
+		{"42 or 43", "42", false},
+		{"", "", false},
+		{"2/4", "0.4", false},
+		{"1/2", "2", false},
 	} {
 		if got := Verify(tc.pred, tc.ref); got != tc.want {
 			t.Errorf("Verify(%q, %q) = %v; want %v", tc.pred, tc.ref, got, tc.want)
@@ -223,17 +261,13 @@ func TestPythonHostileCode(t *testing.T) {
 }
 
 func uidsBusy(p *Python) bool {
-	for i := 0; i < 64; i++ {
-		if uidHasProcesses(sandboxUIDBase + i) {
-			return true
-		}
-	}
-	return false
+	return len(scanProcs(func(_ string, uid int) bool { return uid >= p.uidBase && uid < p.uidBase+uidBlock })) > 0
 }
 
+// trunc keeps the end of s, where a traceback says what went wrong.
 func trunc(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
+	if len(s) > 300 {
+		return "…" + s[len(s)-300:]
 	}
 	return s
 }
@@ -267,6 +301,98 @@ func TestPythonPersistent(t *testing.T) {
 	}
 }
 
+// TestPythonPersistentHostile: in a persistent session a process the call started does not
+// outlive the call, and a fork bomb ends in a restart with nothing left behind.
+func TestPythonPersistentHostile(t *testing.T) {
+	needPython(t)
+	p, err := NewPython(Limits{Timeout: 2 * time.Second, MaxMemoryMB: 256, MaxProcs: 32}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := p.NewSession()
+	defer s.Close()
+	ctx := context.Background()
+	marker := fmt.Sprintf("agentrl-persistent-orphan-%d", time.Now().UnixNano())
+	if r := s.Run(ctx, "import subprocess\nkeep = 7\nsubprocess.Popen(['sleep', '300', '"+marker+"'], start_new_session=True)\nprint('spawned')"); r.Status != StatusOK {
+		t.Fatalf("%+v", r)
+	}
+	if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
+		t.Errorf("a process outlived the call in a persistent session: pid %s", out)
+	}
+	if r := s.Run(ctx, "print(keep)"); r.Output != "7\n" {
+		t.Errorf("the interpreter did not survive the cleanup: %+v", r)
+	}
+	r := s.Run(ctx, "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass")
+	if r.Status != StatusTimeout && r.Status != StatusKilled {
+		t.Errorf("fork bomb: %+v", r)
+	}
+	if p.root && uidsBusy(p) {
+		t.Error("a sandbox uid still has processes after the fork bomb")
+	}
+	if r := s.Run(ctx, "print('after')"); r.Status != StatusOK || !strings.Contains(r.Output, "after") {
+		t.Errorf("the session did not restart: %+v", r)
+	}
+}
+
+// TestPythonSandboxesBusy: as root, a call that finds every sandbox uid taken waits for its
+// context and says so.
+func TestPythonSandboxesBusy(t *testing.T) {
+	p := needPython(t)
+	if !p.root {
+		t.Skip("sandbox uids exist only as root")
+	}
+	var held []int
+	for len(p.uids) > 0 {
+		held = append(held, <-p.uids)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	s, _ := p.NewSession()
+	if r := s.Run(ctx, "print(1)"); r.Status != StatusError || !strings.Contains(r.Output, "sandboxes are busy") {
+		t.Errorf("got %+v", r)
+	}
+	for _, u := range held {
+		p.uids <- u
+	}
+	if r := s.Run(context.Background(), "print(1)"); r.Status != StatusOK {
+		t.Errorf("after the uids came back: %+v", r)
+	}
+}
+
+func TestPoolClose(t *testing.T) {
+	pool := NewPool(1)
+	s, _ := (&Starlark{}).NewSession()
+	block := make(chan struct{})
+	started := make(chan struct{})
+	slow := sessionFunc(func(ctx context.Context, code string) Result {
+		close(started)
+		<-block
+		return Result{Status: StatusOK}
+	})
+	done := make(chan Result)
+	go func() { done <- pool.Run(context.Background(), slow, "") }()
+	<-started
+	waiting := make(chan Result)
+	go func() { waiting <- pool.Run(context.Background(), s, "print(1)") }()
+	pool.Close()
+	if r := <-waiting; r.Status != StatusKilled || !strings.Contains(r.Detail, "closed") {
+		t.Errorf("a call waiting on a closed pool: %+v", r)
+	}
+	close(block)
+	if r := <-done; r.Status != StatusOK {
+		t.Errorf("the running call: %+v", r)
+	}
+	if r := pool.Run(context.Background(), s, "print(1)"); r.Status != StatusKilled {
+		t.Errorf("a call after Close ran: %+v", r)
+	}
+	pool.Close() // idempotent
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if r := NewPool(1).Run(ctx, s, "print(1)"); r.Status != StatusKilled || !strings.Contains(r.Detail, "cancelled") {
+		t.Errorf("cancelled context: %+v", r)
+	}
+}
+
 func TestObserve(t *testing.T) {
 	for _, tc := range []struct {
 		r      Result
@@ -281,9 +407,57 @@ func TestObserve(t *testing.T) {
 		{Result{Status: StatusError, Output: "NameError: x"}, FormatToolResponse, 0, "NameError: x"},
 		{Result{Status: StatusOK, Output: strings.Repeat("a", 20)}, FormatToolResponse, 10, "aaaaaaaaaa\n[… truncated]"},
 		{Result{Status: StatusOK, Output: "ééééé"}, FormatToolResponse, 3, "é\n[… truncated]"},
+		{Result{Status: StatusOK, Output: "7\n"}, "tag:output", 0, "<output>\n7\n</output>"},
+		{Result{Status: StatusError, Output: "Traceback\nNameError: x\n"}, "tag:output", 0, "<output>\nTraceback\nNameError: x\n</output>"},
 	} {
 		if got := Observe(tc.r, tc.format, tc.max); got != tc.want {
 			t.Errorf("Observe(%+v) = %q; want %q", tc.r, got, tc.want)
+		}
+	}
+}
+
+func TestObservationFormats(t *testing.T) {
+	for _, tc := range []struct {
+		format string
+		ok     bool
+		system string
+	}{
+		{FormatInterpreter, true, "<interpreter></interpreter>"},
+		{FormatToolResponse, true, "the tool's response"},
+		{"tag:output", true, "<output></output>"},
+		{"tag:", false, ""},
+		{"tag:a b", false, ""},
+		{"xml", false, ""},
+	} {
+		err := CheckFormat(tc.format)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckFormat(%q) = %v; want ok=%v", tc.format, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "tag:NAME") {
+			t.Errorf("error %q does not name the choices", err)
+		}
+		if tc.ok && !strings.Contains(SystemFor(tc.format), tc.system) {
+			t.Errorf("SystemFor(%q) = %q; want it to mention %q", tc.format, SystemFor(tc.format), tc.system)
+		}
+	}
+	if _, err := New(Config{Executor: &Starlark{}, Format: "xml"}); err == nil || !strings.Contains(err.Error(), `"xml"`) {
+		t.Errorf("New with a bad format: %v", err)
+	}
+}
+
+func TestToolShaping(t *testing.T) {
+	for _, tc := range []struct {
+		s    Summary
+		want float64
+	}{
+		{Summary{}, 0},
+		{Summary{ToolCalls: 1}, 1},
+		{Summary{ToolCalls: 2, ToolErrors: 1, Recovered: true}, 1},
+		{Summary{ToolCalls: 1, Timeouts: 1}, 0.5},
+		{Summary{ToolCalls: 3, ToolErrors: 1, Killed: 1}, 0.5},
+	} {
+		if got := ToolShaping(tc.s); got != tc.want {
+			t.Errorf("ToolShaping(%+v) = %v; want %v", tc.s, got, tc.want)
 		}
 	}
 }
@@ -307,7 +481,7 @@ func TestEnvEpisode(t *testing.T) {
 		t.Fatalf("turn 2: %+v", st)
 	}
 	st, _ = e.Step(ctx, `The answer is \boxed{42}.`)
-	if !st.Done || st.Reward.Outcome != 1 || st.Reward.Total != 1 {
+	if !st.Done || st.Reward.Outcome != 1 || st.Reward.Total != 1 || st.Reward.Shaping != 1 {
 		t.Fatalf("turn 3: %+v", st)
 	}
 	sum := e.Summary()
@@ -328,6 +502,23 @@ func TestEnvEpisode(t *testing.T) {
 	st, _ = e.Step(ctx, "still thinking")
 	if !st.Done || st.Reward.Total != -0.5 || st.Reward.FormatPenalty != 1 {
 		t.Fatalf("out of turns: %+v", st)
+	}
+
+	// A failure after a recovery is unrecovered again; the weights combine every part.
+	e2, _ := New(Config{Executor: &Starlark{}, MaxTurns: 4, Weights: Weights{Outcome: 1, Process: 0, Shaping: 0.2, FormatPenalty: 0.5}})
+	e2.Reset(ctx, envs.Task{ID: "t3", Prompt: "p", Answer: "3"})
+	e2.Step(ctx, "<code>print(q)</code>")
+	e2.Step(ctx, "<code>print(3)</code>")
+	if !e2.Summary().Recovered {
+		t.Errorf("not recovered after a successful call: %+v", e2.Summary())
+	}
+	e2.Step(ctx, "<code>print(1/0)</code>")
+	st, _ = e2.Step(ctx, `\boxed{3}`)
+	if sum := e2.Summary(); sum.Recovered || sum.ToolErrors != 2 || !sum.Correct {
+		t.Errorf("summary %+v", sum)
+	}
+	if st.Reward.Shaping != 0.5 || math.Abs(st.Reward.Total-1.1) > 1e-12 {
+		t.Errorf("reward %+v; want shaping 0.5 and total 1 + 0.2·0.5", st.Reward)
 	}
 }
 
@@ -414,7 +605,8 @@ func TestPoolBoundsConcurrency(t *testing.T) {
 		cur++
 		peak = max(peak, cur)
 		mu.Unlock()
-		r := (&starlarkSession{lim: Limits{}.withDefaults(), globals: starlark.StringDict{}}).Run(ctx, code)
+		s, _ := (&Starlark{}).NewSession()
+		r := s.Run(ctx, code)
 		mu.Lock()
 		cur--
 		mu.Unlock()
