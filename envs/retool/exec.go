@@ -24,7 +24,7 @@ type Limits struct {
 	Timeout        time.Duration // wall clock (default 5s)
 	MaxOutputBytes int           // captured output kept (default 4096); the rest is cut with a marker
 	MaxSteps       uint64        // Starlark execution steps (default 10,000,000)
-	MaxMemoryMB    int           // python address space (default 512)
+	MaxMemoryMB    int           // python address space; Starlark allocation budget per call (default 512)
 	MaxProcs       int           // python processes per sandbox user (default 16)
 	MaxFileMB      int           // python largest file written (default 16)
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.starlark.net/starlark"
+
 	"agentrl/envs"
 )
 
@@ -634,11 +636,15 @@ func (f sessionFunc) Run(ctx context.Context, code string) Result { return f(ctx
 func (f sessionFunc) Close() error                                { return nil }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"<code>print(1)</code>", "```python\nx\n```", `<tool_call>{"name":"python","arguments":{"code":"1"}}</tool_call>`, `\boxed{\frac{1}{2}}`, "<code>", `\boxed{{}`} {
+	for _, s := range []string{"<code>print(1)</code>", "```python\nx\n```", `<tool_call>{"name":"python","arguments":{"code":"1"}}</tool_call>`,
+		`\boxed{\frac{1}{2}}`, "<code>", `\boxed{{}`, "<code>a</code><code>\\boxed{1}</code> \\boxed{2}", "```\n<code>x</code>\n```", "<tool_call>{"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		a := Parse(s)
+		if a.HasAnswer && !strings.Contains(s, a.Answer) {
+			t.Fatalf("answer %q is not in the text", a.Answer)
+		}
 		if a.HasAnswer && !strings.Contains(s, `\boxed{`) {
 			t.Fatalf("answer %q from text without \\boxed", a.Answer)
 		}
@@ -646,6 +652,32 @@ func FuzzParse(f *testing.F) {
 			if len(c) > len(s) {
 				t.Fatalf("code block longer than the text")
 			}
+		}
+		if len(a.Code) == 0 && !a.HasAnswer && a.FormatError == "" && (strings.Contains(s, "<code>") || strings.Contains(s, "<tool_call>")) {
+			t.Fatalf("an opening tag gave neither code nor a format error")
+		}
+	})
+}
+
+// FuzzStarlark runs arbitrary text through the parser, the guard's rewrite and the interpreter
+// with small limits: whatever the code, the call ends with a status and no panic.
+func FuzzStarlark(f *testing.F) {
+	for _, s := range []string{"print(1 + 2)", "l = [0] * 10\nl += l\nprint(l[1:3])", "s = 'a'.join(['b', 'c'])\nprint(s.replace('a', 'x'), '%s' % s)",
+		"def f(x, y=2 * 3, *a, **k):\n    return x + y\nprint(f(1))", "d = {k: v for k, v in zip([1], [2])}\nd['x'] = d.get(1) * 2", "x = pow(3, 5, 7)\nx %= 5\nprint(str(x) * 3)",
+		"a = [[1]]\na[0][0] += 1\nprint(getattr(a, 'append'))", "while True:\n    pass"} {
+		f.Add(s)
+	}
+	ex := &Starlark{Limits: Limits{Timeout: time.Second, MaxSteps: 20000, MaxMemoryMB: 16}}
+	f.Fuzz(func(t *testing.T, code string) {
+		s, _ := ex.NewSession()
+		r := s.Run(context.Background(), code)
+		switch r.Status {
+		case StatusOK, StatusError, StatusTimeout, StatusKilled:
+		default:
+			t.Fatalf("status %q", r.Status)
+		}
+		if strings.Contains(r.Output, "Error in $") {
+			t.Fatalf("a guard's name leaked into the output: %q", r.Output)
 		}
 	})
 }
@@ -664,17 +696,32 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
-// BenchmarkExecutors runs 64 concurrent executions through a pool of 2 (the CPU count) for each
-// executor and reports executions per second.
+// BenchmarkExecutors runs 64 concurrent trajectories' executions through a pool of 2 (the CPU
+// count) for each executor and reports executions per second. starlark-unguarded runs the same
+// code through plain go.starlark.net (no rewrite, no budget) as the reference for the guard's
+// cost; python-persistent makes 4 calls per session (one interpreter start per 4 calls).
 func BenchmarkExecutors(b *testing.B) {
 	code := "s = 0\nfor i in range(1000):\n    s += i * i\nprint(s % 97)"
-	for _, name := range []string{"starlark", "python"} {
-		b.Run(name, func(b *testing.B) {
-			ex, err := NewExecutor(name, Limits{Timeout: 10 * time.Second}, "fresh")
-			if err != nil {
-				b.Skip(err)
+	for _, tc := range []struct {
+		name, executor, session string
+		calls                   int
+	}{
+		{"starlark", "starlark", "fresh", 1},
+		{"starlark-unguarded", "", "", 1},
+		{"python-fresh", "python", "fresh", 1},
+		{"python-persistent", "python", "persistent", 4},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			newSession := func() (Session, error) { return unguardedSession{}, nil }
+			if tc.executor != "" {
+				ex, err := NewExecutor(tc.executor, Limits{Timeout: 10 * time.Second}, tc.session)
+				if err != nil {
+					b.Skip(err)
+				}
+				newSession = ex.NewSession
 			}
 			pool := NewPool(2)
+			defer pool.Close()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
 				var wg sync.WaitGroup
@@ -682,19 +729,40 @@ func BenchmarkExecutors(b *testing.B) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						s, _ := ex.NewSession()
+						s, err := newSession()
+						if err != nil {
+							b.Error(err)
+							return
+						}
 						defer s.Close()
-						if r := pool.Run(context.Background(), s, code); r.Status != StatusOK {
-							b.Errorf("%+v", r)
+						for k := 0; k < tc.calls; k++ {
+							if r := pool.Run(context.Background(), s, code); r.Status != StatusOK || r.Output != "19\n" {
+								b.Errorf("%+v", r)
+							}
 						}
 					}()
 				}
 				wg.Wait()
 			}
-			b.ReportMetric(float64(64*b.N)/time.Since(start).Seconds(), "executions/s")
+			b.ReportMetric(float64(64*tc.calls*b.N)/time.Since(start).Seconds(), "executions/s")
 		})
 	}
 }
+
+// unguardedSession runs code with plain go.starlark.net: the benchmark's reference.
+type unguardedSession struct{}
+
+func (unguardedSession) Run(ctx context.Context, code string) Result {
+	var out strings.Builder
+	th := &starlark.Thread{Print: func(_ *starlark.Thread, msg string) { out.WriteString(msg + "\n") }}
+	th.SetMaxExecutionSteps(10_000_000)
+	if _, err := starlark.ExecFileOptions(starlarkOptions, th, "code.py", code, nil); err != nil {
+		return Result{Status: StatusError, Output: err.Error()}
+	}
+	return Result{Status: StatusOK, Output: out.String()}
+}
+
+func (unguardedSession) Close() error { return nil }
 
 func TestRulesHintAndProcessScore(t *testing.T) {
 	for _, tc := range []struct {

@@ -220,12 +220,16 @@ func guardBuiltins() starlark.StringDict {
 // binaryGuard checks x op y before it is built. As an augmented assignment's guard (x op= y,
 // rewritten to x op= $op=(x, y)) it charges only the growth and returns y unchanged.
 func binaryGuard(op syntax.Token, augmented bool) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+	what := "this " + map[syntax.Token]string{syntax.PLUS: "+", syntax.STAR: "*", syntax.PERCENT: "%"}[op]
+	if augmented {
+		what += "="
+	}
 	return func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		if len(args) != 2 || len(kwargs) != 0 {
 			return nil, fmt.Errorf("%s: internal guard called with %d arguments", b.Name(), len(args))
 		}
 		x, y := args[0], args[1]
-		if err := checkBinary(budgetOf(th), op, x, y, augmented); err != nil {
+		if err := checkBinary(budgetOf(th), op, x, y, augmented, what); err != nil {
 			return nil, err
 		}
 		if augmented {
@@ -237,14 +241,16 @@ func binaryGuard(op syntax.Token, augmented bool) func(*starlark.Thread, *starla
 
 // checkBinary charges x op y: the whole result, or for an augmented assignment what it adds
 // (s += t keeps s's growth linear in the budget even though each step copies s).
-func checkBinary(bud *allocBudget, op syntax.Token, x, y starlark.Value, augmented bool) error {
+func checkBinary(bud *allocBudget, op syntax.Token, x, y starlark.Value, augmented bool, what string) error {
 	xi, xInt := x.(starlark.Int)
 	yi, yInt := y.(starlark.Int)
-	sym := map[syntax.Token]string{syntax.PLUS: "+", syntax.STAR: "*", syntax.PERCENT: "%"}[op]
-	if augmented {
-		sym += "="
+	if xInt && yInt {
+		if _, ok := xi.Int64(); ok {
+			if _, ok := yi.Int64(); ok {
+				return nil // small integers: the common case, nothing to check
+			}
+		}
 	}
-	what := "this " + sym
 	switch op {
 	case syntax.PLUS:
 		if xInt && yInt {
