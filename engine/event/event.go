@@ -26,6 +26,23 @@ type RunStart struct {
 	Model      string `json:"model"`
 }
 
+// Phase names, in the order a step runs them.
+const (
+	PhaseRollout   = "rollout"
+	PhaseScore     = "score"
+	PhaseReference = "reference" // reference / teacher forward
+	PhaseAdvantage = "advantage"
+	PhaseTrain     = "train"
+	PhaseSync      = "sync"
+	PhaseEval      = "eval"
+	PhaseSave      = "save"
+)
+
+// Phases lists the phase names in the order a step runs them.
+func Phases() []string {
+	return []string{PhaseRollout, PhaseScore, PhaseReference, PhaseAdvantage, PhaseTrain, PhaseSync, PhaseEval, PhaseSave}
+}
+
 // Phase reports a finished phase of a step and how long it took.
 type Phase struct {
 	Step    int     `json:"step"`
@@ -120,6 +137,7 @@ func (e Eval) Ks() []int {
 // Checkpoint reports a saved checkpoint.
 type Checkpoint struct {
 	Step    int                `json:"step"`
+	ID      string             `json:"id,omitempty"` // where it is kept (store run/step or a folder), "" when unnamed
 	Bytes   int64              `json:"bytes"`
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	Best    bool               `json:"best"`
@@ -206,7 +224,7 @@ func Unmarshal(line []byte) (Event, error) {
 		Type string `json:"type"`
 	}
 	if err := json.Unmarshal(line, &head); err != nil {
-		return nil, fmt.Errorf("event: %w", err)
+		return nil, fmt.Errorf("event line is not a JSON object: %w", err)
 	}
 	var e Event
 	switch head.Type {
@@ -232,14 +250,18 @@ func Unmarshal(line []byte) (Event, error) {
 		e = &RunEnd{}
 	case "error":
 		e = &Error{}
+	case "":
+		return nil, fmt.Errorf(`event line has no "type" field (want one of %s)`, typeList)
 	default:
-		return nil, fmt.Errorf("event: unknown type %q", head.Type)
+		return nil, fmt.Errorf("event: unknown type %q (want one of %s)", head.Type, typeList)
 	}
 	if err := json.Unmarshal(line, e); err != nil {
 		return nil, fmt.Errorf("event %s: %w", head.Type, err)
 	}
 	return deref(e), nil
 }
+
+const typeList = "run_start, phase, trajectory, metrics, eval, checkpoint, ledger, alarm, progress, run_end, error"
 
 func deref(e Event) Event {
 	switch v := e.(type) {

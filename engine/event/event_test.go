@@ -16,8 +16,9 @@ func TestRoundTrip(t *testing.T) {
 			Reward: envs.Reward{Outcome: 1, Total: 1}, Correct: true, Hint: "h", Tokens: 40, Pieces: []string{"a"}, Advantages: []float32{0.5}},
 		StepMetrics{Step: 1, Metrics: map[string]float64{"loss": 0.1}},
 		Eval{Step: 2, PassAtK: map[int]float64{1: 0.41, 8: 0.77}, Best: true},
-		Checkpoint{Step: 2, Bytes: 100, Best: true},
+		Checkpoint{Step: 2, ID: "r1/2", Bytes: 100, Metrics: map[string]float64{"best": 0.77}, Best: true},
 		Ledger{Backend: "go", Components: map[string]int64{"kv_cache": 10}, Budget: 100},
+		Ledger{Backend: "cuda", Components: map[string]int64{"weights": 10, "kv_cache": 20}, Budget: 100, DeviceUsed: 60, DeviceTotal: 80, UtilPct: 93},
 		Alarm{Step: 3, Kind: AlarmLogProbMismatch, Value: 0.2, Threshold: 0.05, Message: "m"},
 		Progress{Step: 1, Phase: "rollout", Done: 3, Total: 64},
 		RunEnd{Status: "stopped", Reason: "early stop", BestStep: 2},
@@ -49,7 +50,26 @@ func TestEvalJSONShape(t *testing.T) {
 	if _, err := Unmarshal([]byte(`{"type":"eval","pass_at_k":{"x":1}}`)); err == nil {
 		t.Error("non-integer k accepted")
 	}
-	if _, err := Unmarshal([]byte(`{"type":"party"}`)); err == nil || !strings.Contains(err.Error(), `"party"`) {
-		t.Errorf("unknown type: %v", err)
+}
+
+func TestUnmarshalErrors(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"type":"party"}`, `unknown type "party" (want one of run_start`},
+		{`{"step":1}`, `no "type" field`},
+		{`[1,2]`, `not a JSON object`},
+		{`{"type":"phase","step":"one"}`, `event phase:`},
+		{`{"type":"eval","pass_at_k":{"x":1}}`, `pass_at_k key "x" is not an integer`},
+	} {
+		_, err := Unmarshal([]byte(tc.line))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Unmarshal(%s) = %v; want an error containing %q", tc.line, err, tc.want)
+		}
+	}
+}
+
+func TestPhasesOrder(t *testing.T) {
+	got := strings.Join(Phases(), " ")
+	if want := "rollout score reference advantage train sync eval save"; got != want {
+		t.Errorf("got %q; want %q", got, want)
 	}
 }
