@@ -127,8 +127,9 @@ def _run(code, g):
         return 0
     except SystemExit as e:
         return 0 if e.code in (None, 0) else 1
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as e:
+        sys.stdout.flush()  # what the code printed comes before its traceback
+        traceback.print_exception(type(e), e, e.__traceback__.tb_next)  # without this frame
         return 1
 if %s:
     ctl = os.fdopen(os.dup(1), "wb")

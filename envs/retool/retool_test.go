@@ -226,6 +226,7 @@ func TestPythonHostileCode(t *testing.T) {
 	}{
 		{"ok", "print(sum(i*i for i in range(10)))", []Status{StatusOK}, "285"},
 		{"exception", "x = 1/0", []Status{StatusError}, "ZeroDivisionError"},
+		{"output then exception", "print('before')\nx = 1/0", []Status{StatusError}, "before\nTraceback (most recent call last):\n  File \"<code>\", line 2, in <module>\nZeroDivisionError: division by zero"},
 		{"infinite loop", "while True: pass", []Status{StatusTimeout, StatusKilled}, ""},
 		{"fork bomb", "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass", []Status{StatusTimeout, StatusKilled, StatusError}, ""},
 		{"allocate 10 GiB", "x = bytearray(10 * 1024**3)", []Status{StatusError}, "MemoryError"},
@@ -241,6 +242,9 @@ func TestPythonHostileCode(t *testing.T) {
 			}
 			if strings.Contains(r.Output, "hunter2") {
 				t.Error("the child saw the parent's environment")
+			}
+			if strings.Contains(r.Output, "in _run") {
+				t.Errorf("the sandbox's own frame is in the traceback: %q", r.Output)
 			}
 			if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
 				t.Errorf("a process outlived the call: pid %s", out)
@@ -292,7 +296,7 @@ func TestPythonPersistent(t *testing.T) {
 	if r := s.Run(ctx, "import os\nos.system('echo from-child')"); !strings.Contains(r.Output, "from-child") {
 		t.Errorf("child output not captured: %+v", r)
 	}
-	if r := s.Run(ctx, "print(y)"); r.Status != StatusError || !strings.Contains(r.Output, "NameError") {
+	if r := s.Run(ctx, "print('first')\nprint(y)"); r.Status != StatusError || !strings.HasPrefix(r.Output, "first\nTraceback") || !strings.Contains(r.Output, "NameError") || strings.Contains(r.Output, "_run") {
 		t.Errorf("error: %+v", r)
 	}
 	if r := s.Run(ctx, "while True: pass"); r.Status != StatusTimeout {
