@@ -14,6 +14,12 @@ func GRPO(rewards []float64, groups []int, divideStd bool, eps float64) ([]float
 	if len(rewards) != len(groups) {
 		return nil, fmt.Errorf("grpo: %d rewards but %d group labels", len(rewards), len(groups))
 	}
+	if math.IsNaN(eps) || eps < 0 {
+		return nil, fmt.Errorf("grpo: eps %v; want ≥ 0", eps)
+	}
+	if err := finite("grpo", rewards); err != nil {
+		return nil, err
+	}
 	type acc struct{ sum, sq, n, lo, hi float64 }
 	stats := map[int]*acc{}
 	for i, r := range rewards {
@@ -51,6 +57,9 @@ func GRPO(rewards []float64, groups []int, divideStd bool, eps float64) ([]float
 func RLOO(rewards []float64, groups []int) ([]float64, error) {
 	if len(rewards) != len(groups) {
 		return nil, fmt.Errorf("rloo: %d rewards but %d group labels", len(rewards), len(groups))
+	}
+	if err := finite("rloo", rewards); err != nil {
+		return nil, err
 	}
 	sum, n := map[int]float64{}, map[int]float64{}
 	for i, r := range rewards {
@@ -128,4 +137,74 @@ func KLPenalty(logp, ref float64, estimator string) (float64, error) {
 		return math.Exp(d) - d - 1, nil
 	}
 	return 0, fmt.Errorf("kl estimator %q is not one of k1, k3", estimator)
+}
+
+// finite reports the first reward that is NaN or infinite.
+func finite(what string, rewards []float64) error {
+	for i, r := range rewards {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return fmt.Errorf("%s: reward %d is %v; want a finite number", what, i, r)
+		}
+	}
+	return nil
+}
+
+// KLRewardPenalty applies the KL to the reference as a reward penalty instead of a loss term:
+// adv_t − coef·KL_t on masked tokens (KL_t by KLPenalty's estimator), 0 elsewhere. adv is not
+// modified.
+func KLRewardPenalty(adv []float64, logp, ref []float32, mask []bool, coef float64, estimator string) ([]float64, error) {
+	n := len(mask)
+	if len(adv) != n || len(logp) != n || len(ref) != n {
+		return nil, fmt.Errorf("kl penalty: lengths advantages %d, log-probs %d, reference %d, mask %d differ", len(adv), len(logp), len(ref), n)
+	}
+	out := make([]float64, n)
+	for i, m := range mask {
+		if !m {
+			continue
+		}
+		kl, err := KLPenalty(float64(logp[i]), float64(ref[i]), estimator)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = adv[i] - coef*kl
+	}
+	return out, nil
+}
+
+// TokenRewards builds the per-token rewards GAE consumes when the KL is a reward penalty:
+// −coef·KL_t on every masked token plus the outcome reward on the last masked token; 0 on other
+// tokens. Compact the masked entries before GAE so that γ discounts policy tokens only.
+func TokenRewards(outcome float64, logp, ref []float32, mask []bool, coef float64, estimator string) ([]float64, error) {
+	n := len(mask)
+	if len(logp) != n || len(ref) != n {
+		return nil, fmt.Errorf("token rewards: lengths log-probs %d, reference %d, mask %d differ", len(logp), len(ref), n)
+	}
+	out := make([]float64, n)
+	last := -1
+	for i, m := range mask {
+		if !m {
+			continue
+		}
+		last = i
+		if coef != 0 {
+			kl, err := KLPenalty(float64(logp[i]), float64(ref[i]), estimator)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = -coef * kl
+		}
+	}
+	if last >= 0 {
+		out[last] += outcome
+	}
+	return out, nil
+}
+
+// Float32s converts per-token advantages to the float32 the trainer takes.
+func Float32s(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
 }

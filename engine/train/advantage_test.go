@@ -121,3 +121,81 @@ func TestKLPenalty(t *testing.T) {
 		t.Error("k2 accepted")
 	}
 }
+
+func TestAdvantageErrors(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"grpo NaN reward", func() error { _, err := GRPO([]float64{1, nan}, []int{0, 0}, true, 1e-6); return err }()},
+		{"grpo negative eps", func() error { _, err := GRPO([]float64{1, 0}, []int{0, 0}, true, -1); return err }()},
+		{"rloo Inf reward", func() error { _, err := RLOO([]float64{math.Inf(1)}, []int{0}); return err }()},
+		{"rloo lengths", func() error { _, err := RLOO([]float64{1, 2}, []int{0}); return err }()},
+		{"gae lengths", func() error { _, _, err := GAE([]float64{1}, nil, 1, 1); return err }()},
+		{"kl penalty estimator", func() error {
+			_, err := KLRewardPenalty([]float64{1}, []float32{0}, []float32{0}, []bool{true}, 1, "k9")
+			return err
+		}()},
+		{"kl penalty lengths", func() error {
+			_, err := KLRewardPenalty([]float64{1, 2}, []float32{0}, []float32{0}, []bool{true}, 1, "k1")
+			return err
+		}()},
+		{"token rewards lengths", func() error { _, err := TokenRewards(1, []float32{0}, nil, []bool{true}, 1, "k1"); return err }()},
+	} {
+		if tc.err == nil {
+			t.Errorf("%s: accepted; want an error", tc.name)
+		}
+	}
+}
+
+func TestKLRewardPenalty(t *testing.T) {
+	adv := []float64{9, 1, 1, -1}
+	logp := []float32{0, -1, -2, -0.5}
+	ref := []float32{0, -1.5, -2, -1}
+	mask := []bool{false, true, true, true}
+	// k1 = logp − ref: 0.5, 0, 0.5; with coef 0.2 the advantages drop by 0.1, 0, 0.1.
+	got, err := KLRewardPenalty(adv, logp, ref, mask, 0.2, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0, 0.9, 1, -1.1}
+	for i := range want {
+		if !near(got[i], want[i]) {
+			t.Fatalf("k1 penalty %v; want %v", got, want)
+		}
+	}
+	if adv[1] != 1 {
+		t.Errorf("the input advantages were modified: %v", adv)
+	}
+	// k3 with ref = logp everywhere is exactly 0: advantages pass through on masked tokens.
+	same, _ := KLRewardPenalty(adv, logp, logp, mask, 5, "k3")
+	if same[0] != 0 || same[1] != 1 || same[2] != 1 || same[3] != -1 {
+		t.Errorf("k3 with ref = policy: %v", same)
+	}
+}
+
+func TestTokenRewards(t *testing.T) {
+	logp := []float32{0, -1, -2, -0.5, 0}
+	ref := []float32{0, -1.5, -2, -1, 0}
+	mask := []bool{false, true, true, true, false}
+	got, err := TokenRewards(1, logp, ref, mask, 0.2, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// −0.2·k1 per policy token, the outcome on the last policy token (index 3), not on padding.
+	want := []float64{0, -0.1, 0, 1 - 0.1, 0}
+	for i := range want {
+		if !near(got[i], want[i]) {
+			t.Fatalf("token rewards %v; want %v", got, want)
+		}
+	}
+	// Compacted to policy tokens with γ = λ = 1 and zero values, GAE gives the return to go.
+	adv, _, _ := GAE([]float64{got[1], got[2], got[3]}, []float64{0, 0, 0}, 1, 1)
+	if !near(adv[0], 0.8) || !near(adv[2], 0.9) {
+		t.Errorf("GAE over token rewards: %v; want [0.8 0.9 0.9]", adv)
+	}
+	if f := Float32s([]float64{0.5, -2}); f[0] != 0.5 || f[1] != -2 {
+		t.Errorf("Float32s: %v", f)
+	}
+}

@@ -1,0 +1,127 @@
+package train
+
+import (
+	"fmt"
+	"math"
+)
+
+// DefaultLogitChunkTokens is the most tokens (micro-batch rows × positions) whose float32
+// vocabulary logits exist at once when LogitsChunk is 0; the memory ledger assumes this bound.
+const DefaultLogitChunkTokens = 1024
+
+// Aggregations of per-token losses.
+const (
+	TokenMean = "token-mean" // Σ over every policy token of the update ÷ their count
+	SeqMean   = "seq-mean"   // per sequence mean over its policy tokens, then the mean over sequences
+)
+
+// KL estimators of the per-token divergence from the reference model.
+const (
+	K1 = "k1" // logp − ref
+	K3 = "k3" // exp(ref − logp) − (ref − logp) − 1: unbiased, never negative
+)
+
+// Config holds the policy-loss and optimizer settings (the controller maps the recipe onto it).
+// A zero field means its default.
+type Config struct {
+	ClipLow, ClipHigh float64 // PPO ratio clip bounds: [1 − low, 1 + high] (default 0.2, 0.28)
+	KLCoef            float64 // weight of the KL-to-reference loss term (0 = off; needs RefLogProbs)
+	KLEstimator       string  // k1 | k3 (default k3)
+	EntropyCoef       float64 // weight of the entropy bonus subtracted from the loss (0 = off)
+	Aggregation       string  // token-mean | seq-mean (default token-mean)
+
+	LR, WeightDecay float64 // AdamW (default lr 1e-5, wd 0); decay skips 1-D parameters (norms, biases)
+	Beta1, Beta2    float64 // default 0.9, 0.999
+	Eps             float64 // default 1e-8
+	GradClip        float64 // global-norm clip (0 = off)
+
+	// MicroBatch is the number of sequences per forward/backward pass in Update; every pass has
+	// exactly this many rows (short ones are padded) so that one compiled graph per length bucket
+	// serves all steps. 0 puts all of an update's sequences in one pass.
+	MicroBatch int
+	// GradAccumulation is the number of micro-batches whose gradients are summed into one AdamW
+	// update in Update; 0 makes one update per Update call.
+	GradAccumulation int
+	// GradientCheckpointing keeps only each decoder layer's input (and each log-prob chunk's
+	// hidden input) for the backward pass and recomputes the rest: less memory, more compute.
+	GradientCheckpointing bool
+	// LogitsChunk is the number of positions projected onto the vocabulary at once; 0 means
+	// DefaultLogitChunkTokens ÷ rows, so a chunk never holds more than that many tokens' logits.
+	LogitsChunk int
+}
+
+// fill replaces zero fields by their defaults and rejects values no default can repair.
+func (c *Config) fill() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("train config: %s is %v; want %s", field, v, want)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"ClipLow", c.ClipLow}, {"ClipHigh", c.ClipHigh}, {"KLCoef", c.KLCoef}, {"EntropyCoef", c.EntropyCoef},
+		{"LR", c.LR}, {"WeightDecay", c.WeightDecay}, {"Beta1", c.Beta1}, {"Beta2", c.Beta2}, {"Eps", c.Eps}, {"GradClip", c.GradClip}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return bad(f.name, f.v, "a finite value ≥ 0 (0 picks the default)")
+		}
+	}
+	if c.ClipLow >= 1 {
+		return bad("ClipLow", c.ClipLow, "a value below 1 (the ratio is clipped at 1 − ClipLow)")
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"WeightDecay", c.WeightDecay}, {"Beta1", c.Beta1}, {"Beta2", c.Beta2}} {
+		if f.v >= 1 {
+			return bad(f.name, f.v, "a value in [0, 1)")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"MicroBatch", c.MicroBatch}, {"GradAccumulation", c.GradAccumulation}, {"LogitsChunk", c.LogitsChunk}} {
+		if f.v < 0 {
+			return bad(f.name, f.v, "a count ≥ 0 (0 picks the default)")
+		}
+	}
+	if c.ClipLow == 0 {
+		c.ClipLow = 0.2
+	}
+	if c.ClipHigh == 0 {
+		c.ClipHigh = 0.28
+	}
+	switch c.KLEstimator {
+	case "":
+		c.KLEstimator = K3
+	case K1, K3:
+	default:
+		return bad("KLEstimator", fmt.Sprintf("%q", c.KLEstimator), "k1 or k3")
+	}
+	switch c.Aggregation {
+	case "":
+		c.Aggregation = TokenMean
+	case TokenMean, SeqMean:
+	default:
+		return bad("Aggregation", fmt.Sprintf("%q", c.Aggregation), "token-mean or seq-mean")
+	}
+	if c.LR == 0 {
+		c.LR = 1e-5
+	}
+	if c.Beta1 == 0 {
+		c.Beta1 = 0.9
+	}
+	if c.Beta2 == 0 {
+		c.Beta2 = 0.999
+	}
+	if c.Eps == 0 {
+		c.Eps = 1e-8
+	}
+	return nil
+}
+
+// chunkFor is the number of positions per vocabulary-projection chunk for a batch of rows.
+func (c *Config) chunkFor(rows int) int {
+	if c.LogitsChunk > 0 {
+		return c.LogitsChunk
+	}
+	return max(1, DefaultLogitChunkTokens/max(rows, 1))
+}

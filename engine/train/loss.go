@@ -1,0 +1,192 @@
+package train
+
+import (
+	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
+
+	"agentrl/engine/model"
+)
+
+// LossInputs are the per-token inputs of the policy loss, all [B, T] of one float dtype.
+type LossInputs struct {
+	LogProbs    *Node // current log p(target), with gradient
+	OldLogProbs *Node // the sampler's log-probs (rollout policy)
+	Advantages  *Node
+	Mask        *Node // 1 on policy tokens, 0 elsewhere
+	RefLogProbs *Node // reference model's log-probs; read only when Config.KLCoef > 0
+	Entropy     *Node // per-token entropy of the current policy; nil: no bonus and no metric
+	// Denom is the scalar normaliser: the number of policy tokens (token-mean) or of sequences
+	// with a policy token (seq-mean) over every micro-batch of the update, so that gradients summed
+	// over micro-batches are the gradient of the whole update's mean. nil: this batch's own count.
+	Denom *Node
+}
+
+// LossOutputs are the loss and the sums its metrics are made of, all scalars. Sums run over
+// policy tokens only; divide by Tokens (summed over micro-batches) for means.
+type LossOutputs struct {
+	Loss        *Node // clipped surrogate + KLCoef·KL − EntropyCoef·entropy, aggregated ÷ Denom
+	ClipCount   *Node // tokens whose clipped branch is active (their gradient is zero)
+	RatioSum    *Node // Σ exp(logp − old)
+	ApproxKLSum *Node // Σ ½(logp − old)²: divergence from the rollout policy
+	RefKLSum    *Node // Σ KL estimate to the reference (0 without a KL term)
+	EntropySum  *Node // Σ entropy (0 without Entropy)
+	AbsDiffSum  *Node // Σ |logp − old|: the log-prob mismatch probe's mean
+	MaxAbsDiff  *Node // max |logp − old|: the probe's maximum
+	Tokens      *Node // number of policy tokens
+}
+
+// PolicyLoss builds the PPO-style clipped policy loss: per policy token
+//
+//	−min(r·A, clip(r, 1−ClipLow, 1+ClipHigh)·A) + KLCoef·KL(logp, ref) − EntropyCoef·H,   r = exp(logp − old)
+//
+// aggregated by token-mean or seq-mean. Non-policy positions are masked before any exponential,
+// so padding can never turn into Inf or NaN in the loss or its gradient.
+func PolicyLoss(c *Config, in LossInputs) LossOutputs {
+	dt := in.LogProbs.DType()
+	g := in.LogProbs.Graph()
+	on := GreaterThan(in.Mask, ZerosLike(in.Mask))
+	zero := ZerosLike(in.LogProbs)
+	masked := func(x *Node) *Node { return Where(on, x, zero) }
+
+	diff := masked(Sub(in.LogProbs, in.OldLogProbs))
+	ratio := Exp(diff)
+	unclipped := Mul(ratio, in.Advantages)
+	clipped := Mul(ClipScalar(ratio, 1-c.ClipLow, 1+c.ClipHigh), in.Advantages)
+	perTok := Neg(Min(unclipped, clipped))
+	var out LossOutputs
+	out.RefKLSum = ScalarZero(g, dt)
+	if c.KLCoef > 0 {
+		kl := klEstimate(in.LogProbs, in.RefLogProbs, masked, c.KLEstimator)
+		perTok = Add(perTok, MulScalar(kl, c.KLCoef))
+		out.RefKLSum = ReduceAllSum(masked(StopGradient(kl)))
+	}
+	out.EntropySum = ScalarZero(g, dt)
+	if in.Entropy != nil {
+		if c.EntropyCoef > 0 {
+			perTok = Sub(perTok, MulScalar(in.Entropy, c.EntropyCoef))
+		}
+		out.EntropySum = ReduceAllSum(masked(StopGradient(in.Entropy)))
+	}
+	perTok = masked(perTok)
+
+	maskF := ConvertDType(on, dt)
+	out.Tokens = ReduceAllSum(maskF)
+	denom := in.Denom
+	if c.Aggregation == SeqMean {
+		perRow := ReduceSum(maskF, 1)
+		perSeq := Div(ReduceSum(perTok, 1), MaxScalar(perRow, 1))
+		if denom == nil {
+			denom = ReduceAllSum(ConvertDType(GreaterThan(perRow, ZerosLike(perRow)), dt))
+		}
+		out.Loss = Div(ReduceAllSum(perSeq), MaxScalar(denom, 1))
+	} else {
+		if denom == nil {
+			denom = out.Tokens
+		}
+		out.Loss = Div(ReduceAllSum(perTok), MaxScalar(denom, 1))
+	}
+
+	sd, sr := StopGradient(diff), StopGradient(ratio)
+	active := LogicalAnd(on, LessThan(StopGradient(clipped), StopGradient(unclipped)))
+	out.ClipCount = ReduceAllSum(ConvertDType(active, dt))
+	out.RatioSum = ReduceAllSum(masked(sr))
+	out.ApproxKLSum = ReduceAllSum(MulScalar(Square(sd), 0.5))
+	out.AbsDiffSum = ReduceAllSum(Abs(sd))
+	out.MaxAbsDiff = ReduceAllMax(Abs(sd))
+	return out
+}
+
+// klEstimate is the per-token KL estimate to the reference: k1 = logp − ref, k3 = exp(ref − logp)
+// − (ref − logp) − 1. The difference is masked before the exponential.
+func klEstimate(logp, ref *Node, masked func(*Node) *Node, estimator string) *Node {
+	d := masked(Sub(ref, logp))
+	if estimator == K1 {
+		return Neg(d)
+	}
+	return SubScalar(Sub(Exp(d), d), 1)
+}
+
+// TokenStats returns log p(targets[b,t] | hidden[b,t]) as [B, T] float32 and, when withEntropy,
+// the entropy of the whole next-token distribution at each position (nil otherwise). The
+// vocabulary projection runs chunk positions at a time, so the float32 [B, chunk, V] logits of
+// one chunk are the largest temporary (never [B, T, V]); log-prob and entropy come from the
+// same logits. With checkpoint, each chunk's logits are recomputed in the backward pass instead
+// of being kept.
+func TokenStats(net *model.Net, hidden, targets *Node, chunk int, withEntropy, checkpoint bool) (logp, entropy *Node) {
+	t := hidden.Shape().Dim(1)
+	if chunk <= 0 || chunk > t {
+		chunk = t
+	}
+	var lps, ents []*Node
+	for start := 0; start < t; start += chunk {
+		end := min(start+chunk, t)
+		h := SliceAxis(hidden, 1, AxisRange(start, end))
+		if checkpoint {
+			h = h.Checkpoint()
+		}
+		lp, ent := chunkStats(net.Logits(h), SliceAxis(targets, 1, AxisRange(start, end)), withEntropy)
+		if checkpoint {
+			lp = lp.StopCheckpoint()
+			if ent != nil {
+				ent = ent.StopCheckpoint()
+			}
+		}
+		lps, ents = append(lps, lp), append(ents, ent)
+	}
+	if len(lps) == 1 {
+		return lps[0], ents[0]
+	}
+	logp = Concatenate(lps, 1)
+	if withEntropy {
+		entropy = Concatenate(ents, 1)
+	}
+	return logp, entropy
+}
+
+// chunkStats computes, for logits [B, C, V] float32 and targets [B, C], the target log-prob
+// logits[target] − logsumexp(logits) (picked with Gather, never a one-hot product) and
+// optionally the entropy logsumexp − Σ softmax·logits.
+func chunkStats(logits, targets *Node, withEntropy bool) (logp, entropy *Node) {
+	shape := targets.Shape()
+	idx := Stack([]*Node{Iota(logits.Graph(), shape, 0), Iota(logits.Graph(), shape, 1), ConvertDType(targets, shape.DType)}, -1)
+	maxv := StopGradient(ReduceAndKeep(logits, ReduceMax, -1))
+	shifted := Sub(logits, maxv)               // [B, C, V], ≤ 0
+	lse := Log(ReduceSum(Exp(shifted), -1))    // [B, C], of the shifted logits
+	logp = Sub(Gather(shifted, idx), lse)      // [B, C]
+	if withEntropy {
+		probs := Exp(Sub(shifted, ExpandAxes(lse, -1)))
+		entropy = Sub(lse, ReduceSum(Mul(probs, shifted), -1))
+	}
+	return logp, entropy
+}
+
+// forward runs the decoder like net.Forward; with checkpoint it marks each layer's input as a
+// gradient checkpoint, so the backward pass keeps one [B, T, H] tensor per layer and recomputes
+// the layer's insides. normWeight is the final RMSNorm's parameter node (model.norm.weight).
+func forward(net *model.Net, normWeight, ids, positions *Node, checkpoint bool) *Node {
+	if !checkpoint {
+		return net.Forward(ids, positions)
+	}
+	x := net.Embed(ids)
+	rope := net.NewRope(positions)
+	for l := 0; l < net.Config.NumLayers; l++ {
+		x = x.Checkpoint()
+		q, k, v := net.QKV(l, net.LayerPre(l, x), rope)
+		x = net.LayerPost(l, x, net.Attend(q, k, v, positions, positions))
+	}
+	return finalNorm(net, x.StopCheckpoint(), normWeight)
+}
+
+// finalNorm is the model's closing RMSNorm (HF Qwen: normalise in float32, cast back, scale),
+// the one step of net.Forward that engine/model does not export. A test holds it equal to
+// net.Forward.
+func finalNorm(net *model.Net, x, weight *Node) *Node {
+	x32 := ConvertDType(x, dtypes.Float32)
+	variance := ReduceAndKeep(Square(x32), ReduceMean, -1)
+	normed := Div(x32, Sqrt(AddScalar(variance, net.Config.RMSNormEps)))
+	w := weight
+	if w.DType() != net.Compute {
+		w = ConvertDType(w, net.Compute)
+	}
+	return Mul(ConvertDType(normed, net.Compute), ExpandLeftToRank(w, x.Rank()))
+}
