@@ -150,9 +150,9 @@ func chunkStats(logits, targets *Node, withEntropy bool) (logp, entropy *Node) {
 	shape := targets.Shape()
 	idx := Stack([]*Node{Iota(logits.Graph(), shape, 0), Iota(logits.Graph(), shape, 1), ConvertDType(targets, shape.DType)}, -1)
 	maxv := StopGradient(ReduceAndKeep(logits, ReduceMax, -1))
-	shifted := Sub(logits, maxv)               // [B, C, V], ≤ 0
-	lse := Log(ReduceSum(Exp(shifted), -1))    // [B, C], of the shifted logits
-	logp = Sub(Gather(shifted, idx), lse)      // [B, C]
+	shifted := Sub(logits, maxv)            // [B, C, V], ≤ 0
+	lse := Log(ReduceSum(Exp(shifted), -1)) // [B, C], of the shifted logits
+	logp = Sub(Gather(shifted, idx), lse)   // [B, C]
 	if withEntropy {
 		probs := Exp(Sub(shifted, ExpandAxes(lse, -1)))
 		entropy = Sub(lse, ReduceSum(Mul(probs, shifted), -1))
