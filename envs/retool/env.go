@@ -223,6 +223,9 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 			st.ToolCalls = append(st.ToolCalls, envs.ToolCall{Code: code, Output: r.Output, Status: string(r.Status), DurationSec: r.Duration.Seconds()})
 			obs = append(obs, Observe(r, e.cfg.Format, e.cfg.MaxObsChars))
 		}
+		if st.FormatError != "" { // the blocks that parsed ran; say what did not
+			obs = append(obs, "Format error: "+st.FormatError+".")
+		}
 		st.Observation = strings.Join(obs, "\n")
 	default:
 		if st.FormatError == "" {

@@ -510,6 +510,13 @@ func TestEnvEpisode(t *testing.T) {
 		t.Fatalf("out of turns: %+v", st)
 	}
 
+	// A turn with one good block and one unclosed one runs the good one and says what was wrong.
+	e.Reset(ctx, envs.Task{ID: "t4", Prompt: "p", Answer: "1"})
+	st, _ = e.Step(ctx, "<code>print(5)</code> and <code>print(6)")
+	if st.Done || len(st.ToolCalls) != 1 || st.Observation != "<interpreter>\n5\n</interpreter>\nFormat error: <code> is not closed by </code>." {
+		t.Errorf("partly malformed turn: %+v", st)
+	}
+
 	// A failure after a recovery is unrecovered again; the weights combine every part.
 	e2, _ := New(Config{Executor: &Starlark{}, MaxTurns: 4, Weights: Weights{Outcome: 1, Process: 0, Shaping: 0.2, FormatPenalty: 0.5}})
 	e2.Reset(ctx, envs.Task{ID: "t3", Prompt: "p", Answer: "3"})
