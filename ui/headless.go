@@ -1,5 +1,3 @@
-// Package ui shows a run: the bubbletea workbench (not built yet) and the headless reporters
-// that print the same event stream as plain lines or JSON Lines.
 package ui
 
 import (

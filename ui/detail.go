@@ -1,0 +1,329 @@
+package ui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"agentrl/engine/event"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// detailPane is the Detail pane: one trajectory turn by turn (assistant text, highlighted code,
+// observation), its reward breakdown and bridge thought, or its response tokens coloured by
+// advantage. The rendered lines are kept until the trajectory, the width or the view changes,
+// so scrolling only slices them.
+type detailPane struct {
+	paneBase
+	keyHelp
+	sh     *shared
+	idx    int // into data.trajs; -1 none
+	tokens bool
+	scroll textScroll
+
+	lines []string
+	built struct {
+		idx, w int
+		tokens bool
+		ok     bool
+	}
+}
+
+func newDetailPane(sh *shared) *detailPane {
+	return &detailPane{sh: sh, keyHelp: keyHelp{sh.keys, paneDetail}, idx: -1}
+}
+
+// open shows trajectory idx from its first line.
+func (p *detailPane) open(idx int) {
+	p.idx, p.scroll.top, p.tokens = idx, 0, false
+}
+
+func (p *detailPane) SetSize(w, h int) {
+	p.paneBase.SetSize(w, h)
+	p.scroll.clampTo(len(p.build()), p.h)
+}
+
+func (p *detailPane) Scroll(n int) {
+	p.scroll.top += n
+	p.scroll.clampTo(len(p.build()), p.h)
+}
+
+func (p *detailPane) Update(msg tea.Msg) tea.Cmd {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return nil
+	}
+	k := &p.sh.keys.Detail
+	if p.scroll.move(km, &k.scrollKeys, len(p.build()), p.h) {
+		return nil
+	}
+	switch {
+	case key.Matches(km, k.Tokens):
+		p.tokens, p.scroll.top = !p.tokens, 0
+	case key.Matches(km, k.Prev):
+		if p.idx > 0 {
+			p.open(p.idx - 1)
+		}
+	case key.Matches(km, k.Next):
+		if p.idx+1 < len(p.sh.data.trajs) {
+			p.open(p.idx + 1)
+		}
+	}
+	return nil
+}
+
+func (p *detailPane) Subtitle() string {
+	if p.idx < 0 || p.idx >= len(p.sh.data.trajs) {
+		return ""
+	}
+	tr := &p.sh.data.trajs[p.idx]
+	s := fmt.Sprintf("%s #%d, step %d", tr.TaskID, tr.Sample, tr.Step)
+	if p.tokens {
+		s += " · tokens by advantage"
+	}
+	return s
+}
+
+// build renders the open trajectory for the current width, or returns the cached lines.
+func (p *detailPane) build() []string {
+	b := &p.built
+	if b.ok && b.idx == p.idx && b.w == p.w && b.tokens == p.tokens {
+		return p.lines
+	}
+	b.idx, b.w, b.tokens, b.ok = p.idx, p.w, p.tokens, true
+	t := p.sh.theme
+	if p.idx < 0 || p.idx >= len(p.sh.data.trajs) {
+		p.lines = []string{t.Faint.Render("No trajectory open: choose one in Trajectories (3) or Hints (5) and press enter.")}
+		return p.lines
+	}
+	tr := &p.sh.data.trajs[p.idx]
+	if p.tokens {
+		p.lines = tokenLines(t, tr, p.w)
+	} else {
+		p.lines = turnLines(t, tr, p.w)
+	}
+	for i := range p.lines {
+		p.lines[i] = fit(p.lines[i], p.w)
+	}
+	return p.lines
+}
+
+func (p *detailPane) View() string {
+	lines := p.build()
+	p.scroll.clampTo(len(lines), p.h)
+	return strings.Join(window(lines, p.scroll.top, p.h), "\n")
+}
+
+// summaryLine is a trajectory's numbers on one line.
+func summaryLine(t *Theme, tr *event.Trajectory) string {
+	ok := t.Good.Render("✓ correct")
+	if !tr.Correct {
+		ok = t.Bad.Render("✗ wrong")
+	}
+	s := fmt.Sprintf("step %d · task %s · sample %d · %s · reward %.3f · %d turns · %d tool errors · %d tokens",
+		tr.Step, tr.TaskID, tr.Sample, ok, tr.Reward.Total, len(tr.Turns), tr.ToolErrors, tr.Tokens)
+	if tr.Hint != "" {
+		s += " · " + t.Hint.Render("hinted")
+	}
+	return s
+}
+
+// turnLines renders the trajectory turn by turn.
+func turnLines(t *Theme, tr *event.Trajectory, w int) []string {
+	var out []string
+	add := func(ls ...string) { out = append(out, ls...) }
+	head := func(s string) { add("", t.HelpSection.Render(s)) }
+	tw := max(w-2, 1)
+	add(wrapStyled(summaryLine(t, tr), w)...)
+	add(t.Faint.Render("t shows the tokens by advantage · [ ] previous / next trajectory · esc back"))
+	if tr.Prompt != "" {
+		head("Prompt")
+		for _, l := range wrap(tr.Prompt, tw) {
+			add("  " + t.Faint.Render(l))
+		}
+	}
+	for i, turn := range tr.Turns {
+		head(fmt.Sprintf("Turn %d", i+1))
+		for _, l := range wrap(strings.TrimSpace(turn.Assistant), tw) {
+			add("  " + t.Assistant.Render(l))
+		}
+		if turn.Code != "" {
+			add("  " + t.Faint.Render("code"))
+			code := strings.Split(strings.TrimRight(strings.ReplaceAll(turn.Code, "\t", "    "), "\n"), "\n")
+			nw := len(fmt.Sprint(len(code)))
+			cw := max(w-nw-5, 1)
+			for n, l := range code {
+				num := t.Faint.Render(fmt.Sprintf("  %*d │ ", nw, n+1))
+				for j, part := range wrap(l, cw) {
+					if j > 0 {
+						num = t.Faint.Render(fmt.Sprintf("  %*s │ ", nw, ""))
+					}
+					add(num + highlight(t, part))
+				}
+			}
+		}
+		if turn.Observation != "" || turn.ToolStatus != "" {
+			status := turn.ToolStatus
+			if status == "" {
+				status = "observation"
+			}
+			label := "observation [" + status
+			if turn.ToolSeconds > 0 {
+				label += " " + fmtSecs(turn.ToolSeconds)
+			}
+			label += "]"
+			st := t.Observation
+			if status != "ok" && status != "observation" {
+				st = t.ObservationErr
+				label = t.Bad.Render(label)
+			} else {
+				label = t.Faint.Render(label)
+			}
+			add("  " + label)
+			for _, l := range wrap(strings.TrimRight(turn.Observation, "\n"), max(w-4, 1)) {
+				add("  " + t.Faint.Render("│ ") + st.Render(l))
+			}
+		}
+	}
+	if len(tr.Turns) == 0 {
+		add("", t.Faint.Render("(no turns recorded)"))
+	}
+	head("Reward")
+	r := tr.Reward
+	for _, row := range []struct {
+		name string
+		v    float64
+	}{{"outcome", r.Outcome}, {"process", r.Process}, {"shaping", r.Shaping}, {"format penalty", -r.FormatPenalty}, {"total", r.Total}} {
+		add(fmt.Sprintf("  %-15s %+.3f", row.name, row.v))
+	}
+	if tr.Hint != "" {
+		head("Bridge thought (hint)")
+		for _, l := range wrap(tr.Hint, tw) {
+			add("  " + t.Hint.Render(l))
+		}
+	}
+	return out
+}
+
+// wrapStyled wraps an already styled line (escape sequences kept) to w cells.
+func wrapStyled(s string, w int) []string {
+	if width(s) <= w {
+		return []string{s}
+	}
+	return wrap(s, w)
+}
+
+// heatLevel maps an advantage to a heat-map level 0..len-1 by its share of the largest |a|.
+func heatLevel(a, scale float64, n int) int {
+	mid := n / 2
+	if scale <= 0 || math.IsNaN(a) {
+		return mid
+	}
+	l := mid + int(math.Round(a/scale*float64(mid)))
+	return clamp(l, 0, n-1)
+}
+
+// tokenLines renders the response tokens coloured by advantage (with colours off, a ⟨±n⟩ mark
+// where the level changes).
+func tokenLines(t *Theme, tr *event.Trajectory, w int) []string {
+	out := []string{summaryLine(t, tr)}
+	if len(tr.Pieces) == 0 {
+		return append(out, "", t.Faint.Render("no response tokens were recorded for this trajectory (t returns to the turns)"))
+	}
+	var lo, hi, scale float64
+	for i, a := range tr.Advantages {
+		v := float64(a)
+		if i == 0 || v < lo {
+			lo = v
+		}
+		if i == 0 || v > hi {
+			hi = v
+		}
+		scale = max(scale, math.Abs(v))
+	}
+	n := len(t.Heat)
+	legend := fmt.Sprintf("%d tokens · advantage min %+.3f max %+.3f", len(tr.Pieces), lo, hi)
+	if len(tr.Advantages) == 0 {
+		legend += " (no advantages recorded)"
+	}
+	if t.Color {
+		var sb strings.Builder
+		for i := range t.Heat {
+			sb.WriteString(t.Heat[i].Render(" "))
+		}
+		legend += " · " + t.Heat[0].Render("negative") + " " + sb.String() + " " + t.Heat[n-1].Render("positive")
+	} else {
+		legend += fmt.Sprintf(" · ⟨n⟩ marks the level from −%d to +%d where it changes", n/2, n/2)
+	}
+	out = append(out, t.Faint.Render(legend), "")
+	var line strings.Builder
+	lw := 0
+	flush := func() {
+		out = append(out, line.String())
+		line.Reset()
+		lw = 0
+	}
+	prev := math.MinInt
+	for i, piece := range tr.Pieces {
+		lvl := n / 2
+		if i < len(tr.Advantages) {
+			lvl = heatLevel(float64(tr.Advantages[i]), scale, n)
+		}
+		if !t.Color && lvl != prev {
+			mark := fmt.Sprintf("⟨%+d⟩", lvl-n/2)
+			if lvl == n/2 {
+				mark = "⟨0⟩"
+			}
+			if lw+width(mark) > w && lw > 0 {
+				flush()
+			}
+			line.WriteString(mark)
+			lw += width(mark)
+		}
+		prev = lvl
+		segs := strings.Split(strings.ReplaceAll(piece, "\t", "    "), "\n")
+		for j, seg := range segs {
+			if j > 0 {
+				line.WriteString(t.Faint.Render("↵"))
+				flush()
+			}
+			for seg != "" {
+				room := w - lw
+				if room <= 0 {
+					flush()
+					room = w
+				}
+				part := seg
+				if width(part) > room {
+					if lw > 0 && width(part) <= w {
+						flush()
+						continue
+					}
+					part = cutCells(seg, room)
+				}
+				seg = seg[len(part):]
+				line.WriteString(t.Heat[lvl].Render(part))
+				lw += width(part)
+			}
+		}
+	}
+	if lw > 0 {
+		flush()
+	}
+	return out
+}
+
+// cutCells returns the longest prefix of s at most w cells wide (at least one rune).
+func cutCells(s string, w int) string {
+	n := 0
+	for i, r := range s {
+		rw := width(string(r))
+		if n+rw > w && i > 0 {
+			return s[:i]
+		}
+		n += rw
+	}
+	return s
+}

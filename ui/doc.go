@@ -1,0 +1,27 @@
+// Package ui shows a run: the interactive workbench (RunTUI, bubbletea) and the headless
+// reporters that print the same event stream as plain lines (Plain) or JSON Lines (JSONLines).
+//
+// The workbench has seven panes, one model each, under a root model that routes keys and lays
+// them out as a pure function of the terminal size (Compute; usable from 80×24, side column from
+// 120×30). Screen text that end-to-end tests rely on, kept stable:
+//
+//   - Pane titles, in tab order and on the number keys: 1 "Status", 2 "GPU", 3 "Trajectories",
+//     4 "Detail", 5 "Hints", 6 "Curves", 7 "Checkpoints". The first row lists them; the focused
+//     pane's frame title is "N Name" (e.g. "3 Trajectories · 640"), the focused tab "[N Name]".
+//   - tab / shift+tab cycle the panes, 1..7 jump, ? shows help (generated from the key table),
+//     esc goes back (closes help, clears a filter, leaves Detail), q and ctrl+c quit.
+//   - In Trajectories, enter opens the selected trajectory in Detail; esc returns. / filters,
+//     s sorts, r reverses, f toggles follow-latest.
+//   - In Checkpoints, b (or space) marks the selected checkpoint best: its row then shows
+//     "★ manual" (the run's own choice shows "best*"); e exports it (the footer says where).
+//   - S (shift+s, any pane) asks "Stop the run after this step? (y/n)" in the footer; y confirms,
+//     after which the status line shows "stopping after this step"; n or esc cancels.
+//   - p pauses and resumes: the status line shows "paused".
+//   - An alarm shows at once in the status line as "!! ALARM kind at step N: …" and stays until
+//     a acknowledges it (A: all).
+//   - When the stream ends the status line shows "run finished" / "run stopped: reason" /
+//     "run failed: reason" (from the run's end event, else "run ended (stream closed)") and the
+//     workbench stays open until the user quits.
+//   - With a nil Controller (the read-only view) the pause, stop, mark and export keys are
+//     hidden and the first row says "view (read-only)" when it has room.
+package ui

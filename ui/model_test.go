@@ -1,0 +1,484 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"agentrl/engine/event"
+
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+func trajPaneOf(m *model) *trajPane { return m.panes[paneTrajs].(*trajPane) }
+
+// shown returns the task/sample/reward of the rows the Trajectories pane lists, in order.
+func shown(m *model) []*event.Trajectory {
+	p := trajPaneOf(m)
+	out := make([]*event.Trajectory, len(p.view))
+	for i, idx := range p.view {
+		out[i] = &m.sh.data.trajs[idx]
+	}
+	return out
+}
+
+func TestFilter(t *testing.T) {
+	m := testModel(sampleRun(), &fakeCtrl{}, 120, 40)
+	press(m, "3", "/")
+	if !trajPaneOf(m).Capturing() {
+		t.Fatal("/ did not start the filter")
+	}
+	typeText(m, "wrong step:2")
+	// keys typed into the filter are not global keys: "2" did not jump to the GPU pane
+	if m.focus != paneTrajs {
+		t.Fatalf("focus moved to %v while typing a filter", m.focus)
+	}
+	rows := shown(m)
+	if len(rows) == 0 {
+		t.Fatal("the filter matches nothing")
+	}
+	for _, r := range rows {
+		if r.Correct || r.Step != 2 {
+			t.Fatalf("filter wrong step:2 kept step %d correct=%v", r.Step, r.Correct)
+		}
+	}
+	press(m, "enter")
+	v := screen(t, m, 120, 40)
+	if !strings.Contains(v, "filter: wrong step:2") || !strings.Contains(v, fmt.Sprintf("%d of 24", len(rows))) {
+		t.Fatalf("the filter is not shown:\n%s", v)
+	}
+	// esc clears the filter, a second esc does nothing more in the list
+	press(m, "esc")
+	if n := len(shown(m)); n != 24 {
+		t.Fatalf("after esc the list has %d rows, want 24", n)
+	}
+	// esc while typing restores the previous filter
+	press(m, "/")
+	typeText(m, "hinted")
+	press(m, "esc")
+	if n := len(shown(m)); n != 24 || trajPaneOf(m).filter != "" {
+		t.Fatalf("esc while typing left filter %q with %d rows", trajPaneOf(m).filter, n)
+	}
+	// a bad term is reported, not applied
+	press(m, "/")
+	typeText(m, "reward>x")
+	if !strings.Contains(screen(t, m, 120, 40), "want reward>x") {
+		t.Fatal("a malformed reward filter is not explained")
+	}
+	press(m, "backspace")
+	typeText(m, "1")
+	press(m, "enter")
+	for _, r := range shown(m) {
+		if r.Reward.Total <= 1 {
+			t.Fatalf("reward>1 kept reward %v", r.Reward.Total)
+		}
+	}
+	// text matches the task id and the prompt, case-insensitively
+	press(m, "esc", "/")
+	typeText(m, "GSM8K-0015 natalia")
+	press(m, "enter")
+	if rows := shown(m); len(rows) != 4 || rows[0].TaskID != "gsm8k-0015" {
+		t.Fatalf("text filter kept %d rows", len(rows))
+	}
+}
+
+func TestSort(t *testing.T) {
+	m := testModel(sampleRun(), &fakeCtrl{}, 120, 40)
+	press(m, "3", "s") // arrival → reward, highest first
+	rows := shown(m)
+	for i := 1; i < len(rows); i++ {
+		if rows[i-1].Reward.Total < rows[i].Reward.Total {
+			t.Fatalf("not sorted by reward descending at row %d", i)
+		}
+	}
+	if !strings.Contains(screen(t, m, 120, 40), "sort reward ↓") {
+		t.Fatal("the sort is not shown")
+	}
+	press(m, "r")
+	rows = shown(m)
+	for i := 1; i < len(rows); i++ {
+		if rows[i-1].Reward.Total > rows[i].Reward.Total {
+			t.Fatalf("reverse did not sort ascending at row %d", i)
+		}
+	}
+	press(m, "s") // tokens
+	rows = shown(m)
+	for i := 1; i < len(rows); i++ {
+		if rows[i-1].Tokens < rows[i].Tokens {
+			t.Fatalf("not sorted by tokens at row %d", i)
+		}
+	}
+	for range len(sortKeys) - 2 {
+		press(m, "s")
+	}
+	if p := trajPaneOf(m); p.sortBy != 0 || p.desc {
+		t.Fatalf("s did not cycle back to arrival order: %d desc=%v", p.sortBy, p.desc)
+	}
+	for i, idx := range trajPaneOf(m).view {
+		if idx != i {
+			t.Fatalf("arrival order broken at %d", i)
+		}
+	}
+}
+
+func TestFollow(t *testing.T) {
+	m := testModel(sampleRun(), &fakeCtrl{}, 80, 24)
+	p := trajPaneOf(m)
+	press(m, "3")
+	if !p.follow || p.selected() != 23 {
+		t.Fatalf("follow should start on and select the newest: follow=%v selected=%d", p.follow, p.selected())
+	}
+	m.Update(eventsMsg{events: []event.Event{trajectory(4, 0), trajectory(4, 1)}})
+	if p.selected() != 25 {
+		t.Fatalf("following: selected %d after two more, want 25", p.selected())
+	}
+	v := screen(t, m, 80, 24)
+	if !strings.Contains(v, "following latest") || !strings.Contains(v, "›     4") {
+		t.Fatalf("the newest row is not selected on screen:\n%s", v)
+	}
+	// moving the cursor stops following; new rows no longer move it
+	press(m, "k")
+	if p.follow || p.selected() != 24 {
+		t.Fatalf("k: follow=%v selected=%d", p.follow, p.selected())
+	}
+	m.Update(eventsMsg{events: []event.Event{trajectory(4, 2)}})
+	if p.selected() != 24 {
+		t.Fatalf("not following: selection moved to %d", p.selected())
+	}
+	press(m, "f")
+	if !p.follow || p.selected() != 26 {
+		t.Fatalf("f: follow=%v selected=%d", p.follow, p.selected())
+	}
+	press(m, "f", "g")
+	if p.follow || p.selected() != 0 {
+		t.Fatalf("f g: follow=%v selected=%d", p.follow, p.selected())
+	}
+}
+
+func TestDetailOpenBack(t *testing.T) {
+	m := testModel(sampleRun(), &fakeCtrl{}, 80, 24)
+	press(m, "3", "g", "j", "j", "enter")
+	if m.focus != paneDetail || m.detail.idx != 2 {
+		t.Fatalf("enter: focus %v, detail %d", m.focus, m.detail.idx)
+	}
+	v := screen(t, m, 80, 24)
+	for _, want := range []string{"4 Detail", "task gsm8k-0007", "sample 2", "Turn 1", "april = 42"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("detail lacks %q:\n%s", want, v)
+		}
+	}
+	// the reward breakdown and the bridge thought are further down
+	press(m, "G")
+	v = screen(t, m, 80, 24)
+	for _, want := range []string{"Reward", "outcome", "format penalty", "Bridge thought", "check the"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("detail end lacks %q:\n%s", want, v)
+		}
+	}
+	// token view coloured by advantage: without colours, level marks
+	press(m, "t")
+	v = screen(t, m, 80, 24)
+	if !strings.Contains(v, "advantage min") || !strings.Contains(v, "⟨-") || !strings.Contains(v, "compute") {
+		t.Fatalf("token view:\n%s", v)
+	}
+	press(m, "]")
+	if m.detail.idx != 3 || m.detail.tokens {
+		t.Fatalf("]: detail %d tokens=%v", m.detail.idx, m.detail.tokens)
+	}
+	press(m, "esc")
+	if m.focus != paneTrajs {
+		t.Fatalf("esc from Detail went to %v", m.focus)
+	}
+	// from Hints, esc returns to Hints
+	press(m, "5", "enter")
+	if m.focus != paneDetail || m.sh.data.trajs[m.detail.idx].Hint == "" {
+		t.Fatal("enter in Hints did not open a hinted trajectory")
+	}
+	press(m, "esc")
+	if m.focus != paneHints {
+		t.Fatalf("esc went to %v, want Hints", m.focus)
+	}
+}
+
+func TestConfirmStop(t *testing.T) {
+	for _, answer := range []string{"y", "n", "esc"} {
+		t.Run(answer, func(t *testing.T) {
+			c := &fakeCtrl{}
+			m := testModel(sampleRun(), c, 80, 24)
+			press(m, "7", "S")
+			if v := screen(t, m, 80, 24); !strings.Contains(v, "Stop the run after this step? (y/n)") {
+				t.Fatalf("S did not ask:\n%s", v)
+			}
+			// other keys wait for the answer
+			press(m, "3", "q")
+			if m.focus != paneCkpts || len(c.calls) != 0 {
+				t.Fatalf("keys acted during the question: focus %v calls %v", m.focus, c.calls)
+			}
+			press(m, answer)
+			v := screen(t, m, 80, 24)
+			if answer == "y" {
+				if len(c.calls) != 1 || c.calls[0] != "stop" || !m.sh.data.stopping {
+					t.Fatalf("y: calls %v stopping %v", c.calls, m.sh.data.stopping)
+				}
+				if !strings.Contains(v, "stopping") {
+					t.Fatalf("the status line does not say stopping:\n%s", v)
+				}
+				return
+			}
+			if len(c.calls) != 0 || m.sh.data.stopping || strings.Contains(v, "stopping") || strings.Contains(v, "(y/n)") {
+				t.Fatalf("%s: calls %v stopping %v\n%s", answer, c.calls, m.sh.data.stopping, v)
+			}
+		})
+	}
+}
+
+func TestMarkBestAndExport(t *testing.T) {
+	c := &fakeCtrl{}
+	m := testModel(sampleRun(), c, 80, 24)
+	press(m, "7")
+	v := screen(t, m, 80, 24)
+	if !strings.Contains(v, "best*") {
+		t.Fatalf("the automatic best is not marked:\n%s", v)
+	}
+	press(m, "k", "b")
+	if len(c.calls) != 1 || c.calls[0] != "best 2" {
+		t.Fatalf("b called %v", c.calls)
+	}
+	v = screen(t, m, 80, 24)
+	var row string
+	autoRows := 0
+	for _, l := range strings.Split(v, "\n") {
+		if strings.Contains(l, "★ manual") && strings.Contains(l, "r-2025") {
+			row = l
+		}
+		if strings.Contains(l, "best*") && strings.Contains(l, "r-2025") {
+			autoRows++
+		}
+	}
+	if !strings.Contains(row, "   2 ") || autoRows != 0 {
+		t.Fatalf("step 2 is not the manual best:\n%s", v)
+	}
+	press(m, "e")
+	if c.calls[1] != "export 2" || !strings.Contains(screen(t, m, 80, 24), "exported step 2 to /tmp/export/step-2") {
+		t.Fatalf("export: %v\n%s", c.calls, screen(t, m, 80, 24))
+	}
+	// a failing controller is reported, and changes nothing
+	c.err = errors.New("disk full")
+	press(m, "j", "b")
+	if m.sh.data.bestOverride != 2 || !strings.Contains(screen(t, m, 80, 24), "disk full") {
+		t.Fatal("a failed mark changed the best or was not reported")
+	}
+}
+
+func TestPause(t *testing.T) {
+	c := &fakeCtrl{}
+	m := testModel(sampleRun(), c, 80, 24)
+	press(m, "a") // the alarm would hide the phase row; the run line shows the state either way
+	press(m, "p")
+	if !m.sh.data.paused || !strings.Contains(screen(t, m, 80, 24), "paused") {
+		t.Fatal("p did not pause")
+	}
+	press(m, "p")
+	if m.sh.data.paused || strings.Contains(strings.Split(screen(t, m, 80, 24), "\n")[1], "paused") {
+		t.Fatal("p did not resume")
+	}
+	if strings.Join(c.calls, ",") != "pause,resume" {
+		t.Fatalf("calls %v", c.calls)
+	}
+}
+
+func TestAlarmAck(t *testing.T) {
+	m := testModel(sampleRun(), &fakeCtrl{}, 80, 24)
+	v := screen(t, m, 80, 24)
+	if !strings.Contains(v, "!! ALARM logprob_mismatch at step 3") {
+		t.Fatalf("the alarm is not in the status line:\n%s", v)
+	}
+	// a second alarm of another kind, and a repeat of the first
+	m.Update(eventsMsg{events: []event.Event{
+		event.Alarm{Step: 4, Kind: event.AlarmTokenDrift, Value: 1, Message: "tokens re-encode differently"},
+		event.Alarm{Step: 4, Kind: event.AlarmLogProbMismatch, Value: 0.4, Threshold: 0.1, Message: "still stale"},
+	}})
+	v = screen(t, m, 80, 24)
+	if !strings.Contains(v, "×2") || !strings.Contains(v, "1 more") {
+		t.Fatalf("repeat and second alarm not counted:\n%s", v)
+	}
+	press(m, "a")
+	v = screen(t, m, 80, 24)
+	if !strings.Contains(v, "!! ALARM token_drift") {
+		t.Fatalf("after a, the next alarm should show:\n%s", v)
+	}
+	press(m, "a")
+	v = screen(t, m, 80, 24)
+	if strings.Contains(v, "!! ALARM") {
+		t.Fatalf("all acknowledged, yet an alarm shows:\n%s", v)
+	}
+	// acknowledged alarms stay listed in Status
+	press(m, "1", "G")
+	if v = screen(t, m, 80, 24); !strings.Contains(v, "acknowledged") {
+		t.Fatalf("Status does not list the acknowledged alarms:\n%s", v)
+	}
+	// a new alarm comes back at once
+	m.Update(eventsMsg{events: []event.Event{event.Alarm{Step: 5, Kind: event.AlarmStaleWeights, Value: 2, Threshold: 1, Message: "weights two versions old"}}})
+	if v = screen(t, m, 80, 24); !strings.Contains(v, "!! ALARM stale_weights") {
+		t.Fatalf("a new alarm does not show:\n%s", v)
+	}
+	press(m, "A")
+	if len(m.sh.data.unacked()) != 0 {
+		t.Fatal("A did not acknowledge all")
+	}
+}
+
+func TestReadOnlyView(t *testing.T) {
+	evs := append(sampleRun(), event.RunEnd{Status: "finished", BestStep: 3})
+	m := testModel(evs, nil, 120, 40)
+	press(m, "7", "b", "e", "S", "p")
+	v := screen(t, m, 120, 40)
+	for _, hidden := range []string{"(y/n)", "b/space", "export", "pause", "★ manual"} {
+		if strings.Contains(v, hidden) {
+			t.Fatalf("read-only view shows %q:\n%s", hidden, v)
+		}
+	}
+	if !strings.Contains(v, "run finished") || !strings.Contains(v, "view (read-only)") {
+		t.Fatalf("read-only view:\n%s", v)
+	}
+	press(m, "?")
+	v = screen(t, m, 120, 40)
+	if strings.Contains(v, "pause / resume") || strings.Contains(v, "mark as best") || !strings.Contains(v, "next pane") {
+		t.Fatalf("help in view mode:\n%s", v)
+	}
+}
+
+func TestHelpFromKeyTable(t *testing.T) {
+	m := testModel(sampleRun(), &fakeCtrl{}, 120, 40)
+	press(m, "?")
+	v := screen(t, m, 120, 40)
+	k := m.sh.keys
+	for _, b := range append(k.globals(), k.section(paneTrajs)...) {
+		words := strings.Fields(b.Help().Desc)
+		if b.Enabled() && !strings.Contains(v, strings.Join(words[:min(2, len(words))], " ")) {
+			t.Fatalf("help lacks %q:\n%s", b.Help().Desc, v)
+		}
+	}
+	press(m, "3") // keys other than esc, ? and q do not act under help
+	if m.focus != paneStatus || !m.showHelp {
+		t.Fatal("a key acted under help")
+	}
+	press(m, "esc")
+	if m.showHelp {
+		t.Fatal("esc did not close help")
+	}
+}
+
+func TestTabCycle(t *testing.T) {
+	m := testModel(sampleRun(), &fakeCtrl{}, 80, 24)
+	for i := 1; i <= int(numPanes); i++ {
+		press(m, "tab")
+		if want := paneID(i % int(numPanes)); m.focus != want {
+			t.Fatalf("tab %d: focus %v, want %v", i, m.focus, want)
+		}
+	}
+	press(m, "shift+tab")
+	if m.focus != paneCkpts {
+		t.Fatalf("shift+tab from Status: %v", m.focus)
+	}
+	for i, name := range []string{"Status", "GPU", "Trajectories", "Detail", "Hints", "Curves", "Checkpoints"} {
+		press(m, fmt.Sprint(i+1))
+		if m.focus.String() != name || !strings.Contains(screen(t, m, 80, 24), fmt.Sprintf("%d %s", i+1, name)) {
+			t.Fatalf("%d: focus %v", i+1, m.focus)
+		}
+	}
+	_, cmd := m.Update(keyMsg("q"))
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Fatal("q did not quit")
+	}
+}
+
+func TestStreamEnd(t *testing.T) {
+	ch := make(chan event.Event, 4)
+	m := newModel(config{events: ch, ctrl: &fakeCtrl{}, memSample: func() uint64 { return 1 }})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	ch <- event.RunStart{RunID: "r1", Name: "n1", TotalSteps: 2}
+	ch <- event.RunEnd{Status: "stopped", Reason: "stopped by the user"}
+	close(ch)
+	msg := waitEvents(ch)()
+	em := msg.(eventsMsg)
+	if len(em.events) != 2 || !em.closed {
+		t.Fatalf("batch %d closed=%v", len(em.events), em.closed)
+	}
+	if _, cmd := m.Update(em); cmd != nil {
+		run(m, cmd)
+	}
+	v := screen(t, m, 80, 24)
+	if !strings.Contains(v, "run stopped: stopped by the user") {
+		t.Fatalf("status line at the end:\n%s", v)
+	}
+	press(m, "S")
+	if m.confirm != "" {
+		t.Fatal("stop asked after the run ended")
+	}
+	// a stream that closes without an end event
+	ch2 := make(chan event.Event)
+	close(ch2)
+	m2 := newModel(config{events: ch2, ctrl: &fakeCtrl{}, memSample: func() uint64 { return 1 }})
+	m2.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m2.Update(waitEvents(ch2)())
+	if !strings.Contains(screen(t, m2, 80, 24), "run ended (stream closed)") {
+		t.Fatal("a closed stream is not shown")
+	}
+}
+
+func TestCPUBackendShowsProcessMemory(t *testing.T) {
+	evs := []event.Event{
+		event.RunStart{RunID: "r", Name: "cpu", Backend: "go"},
+		event.Ledger{Backend: "go", Components: map[string]int64{"weights": 10 << 20}, Budget: 64 << 20},
+	}
+	m := testModel(evs, nil, 80, 24)
+	run(m, m.Init())
+	press(m, "2")
+	v := screen(t, m, 80, 24)
+	if !strings.Contains(v, "CPU backend (go)") || !strings.Contains(v, "process resident memory 123.0 MiB") {
+		t.Fatalf("CPU backend GPU pane:\n%s", v)
+	}
+	if procMemory() == 0 {
+		t.Fatal("procMemory read nothing")
+	}
+}
+
+func TestMouseWheelScrolls(t *testing.T) {
+	m := testModel(sampleRun(), &fakeCtrl{}, 80, 24)
+	press(m, "1")
+	m.Update(tea.MouseMsg{X: 10, Y: 10, Button: tea.MouseButtonWheelDown, Action: tea.MouseActionPress})
+	if st := m.panes[paneStatus].(*statusPane); st.scroll.top != 3 {
+		t.Fatalf("wheel scrolled to %d", st.scroll.top)
+	}
+	// a click on a tab focuses its pane
+	x := tabSpans(80)[paneCurves][0] + 1
+	m.Update(tea.MouseMsg{X: x, Y: 0, Button: tea.MouseButtonLeft, Action: tea.MouseActionPress})
+	if m.focus != paneCurves {
+		t.Fatalf("click on the Curves tab focused %v", m.focus)
+	}
+}
+
+func TestCurvesKeys(t *testing.T) {
+	m := testModel(sampleRun(), &fakeCtrl{}, 120, 40)
+	press(m, "6")
+	v := screen(t, m, 120, 40)
+	for _, want := range []string{"pass@1", "pass@4", "pass@8", "smoothing 0.6", "(raw 0.390)"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("curves lack %q:\n%s", want, v)
+		}
+	}
+	press(m, "s", "s", "s") // back to no smoothing: the legend shows raw values only
+	if v = screen(t, m, 120, 40); !strings.Contains(v, "smoothing 0.0") || strings.Contains(v, "(raw") {
+		t.Fatalf("smoothing 0:\n%s", v)
+	}
+	press(m, "m")
+	if v = screen(t, m, 120, 40); !strings.Contains(v, "6 Curves · reward_mean") {
+		t.Fatalf("m did not switch to a metric:\n%s", v)
+	}
+	press(m, "o") // no store: says so
+	if v = screen(t, m, 120, 40); !strings.Contains(v, "no store") {
+		t.Fatalf("overlay without a store:\n%s", v)
+	}
+}

@@ -1,0 +1,160 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"agentrl/engine/event"
+	"agentrl/store"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+)
+
+// Options for the interactive workbench.
+type Options struct {
+	Events  <-chan event.Event // live stream; closed when the run ends. nil for view.
+	Initial []event.Event      // events to apply before the stream (view: the whole stored run)
+	Control Controller         // nil = read-only view
+	Store   *store.Store       // for overlays; may be nil
+	RunID   string
+	Input   io.Reader // nil = os.Stdin
+	Output  io.Writer // nil = os.Stdout
+	NoColor bool
+}
+
+// RunTUI runs the workbench (bubbletea on the alternate screen, with mouse cell motion) until
+// the user quits with q or ctrl+c, or ctx ends. Quitting does not stop the run: RunTUI returns
+// and the caller decides. It returns nil when the user quit, ctx's error when ctx ended it.
+// Colours are off when NoColor is set or NO_COLOR is in the environment (the renderer then uses
+// the Ascii profile and the screens mark things with glyphs instead).
+func RunTUI(ctx context.Context, o Options) error {
+	var out io.Writer = os.Stdout
+	if o.Output != nil {
+		out = o.Output
+	}
+	r := lipgloss.NewRenderer(out)
+	noColor := o.NoColor || os.Getenv("NO_COLOR") != ""
+	if noColor {
+		r.SetColorProfile(termenv.Ascii)
+	} else if r.ColorProfile() != termenv.Ascii {
+		r.HasDarkBackground() // ask the terminal now, before bubbletea reads the input
+	}
+	m := newModel(config{
+		events: o.Events, initial: o.Initial, ctrl: o.Control, store: o.Store, runID: o.RunID,
+		renderer: r, noColor: noColor, memEvery: memEvery,
+	})
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(out), tea.WithAltScreen(), tea.WithMouseCellMotion()}
+	if o.Input != nil {
+		opts = append(opts, tea.WithInput(o.Input))
+	}
+	_, err := tea.NewProgram(m, opts...).Run()
+	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// memEvery is how often the workbench samples its own memory (shown on the CPU backend).
+const memEvery = 2 * time.Second
+
+// StoredEvents rebuilds a stored run's events for the read-only view: RunStart from the run,
+// then step by step its metrics, trajectories, evaluation and checkpoint (the run's best step
+// flagged Best), and RunEnd when the run has an end status. Phase timings, ledgers and alarms
+// are not stored and so not shown.
+func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
+	run, err := st.GetRun(runID)
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := st.Metrics(runID)
+	if err != nil {
+		return nil, err
+	}
+	evals, err := st.Evals(runID)
+	if err != nil {
+		return nil, err
+	}
+	cps, err := st.Checkpoints(runID)
+	if err != nil {
+		return nil, err
+	}
+	trajs, err := st.Trajectories(runID, -1)
+	if err != nil {
+		return nil, err
+	}
+	type stepEvents struct {
+		metrics map[string]float64
+		trajs   []event.Event
+		eval    *store.Eval
+		ckpt    *store.Manifest
+	}
+	steps := map[int]*stepEvents{}
+	at := func(s int) *stepEvents {
+		if steps[s] == nil {
+			steps[s] = &stepEvents{}
+		}
+		return steps[s]
+	}
+	for s, m := range metrics {
+		at(s).metrics = m
+	}
+	for i := range evals {
+		at(evals[i].Step).eval = &evals[i]
+	}
+	for i := range cps {
+		at(cps[i].Step).ckpt = &cps[i]
+	}
+	for _, r := range trajs {
+		at(r.Step).trajs = append(at(r.Step).trajs, trajectoryOf(r))
+	}
+	order := make([]int, 0, len(steps))
+	for s := range steps {
+		order = append(order, s)
+	}
+	sort.Ints(order)
+
+	evs := []event.Event{event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps}}
+	for _, s := range order {
+		se := steps[s]
+		if se.metrics != nil {
+			evs = append(evs, event.StepMetrics{Step: s, Metrics: se.metrics})
+		}
+		evs = append(evs, se.trajs...)
+		if se.eval != nil {
+			evs = append(evs, event.Eval{Step: s, PassAtK: se.eval.PassAtK, Best: run.BestStep > 0 && s == run.BestStep})
+		}
+		if c := se.ckpt; c != nil {
+			evs = append(evs, event.Checkpoint{Step: s, ID: fmt.Sprintf("%s/%d", runID, s), Bytes: c.Bytes, Metrics: c.Metrics,
+				Best: run.BestStep > 0 && s == run.BestStep})
+		}
+	}
+	switch run.Status {
+	case "", "running":
+	default:
+		evs = append(evs, event.RunEnd{Status: run.Status, Reason: run.StopReason, BestStep: run.BestStep})
+	}
+	return evs, nil
+}
+
+// trajectoryOf decodes a stored trajectory (the engine's JSON of event.Trajectory), falling back
+// to the record's index fields when its data does not decode.
+func trajectoryOf(r store.TrajectoryRecord) event.Trajectory {
+	var t event.Trajectory
+	if len(r.Data) > 0 && json.Unmarshal(r.Data, &t) == nil {
+		return t
+	}
+	t = event.Trajectory{Step: r.Step, TaskID: r.TaskID, Sample: r.Sample, Correct: r.Correct}
+	t.Reward.Total = r.Reward
+	if r.Hinted {
+		t.Hint = "(hinted; the bridge thought was not stored)"
+	}
+	return t
+}

@@ -1,0 +1,425 @@
+package ui
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"agentrl/engine/event"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+)
+
+// The status strip under the tabs: the run line, the phase timeline, the latest numbers, and
+// any unacknowledged alarm in place of the last of them.
+
+// runState is the one or two words saying what the run is doing, and their style.
+func (m *model) runState() (string, lipgloss.Style) {
+	d, t := m.sh.data, m.sh.theme
+	switch {
+	case d.end != nil:
+		s := "run " + d.end.Status
+		if d.end.Reason != "" {
+			s += ": " + d.end.Reason
+		}
+		st := t.Accent
+		if d.end.Status == "failed" {
+			st = t.Bad
+		}
+		return s, st
+	case m.events == nil:
+		return "stored run (no end recorded)", t.Warn
+	case m.streamEnd:
+		return "run ended (stream closed)", t.Accent
+	case d.stopping && d.paused:
+		return "paused · stopping after this step", t.Warn
+	case d.stopping:
+		return "stopping after this step", t.Warn
+	case d.paused:
+		return "paused", t.Warn
+	case !d.started:
+		return "starting", t.Faint
+	}
+	return "running", t.Good
+}
+
+// runLine: state · name · recipe · step · tokens/s · ETA.
+func (m *model) runLine(w int) string {
+	d, t := m.sh.data, m.sh.theme
+	state, st := m.runState()
+	parts := []string{st.Render(state)}
+	name := d.start.Name
+	if name == "" {
+		name = d.start.RunID
+	}
+	if name == "" {
+		name = m.sh.runID
+	}
+	if name != "" {
+		parts = append(parts, t.Title.Render(name))
+	}
+	if d.start.Recipe != "" {
+		parts = append(parts, "recipe "+filepath.Base(d.start.Recipe))
+	}
+	if d.start.TotalSteps > 0 {
+		parts = append(parts, fmt.Sprintf("step %d/%d", d.step, d.start.TotalSteps))
+	} else if d.step > 0 {
+		parts = append(parts, fmt.Sprintf("step %d", d.step))
+	}
+	if v, ok := d.lastMetric("tokens_per_s"); ok {
+		parts = append(parts, fmtRate(v)+" tok/s")
+	}
+	if eta := d.eta(); eta >= 0 && d.end == nil {
+		parts = append(parts, "ETA "+fmtSecs(eta))
+	}
+	return fit(" "+strings.Join(parts, t.Faint.Render(" · ")), w)
+}
+
+// phaseShort are the timeline's labels when the full names do not fit.
+var phaseShort = map[string]string{
+	event.PhaseRollout: "roll", event.PhaseScore: "score", event.PhaseReference: "ref", event.PhaseAdvantage: "adv",
+	event.PhaseTrain: "train", event.PhaseSync: "sync", event.PhaseEval: "eval", event.PhaseSave: "save",
+}
+
+// phaseLine is the timeline of a step: each phase with the time it took last, the one running
+// marked ▶ (with its progress), the ones done in this step in the "done" style.
+func (m *model) phaseLine(w int) string {
+	d, t := m.sh.data, m.sh.theme
+	now := d.currentPhase()
+	render := func(abbrev, times bool) (string, int) {
+		var sb strings.Builder
+		n := 0
+		put := func(s string, st lipgloss.Style) {
+			sb.WriteString(st.Render(s))
+			n += width(s)
+		}
+		put(" ", t.Plain)
+		for i, p := range event.Phases() {
+			if i > 0 {
+				put(" ", t.Plain)
+			}
+			label := p
+			if abbrev {
+				label = phaseShort[p]
+			}
+			secs, ever := d.phaseSecs[p]
+			switch {
+			case p == now:
+				s := "▶" + label
+				if pr := d.progress; pr != nil && pr.Phase == p && pr.Total > 0 {
+					s += fmt.Sprintf(" %d/%d", pr.Done, pr.Total)
+				} else if ever && times {
+					s += " " + fmtSecs(secs)
+				}
+				put(s, t.PhaseNow)
+			case d.stepDone[p] && ever:
+				put(" "+label+" "+fmtSecs(secs), t.PhaseDone)
+			case ever && times:
+				put(" "+label+" "+fmtSecs(secs), t.PhaseIdle)
+			default:
+				put(" "+label, t.PhaseIdle)
+			}
+		}
+		return sb.String(), n
+	}
+	for _, mode := range [][2]bool{{false, true}, {true, true}, {true, false}} {
+		if s, n := render(mode[0], mode[1]); n <= w {
+			return fit(s, w)
+		}
+	}
+	s, _ := render(true, false)
+	return fit(s, w)
+}
+
+// metricNames orders step metrics for display: the ones people look at first, then the rest.
+var metricFirst = []struct{ name, label string }{
+	{"reward_mean", "reward"}, {"accuracy", "acc"}, {"hinted_share", "hinted"}, {"loss", "loss"},
+	{"grad_norm", "grad"}, {"clip_frac", "clip"}, {"logprob_diff_max", "Δlogp"}, {"lr", "lr"},
+}
+
+func metricLabel(name string) string {
+	for _, f := range metricFirst {
+		if f.name == name {
+			return f.label
+		}
+	}
+	return name
+}
+
+// orderedMetrics returns the names of m in display order.
+func orderedMetrics(m map[string]float64) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range metricFirst {
+		if _, ok := m[f.name]; ok {
+			out = append(out, f.name)
+			seen[f.name] = true
+		}
+	}
+	var rest []string
+	for k := range m {
+		if !seen[k] && k != "tokens_per_s" {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+// metricsLine shows the latest evaluation and step metrics.
+func (m *model) metricsLine(w int) string {
+	d, t := m.sh.data, m.sh.theme
+	var parts []string
+	if n := len(d.evals); n > 0 {
+		e := d.evals[n-1]
+		for _, k := range e.Ks() {
+			parts = append(parts, fmt.Sprintf("pass@%d %.3f", k, e.PassAtK[k]))
+		}
+	}
+	if n := len(d.metrics); n > 0 {
+		mm := d.metrics[n-1].Metrics
+		for _, name := range orderedMetrics(mm) {
+			v := mm[name]
+			if name == "hinted_share" {
+				parts = append(parts, fmt.Sprintf("hinted %.0f%%", 100*v))
+				continue
+			}
+			parts = append(parts, metricLabel(name)+" "+fmtNum(v))
+		}
+	}
+	if len(parts) == 0 {
+		return fit(t.Faint.Render(" no metrics yet"), w)
+	}
+	return fit(" "+strings.Join(parts, t.Faint.Render(" · ")), w)
+}
+
+// alarmLine is the oldest unacknowledged alarm, in the alarm style across the whole row.
+func (m *model) alarmLine(w int, extra string) string {
+	d, t := m.sh.data, m.sh.theme
+	un := d.unacked()
+	a := un[0]
+	s := fmt.Sprintf(" !! ALARM %s at step %d: %s (%.3g > %.3g)", a.Kind, a.Step, a.Message, a.Value, a.Threshold)
+	if a.Count > 1 {
+		s += fmt.Sprintf(" ×%d", a.Count)
+	}
+	if len(un) > 1 {
+		s += fmt.Sprintf(" · %d more", len(un)-1)
+	}
+	s += " · a acknowledges"
+	if extra != "" {
+		s = " " + extra + " ·" + s
+	}
+	return t.Alarm.Render(fit(s, w))
+}
+
+// strip draws the h status rows.
+func (m *model) strip(w, h int) []string {
+	rows := []string{m.runLine(w)}
+	if h >= 2 {
+		rows = append(rows, m.phaseLine(w))
+	}
+	if h >= 3 {
+		rows = append(rows, m.metricsLine(w))
+	}
+	if len(m.sh.data.unacked()) > 0 {
+		if h == 1 {
+			state, _ := m.runState()
+			rows[0] = m.alarmLine(w, state)
+		} else {
+			rows[len(rows)-1] = m.alarmLine(w, "")
+		}
+	}
+	return rows
+}
+
+// statusPane is the Status pane: the run, the phases of the last step, the metrics with their
+// history, the latest evaluation, the alarms (acknowledged ones too) and the errors.
+type statusPane struct {
+	paneBase
+	keyHelp
+	sh     *shared
+	scroll textScroll
+	lines  []string
+	dirty  bool
+	builtW int
+}
+
+func newStatusPane(sh *shared) *statusPane {
+	return &statusPane{sh: sh, keyHelp: keyHelp{sh.keys, paneStatus}, dirty: true}
+}
+
+func (p *statusPane) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case dataMsg:
+		p.dirty = true
+	case tea.KeyMsg:
+		p.build()
+		p.scroll.move(msg, &p.sh.keys.Status, len(p.lines), p.h)
+	}
+	return nil
+}
+
+func (p *statusPane) Scroll(n int) {
+	p.build()
+	p.scroll.top += n
+	p.scroll.clampTo(len(p.lines), p.h)
+}
+
+func (p *statusPane) build() {
+	if !p.dirty && p.builtW == p.w {
+		return
+	}
+	p.lines, p.dirty, p.builtW = p.render(p.w), false, p.w
+	p.scroll.clampTo(len(p.lines), p.h)
+}
+
+func (p *statusPane) View() string {
+	p.build()
+	return strings.Join(window(p.lines, p.scroll.top, p.h), "\n")
+}
+
+func (p *statusPane) render(w int) []string {
+	d, t := p.sh.data, p.sh.theme
+	var out []string
+	add := func(s string) { out = append(out, s) }
+	kv := func(k, v string) { add(t.Faint.Render(fit(k, 10)) + v) }
+	head := func(s string) { add(""); add(t.HelpSection.Render(s)) }
+
+	if !d.started && len(d.trajs) == 0 && len(d.metrics) == 0 {
+		add(t.Faint.Render("waiting for the run to start…"))
+	}
+	name := d.start.Name
+	if d.start.RunID != "" && d.start.RunID != name {
+		name += t.Faint.Render("  (run " + d.start.RunID + ")")
+	}
+	kv("Run", name)
+	kv("Recipe", d.start.Recipe)
+	if d.start.Model != "" {
+		kv("Model", d.start.Model)
+	}
+	if d.start.Backend != "" {
+		kv("Backend", d.start.Backend)
+	}
+	steps := fmt.Sprintf("%d", d.step)
+	if d.start.TotalSteps > 0 {
+		steps += fmt.Sprintf(" of %d", d.start.TotalSteps)
+	}
+	kv("Step", steps)
+	if v, ok := d.lastMetric("tokens_per_s"); ok {
+		kv("Tokens/s", fmtRate(v))
+	}
+	if eta := d.eta(); eta >= 0 {
+		kv("ETA", fmtSecs(eta))
+	}
+	var state []string
+	if d.paused {
+		state = append(state, "paused")
+	}
+	if d.stopping {
+		state = append(state, "stopping after this step")
+	}
+	if d.end != nil {
+		s := "run " + d.end.Status
+		if d.end.Reason != "" {
+			s += " (" + d.end.Reason + ")"
+		}
+		state = append(state, s)
+	}
+	if len(state) > 0 {
+		kv("State", strings.Join(state, ", "))
+	}
+
+	if len(d.phaseSecs) > 0 {
+		head("Phases (time each took last)")
+		var total float64
+		for _, ph := range event.Phases() {
+			total = max(total, d.phaseSecs[ph])
+		}
+		now := d.currentPhase()
+		bw := max(min(w-24, 40), 0)
+		for _, ph := range event.Phases() {
+			secs, ok := d.phaseSecs[ph]
+			mark := "  "
+			if ph == now {
+				mark = "▶ "
+			}
+			if !ok {
+				add(t.Faint.Render(mark + fit(ph, 10) + fitRight("–", 8)))
+				continue
+			}
+			frac := 0.0
+			if total > 0 {
+				frac = secs / total
+			}
+			add(mark + fit(ph, 10) + fitRight(fmtSecs(secs), 8) + "  " + t.Accent.Render(strings.TrimRight(bar(frac, bw), " ")))
+		}
+		if s, ok := d.stepSecs[d.stepsDone()]; ok && d.stepsDone() > 0 {
+			add(t.Faint.Render(fmt.Sprintf("  step %d took %s", d.stepsDone(), fmtSecs(s))))
+		}
+	}
+
+	if n := len(d.metrics); n > 0 {
+		last := d.metrics[n-1]
+		head(fmt.Sprintf("Metrics (step %d)", last.Step))
+		names := orderedMetrics(last.Metrics)
+		if _, ok := last.Metrics["tokens_per_s"]; ok {
+			names = append(names, "tokens_per_s")
+		}
+		sw := max(min(w-32, 60), 0)
+		for _, name := range names {
+			hist := make([]float64, 0, n)
+			lo, hi := last.Metrics[name], last.Metrics[name]
+			for _, sm := range d.metrics[max(n-sw, 0):] {
+				if v, ok := sm.Metrics[name]; ok {
+					hist = append(hist, v)
+					lo, hi = min(lo, v), max(hi, v)
+				}
+			}
+			add("  " + fit(name, 18) + fitRight(fmtNum(last.Metrics[name]), 10) + "  " + t.Accent.Render(sparkline(hist, lo, hi, sw)))
+		}
+	}
+
+	if n := len(d.evals); n > 0 {
+		e := d.evals[n-1]
+		head(fmt.Sprintf("Evaluation (step %d)", e.Step))
+		var parts []string
+		for _, k := range e.Ks() {
+			parts = append(parts, fmt.Sprintf("pass@%d %.3f", k, e.PassAtK[k]))
+		}
+		s := "  " + strings.Join(parts, "  ")
+		if e.Best {
+			s += t.Good.Render("  best so far")
+		}
+		add(s)
+	}
+
+	if len(d.alarms) > 0 {
+		head("Alarms (a acknowledges the oldest, A all)")
+		for _, a := range d.alarms {
+			s := fmt.Sprintf("step %d %s %.3g > %.3g", a.Step, a.Kind, a.Value, a.Threshold)
+			if a.Count > 1 {
+				s += fmt.Sprintf(" ×%d", a.Count)
+			}
+			s += ": " + a.Message
+			if a.Acked {
+				add(t.AlarmAcked.Render("  acknowledged  " + s))
+			} else {
+				add(t.Alarm.Render(" !! ALARM ") + " " + s)
+			}
+		}
+	}
+	if len(d.errs) > 0 {
+		head("Errors")
+		for _, e := range d.errs[max(len(d.errs)-10, 0):] {
+			for _, l := range wrap(e, max(w-2, 1)) {
+				add("  " + t.Bad.Render(l))
+			}
+		}
+	}
+	for i := range out {
+		out[i] = fit(out[i], w)
+	}
+	return out
+}
