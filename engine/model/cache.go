@@ -24,48 +24,61 @@ func CacheBytes(c *Config, dt dtypes.DType, slots, rows int) int64 {
 	return 2 * int64(c.NumLayers) * CacheShape(c, dt, slots, rows).ByteSize()
 }
 
-// writeRows stores update [S, C, nKV, hd] into cache [S, L, nKV, hd] at rows positions [S, C];
-// entries whose position is negative are skipped. It uses two ScatterSums — one adding the negated
-// old rows (x + (−x) is exactly 0), one adding the new values — so the result is bit-exact and
-// only the written rows are touched (the Go backend has no DynamicUpdateSlice).
-func writeRows(cache, update, positions *Node) *Node {
+// writeRows stores update [P, C, nKV, hd] into cache [S, L, nKV, hd] at rows positions [P, C] of
+// slots slotIdx [P] (nil: lane p is slot p, P = S); entries whose position is negative are skipped.
+// It uses two ScatterSums — one adding the negated old rows (x + (−x) is exactly 0), one adding the
+// new values — so the result is bit-exact and only the written rows are touched (the Go backend
+// has no DynamicUpdateSlice).
+func writeRows(cache, update, positions, slotIdx *Node) *Node {
 	g := cache.Graph()
-	s, c := positions.Shape().Dim(0), positions.Shape().Dim(1)
-	valid := GreaterOrEqual(positions, ZerosLike(positions))             // [S, C]
-	rows := Where(valid, positions, ZerosLike(positions))                // invalid → row 0, with a zero update
-	slot := Iota(g, shapes.Make(dtypes.Int32, s, c), 0)                  // [S, C]
-	idx := Stack([]*Node{slot, ConvertDType(rows, dtypes.Int32)}, -1)    // [S, C, 2]
-	keep := ConvertDType(Reshape(valid, s, c, 1, 1), cache.DType())      // [S, C, 1, 1]
-	old := Gather(cache, idx)                                            // [S, C, nKV, hd]
+	p, c := positions.Shape().Dim(0), positions.Shape().Dim(1)
+	valid := GreaterOrEqual(positions, ZerosLike(positions)) // [P, C]
+	rows := Where(valid, positions, ZerosLike(positions))    // invalid → row 0, with a zero update
+	var slot *Node
+	if slotIdx == nil {
+		slot = Iota(g, shapes.Make(dtypes.Int32, p, c), 0) // [P, C]
+	} else {
+		slot = BroadcastToDims(ExpandAxes(ConvertDType(slotIdx, dtypes.Int32), -1), p, c)
+	}
+	idx := Stack([]*Node{slot, ConvertDType(rows, dtypes.Int32)}, -1)    // [P, C, 2]
+	keep := ConvertDType(Reshape(valid, p, c, 1, 1), cache.DType())      // [P, C, 1, 1]
+	old := Gather(cache, idx)                                            // [P, C, nKV, hd]
 	cleared := ScatterSum(cache, idx, Mul(Neg(old), keep), false, false) // written rows → 0
 	return ScatterSum(cleared, idx, Mul(update, keep), false, false)     // → update
 }
 
-// Step runs new tokens [S, C] at positions [S, C] (negative = no token in that place) through the
-// decoder, appending their keys and values to caches (2 per layer: k0, v0, k1, v1, …), and attends
-// over the first bucket rows of each slot (bucket must exceed every position in the step).
-// It returns the final normalised hidden state of the token at index last[s] of each slot's chunk,
-// [S, H], and the updated caches.
-func (n *Net) Step(tokens, positions, last *Node, caches []*Node, bucket int) (*Node, []*Node) {
+// Step runs new tokens [P, C] at positions [P, C] (negative = no token in that place) through the
+// decoder, appending their keys and values to caches [S, L, nKV, hd] (2 per layer: k0, v0, k1, v1,
+// …), and attends over the first bucket rows of each lane's slot (bucket must exceed every position
+// in the step). Lane p works on slot slotIdx[p] ([P] int32; nil means lane p is slot p and P = S):
+// a prefill of a few slots runs with few lanes instead of padding every slot to the chunk length.
+// It returns the final normalised hidden state of the token at index last[p] of each lane's chunk,
+// [P, H], and the updated caches.
+func (n *Net) Step(tokens, positions, last, slotIdx *Node, caches []*Node, bucket int) (*Node, []*Node) {
 	c := n.Config
 	if len(caches) != 2*c.NumLayers {
 		panicf("model step: got %d caches, want %d", len(caches), 2*c.NumLayers)
 	}
-	s := tokens.Shape().Dim(0)
+	p := tokens.Shape().Dim(0)
 	x := n.Embed(tokens)
 	rope := n.NewRope(positions)
-	rowPos := Iota(n.g, shapes.Make(dtypes.Int32, s, bucket), 1) // row index = position
+	rowPos := Iota(n.g, shapes.Make(dtypes.Int32, p, bucket), 1) // row index = position
 	out := make([]*Node, len(caches))
+	rowsOf := func(cache *Node) *Node {
+		b := SliceAxis(cache, 1, AxisRange(0, bucket)) // [S, bucket, nKV, hd]
+		if slotIdx == nil {
+			return b
+		}
+		return Gather(b, ExpandAxes(ConvertDType(slotIdx, dtypes.Int32), -1)) // [P, bucket, nKV, hd]
+	}
 	for l := 0; l < c.NumLayers; l++ {
 		q, k, v := n.QKV(l, n.LayerPre(l, x), rope)
-		kc := writeRows(caches[2*l], k, positions)
-		vc := writeRows(caches[2*l+1], v, positions)
+		kc := writeRows(caches[2*l], k, positions, slotIdx)
+		vc := writeRows(caches[2*l+1], v, positions, slotIdx)
 		out[2*l], out[2*l+1] = kc, vc
-		kb := SliceAxis(kc, 1, AxisRange(0, bucket))
-		vb := SliceAxis(vc, 1, AxisRange(0, bucket))
-		x = n.LayerPost(l, x, n.Attend(q, kb, vb, positions, rowPos))
+		x = n.LayerPost(l, x, n.Attend(q, rowsOf(kc), rowsOf(vc), positions, rowPos))
 	}
-	h := n.rmsNorm(x, nameNorm)                                                 // [S, C, H]
-	idx := Stack([]*Node{Iota(n.g, shapes.Make(dtypes.Int32, s), 0), last}, -1) // [S, 2]
-	return Gather(h, idx), out                                                  // [S, H]
+	h := n.rmsNorm(x, nameNorm)                                                 // [P, C, H]
+	idx := Stack([]*Node{Iota(n.g, shapes.Make(dtypes.Int32, p), 0), last}, -1) // [P, 2]
+	return Gather(h, idx), out                                                  // [P, H]
 }

@@ -23,6 +23,10 @@ type Config struct {
 	MaxLen  int   // cache rows per slot = longest context (default 512)
 	Buckets []int // attention lengths compiled (default powers of two from 64 up to MaxLen)
 	Chunks  []int // prefill chunk sizes compiled, besides 1 for decode (default 16 and 64)
+	// PrefillLanes is how many slots one prefill step (chunk > 1) serves (default Slots/8, at least
+	// 1). Decode steps always carry every slot; a prefill step carries only the slots with context
+	// to write, so a new turn in one slot costs lanes×chunk token rows, not Slots×chunk.
+	PrefillLanes int
 	// Truncation compiles the top-k / top-p sampler too. Without it, requests that ask for top-k or
 	// top-p are refused; RL rollouts usually sample the full distribution at temperature 1.
 	Truncation bool
@@ -59,6 +63,10 @@ func (c *Config) fill() error {
 	if c.TopKMax <= 0 {
 		c.TopKMax = 64
 	}
+	if c.PrefillLanes <= 0 {
+		c.PrefillLanes = max(1, c.Slots/8)
+	}
+	c.PrefillLanes = min(c.PrefillLanes, c.Slots)
 	return nil
 }
 
@@ -130,14 +138,28 @@ type Generator struct {
 	stats   Stats
 	done    chan struct{}
 	fail    error
+	// prefillLast says the previous step was a prefill, so the next one decodes if any slot can.
+	prefillLast bool
 }
 
 // stepKey names one compiled step: chunk size, attention bucket, and whether it samples with
-// top-k/top-p truncation.
+// top-k/top-p truncation. Decode steps (chunk 1) carry every slot; prefill steps carry
+// Config.PrefillLanes lanes, each naming its slot.
 type stepKey struct {
 	chunk, bucket int
 	truncate      bool
 }
+
+// lanes is the number of rows a step carries.
+func (g *Generator) lanes(k stepKey) int {
+	if k.chunk == 1 {
+		return g.cfg.Slots
+	}
+	return g.cfg.PrefillLanes
+}
+
+// indexed says whether a step's lanes name their slots (false: lane i is slot i).
+func (g *Generator) indexed(k stepKey) bool { return g.lanes(k) != g.cfg.Slots }
 
 type slot struct {
 	id      int
@@ -199,12 +221,17 @@ func (g *Generator) compile(k stepKey) error {
 	np := len(g.m.Params.Values)
 	nc := 2 * g.m.Config.NumLayers
 	kMax := g.cfg.TopKMax
+	indexed := g.indexed(k)
 	e, err := NewExec(g.m.Backend, func(in []*Node) []*Node {
 		net := model.NewNet(g.m.Config, g.compute, in[:np])
 		tokens, positions, last := in[np], in[np+1], in[np+2]
 		caches := in[np+3 : np+3+nc]
 		temp, topK, topP, u := in[np+3+nc], in[np+4+nc], in[np+5+nc], in[np+6+nc]
-		h, newCaches := net.Step(tokens, positions, last, caches, b)
+		var slotIdx *Node
+		if indexed {
+			slotIdx = in[np+7+nc]
+		}
+		h, newCaches := net.Step(tokens, positions, last, slotIdx, caches, b)
 		var ids, lp *Node
 		if k.truncate {
 			ids, lp = sampleTokens(net.Logits(h), temp, topK, topP, u, kMax)
@@ -218,27 +245,42 @@ func (g *Generator) compile(k stepKey) error {
 	}
 	e.SetMaxCache(2)
 	g.execs[k] = e
-	s := g.cfg.Slots
-	in := stepInputs{
-		tokens: make([]int32, s*c), positions: make([]int32, s*c), last: make([]int32, s),
-		temp: make([]float32, s), topK: make([]int32, s), topP: make([]float32, s), u: make([]float32, s),
-	}
-	for i := range in.positions {
-		in.positions[i] = -1 // nothing written: a warm-up that leaves the caches as they are
-	}
+	in := g.newInputs(k) // every position −1: a warm-up that leaves the caches as they are
 	_, _, err = g.run(k, in)
 	return err
 }
 
+// stepInputs are one step's host inputs, lane-major: lane i's chunk is tokens[i*chunk:(i+1)*chunk].
 type stepInputs struct {
 	tokens, positions, last []int32
 	temp, topP, u           []float32
 	topK                    []int32
+	slots                   []int32 // the slot of each lane (indexed steps only)
+}
+
+// newInputs allocates a step's inputs with no token in any place.
+func (g *Generator) newInputs(k stepKey) stepInputs {
+	n, c := g.lanes(k), k.chunk
+	in := stepInputs{
+		tokens: make([]int32, n*c), positions: make([]int32, n*c), last: make([]int32, n),
+		temp: make([]float32, n), topK: make([]int32, n), topP: make([]float32, n), u: make([]float32, n),
+		slots: make([]int32, n),
+	}
+	for i := range in.positions {
+		in.positions[i] = -1
+	}
+	for i := range in.topP {
+		in.topP[i] = 1
+	}
+	for i := range in.slots {
+		in.slots[i] = int32(i)
+	}
+	return in
 }
 
 // run executes one step, replacing the caches with the step's outputs.
 func (g *Generator) run(k stepKey, in stepInputs) ([]int32, []float32, error) {
-	s, c := g.cfg.Slots, k.chunk
+	s, c := g.lanes(k), k.chunk
 	args := make([]any, 0, len(g.m.Params.Values)+8+len(g.caches))
 	for _, v := range g.m.Params.Values {
 		args = append(args, v)
@@ -259,6 +301,9 @@ func (g *Generator) run(k stepKey, in stepInputs) ([]int32, []float32, error) {
 		tensors.FromFlatDataAndDimensions(in.topK, s),
 		tensors.FromFlatDataAndDimensions(in.topP, s),
 		tensors.FromFlatDataAndDimensions(in.u, s))
+	if g.indexed(k) {
+		args = append(args, tensors.FromFlatDataAndDimensions(in.slots, s))
+	}
 	out, err := g.execs[k].Call(args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode step (chunk %d, bucket %d): %w", c, k.bucket, err)
@@ -267,7 +312,7 @@ func (g *Generator) run(k stepKey, in stepInputs) ([]int32, []float32, error) {
 		t.FinalizeAll()
 	}
 	g.caches = out[2:]
-	ids := tensors.MustCopyFlatData[int32](out[0])
+	ids := tensors.MustCopyFlatData[int32](out[0]) // per lane
 	lps := tensors.MustCopyFlatData[float32](out[1])
 	out[0].FinalizeAll()
 	out[1].FinalizeAll()
@@ -498,7 +543,7 @@ func (g *Generator) loop() {
 		}
 		g.stats.SlotSteps += int64(len(active))
 		for _, a := range active {
-			g.advance(a, ids[a.slot.id], lps[a.slot.id])
+			g.advance(a, ids[a.lane], lps[a.lane])
 		}
 		g.mu.Unlock()
 	}
@@ -526,52 +571,69 @@ func (g *Generator) hasWork() bool {
 // stepSlot records what a step fed for one slot.
 type stepSlot struct {
 	slot   *slot
+	lane   int // the step row that carried it
 	epoch  int
 	fed    int  // tokens written this step
 	sample bool // whether this step's sample belongs to the request
 }
 
-// plan chooses the chunk size and bucket and lays out the step's inputs; g.mu held.
+// plan chooses the next step and lays out its inputs; g.mu held. Slots with context to write
+// (a prompt or a tool observation) are served by prefill steps of Config.PrefillLanes lanes,
+// alternating with decode steps of every slot so that one slot's new turn never stalls the others.
 func (g *Generator) plan() (key stepKey, in stepInputs, active []stepSlot) {
-	maxPending := 0
+	var prefill, decode []*slot
 	for _, s := range g.slots {
-		if s.gen != nil {
+		switch {
+		case s.gen == nil || len(s.pending) == 0:
+		case len(s.pending) > 1:
+			prefill = append(prefill, s)
+		default:
+			decode = append(decode, s)
+		}
+	}
+	key.chunk = 1
+	lanes := decode
+	if len(prefill) > 0 && (len(decode) == 0 || !g.prefillLast) {
+		if len(prefill) > g.cfg.PrefillLanes {
+			// Longest first: a long prompt is the one that holds its slot's turn back most.
+			slices.SortStableFunc(prefill, func(a, b *slot) int { return len(b.pending) - len(a.pending) })
+			prefill = prefill[:g.cfg.PrefillLanes]
+		}
+		maxPending := 0
+		for _, s := range prefill {
 			maxPending = max(maxPending, len(s.pending))
 		}
-	}
-	c := g.cfg.Chunks[len(g.cfg.Chunks)-1]
-	for _, ch := range g.cfg.Chunks {
-		if ch >= maxPending {
-			c = ch
-			break
+		key.chunk = g.cfg.Chunks[len(g.cfg.Chunks)-1]
+		for _, ch := range g.cfg.Chunks[1:] {
+			if ch >= maxPending {
+				key.chunk = ch
+				break
+			}
 		}
+		lanes = prefill
 	}
-	n := g.cfg.Slots
-	in = stepInputs{
-		tokens: make([]int32, n*c), positions: make([]int32, n*c), last: make([]int32, n),
-		temp: make([]float32, n), topK: make([]int32, n), topP: make([]float32, n), u: make([]float32, n),
-	}
-	for i := range in.positions {
-		in.positions[i] = -1
-	}
+	g.prefillLast = key.chunk > 1
+	in = g.newInputs(key)
+	c := key.chunk
 	need := 1
-	for _, s := range g.slots {
-		in.topP[s.id] = 1
-		if s.gen == nil || len(s.pending) == 0 {
-			continue
+	for i, s := range lanes {
+		lane := i
+		if !g.indexed(key) {
+			lane = s.id
 		}
+		in.slots[lane] = int32(s.id)
 		k := min(len(s.pending), c)
 		for j := 0; j < k; j++ {
-			in.tokens[s.id*c+j] = s.pending[j]
-			in.positions[s.id*c+j] = int32(s.pos + j)
+			in.tokens[lane*c+j] = s.pending[j]
+			in.positions[lane*c+j] = int32(s.pos + j)
 		}
-		in.last[s.id] = int32(k - 1)
+		in.last[lane] = int32(k - 1)
 		need = max(need, s.pos+k)
 		sp := s.gen.req.Sampling
-		in.temp[s.id] = sp.Temperature
-		in.topK[s.id] = int32(sp.TopK)
+		in.temp[lane] = sp.Temperature
+		in.topK[lane] = int32(sp.TopK)
 		if sp.TopP > 0 && sp.TopP < 1 {
-			in.topP[s.id] = sp.TopP
+			in.topP[lane] = sp.TopP
 			key.truncate = true
 		}
 		if sp.TopK > 0 {
@@ -579,11 +641,11 @@ func (g *Generator) plan() (key stepKey, in stepInputs, active []stepSlot) {
 		}
 		sample := k == len(s.pending)
 		if sample {
-			in.u[s.id] = s.gen.rng.Float32()
+			in.u[lane] = s.gen.rng.Float32()
 		}
-		active = append(active, stepSlot{slot: s, epoch: s.epoch, fed: k, sample: sample})
+		active = append(active, stepSlot{slot: s, lane: lane, epoch: s.epoch, fed: k, sample: sample})
 	}
-	key.chunk, key.bucket = c, g.cfg.Buckets[len(g.cfg.Buckets)-1]
+	key.bucket = g.cfg.Buckets[len(g.cfg.Buckets)-1]
 	for _, bb := range g.cfg.Buckets {
 		if bb >= need {
 			key.bucket = bb

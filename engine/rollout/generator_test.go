@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -70,11 +71,16 @@ func waitTokens(t *testing.T, g *Generator, n int64) {
 // TestGreedyMatchesFixtures runs every fixture case at once through 4 slots, in small prefill
 // chunks, with later requests arriving while earlier ones are mid-decode: each continuation must
 // equal HF's greedy continuation exactly.
+// Prefill lanes: 1 and 2 name their slots (indexed prefill steps), 4 carries every slot.
 func TestGreedyMatchesFixtures(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "qwen3-tiny-untied", "qwen2-tiny"} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lanes int
+	}{{"qwen3-tiny", 1}, {"qwen3-tiny", 2}, {"qwen3-tiny", 4}, {"qwen3-tiny-untied", 1}, {"qwen2-tiny", 2}} {
+		name := tc.name
+		t.Run(fmt.Sprintf("%s/lanes=%d", name, tc.lanes), func(t *testing.T) {
 			m, cases := loadFixture(t, name)
-			g := newGen(t, m, Config{Slots: 4, MaxLen: 64, Buckets: []int{16, 32, 64}, Chunks: []int{4}})
+			g := newGen(t, m, Config{Slots: 4, MaxLen: 64, Buckets: []int{16, 32, 64}, Chunks: []int{4}, PrefillLanes: tc.lanes})
 			ctx := context.Background()
 			results := make([]Result, len(cases))
 			errs := make([]error, len(cases))
