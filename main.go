@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -126,9 +127,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Int("seed", 0, "override run.seed")
 	runName := fs.String("run-name", "", "override run.name")
 	storePath := fs.String("store", "", "override run.store (the bbolt file)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	path, err := flagsAfter(fs, args)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	over := map[string]string{}
 	set := func(key, v string) {
@@ -817,4 +826,17 @@ func cmdTokenizerTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s/tokenizer.json\n", *out)
 	return nil
+}
+
+// startCPUProfile profiles the process into path until the returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

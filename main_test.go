@@ -18,7 +18,7 @@ import (
 
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	t.Setenv("GOMLX_BACKEND", "go")
+	t.Setenv("GOMLX_BACKEND", "go:ops_sequential") // as the device package opens it (see engine/device)
 	var out, errb bytes.Buffer
 	err := run(args, &out, &errb)
 	return out.String(), err
