@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,23 +50,27 @@ type Options struct {
 
 // Controller runs one recipe.
 type Controller struct {
-	o         Options
-	r         *recipes.Recipe
-	gen       *rollout.Generator
-	tr        *train.Trainer
-	exec      retool.Executor
-	pool      *retool.Pool
-	train     []envs.Task
-	heldout   []envs.Task
-	weights   retool.Weights
-	stopAfter atomic.Bool
-	imEnd     int32
-	stops     []int32
-	best      float64
-	bestStep  int
-	sinceBest int
-	lastSaved int
-	start     int // first step to run (1, or the step after a resumed checkpoint)
+	o          Options
+	r          *recipes.Recipe
+	gen        *rollout.Generator
+	tr         *train.Trainer
+	exec       retool.Executor
+	pool       *retool.Pool
+	train      []envs.Task
+	heldout    []envs.Task
+	weights    retool.Weights
+	stopAfter  atomic.Bool
+	pauseMu    sync.Mutex
+	paused     chan struct{} // non-nil while paused; closed on resume
+	manualBest atomic.Int64  // the step the user marked best, 0 = automatic
+	runMu      sync.Mutex    // serialises read-modify-write of the stored run record
+	imEnd      int32
+	stops      []int32
+	best       float64
+	bestStep   int
+	sinceBest  int
+	lastSaved  int
+	start      int // first step to run (1, or the step after a resumed checkpoint)
 }
 
 // New prepares the generator, trainer, executor and task sets.
@@ -195,6 +200,89 @@ func (c *Controller) Close() { c.gen.Close() }
 // StopAfterStep asks the run to end after the step in progress (saving a checkpoint).
 func (c *Controller) StopAfterStep() { c.stopAfter.Store(true) }
 
+// Pause holds the run before its next step (the step in progress finishes); Resume releases it.
+func (c *Controller) Pause() {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if c.paused == nil {
+		c.paused = make(chan struct{})
+	}
+}
+
+// Resume releases a paused run.
+func (c *Controller) Resume() {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if c.paused != nil {
+		close(c.paused)
+		c.paused = nil
+	}
+}
+
+// waitIfPaused blocks while the run is paused, or until ctx ends or a stop is asked for.
+func (c *Controller) waitIfPaused(ctx context.Context) {
+	for {
+		c.pauseMu.Lock()
+		ch := c.paused
+		c.pauseMu.Unlock()
+		if ch == nil || c.stopAfter.Load() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond): // re-check for a stop request
+		}
+	}
+}
+
+// MarkBest overrides the automatic choice of the best checkpoint: the run record names step as
+// its best from now on, and the end of the run keeps that choice.
+func (c *Controller) MarkBest(step int) error {
+	if c.o.Store == nil {
+		return errors.New("engine: this run has no store to mark a checkpoint in")
+	}
+	if _, err := c.o.Store.Manifest(c.o.RunID, step); err != nil {
+		return fmt.Errorf("mark best: step %d has no checkpoint: %w", step, err)
+	}
+	c.manualBest.Store(int64(step))
+	return c.updateRun(func(r *store.Run) { r.BestStep = step })
+}
+
+// Export writes the checkpoint of step as a HuggingFace folder next to the store
+// (export/RUN-stepN) and returns its path.
+func (c *Controller) Export(step int) (string, error) {
+	if c.o.Store == nil {
+		return "", errors.New("engine: this run has no store to export from")
+	}
+	dir := filepath.Join(filepath.Dir(c.o.Store.Path()), "export", fmt.Sprintf("%s-step%d", c.o.RunID, step))
+	if err := c.o.Store.Export(c.o.RunID, step, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// updateRun changes the stored run record; the run goroutine and the UI's commands share it.
+func (c *Controller) updateRun(fn func(*store.Run)) error {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	run, err := c.o.Store.GetRun(c.o.RunID)
+	if err != nil {
+		return err
+	}
+	fn(&run)
+	return c.o.Store.PutRun(run)
+}
+
+// bestChoice is the run's best step: the user's choice if they made one, else the automatic one.
+func (c *Controller) bestChoice() int {
+	if m := c.manualBest.Load(); m > 0 {
+		return int(m)
+	}
+	return c.bestStep
+}
+
 func (c *Controller) emit(e event.Event) {
 	if c.o.Events != nil {
 		c.o.Events <- e
@@ -243,13 +331,9 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 			status, reason = "failed", err.Error()
 		}
 		if c.o.Store != nil {
-			run, gerr := c.o.Store.GetRun(c.o.RunID)
-			if gerr == nil {
-				run.Status, run.StopReason, run.BestStep = status, reason, c.bestStep
-				_ = c.o.Store.PutRun(run)
-			}
+			_ = c.updateRun(func(run *store.Run) { run.Status, run.StopReason, run.BestStep = status, reason, c.bestChoice() })
 		}
-		c.emit(event.RunEnd{Status: status, Reason: reason, BestStep: c.bestStep})
+		c.emit(event.RunEnd{Status: status, Reason: reason, BestStep: c.bestChoice()})
 	}()
 	if r.Eval.AtStart && c.o.Resume == nil {
 		if _, err := c.evaluate(ctx, 0); err != nil {
@@ -257,6 +341,11 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		}
 	}
 	for step = c.start; step <= r.Run.MaxSteps; step++ {
+		c.waitIfPaused(ctx)
+		if c.stopAfter.Load() && step > c.start {
+			status, reason = "stopped", "stopped by the user"
+			return c.save(ctx, step-1, true)
+		}
 		if err := c.step(ctx, step); err != nil {
 			if ctx.Err() != nil {
 				status, reason = "stopped", "interrupted"

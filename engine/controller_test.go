@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -24,11 +25,10 @@ func qwenTokenizer(t *testing.T) *tokenizer.Tokenizer {
 	return tok
 }
 
-// TestControllerEndToEnd runs the real loop — generator, ReTool environment with the Starlark
-// executor, rules hinter and PRM, reference-model teacher, GRPO+OPD update, eval, checkpoints —
-// for two steps on a tiny random model with the Qwen3 tokenizer, and checks the event stream
-// and the store.
-func TestControllerEndToEnd(t *testing.T) {
+// tinyRun builds a controller for a short run of the ReTool recipe on a tiny random model with the
+// Qwen3 tokenizer, storing into a fresh store; extra overrides the recipe fields given.
+func tinyRun(t *testing.T, extra map[string]string) (*Controller, *store.Store, chan event.Event) {
+	t.Helper()
 	tok := qwenTokenizer(t)
 	backend, err := compute.NewWithConfig("go")
 	if err != nil {
@@ -44,11 +44,15 @@ func TestControllerEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: map[string]string{
+	over := map[string]string{
 		"run.max_steps": "2", "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_turns": "2",
 		"rollout.max_new_tokens": "12", "rollout.max_total_tokens": "128", "eval.every": "1", "eval.heldout_tasks": "2",
 		"eval.n_samples": "2", "eval.ks": "1,2", "checkpoint.every": "1", "env.tasks.train_size": "8", "env.tasks.heldout_size": "4", "early_stop.patience": "10",
-	}})
+	}
+	for k, v := range extra {
+		over[k] = v
+	}
+	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: over})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +60,23 @@ func TestControllerEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	events := make(chan event.Event, 1024)
 	c, err := New(Options{Recipe: r, RecipePath: "retool.yaml", RunID: "test-run", Policy: policy, Reference: reference,
 		Tokenizer: tok, Store: st, Events: events, Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte("{}")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
+	return c, st, events
+}
+
+// TestControllerEndToEnd runs the real loop — generator, ReTool environment with the Starlark
+// executor, rules hinter and PRM, reference-model teacher, GRPO+OPD update, eval, checkpoints —
+// for two steps on a tiny random model with the Qwen3 tokenizer, and checks the event stream
+// and the store.
+func TestControllerEndToEnd(t *testing.T) {
+	c, st, events := tinyRun(t, nil)
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(context.Background()); close(events) }()
 	phases := map[string]int{}
@@ -189,5 +202,55 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	}
 	if runRec, _ := st.GetRun("interrupted"); runRec.Status != "finished" {
 		t.Errorf("resumed run status %q", runRec.Status)
+	}
+}
+
+// TestPauseStopMarkBestExport drives the commands the workbench sends: a run paused before its
+// first step and asked to stop while paused runs exactly one step, ends "stopped by the user",
+// and its checkpoint can then be marked best and exported as a loadable folder.
+func TestPauseStopMarkBestExport(t *testing.T) {
+	c, st, events := tinyRun(t, map[string]string{"run.max_steps": "3"})
+	c.Pause()
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(context.Background()); close(events) }()
+	var steps []int
+	var end event.RunEnd
+	for e := range events {
+		switch v := e.(type) {
+		case event.Eval:
+			if v.Step == 0 { // the start evaluation ran; the loop now waits on the pause
+				c.StopAfterStep()
+				c.Resume()
+			}
+		case event.StepMetrics:
+			steps = append(steps, v.Step)
+		case event.RunEnd:
+			end = v
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 1 || end.Status != "stopped" || end.Reason != "stopped by the user" {
+		t.Fatalf("steps run %v, end %+v; want step 1 only, stopped by the user", steps, end)
+	}
+	if err := c.MarkBest(7); err == nil {
+		t.Error("marking a step without a checkpoint as best succeeded")
+	}
+	if err := c.MarkBest(1); err != nil {
+		t.Fatal(err)
+	}
+	run, err := st.GetRun("test-run")
+	if err != nil || run.BestStep != 1 || run.Status != "stopped" {
+		t.Errorf("stored run %+v (%v); want best step 1, status stopped", run, err)
+	}
+	dir, err := c.Export(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("export %s: %v", dir, err)
+		}
 	}
 }
