@@ -78,7 +78,7 @@ func (t *Theme) box(title, content string, w, h int, focused bool) []string {
 	out := make([]string, 0, h)
 	top := b.TopLeft
 	if title != "" && iw >= 3 {
-		label := " " + ansi.Truncate(title, iw-2, "…") + " "
+		label := " " + ansi.Truncate(title, iw-3, "…") + " "
 		ts := t.Faint
 		if focused {
 			ts = t.BorderFocus

@@ -17,7 +17,10 @@ type hintsPane struct {
 	sh   *shared
 	cur  listCursor
 	seen int // hints counted when the cursor last moved with them
+	open openRequest
 }
+
+func (p *hintsPane) takeOpen() (int, bool) { return p.open.takeOpen() }
 
 func newHintsPane(sh *shared) *hintsPane {
 	return &hintsPane{sh: sh, keyHelp: keyHelp{sh.keys, paneHints}, seen: len(sh.data.hinted)}
@@ -81,9 +84,7 @@ func (p *hintsPane) Update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		if key.Matches(msg, k.Open) {
-			if idx := p.selected(); idx >= 0 {
-				return func() tea.Msg { return openTrajMsg{idx: idx, from: paneHints} }
-			}
+			p.open.request(p.selected())
 		}
 	}
 	return nil

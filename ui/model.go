@@ -177,9 +177,6 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var ch change
 		for _, e := range msg.events {
 			ch |= m.sh.data.apply(e)
-			if a, ok := e.(event.Alarm); ok {
-				m.note, m.noteBad = fmt.Sprintf("ALARM %s at step %d: %s", a.Kind, a.Step, a.Message), true
-			}
 		}
 		if msg.closed {
 			m.streamEnd = true
@@ -199,14 +196,6 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case ctrlMsg:
 		return m, m.controlled(msg)
-	case openTrajMsg:
-		if msg.idx < 0 || msg.idx >= len(m.sh.data.trajs) {
-			return m, nil
-		}
-		m.detail.open(msg.idx)
-		m.backTo = msg.from
-		m.setFocus(paneDetail)
-		return m, nil
 	case noteMsg:
 		m.note, m.noteBad = msg.text, msg.bad
 		return m, nil
@@ -330,7 +319,16 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 	}
-	return m.panes[m.focus].Update(msg)
+	from := m.focus
+	cmd := m.panes[from].Update(msg)
+	if o, ok := m.panes[from].(opener); ok {
+		if idx, ok := o.takeOpen(); ok && idx >= 0 && idx < len(m.sh.data.trajs) {
+			m.detail.open(idx)
+			m.backTo = from
+			m.setFocus(paneDetail)
+		}
+	}
+	return cmd
 }
 
 // ended reports whether the run can no longer take commands.

@@ -29,6 +29,9 @@ type (
 	backer interface{ Back() bool }
 	// scroller scrolls by n rows (mouse wheel).
 	scroller interface{ Scroll(n int) }
+	// opener asks the root to open a trajectory in Detail (enter in a list); the root takes
+	// the request right after the key, so keys typed quickly after enter reach Detail.
+	opener interface{ takeOpen() (idx int, ok bool) }
 	// titler adds a few words to the pane's frame title ("Trajectories · 12 of 640").
 	titler interface{ Subtitle() string }
 )
@@ -67,11 +70,6 @@ func (k keyHelp) FullHelp() [][]key.Binding { return [][]key.Binding{k.keys.sect
 type (
 	// dataMsg tells the panes that the run data changed (which parts: ch).
 	dataMsg struct{ ch change }
-	// openTrajMsg asks the root to show trajectory idx (an index into runData.trajs) in Detail.
-	openTrajMsg struct {
-		idx  int
-		from paneID
-	}
 	// noteMsg puts a line in the footer until the next key.
 	noteMsg struct {
 		text string
@@ -81,6 +79,20 @@ type (
 
 func note(text string, bad bool) tea.Cmd {
 	return func() tea.Msg { return noteMsg{text, bad} }
+}
+
+// openRequest is an opener's pending request.
+type openRequest struct {
+	idx     int
+	pending bool
+}
+
+func (r *openRequest) request(idx int) { r.idx, r.pending = idx, true }
+
+func (r *openRequest) takeOpen() (int, bool) {
+	ok := r.pending
+	r.pending = false
+	return r.idx, ok
 }
 
 // listCursor keeps a cursor and a scroll offset over n rows of which h are visible.

@@ -60,9 +60,6 @@ func (m *model) runLine(w int) string {
 	if name != "" {
 		parts = append(parts, t.Title.Render(name))
 	}
-	if d.start.Recipe != "" {
-		parts = append(parts, "recipe "+filepath.Base(d.start.Recipe))
-	}
 	if d.start.TotalSteps > 0 {
 		parts = append(parts, fmt.Sprintf("step %d/%d", d.step, d.start.TotalSteps))
 	} else if d.step > 0 {
@@ -73,6 +70,9 @@ func (m *model) runLine(w int) string {
 	}
 	if eta := d.eta(); eta >= 0 && d.end == nil {
 		parts = append(parts, "ETA "+fmtSecs(eta))
+	}
+	if d.start.Recipe != "" {
+		parts = append(parts, "recipe "+filepath.Base(d.start.Recipe))
 	}
 	return fit(" "+strings.Join(parts, t.Faint.Render(" · ")), w)
 }

@@ -153,6 +153,7 @@ type trajPane struct {
 	keyHelp
 	sh   *shared
 	keys *listKeys
+	open openRequest
 
 	view  []int // indices into data.trajs, in display order
 	seen  int   // trajectories already placed in view
@@ -243,6 +244,8 @@ func (p *trajPane) SetSize(w, h int) {
 	p.paneBase.SetSize(w, h)
 	p.cur.clampTo(len(p.view), p.rows())
 }
+
+func (p *trajPane) takeOpen() (int, bool) { return p.open.takeOpen() }
 
 func (p *trajPane) Capturing() bool { return p.editing }
 
@@ -335,9 +338,7 @@ func (p *trajPane) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.Open):
-		if idx := p.selected(); idx >= 0 {
-			return func() tea.Msg { return openTrajMsg{idx: idx, from: paneTrajs} }
-		}
+		p.open.request(p.selected())
 	case key.Matches(msg, k.Filter):
 		p.editing, p.edit, p.editErr, p.before = true, p.filter, "", p.filter
 	case key.Matches(msg, k.Sort), key.Matches(msg, k.Reverse):

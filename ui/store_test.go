@@ -1,0 +1,109 @@
+package ui
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrl/engine/event"
+	"agentrl/store"
+	"agentrl/store/safetensors"
+)
+
+// storedRun writes two runs into a temporary store: r1 (finished, best step 2) with metrics,
+// evaluations, trajectories and checkpoints, and r0 with evaluations only, for the overlay.
+func storedRun(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	must(st.PutRun(store.Run{ID: "r1", Name: "retool", Recipe: "recipes/retool.yaml", Created: now, Status: "finished", BestStep: 2, TotalSteps: 2}))
+	must(st.PutRun(store.Run{ID: "r0", Name: "baseline", Recipe: "recipes/grpo.yaml", Created: now, Status: "finished", BestStep: 1, TotalSteps: 2}))
+	for step := 1; step <= 2; step++ {
+		must(st.PutMetrics("r1", step, map[string]float64{"reward_mean": 0.1 * float64(step)}))
+		must(st.PutEval("r1", store.Eval{Step: step, PassAtK: map[int]float64{1: 0.2 * float64(step), 8: 0.3 * float64(step)}}))
+		must(st.PutEval("r0", store.Eval{Step: step, PassAtK: map[int]float64{1: 0.15 * float64(step), 8: 0.25 * float64(step)}}))
+		var recs []store.TrajectoryRecord
+		for i := 0; i < 3; i++ {
+			tr := trajectory(step, i)
+			data, _ := json.Marshal(tr)
+			recs = append(recs, store.TrajectoryRecord{Step: step, TaskID: tr.TaskID, Sample: tr.Group*4 + tr.Sample, Reward: tr.Reward.Total, Correct: tr.Correct, Hinted: tr.Hint != "", Data: data})
+		}
+		must(st.PutTrajectories("r1", recs))
+		must(st.SaveCheckpoint(&store.Checkpoint{
+			Manifest: store.Manifest{Run: "r1", Step: step, Metrics: map[string]float64{"best": 0.4}},
+			Weights:  []*safetensors.Tensor{{Name: "w", DType: safetensors.F32, Shape: []int{4}, Data: make([]byte, 16)}},
+		}))
+	}
+	return st
+}
+
+func TestStoredEvents(t *testing.T) {
+	st := storedRun(t)
+	evs, err := StoredEvents(st, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type())
+	}
+	want := "run_start metrics trajectory trajectory trajectory eval checkpoint metrics trajectory trajectory trajectory eval checkpoint run_end"
+	if got := strings.Join(types, " "); got != want {
+		t.Fatalf("events:\n%s\nwant\n%s", got, want)
+	}
+	if ck := evs[12].(event.Checkpoint); !ck.Best || ck.Step != 2 || ck.Bytes != 16 || ck.ID != "r1/2" {
+		t.Fatalf("checkpoint event %+v", ck)
+	}
+	if tr := evs[2].(event.Trajectory); len(tr.Turns) == 0 || len(tr.Pieces) == 0 {
+		t.Fatalf("the stored trajectory lost its turns: %+v", tr)
+	}
+	if end := evs[len(evs)-1].(event.RunEnd); end.Status != "finished" || end.BestStep != 2 {
+		t.Fatalf("end %+v", end)
+	}
+	if _, err := StoredEvents(st, "nope"); err == nil {
+		t.Fatal("no error for a run that is not stored")
+	}
+
+	// the read-only view of it, with r0 overlaid on the curves
+	m := newModel(config{initial: evs, store: st, runID: "r1", memSample: func() uint64 { return 1 }})
+	m.Update(keyMsg("x")) // nothing
+	m.resize(120, 40)
+	press(m, "7")
+	v := screen(t, m, 120, 40)
+	if !strings.Contains(v, "run finished") || !strings.Contains(v, "best*") || !strings.Contains(v, "r1/2") {
+		t.Fatalf("view of a stored run:\n%s", v)
+	}
+	press(m, "6", "o")
+	v = screen(t, m, 120, 40)
+	if !strings.Contains(v, "Overlay which run?") || !strings.Contains(v, "baseline (r0)") || strings.Contains(v, "retool (r1)") {
+		t.Fatalf("picker:\n%s", v)
+	}
+	press(m, "j", "enter")
+	v = screen(t, m, 120, 40)
+	if !strings.Contains(v, "6 Curves · pass@k vs baseline (r0)") || !strings.Contains(v, "∘ baseline (r0) 0.") {
+		t.Fatalf("overlay:\n%s", v)
+	}
+	press(m, "o", "enter") // "none" removes it
+	if v = screen(t, m, 120, 40); strings.Contains(v, "baseline") {
+		t.Fatalf("overlay not removed:\n%s", v)
+	}
+}
+
+func TestTrajectoryOfFallsBack(t *testing.T) {
+	tr := trajectoryOf(store.TrajectoryRecord{Step: 3, TaskID: "t", Sample: 5, Reward: 0.5, Correct: true, Hinted: true, Data: []byte("not json")})
+	if tr.Step != 3 || tr.TaskID != "t" || tr.Sample != 5 || tr.Reward.Total != 0.5 || !tr.Correct || tr.Hint == "" {
+		t.Fatalf("fallback %+v", tr)
+	}
+}
