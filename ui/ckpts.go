@@ -92,7 +92,7 @@ func (p *ckptPane) Update(msg tea.Msg) tea.Cmd {
 			if step < 0 {
 				return note("no checkpoint to export", false)
 			}
-			return tea.Batch(note(fmt.Sprintf("exporting step %d…", step), false), func() tea.Msg {
+			return tea.Sequence(note(fmt.Sprintf("exporting step %d…", step), false), func() tea.Msg {
 				path, err := c.Export(step)
 				return ctrlMsg{act: ActionExport, step: step, path: path, err: err}
 			})

@@ -22,6 +22,7 @@
 //   - When the stream ends the status line shows "run finished" / "run stopped: reason" /
 //     "run failed: reason" (from the run's end event, else "run ended (stream closed)") and the
 //     workbench stays open until the user quits.
+//   - Several keys arriving in one terminal read (tmux send-keys "7" "b") act one by one.
 //   - With a nil Controller (the read-only view) the pause, stop, mark and export keys are
 //     hidden and the first row says "view (read-only)" when it has room.
 package ui

@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -131,12 +132,15 @@ func run(m *model, cmd tea.Cmd) {
 		return
 	}
 	msg := cmd()
+	if v := reflect.ValueOf(msg); v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeFor[tea.Cmd]() {
+		// tea.BatchMsg, and tea.Sequence's unexported message: run them in order
+		for i := range v.Len() {
+			run(m, v.Index(i).Interface().(tea.Cmd))
+		}
+		return
+	}
 	switch msg := msg.(type) {
 	case nil:
-	case tea.BatchMsg:
-		for _, c := range msg {
-			run(m, c)
-		}
 	case tea.QuitMsg:
 	default:
 		_, next := m.Update(msg)

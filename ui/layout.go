@@ -20,7 +20,7 @@ type Layout struct {
 }
 
 // Sizes below which the workbench only says that the terminal is too small, and from which a
-// side column (memory and hints next to the focused pane) is shown.
+// side column (two of Curves, GPU and Hints, next to the focused pane) is shown.
 const (
 	MinWidth  = 24
 	MinHeight = 8

@@ -170,6 +170,19 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyMsg:
 		m.note, m.noteBad = "", false
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+			// keys typed faster than the terminal is read arrive as one message ("a7S"): each
+			// is a key of its own
+			var cmds []tea.Cmd
+			for _, r := range msg.Runes {
+				k := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}
+				if r == ' ' {
+					k.Type = tea.KeySpace
+				}
+				cmds = append(cmds, m.key(k))
+			}
+			return m, tea.Batch(cmds...)
+		}
 		return m, m.key(msg)
 	case tea.MouseMsg:
 		return m, m.mouse(msg)

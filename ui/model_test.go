@@ -482,3 +482,20 @@ func TestCurvesKeys(t *testing.T) {
 		t.Fatalf("overlay without a store:\n%s", v)
 	}
 }
+
+func TestRunesTogether(t *testing.T) {
+	// a terminal read can hold several keys typed quickly (tmux send-keys "a" "7" "S"): each acts
+	m := testModel(sampleRun(), &fakeCtrl{}, 80, 24)
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a7S")})
+	run(m, cmd)
+	if len(m.sh.data.unacked()) != 0 || m.focus != paneCkpts || m.confirm != stopQuestion {
+		t.Fatalf("a7S: unacked %d, focus %v, confirm %q", len(m.sh.data.unacked()), m.focus, m.confirm)
+	}
+	// while a filter is typed they are text
+	press(m, "n", "3", "/")
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("wrong")})
+	run(m, cmd)
+	if p := trajPaneOf(m); p.edit != "wrong" || m.focus != paneTrajs {
+		t.Fatalf("typed %q, focus %v", p.edit, m.focus)
+	}
+}
