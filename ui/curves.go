@@ -423,7 +423,9 @@ func (p *curvesPane) render(w, h int) []string {
 		if a > 0 {
 			s += t.Faint.Render(fmt.Sprintf(" (raw %s)", fmtNum(last.v)))
 		}
-		s += t.Faint.Render(fmt.Sprintf(" at step %d", last.step))
+		if w >= 60 {
+			s += t.Faint.Render(fmt.Sprintf(" at step %d", last.step))
+		}
 		if i < len(other) && len(other[i].pts) > 0 {
 			s += "   " + t.Faint.Render(fmt.Sprintf("∘ %s %s", runLabel(p.overlay.sum), fmtNum(otherS[i][len(otherS[i])-1].v)))
 		}

@@ -25,6 +25,17 @@ func fmtSecs(s float64) string {
 	return fmt.Sprintf("%dh%02dm", h, (int(s)-3600*h)/60)
 }
 
+// fmtSecsShort is fmtSecs in fewer cells: 0.4s, 12s, 4m05s.
+func fmtSecsShort(s float64) string {
+	switch {
+	case s >= 0 && s < 10:
+		return fmt.Sprintf("%.1fs", s)
+	case s >= 10 && s < 60:
+		return fmt.Sprintf("%.0fs", s)
+	}
+	return fmtSecs(s)
+}
+
 // fmtBytes formats a byte count with binary units.
 func fmtBytes(b float64) string {
 	switch {

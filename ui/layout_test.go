@@ -2,10 +2,14 @@ package ui
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
 	"agentrl/engine/event"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
 
 func TestCompute(t *testing.T) {
@@ -106,5 +110,42 @@ func TestTooSmallNotice(t *testing.T) {
 	m := testModel(sampleRun(), nil, 20, 6)
 	if v := screen(t, m, 20, 6); !strings.HasPrefix(v, "terminal 20×6 is to") {
 		t.Fatalf("notice: %q", v)
+	}
+}
+
+// TestColourScreens draws every pane with colours on (code highlighting, the heat map, the
+// ledger's coloured bar): the same shapes, and escape sequences present.
+func TestColourScreens(t *testing.T) {
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(termenv.TrueColor)
+	r.SetHasDarkBackground(true)
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		w, h := sz[0], sz[1]
+		m := newModel(config{initial: sampleRun(), ctrl: &fakeCtrl{}, renderer: r, memSample: func() uint64 { return 1 }})
+		if !m.sh.theme.Color {
+			t.Fatal("colours are off on a true-colour renderer")
+		}
+		m.resize(w, h)
+		for p := paneStatus; p < numPanes; p++ {
+			press(m, fmt.Sprint(int(p)+1))
+			if v := screen(t, m, w, h); !strings.Contains(v, "\x1b[") {
+				t.Fatalf("%v has no colour", p)
+			}
+		}
+		press(m, "3", "g", "j", "j", "j", "j", "enter")
+		screen(t, m, w, h)
+		press(m, "G")
+		screen(t, m, w, h)
+		press(m, "t")
+		if v := screen(t, m, w, h); !strings.Contains(v, "negative") || strings.Contains(v, "⟨") {
+			t.Fatalf("the coloured heat map:\n%s", v)
+		}
+		press(m, "?")
+		screen(t, m, w, h)
+	}
+	// NoColor wins over the renderer's profile
+	m := newModel(config{initial: sampleRun(), renderer: r, noColor: true})
+	if m.sh.theme.Color {
+		t.Fatal("noColor left colours on")
 	}
 }

@@ -88,7 +88,12 @@ var phaseShort = map[string]string{
 func (m *model) phaseLine(w int) string {
 	d, t := m.sh.data, m.sh.theme
 	now := d.currentPhase()
-	render := func(abbrev, times bool) (string, int) {
+	render := func(abbrev, times, compact bool) (string, int) {
+		fmtT := fmtSecs
+		sep := "  "
+		if compact {
+			fmtT, sep = fmtSecsShort, " "
+		}
 		var sb strings.Builder
 		n := 0
 		put := func(s string, st lipgloss.Style) {
@@ -98,7 +103,7 @@ func (m *model) phaseLine(w int) string {
 		put(" ", t.Plain)
 		for i, p := range event.Phases() {
 			if i > 0 {
-				put(" ", t.Plain)
+				put(sep[1:], t.Plain)
 			}
 			label := p
 			if abbrev {
@@ -111,25 +116,27 @@ func (m *model) phaseLine(w int) string {
 				if pr := d.progress; pr != nil && pr.Phase == p && pr.Total > 0 {
 					s += fmt.Sprintf(" %d/%d", pr.Done, pr.Total)
 				} else if ever && times {
-					s += " " + fmtSecs(secs)
+					s += " " + fmtT(secs)
 				}
 				put(s, t.PhaseNow)
-			case d.stepDone[p] && ever:
-				put(" "+label+" "+fmtSecs(secs), t.PhaseDone)
+			case d.stepDone[p] && ever && times:
+				put(" "+label+" "+fmtT(secs), t.PhaseDone)
+			case d.stepDone[p]:
+				put(" "+label, t.PhaseDone)
 			case ever && times:
-				put(" "+label+" "+fmtSecs(secs), t.PhaseIdle)
+				put(" "+label+" "+fmtT(secs), t.PhaseIdle)
 			default:
 				put(" "+label, t.PhaseIdle)
 			}
 		}
 		return sb.String(), n
 	}
-	for _, mode := range [][2]bool{{false, true}, {true, true}, {true, false}} {
-		if s, n := render(mode[0], mode[1]); n <= w {
+	for _, mode := range [][3]bool{{false, true, false}, {true, true, false}, {true, true, true}, {true, false, true}} {
+		if s, n := render(mode[0], mode[1], mode[2]); n <= w {
 			return fit(s, w)
 		}
 	}
-	s, _ := render(true, false)
+	s, _ := render(true, false, true)
 	return fit(s, w)
 }
 
