@@ -17,6 +17,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
@@ -41,6 +42,7 @@ type Options struct {
 	ModelFiles map[string][]byte // config.json and tokenizer files, saved with checkpoints
 	Events     chan<- event.Event
 	Backend    string
+	Monitor    *device.Monitor // NVML readings for the memory ledger; nil or without a GPU: none
 	// LogProbAlarm is the max |rollout − trainer| log-prob allowed before an alarm (default 1e-3).
 	LogProbAlarm float64
 	// Resume continues a run from this checkpoint: weights, optimizer moments, data position and
@@ -263,6 +265,26 @@ func (c *Controller) Export(step int) (string, error) {
 	return dir, nil
 }
 
+// ledger reports what the engine holds on the device, by component, with NVML's reading of the
+// whole device when there is one (ok=false on the CPU backend: then only the components count).
+func (c *Controller) ledger() event.Ledger {
+	params := c.o.Policy.Params.Bytes()
+	cfg := c.gen.Config()
+	l := event.Ledger{Backend: c.o.Backend, Components: map[string]int64{
+		"policy weights":    params,
+		"reference weights": c.o.Reference.Params.Bytes(),
+		"KV cache":          model.CacheBytes(c.o.Policy.Config, c.o.Policy.Options().Compute, cfg.Slots, cfg.MaxLen),
+		"AdamW moments":     2 * params, // float32 m and v, one of each per parameter
+	}}
+	if c.o.Monitor != nil {
+		if rd, ok := c.o.Monitor.Read(); ok {
+			l.DeviceUsed, l.DeviceTotal, l.UtilPct = rd.UsedBytes, rd.TotalBytes, rd.UtilPct
+			l.Budget = int64(rd.TotalBytes)
+		}
+	}
+	return l
+}
+
 // updateRun changes the stored run record; the run goroutine and the UI's commands share it.
 func (c *Controller) updateRun(fn func(*store.Run)) error {
 	c.runMu.Lock()
@@ -335,6 +357,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		}
 		c.emit(event.RunEnd{Status: status, Reason: reason, BestStep: c.bestChoice()})
 	}()
+	c.emit(c.ledger())
 	if r.Eval.AtStart && c.o.Resume == nil {
 		if _, err := c.evaluate(ctx, 0); err != nil {
 			return err
@@ -346,7 +369,9 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 			status, reason = "stopped", "stopped by the user"
 			return c.save(ctx, step-1, true)
 		}
-		if err := c.step(ctx, step); err != nil {
+		err := c.step(ctx, step)
+		c.emit(c.ledger())
+		if err != nil {
 			if ctx.Err() != nil {
 				status, reason = "stopped", "interrupted"
 				return c.save(context.Background(), step-1, true)
