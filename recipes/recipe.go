@@ -173,7 +173,8 @@ type Tasks struct {
 
 // Synthetic configures generated tasks.
 type Synthetic struct {
-	// Levels lists the difficulty levels to draw from, each 1 (one operation) to 5 (multi-step).
+	// Levels lists the difficulty levels to draw from, each 0 (two-digit arithmetic, the built-in
+	// model's level) to 5 (multi-step).
 	Levels []int `mapstructure:"levels" json:"levels"`
 	// Seed makes the generated task set reproducible, independent of run.seed.
 	Seed int64 `mapstructure:"seed" json:"seed"`

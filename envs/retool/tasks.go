@@ -38,8 +38,8 @@ func (s Synthetic) Split(nTrain, nHeld int) (train, held []envs.Task, err error)
 		s.Levels = []int{1, 2, 3}
 	}
 	for _, l := range s.Levels {
-		if l < 1 || l > MaxLevel {
-			return nil, nil, fmt.Errorf("task level %d is not in 1..%d", l, MaxLevel)
+		if l < 0 || l > MaxLevel {
+			return nil, nil, fmt.Errorf("task level %d is not in 0..%d", l, MaxLevel)
 		}
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x2545f4914f6cdd1d))
@@ -73,6 +73,13 @@ func generate(rng *rand.Rand, level int) envs.Task {
 	var prompt, code string
 	var ans *big.Int
 	switch level {
+	case 0: // two-digit operands: what a small model can copy into code and back
+		a, b := r(10, 99), r(10, 99)
+		if rng.IntN(2) == 0 {
+			prompt, code, ans = fmt.Sprintf("What is %d + %d?", a, b), fmt.Sprintf("print(%d + %d)", a, b), big.NewInt(a+b)
+		} else {
+			prompt, code, ans = fmt.Sprintf("What is %d * %d?", a, b), fmt.Sprintf("print(%d * %d)", a, b), big.NewInt(a*b)
+		}
 	case 1:
 		a, b := r(100, 9999), r(100, 9999)
 		if rng.IntN(2) == 0 {
