@@ -311,6 +311,10 @@ func (c *Controller) emit(e event.Event) {
 	}
 }
 
+// opdClip bounds each token's centred OPD advantage (see train.CenterClip): a teacher that is
+// unsure of a digit must not outweigh the outcome, whose GRPO advantage is about ±1 to ±3.
+const opdClip = 1.0
+
 // traj is one trajectory in flight and its results.
 type traj struct {
 	task      envs.Task
@@ -477,6 +481,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 			if opd, err = train.OPD(teacher[i], t.lps, t.mask); err != nil {
 				return err
 			}
+			opd = train.CenterClip(opd, t.mask, opdClip)
 		}
 		adv := train.Hybrid(seqAdv[i], opd, t.mask, r.Algorithm.OPDLambda)
 		t.adv = make([]float32, len(adv))

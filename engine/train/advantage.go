@@ -110,6 +110,37 @@ func OPD(teacher, student []float32, mask []bool) ([]float64, error) {
 	return out, nil
 }
 
+// CenterClip removes a trajectory's mean OPD advantage over its masked tokens and clips the rest
+// to [−clip, clip] (clip ≤ 0: no clipping). The mean is mostly the teacher's reaction to the hint
+// in its prompt — a shift over every token, large for a model that never saw hints — not a
+// judgement of particular tokens; what is left says which tokens the hint favours or disfavours.
+func CenterClip(opd []float64, mask []bool, clip float64) []float64 {
+	var sum float64
+	n := 0
+	for i, m := range mask {
+		if m {
+			sum += opd[i]
+			n++
+		}
+	}
+	out := make([]float64, len(opd))
+	if n == 0 {
+		return out
+	}
+	mean := sum / float64(n)
+	for i, m := range mask {
+		if !m {
+			continue
+		}
+		v := opd[i] - mean
+		if clip > 0 {
+			v = math.Max(-clip, math.Min(clip, v))
+		}
+		out[i] = v
+	}
+	return out
+}
+
 // Hybrid is the ReTool-RL advantage: the sequence's GRPO advantage on every masked token plus
 // λ times the OPD advantage (nil opd: none, e.g. a trajectory without a hint).
 func Hybrid(seqAdv float64, opd []float64, mask []bool, lambda float64) []float64 {

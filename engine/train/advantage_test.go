@@ -108,6 +108,33 @@ func TestOPDAndHybrid(t *testing.T) {
 	}
 }
 
+func TestCenterClip(t *testing.T) {
+	mask := []bool{false, true, true, true, true}
+	tests := []struct {
+		name string
+		clip float64
+		opd  []float64
+		want []float64
+	}{
+		// masked mean of (−3, −1, −2, −6) is −3.
+		{"centre only", 0, []float64{9, -3, -1, -2, -6}, []float64{0, 0, 2, 1, -3}},
+		{"centre and clip", 1.5, []float64{9, -3, -1, -2, -6}, []float64{0, 0, 1.5, 1, -1.5}},
+		{"a uniform shift vanishes", 1, []float64{0, -4, -4, -4, -4}, []float64{0, 0, 0, 0, 0}},
+	}
+	for _, tc := range tests {
+		got := CenterClip(tc.opd, mask, tc.clip)
+		for i := range tc.want {
+			if !near(got[i], tc.want[i]) {
+				t.Errorf("%s: got %v; want %v", tc.name, got, tc.want)
+				break
+			}
+		}
+	}
+	if got := CenterClip([]float64{1, 2}, []bool{false, false}, 1); got[0] != 0 || got[1] != 0 {
+		t.Errorf("no masked token: %v", got)
+	}
+}
+
 func TestKLPenalty(t *testing.T) {
 	k1, _ := KLPenalty(-1, -1.5, "k1")
 	k3, _ := KLPenalty(-1, -1.5, "k3")
