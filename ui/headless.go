@@ -101,7 +101,22 @@ func PlainLine(e event.Event) string {
 	case event.Alarm:
 		return fmt.Sprintf("step %d  ALARM %s: %s (%.3g > %.3g)", v.Step, v.Kind, v.Message, v.Value, v.Threshold)
 	case event.Ledger:
-		return fmt.Sprintf("ledger %s: %d components, budget %d bytes", v.Backend, len(v.Components), v.Budget)
+		names := make([]string, 0, len(v.Components))
+		var total int64
+		for n, b := range v.Components {
+			names = append(names, n)
+			total += b
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = n + " " + fmtBytes(float64(v.Components[n]))
+		}
+		line := fmt.Sprintf("memory %s held by the engine: %s", fmtBytes(float64(total)), strings.Join(parts, ", "))
+		if v.DeviceTotal > 0 {
+			line += fmt.Sprintf("; device %s of %s used, %d%% busy", fmtBytes(float64(v.DeviceUsed)), fmtBytes(float64(v.DeviceTotal)), v.UtilPct)
+		}
+		return line
 	case event.RunEnd:
 		s := "run " + v.Status
 		if v.Reason != "" {

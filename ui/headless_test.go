@@ -25,6 +25,8 @@ func TestPlainAndJSON(t *testing.T) {
 		event.Progress{Step: 1, Phase: "rollout", Done: 2, Total: 8},
 		event.Eval{Step: 1, PassAtK: map[int]float64{8: 0.5, 1: 0.25}, Best: true},
 		event.Alarm{Step: 1, Kind: event.AlarmStaleWeights, Value: 0.2, Threshold: 0.001, Message: "stale"},
+		event.Ledger{Backend: "cuda", Components: map[string]int64{"KV cache": 3 << 30, "policy weights": 1 << 29},
+			DeviceUsed: 5 << 30, DeviceTotal: 80 << 30, UtilPct: 93},
 		event.RunEnd{Status: "finished", BestStep: 1},
 	}
 	var b bytes.Buffer
@@ -36,6 +38,7 @@ func TestPlainAndJSON(t *testing.T) {
 		"step 1  rollout 2/8\n" +
 		"step 1  eval pass@1=0.250 pass@8=0.500 (best)\n" +
 		"step 1  ALARM stale_weights: stale (0.2 > 0.001)\n" +
+		"memory 3.5 GiB held by the engine: KV cache 3.0 GiB, policy weights 512.0 MiB; device 5.0 GiB of 80.0 GiB used, 93% busy\n" +
 		"run finished (best step 1)\n"
 	if b.String() != want {
 		t.Errorf("plain:\n%s\nwant:\n%s", b.String(), want)
