@@ -33,9 +33,10 @@ fuzz:
 	$(GO) test ./engine/tokenizer -run '^$$' -fuzz FuzzRoundTrip -fuzztime $(FUZZTIME)
 	$(GO) test ./store/safetensors -run '^$$' -fuzz FuzzParseHeader -fuzztime $(FUZZTIME)
 
-# Rebuilds the built-in model shipped in testdata/builtin (tokenizer + SFT on the CPU, ~18 min on 2 cores).
+# Rebuilds the built-in model shipped in testdata/builtin: a BPE tokenizer and a 4-layer Qwen3-shaped
+# model trained on executed tool-use demonstrations of the recipe's task levels (~25 min on 2 cores).
 builtin: build
-	./$(BIN) sft --recipe $(RECIPE) --out testdata/builtin --steps 200 --examples 2000 --backend go
+	./$(BIN) sft --recipe $(RECIPE) --out testdata/builtin --steps 600 --examples 4000 --backend go
 
 clean:
 	rm -rf bin

@@ -51,6 +51,7 @@ usage:
   agentrl-tui tool run --executor python|starlark [--timeout D] < code
                                            run code as the environment would; JSON observation and status
   agentrl-tui runs --store PATH [--json]   runs in a store: status, steps, checkpoints, best pass@k
+  agentrl-tui view --store PATH [RUN]      open a stored run (default: the newest) read-only in the workbench
   agentrl-tui resume --store PATH RUN      continue a run from its latest checkpoint
   agentrl-tui tokenizer train --corpus FILE --vocab N --out DIR
                                            byte-level BPE with the chat specials, as a HF tokenizer.json
@@ -101,6 +102,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdTool(args[1:], os.Stdin, stdout, stderr)
 	case "runs":
 		return cmdRuns(args[1:], stdout, stderr)
+	case "view":
+		return cmdView(args[1:], stdout, stderr)
 	case "export":
 		return cmdExport(args[1:], stdout, stderr)
 	case "resume":
@@ -202,16 +205,10 @@ func execute(r *recipes.Recipe, path, runID, resume string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if mode == ui.ModeTUI {
-		fmt.Fprintln(stderr, "the terminal workbench is not built yet (issue 8); showing plain progress lines")
-		mode = ui.ModePlain
-	}
 	dir := r.Model.Path
 	if dir == "" {
-		dir = builtinModelDir
-		if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-			return fmt.Errorf("recipe %s names no model and the built-in model is not shipped yet (issue 6): "+
-				"run with --model DIR, a Qwen3/Qwen2 HuggingFace folder with config.json, safetensors and tokenizer.json", path)
+		if dir, err = builtinModel(); err != nil {
+			return err
 		}
 	}
 	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin})
@@ -260,9 +257,11 @@ func execute(r *recipes.Recipe, path, runID, resume string, stdout, stderr io.Wr
 		}
 		fmt.Fprintf(stderr, "resuming run %s from step %d\n", runID, m.Step)
 	}
+	mon := device.NewMonitor()
+	defer mon.Close()
 	events := make(chan event.Event, 256)
 	c, err := engine.New(engine.Options{Recipe: r, RecipePath: path, RunID: runID, Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, ModelFiles: files, Events: events, Backend: choice.Kind, Resume: cp})
+		Tokenizer: tok, Store: st, ModelFiles: files, Events: events, Backend: choice.Kind, Resume: cp, Monitor: mon})
 	if err != nil {
 		return err
 	}
@@ -274,9 +273,28 @@ func execute(r *recipes.Recipe, path, runID, resume string, stdout, stderr io.Wr
 		runErr <- c.Run(ctx)
 		close(events)
 	}()
-	if mode == ui.ModeJSON {
+	switch mode {
+	case ui.ModeJSON:
 		err = ui.JSONLines(stdout, events)
-	} else {
+	case ui.ModeTUI:
+		err = ui.RunTUI(ctx, ui.Options{Events: events, Store: st, RunID: runID, Control: ui.Funcs{
+			PauseFn: c.Pause, ResumeFn: c.Resume, StopFn: c.StopAfterStep, MarkBestFn: c.MarkBest, ExportFn: c.Export}})
+		if errors.Is(err, context.Canceled) {
+			err = nil // Ctrl-C or SIGTERM: the run saves and stops below
+		}
+		// Quitting the workbench while the run goes on stops the run the way Ctrl-C does: it
+		// saves a checkpoint and records "interrupted". Drain the stream so the engine never blocks.
+		stop()
+		for range events {
+		}
+		if rerr := <-runErr; rerr != nil {
+			return rerr
+		}
+		if run, gerr := st.GetRun(runID); gerr == nil {
+			fmt.Fprintf(stdout, "run %s %s (best step %d); store %s\n", runID, run.Status, run.BestStep, r.Run.Store)
+		}
+		return err
+	default:
 		err = ui.Plain(stdout, events)
 	}
 	if rerr := <-runErr; rerr != nil {
@@ -585,9 +603,6 @@ func configFromShape(s ledger.Shape) *model.Config {
 	}
 }
 
-// builtinModelDir is where the built-in small model ships.
-const builtinModelDir = "testdata/builtin"
-
 // flagsAfter lets flags follow positional arguments (agentrl-tui plan RECIPE --vram 24GiB): it
 // parses, takes the first positional argument, and parses the rest again.
 func flagsAfter(fs *flag.FlagSet, args []string) (string, error) {
@@ -632,8 +647,12 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 		detected = int64(rd.TotalBytes - rd.UsedBytes)
 	}
 	mon.Close()
+	builtin, err := builtinModel()
+	if err != nil {
+		return err
+	}
 	p, err := ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: *dir, ShapeName: *shape, VRAM: *vram,
-		BuiltinModelDir: builtinModelDir, DetectedVRAM: detected})
+		BuiltinModelDir: builtin, DetectedVRAM: detected})
 	if err != nil {
 		return err
 	}
@@ -724,6 +743,46 @@ func cmdRuns(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, sums)
 	}
 	return store.WriteTable(stdout, sums)
+}
+
+// cmdView opens a stored run read-only in the workbench.
+func cmdView(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("view", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("store", "runs/agentrl.db", "the store file")
+	runID, err := flagsAfter(fs, args)
+	if err != nil {
+		return err
+	}
+	if !isTerminal(os.Stdin) || !isTerminal(os.Stdout) {
+		return errors.New("view: the workbench needs a terminal on stdin and stdout; for a listing without one use: agentrl-tui runs --store " + *path)
+	}
+	st, err := store.Open(*path, store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if runID == "" {
+		runs, err := st.Runs()
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			return fmt.Errorf("view: the store %s holds no runs", *path)
+		}
+		newest := runs[0]
+		for _, r := range runs[1:] {
+			if r.Created.After(newest.Created) {
+				newest = r
+			}
+		}
+		runID = newest.ID
+	}
+	initial, err := ui.StoredEvents(st, runID)
+	if err != nil {
+		return fmt.Errorf("view: %w (agentrl-tui runs --store %s lists the runs)", err, *path)
+	}
+	return ui.RunTUI(context.Background(), ui.Options{Initial: initial, Store: st, RunID: runID})
 }
 
 func cmdExport(args []string, stdout, stderr io.Writer) error {

@@ -273,3 +273,32 @@ func TestRecipeRunJSON(t *testing.T) {
 		t.Errorf("resume: %v\n%s", err, out)
 	}
 }
+
+// TestBuiltinRecipeShortRun runs both shipped recipes end to end on the built-in model (no --model):
+// the real tokenizer, model, generator, Starlark sandbox, hinter and trainer, for two short steps
+// with an evaluation at the start and at the end.
+func TestBuiltinRecipeShortRun(t *testing.T) {
+	for k, v := range map[string]string{
+		"AGENTRL_ROLLOUT_TASKS_PER_STEP": "2", "AGENTRL_ROLLOUT_GROUP_SIZE": "4", "AGENTRL_EVAL_HELDOUT_TASKS": "4",
+		"AGENTRL_EVAL_N_SAMPLES": "2", "AGENTRL_EVAL_KS": "1,2", "AGENTRL_EVAL_EVERY": "2", "AGENTRL_CHECKPOINT_EVERY": "1",
+	} {
+		t.Setenv(k, v)
+	}
+	for _, recipe := range []string{"retool.yaml", "retool-baseline.yaml"} {
+		t.Run(recipe, func(t *testing.T) {
+			dbPath := filepath.Join(t.TempDir(), "runs.db")
+			out, err := runCmd(t, filepath.Join("recipes", recipe), "--max-steps", "2", "--ui", "plain", "--store", dbPath, "--backend", "go")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, want := range []string{"step 0  eval pass@1=", "step 2  eval pass@1=", "step 2  train", "step 2  checkpoint", "run finished"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in the run's output:\n%s", want, out)
+				}
+			}
+			if recipe == "retool-baseline.yaml" && !strings.Contains(out, "hinted_share=0 ") {
+				t.Errorf("the baseline recipe (hinter none) hinted trajectories:\n%s", out)
+			}
+		})
+	}
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrl/store"
+)
+
+// tmuxSession drives the real binary in a detached tmux server of its own (a private socket, so a
+// user's tmux is never touched).
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+}
+
+func (s *tmuxSession) tmux(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxSession) screen() string { return s.tmux("capture-pane", "-p", "-t", "e2e") }
+
+// keys sends key names as tmux spells them (e.g. "j", "Enter", "Escape", "S").
+func (s *tmuxSession) keys(keys ...string) {
+	s.tmux(append([]string{"send-keys", "-t", "e2e"}, keys...)...)
+}
+
+// waitFor polls the screen until every want is on it; the deadline only bounds a hung run.
+func (s *tmuxSession) waitFor(what string, deadline time.Duration, want ...string) string {
+	s.t.Helper()
+	return s.waitUntil(what+fmt.Sprintf(" (%q)", want), deadline, func(scr string) bool {
+		for _, w := range want {
+			if !strings.Contains(scr, w) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitUntil polls the screen until ok holds.
+func (s *tmuxSession) waitUntil(what string, deadline time.Duration, ok func(screen string) bool) string {
+	s.t.Helper()
+	end := time.Now().Add(deadline)
+	for {
+		scr := s.screen()
+		if ok(scr) {
+			return scr
+		}
+		if time.Now().After(end) {
+			s.t.Fatalf("%s never appeared; the screen:\n%s", what, scr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestTUIEndToEndInTmux runs the built binary on the built-in recipe in tmux at 120×40 and presses
+// the keys a user would: waits for the first trajectory, moves down, opens the detail and returns,
+// switches to curves and checkpoints, marks a checkpoint best, stops the run early (confirming)
+// and quits; then checks the store holds the run as stopped by the user with the marked best step.
+func TestTUIEndToEndInTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it, so CI always runs this test)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agentrl-tui")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	db := filepath.Join(dir, "runs.db")
+	env := []string{
+		"GOMLX_BACKEND=go:ops_sequential", "AGENTRL_ROLLOUT_TASKS_PER_STEP=2", "AGENTRL_ROLLOUT_GROUP_SIZE=4",
+		"AGENTRL_EVAL_HELDOUT_TASKS=4", "AGENTRL_EVAL_N_SAMPLES=2", "AGENTRL_EVAL_KS=1,2", "AGENTRL_EVAL_EVERY=1",
+		"AGENTRL_CHECKPOINT_EVERY=1", "AGENTRL_EARLY_STOP_PATIENCE=0", "AGENTRL_EARLY_STOP_MAX_DROP=0",
+	}
+	cmd := fmt.Sprintf("env %s %s recipes/retool.yaml --max-steps 40 --store %s --run-name e2e; echo EXIT=$?; sleep 600",
+		strings.Join(env, " "), bin, db)
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("agentrl-e2e-%d", os.Getpid())}
+	wd, _ := os.Getwd()
+	s.tmux("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "-c", wd, cmd)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+
+	s.waitFor("the workbench", time.Minute, "[1 Status]")
+	s.keys("3")
+	s.waitFor("first trajectory", 3*time.Minute, "[3 Trajectories]", "reward", "tokens", "train-0000")
+	s.keys("f", "g", "j") // stop following the newest, go to the top, move down one
+	s.keys("Enter")
+	scr := s.waitFor("detail", 10*time.Second, "[4 Detail]", "Prompt", "Turn 1", "Reward", "total")
+	if !strings.Contains(scr, "train-0000 #1") {
+		t.Errorf("the detail is not of the second trajectory (train-0000 #1):\n%s", scr)
+	}
+	s.keys("Escape")
+	s.waitFor("back to the list", 10*time.Second, "[3 Trajectories]")
+	s.keys("6")
+	s.waitFor("curves", 10*time.Second, "[6 Curves]", "pass@1")
+	s.keys("7")
+	s.waitFor("checkpoints pane", 10*time.Second, "[7 Checkpoints]")
+	s.waitUntil("a checkpoint", 3*time.Minute, func(scr string) bool { return !strings.Contains(scr, "no checkpoint saved yet") })
+	s.keys("g", "b")
+	var marked int
+	s.waitUntil("a row marked ★ manual", 10*time.Second, func(scr string) bool {
+		marked = markedStep(scr)
+		return marked > 0
+	})
+	s.keys("S")
+	s.waitFor("stop confirmation", 10*time.Second, "Stop the run after this step? (y/n)")
+	s.keys("y")
+	s.waitFor("stopping", 10*time.Second, "stopping")
+	s.waitFor("run stopped", 3*time.Minute, "run stopped")
+	s.keys("q")
+	s.waitFor("exit", 30*time.Second, "EXIT=0")
+
+	st, err := store.Open(db, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.Runs()
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("store holds %d runs (%v); want 1", len(runs), err)
+	}
+	r := runs[0]
+	if r.Status != "stopped" || r.StopReason != "stopped by the user" || r.BestStep != marked {
+		t.Errorf("stored run: status %q, reason %q, best step %d; want stopped, stopped by the user, %d", r.Status, r.StopReason, r.BestStep, marked)
+	}
+	if cps, _ := st.Checkpoints(r.ID); len(cps) == 0 {
+		t.Error("the stopped run kept no checkpoint")
+	}
+}
+
+// markedStep reads the step of the checkpoints row showing "★ manual" (0: none; the legend below
+// the table names the mark too, but has no size column).
+func markedStep(screen string) int {
+	for _, line := range strings.Split(screen, "\n") {
+		if strings.Contains(line, "★ manual") && strings.Contains(line, "iB") {
+			for _, f := range strings.FieldsFunc(line, func(r rune) bool { return r == '│' || r == ' ' || r == '›' }) {
+				var n int
+				if _, err := fmt.Sscanf(f, "%d", &n); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return 0
+}
