@@ -71,6 +71,7 @@ type Controller struct {
 	best       float64
 	bestStep   int
 	sinceBest  int
+	dropped    string // why the metric's fall below its best stops the run ("" = it does not)
 	lastSaved  int
 	start      int // first step to run (1, or the step after a resumed checkpoint)
 }
@@ -388,6 +389,10 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		}
 		if c.stopAfter.Load() {
 			status, reason = "stopped", "stopped by the user"
+			return c.save(ctx, step, true)
+		}
+		if c.dropped != "" {
+			status, reason = "stopped", c.dropped
 			return c.save(ctx, step, true)
 		}
 		if r.EarlyStop.Patience > 0 && c.sinceBest >= r.EarlyStop.Patience {
@@ -754,7 +759,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 		} else {
 			c.sinceBest++
 			if r.EarlyStop.MaxDrop > 0 && c.best-v > r.EarlyStop.MaxDrop {
-				c.sinceBest = max(c.sinceBest, r.EarlyStop.Patience) // a drop larger than δ stops at once
+				c.dropped = fmt.Sprintf("early stop: %s fell to %.3f, more than %.3g below its best %.3f at step %d", r.EarlyStop.Metric, v, r.EarlyStop.MaxDrop, c.best, c.bestStep)
 			}
 		}
 	}
