@@ -161,7 +161,7 @@ func TestBadInputErrors(t *testing.T) {
 		{[]string{"tokenizer"}, "tokenizer needs a verb"},
 		{[]string{"tokenizer", "train", "--out", "x"}, "--corpus FILE and --out DIR are required"},
 		{[]string{"sft"}, "--out DIR is required"},
-		{[]string{"recipes/retool.yaml", "--backend", "go"}, "built-in model is not shipped yet"},
+		{[]string{"recipes/retool.yaml", "--backend", "go", "--model", "/nonexistent/model"}, "/nonexistent/model"},
 		{[]string{"recipes/retool.yaml", "--backend", "tpu"}, "tpu"},
 	} {
 		_, err := runCmd(t, tc.args...)
