@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
 
+	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
@@ -30,7 +31,7 @@ func qwenTokenizer(t *testing.T) *tokenizer.Tokenizer {
 func tinyRun(t *testing.T, extra map[string]string) (*Controller, *store.Store, chan event.Event) {
 	t.Helper()
 	tok := qwenTokenizer(t)
-	backend, err := compute.NewWithConfig("go")
+	backend, err := compute.NewWithConfig(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestControllerEndToEnd(t *testing.T) {
 // straight through, on the CPU backend.
 func TestResumeMatchesUninterrupted(t *testing.T) {
 	tok := qwenTokenizer(t)
-	backend, err := compute.NewWithConfig("go")
+	backend, err := compute.NewWithConfig(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

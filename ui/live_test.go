@@ -14,6 +14,7 @@ import (
 	_ "github.com/gomlx/compute/gobackend"
 
 	"agentrl/engine"
+	"agentrl/engine/device"
 	"agentrl/engine/event"
 	qmodel "agentrl/engine/model"
 	"agentrl/engine/tokenizer"
@@ -30,7 +31,7 @@ func TestLiveTinyRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := compute.NewWithConfig("go:ops_sequential")
+	backend, err := compute.NewWithConfig(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

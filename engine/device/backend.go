@@ -118,17 +118,18 @@ func open(req Request, env Env) (*Choice, error) {
 	}
 }
 
-// goConfig runs the Go backend's ops one after another: with its default parallel op scheduler,
+// GoConfig runs the Go backend's ops one after another: with its default parallel op scheduler,
 // long training runs (about 60 SFT steps here) deadlocked with every worker waiting, and on these
-// model sizes the sequential scheduler measured the same speed.
-const goConfig = "go:ops_sequential"
+// model sizes the sequential scheduler measured the same speed. (The parallel scheduler runs an op
+// on a pool worker whose matmul then waits on the same saturated pool.) Tests open it too.
+const GoConfig = "go:ops_sequential"
 
 func openGo(reason string) (*Choice, error) {
-	b, err := compute.NewWithConfig(goConfig)
+	b, err := compute.NewWithConfig(GoConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the go backend: %w", err)
 	}
-	return &Choice{Backend: b, Kind: Go, Config: goConfig, Reason: "backend go: " + reason}, nil
+	return &Choice{Backend: b, Kind: Go, Config: GoConfig, Reason: "backend go: " + reason}, nil
 }
 
 func openCUDA(p *Plugin, req Request, env Env, why string) (*Choice, error) {

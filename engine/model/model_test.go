@@ -15,6 +15,7 @@ import (
 	_ "github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/device"
 	"agentrl/store/safetensors"
 )
 
@@ -36,7 +37,7 @@ func fixtureDir(name string) string { return filepath.Join("..", "..", "testdata
 
 func goBackend(t testing.TB) compute.Backend {
 	t.Helper()
-	b, err := compute.NewWithConfig("go")
+	b, err := compute.NewWithConfig(device.GoConfig)
 	if err != nil {
 		t.Fatalf("go backend: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
 
+	"agentrl/engine/device"
 	"agentrl/engine/model"
 )
 
@@ -26,7 +27,7 @@ type goldenCase struct {
 
 func loadFixture(t testing.TB, name string) (*model.Model, []goldenCase) {
 	t.Helper()
-	backend, err := compute.NewWithConfig("go")
+	backend, err := compute.NewWithConfig(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,13 @@ import (
 	_ "github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"agentrl/engine/device"
 )
 
 func goBackend(t testing.TB) compute.Backend {
 	t.Helper()
-	b, err := compute.NewWithConfig("go")
+	b, err := compute.NewWithConfig(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

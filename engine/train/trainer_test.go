@@ -8,12 +8,13 @@ import (
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
 
+	"agentrl/engine/device"
 	"agentrl/engine/model"
 )
 
 func tinyModel(t testing.TB, seed uint64) *model.Model {
 	t.Helper()
-	b, err := compute.NewWithConfig("go")
+	b, err := compute.NewWithConfig(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
