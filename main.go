@@ -287,18 +287,14 @@ func execute(r *recipes.Recipe, path, runID, resume string, stdout, stderr io.Wr
 		stop()
 		for range events {
 		}
-		if rerr := <-runErr; rerr != nil {
-			return rerr
-		}
-		if run, gerr := st.GetRun(runID); gerr == nil {
-			fmt.Fprintf(stdout, "run %s %s (best step %d); store %s\n", runID, run.Status, run.BestStep, r.Run.Store)
-		}
-		return err
 	default:
 		err = ui.Plain(stdout, events)
 	}
 	if rerr := <-runErr; rerr != nil {
 		return rerr
+	}
+	if run, gerr := st.GetRun(runID); gerr == nil && mode == ui.ModeTUI {
+		fmt.Fprintf(stdout, "run %s %s (best step %d); store %s\n", runID, run.Status, run.BestStep, r.Run.Store)
 	}
 	return err
 }
@@ -647,9 +643,11 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 		detected = int64(rd.TotalBytes - rd.UsedBytes)
 	}
 	mon.Close()
-	builtin, err := builtinModel()
-	if err != nil {
-		return err
+	var builtin string // only a plan that names no model reads the built-in one
+	if *dir == "" && *shape == "" && r.Model.Path == "" {
+		if builtin, err = builtinModel(); err != nil {
+			return err
+		}
 	}
 	p, err := ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: *dir, ShapeName: *shape, VRAM: *vram,
 		BuiltinModelDir: builtin, DetectedVRAM: detected})

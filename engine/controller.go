@@ -200,8 +200,12 @@ func klLoss(r *recipes.Recipe) float64 {
 // Close releases the generator.
 func (c *Controller) Close() { c.gen.Close() }
 
-// StopAfterStep asks the run to end after the step in progress (saving a checkpoint).
-func (c *Controller) StopAfterStep() { c.stopAfter.Store(true) }
+// StopAfterStep asks the run to end after the step in progress (saving a checkpoint); a paused
+// run is released so that it can stop.
+func (c *Controller) StopAfterStep() {
+	c.stopAfter.Store(true)
+	c.Resume()
+}
 
 // Pause holds the run before its next step (the step in progress finishes); Resume releases it.
 func (c *Controller) Pause() {
@@ -222,20 +226,15 @@ func (c *Controller) Resume() {
 	}
 }
 
-// waitIfPaused blocks while the run is paused, or until ctx ends or a stop is asked for.
+// waitIfPaused blocks while the run is paused (Resume and StopAfterStep release it) or until ctx ends.
 func (c *Controller) waitIfPaused(ctx context.Context) {
-	for {
-		c.pauseMu.Lock()
-		ch := c.paused
-		c.pauseMu.Unlock()
-		if ch == nil || c.stopAfter.Load() {
-			return
-		}
+	c.pauseMu.Lock()
+	ch := c.paused
+	c.pauseMu.Unlock()
+	if ch != nil {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond): // re-check for a stop request
 		}
 	}
 }
@@ -419,7 +418,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 			batch = append(batch, &traj{task: task, group: i, sample: s})
 		}
 	}
-	if err := c.rollout(ctx, step, batch, rng.Uint64(), r.Rollout.Temperature); err != nil {
+	if err := c.rollout(ctx, step, event.PhaseRollout, batch, rng.Uint64(), r.Rollout.Temperature); err != nil {
 		return err
 	}
 	c.phase(step, "rollout", t0)
@@ -616,8 +615,9 @@ func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
 	return c.o.Tokenizer.Encode(text), nil
 }
 
-// rollout runs every trajectory of the batch concurrently through the generator.
-func (c *Controller) rollout(ctx context.Context, step int, batch []*traj, seed uint64, temperature float64) error {
+// rollout runs every trajectory of the batch concurrently through the generator, reporting
+// progress as phase (rollout, or eval for the held-out tasks).
+func (c *Controller) rollout(ctx context.Context, step int, phase string, batch []*traj, seed uint64, temperature float64) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(batch))
 	var done atomic.Int64
@@ -629,9 +629,7 @@ func (c *Controller) rollout(ctx context.Context, step int, batch []*traj, seed 
 				errs <- err
 				return
 			}
-			if n := done.Add(1); step >= 0 {
-				c.emit(event.Progress{Step: step, Phase: "rollout", Done: int(n), Total: len(batch)})
-			}
+			c.emit(event.Progress{Step: step, Phase: phase, Done: int(done.Add(1)), Total: len(batch)})
 		}()
 	}
 	wg.Wait()
@@ -734,7 +732,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 			batch = append(batch, &traj{task: task, group: i, sample: s})
 		}
 	}
-	if err := c.rollout(ctx, -1, batch, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
+	if err := c.rollout(ctx, step, event.PhaseEval, batch, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
 		return event.Eval{}, err
 	}
 	counts := make([][2]int, len(tasks))

@@ -97,9 +97,6 @@ func (d *runData) apply(e event.Event) change {
 		}
 		return chPhase
 	case event.Progress:
-		if v.Step < 0 { // the controller's held-out rollouts (evaluation) report step -1
-			v.Step, v.Phase = d.step, event.PhaseEval
-		}
 		if v.Step > d.step {
 			d.step, d.stepDone = v.Step, map[string]bool{}
 		}
