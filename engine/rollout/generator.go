@@ -121,6 +121,9 @@ type Stats struct {
 // ErrClosed is returned by a session or generator used after Close.
 var ErrClosed = errors.New("rollout: closed")
 
+// ErrReleased is returned by Open while the KV cache is released (see ReleaseCache).
+var ErrReleased = errors.New("rollout: the KV cache is released for training; restore it before generating")
+
 // Generator owns the KV caches and the compiled step functions; one goroutine drives the device.
 type Generator struct {
 	m       *model.Model
@@ -135,9 +138,11 @@ type Generator struct {
 	free    []int
 	waiters []chan int
 	closed  bool
-	stats   Stats
-	done    chan struct{}
-	fail    error
+	// released says the KV cache is freed for the training phase: Open fails until RestoreCache.
+	released bool
+	stats    Stats
+	done     chan struct{}
+	fail     error
 	// prefillLast says the previous step was a prefill, so the next one decodes if any slot can.
 	prefillLast bool
 }
@@ -333,6 +338,10 @@ func (g *Generator) Open(ctx context.Context) (*Session, error) {
 		g.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if g.released {
+		g.mu.Unlock()
+		return nil, ErrReleased
+	}
 	if len(g.free) > 0 {
 		id := g.free[0]
 		g.free = g.free[1:]
@@ -475,6 +484,60 @@ func (g *Generator) Stats() Stats {
 		}
 	}
 	return st
+}
+
+// ReleaseCache frees the KV cache so that the training phase has its memory: the time-shared
+// device holds either the cache or the trainer's gradients and activations, never both. Every
+// session must be closed first; Open fails with ErrReleased until RestoreCache. The compiled
+// steps are kept. Releasing a released cache does nothing.
+func (g *Generator) ReleaseCache() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return ErrClosed
+	}
+	if g.released {
+		return nil
+	}
+	for _, s := range g.slots {
+		if s.held {
+			return fmt.Errorf("rollout: cannot release the KV cache while slot %d is held by a session", s.id)
+		}
+	}
+	// No slot is held, so the loop is waiting and touches no cache until a session opens.
+	for _, t := range g.caches {
+		t.FinalizeAll()
+	}
+	g.caches = nil
+	g.released = true
+	return nil
+}
+
+// RestoreCache allocates the KV cache again (zeroed: every session starts at position 0) after
+// ReleaseCache; it does nothing when the cache is held.
+func (g *Generator) RestoreCache() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return ErrClosed
+	}
+	if !g.released {
+		return nil
+	}
+	shape := model.CacheShape(g.m.Config, g.compute, g.cfg.Slots, g.cfg.MaxLen)
+	caches := make([]*tensors.Tensor, 0, 2*g.m.Config.NumLayers)
+	for i := 0; i < 2*g.m.Config.NumLayers; i++ {
+		t, err := tensors.FromShapeForBackend(g.m.Backend, 0, shape)
+		if err != nil {
+			for _, c := range caches {
+				c.FinalizeAll()
+			}
+			return fmt.Errorf("allocating KV cache (%s × %d): %w", shape, 2*g.m.Config.NumLayers, err)
+		}
+		caches = append(caches, t)
+	}
+	g.caches, g.released = caches, false
+	return nil
 }
 
 // Config returns the effective configuration.

@@ -337,3 +337,46 @@ func TestNoLeaksAfterManyRequests(t *testing.T) {
 	}
 	t.Logf("%d finished, %d cancelled, %d steps, %d tokens", finished, cancelled, st.Steps, st.Tokens)
 }
+
+// TestReleaseAndRestoreCache frees the KV cache as the training phase does, checks that no
+// session can open meanwhile and that an open session blocks the release, then restores it: the
+// greedy continuations still equal HF's.
+func TestReleaseAndRestoreCache(t *testing.T) {
+	m, cases := loadFixture(t, "qwen3-tiny")
+	g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Buckets: []int{32, 64}})
+	ctx := context.Background()
+	s, err := g.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.ReleaseCache(); err == nil {
+		t.Fatal("ReleaseCache with a session open: got no error; want one naming the held slot")
+	}
+	s.Close()
+	for round := 0; round < 2; round++ {
+		if err := g.ReleaseCache(); err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Stats().LiveCacheTensor; got != 0 {
+			t.Fatalf("after ReleaseCache: %d cache tensors live; want 0", got)
+		}
+		if _, err := g.Open(ctx); !errors.Is(err, ErrReleased) {
+			t.Fatalf("Open while released: got %v; want ErrReleased", err)
+		}
+		if err := g.RestoreCache(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := g.Stats().LiveCacheTensor, 2*m.Config.NumLayers; got != want {
+			t.Fatalf("after RestoreCache: %d cache tensors live; want %d", got, want)
+		}
+		for i, c := range cases {
+			res, err := g.Generate(ctx, Request{Append: c.InputIDs, MaxNew: len(c.GreedyContinuation)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(res.IDs, c.GreedyContinuation) {
+				t.Errorf("round %d case %d: got %v; want %v", round, i, res.IDs, c.GreedyContinuation)
+			}
+		}
+	}
+}
