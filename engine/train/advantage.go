@@ -1,5 +1,6 @@
 // Package train holds the learning half of the loop: advantage estimators (GRPO, RLOO, PPO-GAE,
-// on-policy distillation and the hybrid of GRPO and OPD), and the policy loss and optimizer.
+// on-policy distillation and the hybrid of GRPO and OPD), the policy loss, PPO's value head
+// (ValueLoss, TokenGAE, Trainer.Values) and the optimizer.
 package train
 
 import (
@@ -91,6 +92,61 @@ func GAE(rewards, values []float64, gamma, lambda float64) (adv, ret []float64, 
 		adv[t] = running
 		ret[t] = running + values[t]
 		next = values[t]
+	}
+	return adv, ret, nil
+}
+
+// TokenGAE is GAE over the policy tokens of one trajectory, for PPO with a value head. The time
+// steps are the positions where mask is true, in order: prompt and observation tokens are not
+// actions and are skipped (γ discounts policy tokens only, and an observation span between two
+// policy spans is transparent). values[j] is the critic's V before token j is emitted
+// (Trainer.Values); the reward of a step is tokenRewards[j] (nil: none, e.g. TokenRewards' KL
+// penalty; entries off the mask are ignored) plus finalReward at the last policy token, and the
+// value after the last policy token is 0. It returns advantages and returns (advantage + V) per
+// token position, 0 off the mask, ready for Sequence.Advantages and Sequence.Returns. A
+// trajectory without a policy token gets zeros. gamma and lambda must lie in [0, 1].
+func TokenGAE(mask []bool, values []float32, finalReward float64, tokenRewards []float64, gamma, lambda float64) (adv, ret []float32, err error) {
+	n := len(mask)
+	if len(values) != n || (tokenRewards != nil && len(tokenRewards) != n) {
+		return nil, nil, fmt.Errorf("token gae: lengths mask %d, values %d, token rewards %d differ", n, len(values), len(tokenRewards))
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"gamma", gamma}, {"lambda", lambda}} {
+		if math.IsNaN(p.v) || p.v < 0 || p.v > 1 {
+			return nil, nil, fmt.Errorf("token gae: %s %v; want a value in [0, 1]", p.name, p.v)
+		}
+	}
+	if math.IsNaN(finalReward) || math.IsInf(finalReward, 0) {
+		return nil, nil, fmt.Errorf("token gae: final reward %v; want a finite number", finalReward)
+	}
+	var steps []int
+	var r, v []float64
+	for j, m := range mask {
+		if !m {
+			continue
+		}
+		vj, rj := float64(values[j]), 0.0
+		if tokenRewards != nil {
+			rj = tokenRewards[j]
+		}
+		if math.IsNaN(vj) || math.IsInf(vj, 0) || math.IsNaN(rj) || math.IsInf(rj, 0) {
+			return nil, nil, fmt.Errorf("token gae: token %d: value %v, reward %v; want finite numbers on every policy token", j, vj, rj)
+		}
+		steps, r, v = append(steps, j), append(r, rj), append(v, vj)
+	}
+	adv, ret = make([]float32, n), make([]float32, n)
+	if len(steps) == 0 {
+		return adv, ret, nil
+	}
+	r[len(r)-1] += finalReward
+	a, g, err := GAE(r, v, gamma, lambda)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, j := range steps {
+		adv[j], ret[j] = float32(a[k]), float32(g[k])
 	}
 	return adv, ret, nil
 }

@@ -48,6 +48,30 @@ type Config struct {
 	// LogitsChunk is the number of positions projected onto the vocabulary at once; 0 means
 	// DefaultLogitChunkTokens ÷ rows, so a chunk never holds more than that many tokens' logits.
 	LogitsChunk int
+
+	// ValueCoef is the weight of the value (critic) loss ValueCoef·½(V − R)² in the total loss,
+	// aggregated like the policy loss. 0 (the default) means no value head at all: the trainer's
+	// graphs, inputs and parameters are exactly those of a policy-only trainer. With ValueCoef > 0
+	// the trainer owns a linear value head on the final hidden state (see ValueShared) and every
+	// sequence must bring Returns.
+	ValueCoef float64
+	// ValueClip is PPO's value clipping: the loss takes ½·max((V − R)², (V_clip − R)²) with V_clip
+	// = OldValues + clip(V − OldValues, −ValueClip, ValueClip), so that one update cannot move the
+	// critic far from the values the advantages were computed with. 0 = off; > 0 needs OldValues.
+	// Read only when ValueCoef > 0, like ValueShared.
+	ValueClip float64
+	// ValueShared lets the value loss's gradient flow into the transformer trunk (standard PPO
+	// with a shared backbone). The default, false, stops it at the final hidden state: the critic
+	// is a linear probe on the policy's features and the value loss trains the head only, so a
+	// small model's features are not pulled between two objectives and the policy update is the
+	// same as without a critic, apart from the shared global-norm clip.
+	ValueShared bool
+	// ValueLRScale multiplies the learning rate of the value head's own parameters (0 means 1).
+	// Adam moves every head weight by about lr per update whatever the gradient's size, so V moves
+	// by about lr·Σ|h| per update: with a large hidden size or learning rate the critic jumps past
+	// its targets and its noise swamps the advantages, with a tiny one it never catches up. The
+	// trunk's learning rate is not affected (with ValueShared, the value loss moves it at lr).
+	ValueLRScale float64
 }
 
 // fill replaces zero fields by their defaults and rejects values no default can repair.
@@ -59,7 +83,8 @@ func (c *Config) fill() error {
 		name string
 		v    float64
 	}{{"ClipLow", c.ClipLow}, {"ClipHigh", c.ClipHigh}, {"KLCoef", c.KLCoef}, {"EntropyCoef", c.EntropyCoef},
-		{"LR", c.LR}, {"WeightDecay", c.WeightDecay}, {"Beta1", c.Beta1}, {"Beta2", c.Beta2}, {"Eps", c.Eps}, {"GradClip", c.GradClip}} {
+		{"LR", c.LR}, {"WeightDecay", c.WeightDecay}, {"Beta1", c.Beta1}, {"Beta2", c.Beta2}, {"Eps", c.Eps}, {"GradClip", c.GradClip},
+		{"ValueCoef", c.ValueCoef}, {"ValueClip", c.ValueClip}, {"ValueLRScale", c.ValueLRScale}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return bad(f.name, f.v, "a finite value ≥ 0 (0 picks the default)")
 		}
@@ -114,6 +139,9 @@ func (c *Config) fill() error {
 	}
 	if c.Eps == 0 {
 		c.Eps = 1e-8
+	}
+	if c.ValueLRScale == 0 {
+		c.ValueLRScale = 1
 	}
 	return nil
 }

@@ -71,20 +71,7 @@ func PolicyLoss(c *Config, in LossInputs) LossOutputs {
 
 	maskF := ConvertDType(on, dt)
 	out.Tokens = ReduceAllSum(maskF)
-	denom := in.Denom
-	if c.Aggregation == SeqMean {
-		perRow := ReduceSum(maskF, 1)
-		perSeq := Div(ReduceSum(perTok, 1), MaxScalar(perRow, 1))
-		if denom == nil {
-			denom = ReduceAllSum(ConvertDType(GreaterThan(perRow, ZerosLike(perRow)), dt))
-		}
-		out.Loss = Div(ReduceAllSum(perSeq), MaxScalar(denom, 1))
-	} else {
-		if denom == nil {
-			denom = out.Tokens
-		}
-		out.Loss = Div(ReduceAllSum(perTok), MaxScalar(denom, 1))
-	}
+	out.Loss = aggregate(c, perTok, maskF, out.Tokens, in.Denom)
 
 	sd, sr := StopGradient(diff), StopGradient(ratio)
 	active := LogicalAnd(on, LessThan(StopGradient(clipped), StopGradient(unclipped)))
@@ -94,6 +81,24 @@ func PolicyLoss(c *Config, in LossInputs) LossOutputs {
 	out.AbsDiffSum = ReduceAllSum(Abs(sd))
 	out.MaxAbsDiff = ReduceAllMax(Abs(sd))
 	return out
+}
+
+// aggregate reduces masked per-token losses perTok [B, T] to the scalar loss: Σ ÷ denom
+// (token-mean) or the sum over rows of each row's mean ÷ denom (seq-mean). maskF is the float
+// mask, tokens its sum; a nil denom is this batch's own count of tokens or of rows with a token.
+func aggregate(c *Config, perTok, maskF, tokens, denom *Node) *Node {
+	if c.Aggregation == SeqMean {
+		perRow := ReduceSum(maskF, 1)
+		perSeq := Div(ReduceSum(perTok, 1), MaxScalar(perRow, 1))
+		if denom == nil {
+			denom = ReduceAllSum(ConvertDType(GreaterThan(perRow, ZerosLike(perRow)), maskF.DType()))
+		}
+		return Div(ReduceAllSum(perSeq), MaxScalar(denom, 1))
+	}
+	if denom == nil {
+		denom = tokens
+	}
+	return Div(ReduceAllSum(perTok), MaxScalar(denom, 1))
 }
 
 // klEstimate is the per-token KL estimate to the reference: k1 = logp − ref, k3 = exp(ref − logp)

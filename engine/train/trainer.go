@@ -27,6 +27,11 @@ type Metrics struct {
 	MeanRatio float64
 	// RefKL is the mean KL estimate to the reference model (0 without a KL term).
 	RefKL float64
+	// ValueLoss is the mean ½(V − R)² over policy tokens (unclipped, not × ValueCoef), before any
+	// update of the call's micro-batches; ExplainedVariance is 1 − Var(R − V) ÷ Var(R) over the
+	// same tokens (0 when the returns do not vary); ValueClipFrac is the fraction of policy tokens
+	// whose clipped value branch is active. All 0 without a value head.
+	ValueLoss, ExplainedVariance, ValueClipFrac float64
 	// Updates counts AdamW updates, MicroBatches forward/backward passes; Skipped counts
 	// updates left out because their sequences had no policy token.
 	Updates, MicroBatches, Skipped int
@@ -46,13 +51,30 @@ const (
 	numMetrics
 )
 
+// Indices of the value head's metrics, appended to the vector when there is a value head.
+const (
+	mValueSq = numMetrics + iota
+	mValueClip
+	mReturnSum
+	mReturnSq
+	mResidSum
+	numAllMetrics
+)
+
 // dataInputs is the number of per-micro-batch graph inputs: ids, positions, targets, mask, old
-// log-probs, advantages, reference log-probs, loss denominator.
+// log-probs, advantages, reference log-probs, loss denominator. A trainer with a value head
+// appends the returns (and, with value clipping, the old values): see Trainer.dataArgs.
 const dataInputs = 8
 
 // Trainer updates float32 master weights with the clipped policy loss and AdamW. It owns the
 // model's parameter tensors: every update replaces m.Params.Values with the new ones and frees
 // the old (their buffers are donated to the update), so nothing else may keep them.
+//
+// With Config.ValueCoef > 0 it also owns a value head (PPO's critic): a linear map from the
+// final normed hidden state to a scalar, value_head.weight [hidden] and value_head.bias [] in
+// float32, initialised to zero (V = 0 at the start). Its parameters follow the model's in every
+// graph (trained by the same AdamW update, with their own moments, inside the same global-norm
+// clip; being 1-D and 0-D they get no weight decay); Values, ValueHead and SetValueHead expose it.
 type Trainer struct {
 	m       *model.Model
 	cfg     Config
@@ -62,11 +84,16 @@ type Trainer struct {
 	vel     []*tensors.Tensor // second moments
 	step    int               // AdamW updates made (the bias-correction t)
 
+	nh               int               // value head parameters: 2 with a value head, 0 without
+	head             []*tensors.Tensor // value_head.weight, value_head.bias
+	headMom, headVel []*tensors.Tensor // their AdamW moments
+
 	fused     *Exec // one micro-batch: loss, gradient and update in one graph
 	gradFirst *Exec // first micro-batch of an accumulated update: gradients
 	gradNext  *Exec // later micro-batches: accumulated gradients + these gradients
 	apply     *Exec // AdamW on accumulated gradients
 	logprob   *Exec // forward only: log p(targets)
+	value     *Exec // forward only: the value head's V (nil without one)
 }
 
 // New prepares a trainer for m's parameters, with zero AdamW moments.
@@ -85,7 +112,16 @@ func New(m *model.Model, cfg Config) (*Trainer, error) {
 	if tr.normIdx < 0 && cfg.GradientCheckpointing {
 		return nil, errors.New("train: the model has no model.norm.weight parameter, which gradient checkpointing needs")
 	}
+	if cfg.ValueCoef > 0 {
+		tr.nh = 2
+		for _, s := range valueHeadShapes(m.Config.HiddenSize) {
+			tr.head = append(tr.head, tensors.FromShape(s))
+			tr.headMom = append(tr.headMom, tensors.FromShape(s))
+			tr.headVel = append(tr.headVel, tensors.FromShape(s))
+		}
+	}
 	np := len(m.Params.Specs)
+	nt, nd := np+tr.nh, tr.numData() // trained parameters (model, then value head); data inputs
 	var buildErr error
 	build := func(name string, fn func(in []*Node) []*Node) *Exec {
 		e, err := NewExec(m.Backend, fn)
@@ -96,31 +132,31 @@ func New(m *model.Model, cfg Config) (*Trainer, error) {
 		return e.WithName(name)
 	}
 	tr.fused = build("train_fused", func(in []*Node) []*Node {
-		params, mom, vel, d := in[:np], in[np:2*np], in[2*np:3*np], in[3*np:]
-		out := tr.lossGraph(params, d[:dataInputs])
+		params, mom, vel, d := in[:nt], in[nt:2*nt], in[2*nt:3*nt], in[3*nt:]
+		out := tr.lossGraph(params, d[:nd])
 		grads := Gradient(out.Loss, params...)
-		newP, newM, newV, gnorm := AdamW(&tr.cfg, params, grads, mom, vel, d[dataInputs], d[dataInputs+1])
+		newP, newM, newV, gnorm := tr.adamW(params, grads, mom, vel, d[nd], d[nd+1])
 		res := append(append(append([]*Node{}, newP...), newM...), newV...)
-		return append(res, metricVector(out), gnorm)
+		return append(res, out.metrics(), gnorm)
 	})
 	tr.gradFirst = build("train_grad", func(in []*Node) []*Node {
-		params, d := in[:np], in[np:]
+		params, d := in[:nt], in[nt:]
 		out := tr.lossGraph(params, d)
-		return append(Gradient(out.Loss, params...), metricVector(out))
+		return append(Gradient(out.Loss, params...), out.metrics())
 	})
 	tr.gradNext = build("train_grad_accumulate", func(in []*Node) []*Node {
-		params, acc, d := in[:np], in[np:2*np], in[2*np:]
+		params, acc, d := in[:nt], in[nt:2*nt], in[2*nt:]
 		out := tr.lossGraph(params, d)
 		grads := Gradient(out.Loss, params...)
-		res := make([]*Node, np, np+1)
+		res := make([]*Node, nt, nt+1)
 		for i := range grads {
 			res[i] = Add(acc[i], grads[i])
 		}
-		return append(res, metricVector(out))
+		return append(res, out.metrics())
 	})
 	tr.apply = build("train_apply", func(in []*Node) []*Node {
-		params, acc, mom, vel, rest := in[:np], in[np:2*np], in[2*np:3*np], in[3*np:4*np], in[4*np:]
-		newP, newM, newV, gnorm := AdamW(&tr.cfg, params, acc, mom, vel, rest[0], rest[1])
+		params, acc, mom, vel, rest := in[:nt], in[nt:2*nt], in[2*nt:3*nt], in[3*nt:4*nt], in[4*nt:]
+		newP, newM, newV, gnorm := tr.adamW(params, acc, mom, vel, rest[0], rest[1])
 		return append(append(append(newP, newM...), newV...), gnorm)
 	})
 	tr.logprob = build("train_logprob", func(in []*Node) []*Node {
@@ -129,6 +165,12 @@ func New(m *model.Model, cfg Config) (*Trainer, error) {
 		lp, _ := TokenStats(net, net.Forward(ids, in[np+1]), in[np+2], tr.cfg.chunkFor(ids.Shape().Dim(0)), false, false)
 		return []*Node{lp}
 	})
+	if tr.nh > 0 {
+		tr.value = build("train_value", func(in []*Node) []*Node {
+			net := model.NewNet(m.Config, tr.compute, in[:np])
+			return []*Node{valueOf(net.Forward(in[nt], in[nt+1]), in[np], in[np+1], false)}
+		})
+	}
 	if buildErr != nil {
 		tr.Close()
 		return nil, buildErr
@@ -136,9 +178,43 @@ func New(m *model.Model, cfg Config) (*Trainer, error) {
 	return tr, nil
 }
 
-// lossGraph computes the policy loss of one micro-batch from the data inputs (dataInputs of them).
-func (tr *Trainer) lossGraph(params, d []*Node) LossOutputs {
-	net := model.NewNet(tr.m.Config, tr.compute, params)
+// adamW is AdamW over the trained parameters, with the value head's step scaled by
+// Config.ValueLRScale (the head has no weight decay, so this is its update at lr × the scale).
+func (tr *Trainer) adamW(params, grads, mom, vel []*Node, lr, t *Node) (newP, newM, newV []*Node, gnorm *Node) {
+	newP, newM, newV, gnorm = AdamW(&tr.cfg, params, grads, mom, vel, lr, t)
+	if s := tr.cfg.ValueLRScale; tr.nh > 0 && s != 1 {
+		for i := len(params) - tr.nh; i < len(params); i++ {
+			newP[i] = Add(params[i], MulScalar(Sub(newP[i], params[i]), s))
+		}
+	}
+	return newP, newM, newV, gnorm
+}
+
+// numData is the number of per-micro-batch data inputs of the training graphs: dataInputs, plus
+// the returns with a value head, plus the old values with value clipping.
+func (tr *Trainer) numData() int {
+	n := dataInputs
+	if tr.nh > 0 {
+		n++
+		if tr.cfg.ValueClip > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// stepOutputs are the outputs of one micro-batch's loss graph: the policy loss's (with Loss the
+// total, policy + ValueCoef·value loss) and the value loss's (nil without a value head).
+type stepOutputs struct {
+	LossOutputs
+	Value *ValueOutputs
+}
+
+// lossGraph computes the loss of one micro-batch from the trained parameters (the model's, then
+// the value head's) and the data inputs (numData of them).
+func (tr *Trainer) lossGraph(params, d []*Node) stepOutputs {
+	np := len(tr.m.Params.Specs)
+	net := model.NewNet(tr.m.Config, tr.compute, params[:np])
 	ids, pos, targets := d[0], d[1], d[2]
 	var norm *Node
 	if tr.normIdx >= 0 {
@@ -147,8 +223,29 @@ func (tr *Trainer) lossGraph(params, d []*Node) LossOutputs {
 	ckpt := tr.cfg.GradientCheckpointing
 	h := forward(net, norm, ids, pos, ckpt)
 	logp, ent := TokenStats(net, h, targets, tr.cfg.chunkFor(ids.Shape().Dim(0)), true, ckpt)
-	return PolicyLoss(&tr.cfg, LossInputs{LogProbs: logp, Mask: d[3], OldLogProbs: d[4], Advantages: d[5],
-		RefLogProbs: d[6], Entropy: ent, Denom: d[7]})
+	out := stepOutputs{LossOutputs: PolicyLoss(&tr.cfg, LossInputs{LogProbs: logp, Mask: d[3], OldLogProbs: d[4], Advantages: d[5],
+		RefLogProbs: d[6], Entropy: ent, Denom: d[7]})}
+	if tr.nh > 0 {
+		in := ValueInputs{Values: valueOf(h, params[np], params[np+1], tr.cfg.ValueShared), Returns: d[dataInputs], Mask: d[3], Denom: d[7]}
+		if tr.cfg.ValueClip > 0 {
+			in.OldValues = d[dataInputs+1]
+		}
+		vo := ValueLoss(&tr.cfg, in)
+		out.Value = &vo
+		out.Loss = Add(out.Loss, MulScalar(vo.Loss, tr.cfg.ValueCoef))
+	}
+	return out
+}
+
+// metrics is the metric vector of a micro-batch: metricVector, then with a value head its sums
+// in the order of the mValue… indices.
+func (o stepOutputs) metrics() *Node {
+	v := metricVector(o.LossOutputs)
+	if o.Value == nil {
+		return v
+	}
+	vo := o.Value
+	return Concatenate([]*Node{v, Stack([]*Node{vo.SqErrSum, vo.ClipCount, vo.ReturnSum, vo.ReturnSq, vo.ResidSum}, 0)}, 0)
 }
 
 // metricVector stacks the loss outputs in the order of the m* indices.
@@ -159,16 +256,30 @@ func metricVector(o LossOutputs) *Node {
 	return Stack(v, 0)
 }
 
-// Close releases the compiled graphs and the optimizer moments.
+// params are the trained parameter tensors: the model's, then the value head's.
+func (tr *Trainer) params() []*tensors.Tensor {
+	return append(append([]*tensors.Tensor{}, tr.m.Params.Values...), tr.head...)
+}
+
+// moments are the AdamW moments of params, in the same order.
+func (tr *Trainer) moments() (m, v []*tensors.Tensor) {
+	return append(append([]*tensors.Tensor{}, tr.mom...), tr.headMom...), append(append([]*tensors.Tensor{}, tr.vel...), tr.headVel...)
+}
+
+// Close releases the compiled graphs, the optimizer moments and the value head.
 func (tr *Trainer) Close() {
-	for _, e := range []*Exec{tr.fused, tr.gradFirst, tr.gradNext, tr.apply, tr.logprob} {
+	for _, e := range []*Exec{tr.fused, tr.gradFirst, tr.gradNext, tr.apply, tr.logprob, tr.value} {
 		if e != nil {
 			e.Finalize()
 		}
 	}
-	for i := range tr.mom {
-		tr.mom[i].FinalizeAll()
-		tr.vel[i].FinalizeAll()
+	m, v := tr.moments()
+	for i := range m {
+		m[i].FinalizeAll()
+		v[i].FinalizeAll()
+	}
+	for _, x := range tr.head {
+		x.FinalizeAll()
 	}
 }
 
@@ -217,7 +328,20 @@ func (tr *Trainer) run(e *Exec, args []arg) ([]*tensors.Tensor, error) {
 	return out, nil
 }
 
-// dataArgs are the per-micro-batch graph arguments of b with loss denominator denom.
+// dataArgs are the trainer's per-micro-batch graph arguments of b with loss denominator denom:
+// the policy's (the package function), then the value head's.
+func (tr *Trainer) dataArgs(b *Batch, denom float64) []arg {
+	out := dataArgs(b, denom)
+	if tr.nh > 0 {
+		out = append(out, arg{tensors.FromFlatDataAndDimensions(b.Returns, b.B, b.T), true})
+		if tr.cfg.ValueClip > 0 {
+			out = append(out, arg{tensors.FromFlatDataAndDimensions(b.OldValues, b.B, b.T), true})
+		}
+	}
+	return out
+}
+
+// dataArgs are the per-micro-batch policy-loss graph arguments of b with loss denominator denom.
 func dataArgs(b *Batch, denom float64) []arg {
 	dims := []int{b.B, b.T}
 	ts := []*tensors.Tensor{
@@ -266,7 +390,7 @@ func (tr *Trainer) denominator(bs []*Batch) float64 {
 
 // tally accumulates per-micro-batch metric vectors into Metrics.
 type tally struct {
-	sums                  [numMetrics]float64
+	sums                  [numAllMetrics]float64
 	probeSum, probeTokens float64
 	probeMax              float64
 	loss, gnorm           float64
@@ -300,6 +424,14 @@ func (t *tally) result() Metrics {
 	m.ClipFrac, m.MeanRatio = t.sums[mClip]/tok, t.sums[mRatio]/tok
 	m.ApproxKL, m.RefKL, m.Entropy = t.sums[mApproxKL]/tok, t.sums[mRefKL]/tok, t.sums[mEntropy]/tok
 	m.MaxLogProbDiff, m.MeanLogProbDiff = t.probeMax, t.probeSum/math.Max(t.probeTokens, 1)
+	m.ValueLoss, m.ValueClipFrac = t.sums[mValueSq]/tok, t.sums[mValueClip]/tok
+	// Var(R) and Var(R − V) from sums; Σ(R − V)² = 2·Σ½(V − R)².
+	meanR, meanRes := t.sums[mReturnSum]/tok, t.sums[mResidSum]/tok
+	varR := t.sums[mReturnSq]/tok - meanR*meanR
+	varRes := 2*t.sums[mValueSq]/tok - meanRes*meanRes
+	if varR > 1e-5*t.sums[mReturnSq]/tok { // below: float32 rounding of the sums, not spread
+		m.ExplainedVariance = 1 - varRes/varR
+	}
 	return m
 }
 
@@ -317,7 +449,7 @@ func (tr *Trainer) Update(seqs []Sequence, lr float64) (Metrics, error) {
 		return Metrics{}, err
 	}
 	for i := range seqs {
-		if err := seqs[i].check(i, tr.m.Config.VocabSize, tr.cfg.KLCoef > 0); err != nil {
+		if err := seqs[i].check(i, tr.m.Config.VocabSize, &tr.cfg); err != nil {
 			return Metrics{}, err
 		}
 	}
@@ -359,6 +491,14 @@ func (tr *Trainer) Step(b *Batch, lr float64) (Metrics, error) {
 	if err := checkBatch(b, tr.m.Config.VocabSize); err != nil {
 		return Metrics{}, err
 	}
+	if tr.nh > 0 {
+		if !b.HasReturns || len(b.Returns) != b.B*b.T {
+			return Metrics{}, errors.New("train: the batch has no returns but ValueCoef is > 0 (the value head needs targets); pack sequences with Returns or set ValueCoef to 0")
+		}
+		if tr.cfg.ValueClip > 0 && (!b.HasOldValues || len(b.OldValues) != b.B*b.T) {
+			return Metrics{}, errors.New("train: the batch has no old values but ValueClip is > 0; pack sequences with OldValues or set ValueClip to 0")
+		}
+	}
 	var t tally
 	err := tr.update([]*Batch{b}, lr, &t, true)
 	return t.result(), err
@@ -394,50 +534,57 @@ func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool) error {
 		t.met.Skipped++
 		return nil
 	}
-	p := tr.m.Params
-	np := len(p.Values)
+	params := tr.params()
+	mom, vel := tr.moments()
+	nt := len(params)
 	lrT, stepT := tensors.FromScalar(float32(lr)), tensors.FromScalar(float32(tr.step+1))
 	if len(bs) == 1 {
-		args := append(append(append(tensorArgs(p.Values, true), tensorArgs(tr.mom, true)...), tensorArgs(tr.vel, true)...), dataArgs(bs[0], denom)...)
+		args := append(append(append(tensorArgs(params, true), tensorArgs(mom, true)...), tensorArgs(vel, true)...), tr.dataArgs(bs[0], denom)...)
 		out, err := tr.run(tr.fused, append(args, arg{lrT, true}, arg{stepT, true}))
 		if err != nil {
 			return err
 		}
-		tr.adopt(out[:3*np])
-		t.add(tensors.MustCopyFlatData[float32](out[3*np]), probe)
-		return tr.finishUpdate(out[3*np:], t)
+		tr.adopt(out[:3*nt])
+		t.add(tensors.MustCopyFlatData[float32](out[3*nt]), probe)
+		return tr.finishUpdate(out[3*nt:], t)
 	}
 	var acc []*tensors.Tensor
 	for i, b := range bs {
 		var out []*tensors.Tensor
 		var err error
 		if i == 0 {
-			out, err = tr.run(tr.gradFirst, append(tensorArgs(p.Values, false), dataArgs(b, denom)...))
+			out, err = tr.run(tr.gradFirst, append(tensorArgs(params, false), tr.dataArgs(b, denom)...))
 		} else {
-			out, err = tr.run(tr.gradNext, append(append(tensorArgs(p.Values, false), tensorArgs(acc, true)...), dataArgs(b, denom)...))
+			out, err = tr.run(tr.gradNext, append(append(tensorArgs(params, false), tensorArgs(acc, true)...), tr.dataArgs(b, denom)...))
 		}
 		if err != nil {
 			return err
 		}
-		acc = out[:np]
-		t.add(tensors.MustCopyFlatData[float32](out[np]), probe)
-		out[np].FinalizeAll()
+		acc = out[:nt]
+		t.add(tensors.MustCopyFlatData[float32](out[nt]), probe)
+		out[nt].FinalizeAll()
 	}
-	args := append(append(append(tensorArgs(p.Values, true), tensorArgs(acc, true)...), tensorArgs(tr.mom, true)...), tensorArgs(tr.vel, true)...)
+	args := append(append(append(tensorArgs(params, true), tensorArgs(acc, true)...), tensorArgs(mom, true)...), tensorArgs(vel, true)...)
 	out, err := tr.run(tr.apply, append(args, arg{lrT, true}, arg{stepT, true}))
 	if err != nil {
 		return err
 	}
-	tr.adopt(out[:3*np])
-	return tr.finishUpdate(out[3*np:], t)
+	tr.adopt(out[:3*nt])
+	return tr.finishUpdate(out[3*nt:], t)
 }
 
-// adopt installs updated parameters and moments ([params, m, v], the old ones were donated).
+// adopt installs updated parameters and moments ([params, m, v] in params order, the model's then
+// the value head's; the old ones were donated).
 func (tr *Trainer) adopt(out []*tensors.Tensor) {
 	np := len(tr.m.Params.Values)
-	copy(tr.m.Params.Values, out[:np])
-	copy(tr.mom, out[np:2*np])
-	copy(tr.vel, out[2*np:3*np])
+	nt := np + tr.nh
+	for k, dst := range [][]*tensors.Tensor{tr.m.Params.Values, tr.head, tr.mom, tr.headMom, tr.vel, tr.headVel} {
+		base := (k / 2) * nt
+		if k%2 == 1 {
+			base += np
+		}
+		copy(dst, out[base:base+len(dst)])
+	}
 	tr.step++
 }
 
@@ -571,13 +718,14 @@ func (tr *Trainer) SetMoments(m, v []*tensors.Tensor, step int) error {
 	return nil
 }
 
-// OffloadMoments moves the AdamW moments to host memory, freeing their device buffers (rollout
-// needs the room); the next update or RestoreMoments brings them back.
+// OffloadMoments moves the AdamW moments (the value head's too) to host memory, freeing their
+// device buffers (rollout needs the room); the next update or RestoreMoments brings them back.
 func (tr *Trainer) OffloadMoments() error {
-	for i := range tr.mom {
-		for _, t := range []*tensors.Tensor{tr.mom[i], tr.vel[i]} {
+	m, v := tr.moments()
+	for i := range m {
+		for _, t := range []*tensors.Tensor{m[i], v[i]} {
 			if err := t.ToLocal(); err != nil {
-				return fmt.Errorf("train: offloading moments of %s: %w", tr.m.Params.Specs[i].Name, err)
+				return fmt.Errorf("train: offloading moments of %s: %w", tr.paramName(i), err)
 			}
 		}
 	}
@@ -586,21 +734,30 @@ func (tr *Trainer) OffloadMoments() error {
 
 // RestoreMoments moves offloaded moments back onto the device and frees their host copies.
 func (tr *Trainer) RestoreMoments() error {
-	for i := range tr.mom {
-		for _, t := range []*tensors.Tensor{tr.mom[i], tr.vel[i]} {
+	m, v := tr.moments()
+	for i := range m {
+		for _, t := range []*tensors.Tensor{m[i], v[i]} {
 			if err := t.ToDevice(tr.m.Backend, compute.DeviceNum(0)); err != nil {
-				return fmt.Errorf("train: restoring moments of %s: %w", tr.m.Params.Specs[i].Name, err)
+				return fmt.Errorf("train: restoring moments of %s: %w", tr.paramName(i), err)
 			}
 		}
 	}
 	return nil
 }
 
+// paramName is the name of trained parameter i (params order: the model's, then the value head's).
+func (tr *Trainer) paramName(i int) string {
+	if np := len(tr.m.Params.Specs); i >= np {
+		return []string{ValueHeadWeight, ValueHeadBias}[i-np]
+	}
+	return tr.m.Params.Specs[i].Name
+}
+
 // Footprint is what the trainer keeps between calls, in bytes, by memory-ledger component.
 // Gradients exist only inside Step and Update (one float32 copy of the parameters when
 // accumulating, transient otherwise) and are not listed.
 type Footprint struct {
-	MasterWeights    int64 // float32 parameters on the device
+	MasterWeights    int64 // float32 parameters (and value head) on the device
 	OptimizerMoments int64 // AdamW m and v on the device
 	HostMoments      int64 // AdamW m and v held only in host memory (offloaded)
 }
@@ -608,13 +765,14 @@ type Footprint struct {
 // Footprint reports the bytes the trainer holds now.
 func (tr *Trainer) Footprint() Footprint {
 	var f Footprint
-	for _, t := range tr.m.Params.Values {
+	for _, t := range tr.params() {
 		if t.IsOnDevice(0) {
 			f.MasterWeights += int64(t.Memory())
 		}
 	}
-	for i := range tr.mom {
-		for _, t := range []*tensors.Tensor{tr.mom[i], tr.vel[i]} {
+	m, v := tr.moments()
+	for i := range m {
+		for _, t := range []*tensors.Tensor{m[i], v[i]} {
 			if t.IsOnDevice(0) {
 				f.OptimizerMoments += int64(t.Memory())
 			} else {
@@ -627,7 +785,8 @@ func (tr *Trainer) Footprint() Footprint {
 
 // SFTStep is one supervised step: it raises the log-likelihood of the masked tokens (the
 // clipped surrogate at ratio 1 with advantage 1 has exactly the log-likelihood's gradient) and
-// returns their mean negative log-likelihood before the update.
+// returns their mean negative log-likelihood before the update. It needs a trainer without a
+// value head (supervised data has no returns).
 func (tr *Trainer) SFTStep(seqs []Sequence, lr float64) (float64, error) {
 	for i := range seqs {
 		seqs[i].Advantages = make([]float32, len(seqs[i].Tokens))
