@@ -56,6 +56,9 @@ func New(backend compute.Backend, p *Params, opts Options) (*Model, error) {
 	if opts.LogitsChunk <= 0 {
 		opts.LogitsChunk = 256
 	}
+	if err := CheckComputeDType(backend, opts.Compute); err != nil {
+		return nil, err
+	}
 	m := &Model{Config: p.Config, Params: p, Backend: backend, opts: opts}
 	np := len(p.Specs)
 	var err error

@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -277,8 +278,23 @@ func TestLoadErrorsNameFileAndTensor(t *testing.T) {
 
 // TestBF16Compute runs the fixtures with bfloat16 matmuls and activations (float32 master
 // weights, float32 softmax and norms): log-probs within 2e-2 of HF's float32, greedy identical.
+//
+// A backend whose bfloat16 matmuls are wrong (the Go backend built with GOEXPERIMENT=simd on an
+// AVX2-only CPU) must refuse bfloat16 with ErrBadLowPrecision instead: that refusal is checked
+// then, and the test says which of the two it verified.
 func TestBF16Compute(t *testing.T) {
 	backend := goBackend(t)
+	if err := CheckComputeDType(backend, dtypes.BFloat16); err != nil {
+		if !errors.Is(err, ErrBadLowPrecision) {
+			t.Fatal(err)
+		}
+		_, lerr := Load(backend, fixtureDir(fixtureModels[0]), Options{Compute: dtypes.BFloat16})
+		if !errors.Is(lerr, ErrBadLowPrecision) || !strings.Contains(lerr.Error(), "model.dtype: f32") {
+			t.Fatalf("Load in bf16 on a backend with wrong bf16 matmuls: got %v; want ErrBadLowPrecision naming the fix", lerr)
+		}
+		t.Logf("this backend's bf16 compute is wrong, and loading in bf16 is refused: %v", err)
+		return
+	}
 	for _, name := range fixtureModels {
 		g := readGolden(t, name)
 		m, err := Load(backend, fixtureDir(name), Options{Compute: dtypes.BFloat16})
