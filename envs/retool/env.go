@@ -109,6 +109,7 @@ type Summary struct {
 	Killed       int    // calls stopped by another limit
 	Recovered    bool   // the last failing call was followed by a successful one
 	LastError    string // last lines of the last failing call's output
+	LastOutput   string // the last successful call's output, trimmed
 	FormatErrors int
 	Answered     bool
 	Answer       string
@@ -248,6 +249,7 @@ func (e *Env) record(r Result) {
 		if e.sum.ToolErrors+e.sum.Timeouts+e.sum.Killed > 0 {
 			e.sum.Recovered = true
 		}
+		e.sum.LastOutput = strings.TrimSpace(r.Output)
 	case StatusError:
 		e.sum.ToolErrors++
 		e.sum.LastError = lastLines(r.Output, 2)

@@ -41,6 +41,9 @@ func RulesHint(s Summary) string {
 		return `Finish by giving the final answer as \boxed{answer}.`
 	case s.ToolCalls == 0:
 		return "Do not guess: compute the answer with code first, then give it."
+	case s.LastOutput != "" && s.Answer == s.LastOutput:
+		// The answer copies the output faithfully: the code itself computed the wrong thing.
+		return "The code computed something else than the question asks: use exactly its numbers and operation in the code, then copy the printed result."
 	default:
 		return "The final answer does not match the printed result: copy the number the code printed into \\boxed{}."
 	}
