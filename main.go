@@ -259,9 +259,22 @@ func execute(r *recipes.Recipe, path, runID, resume string, stdout, stderr io.Wr
 	}
 	mon := device.NewMonitor()
 	defer mon.Close()
+	// On a GPU the memory ledger sizes what the recipe leaves on auto (KV slots, micro-batch,
+	// where the AdamW moments wait) from the device's free memory or memory.vram.
+	var plan *ledger.Plan
+	if choice.Kind == device.CUDA {
+		var free int64
+		if rd, ok := mon.Read(); ok {
+			free = int64(rd.TotalBytes - rd.UsedBytes)
+		}
+		if plan, err = ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, DetectedVRAM: free}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
+	}
 	events := make(chan event.Event, 256)
 	c, err := engine.New(engine.Options{Recipe: r, RecipePath: path, RunID: runID, Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, ModelFiles: files, Events: events, Backend: choice.Kind, Resume: cp, Monitor: mon})
+		Tokenizer: tok, Store: st, ModelFiles: files, Events: events, Backend: choice.Kind, Resume: cp, Monitor: mon, Plan: plan})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"agentrl/engine/device"
 	"agentrl/engine/event"
+	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
@@ -48,6 +49,11 @@ type Options struct {
 	// Resume continues a run from this checkpoint: weights, optimizer moments, data position and
 	// the best-so-far bookkeeping. The run record in the store must exist.
 	Resume *store.Checkpoint
+	// Plan is the memory ledger's plan for this recipe and device (see ledger.PlanFor). With a
+	// budget it sizes what the recipe leaves on auto: KV slots, the training micro-batch and where
+	// the AdamW moments wait during rollout. nil, or a plan without a budget (the CPU backend):
+	// at most 16 slots, one micro-batch per update pass, moments kept in place.
+	Plan *ledger.Plan
 }
 
 // Controller runs one recipe.
@@ -55,7 +61,12 @@ type Controller struct {
 	o          Options
 	r          *recipes.Recipe
 	gen        *rollout.Generator
+	infer      *inferenceCopy // the generator's weights: the master weights cast, rebuilt by each sync
 	tr         *train.Trainer
+	offload    bool // AdamW moments wait in host memory during rollout
+	judge      *selfJudge
+	hinter     retool.Hinter // nil: no hints
+	scorer     retool.Scorer // nil: no process reward
 	exec       retool.Executor
 	pool       *retool.Pool
 	train      []envs.Task
@@ -74,6 +85,9 @@ type Controller struct {
 	dropped    string // why the metric's fall below its best stops the run ("" = it does not)
 	lastSaved  int
 	start      int // first step to run (1, or the step after a resumed checkpoint)
+	// skipSync, when set (tests only), leaves the inference weights of that step stale: the
+	// mis-synced copy the log-prob probe exists to catch.
+	skipSync func(step int) bool
 }
 
 // New prepares the generator, trainer, executor and task sets.
@@ -120,32 +134,62 @@ func New(o Options) (*Controller, error) {
 		}
 	}
 	c.weights = retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
-	slots := int(r.Memory.KVSlots)
-	if slots <= 0 {
-		slots = min(16, r.Rollout.TasksPerStep*r.Rollout.GroupSize)
+	slots, micro := int(r.Memory.KVSlots), int(r.Train.MicroBatch)
+	c.offload = r.Memory.OptimizerOffload == "host"
+	if p := o.Plan; p != nil && p.Budget > 0 {
+		if !p.Fits {
+			return nil, fmt.Errorf("engine: the recipe does not fit the device's %s: %s (see agentrl-tui plan)", recipes.FormatGiB(p.Budget), p.Reason)
+		}
+		slots, micro, c.offload = p.KVSlots, p.MicroBatch, p.MomentsOnHost
 	}
-	c.gen, err = rollout.New(o.Policy, rollout.Config{
+	// No budget to size against (the CPU backend): more decode lanes than the cores can feed
+	// only lengthen each step, and 8-row micro-batches are where the recipes were measured.
+	if slots <= 0 {
+		slots = min(16, r.BatchSize())
+	}
+	if micro <= 0 {
+		micro = min(8, r.BatchSize())
+	}
+	c.tr, err = train.New(o.Policy, train.Config{
+		ClipLow: r.Algorithm.ClipLow, ClipHigh: r.Algorithm.ClipHigh, KLCoef: klLoss(r), KLEstimator: r.Algorithm.KLEstimator,
+		EntropyCoef: r.Algorithm.EntropyCoef, Aggregation: r.Algorithm.Aggregation,
+		LR: r.Train.LR, WeightDecay: r.Train.WeightDecay, Beta1: r.Train.Beta1, Beta2: r.Train.Beta2, Eps: r.Train.Eps,
+		GradClip: r.Train.GradClip, MicroBatch: micro, GradAccumulation: int(r.Train.GradAccumulation),
+		GradientCheckpointing: r.Train.GradientCheckpointing, LogitsChunk: 32, ValueCoef: valueCoef(r),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if o.Resume != nil {
+		if err := c.restore(o.Resume); err != nil {
+			c.tr.Close()
+			return nil, err
+		}
+	}
+	if c.infer, err = newInferenceCopy(o.Policy); err != nil {
+		c.tr.Close()
+		return nil, err
+	}
+	c.gen, err = rollout.New(c.infer.model, rollout.Config{
 		Slots: slots, MaxLen: model.Bucket(r.Rollout.MaxTotalTokens),
 		Truncation: r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
 		Decode:     func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
 	})
 	if err != nil {
+		c.infer.close()
+		c.tr.Close()
 		return nil, err
 	}
-	c.tr, err = train.New(o.Policy, train.Config{
-		ClipLow: r.Algorithm.ClipLow, ClipHigh: r.Algorithm.ClipHigh, KLCoef: klLoss(r), KLEstimator: r.Algorithm.KLEstimator,
-		Aggregation: r.Algorithm.Aggregation, LR: r.Train.LR, WeightDecay: r.Train.WeightDecay,
-		Beta1: r.Train.Beta1, Beta2: r.Train.Beta2, Eps: r.Train.Eps, GradClip: r.Train.GradClip, LogitsChunk: 32,
-	})
-	if err != nil {
-		c.gen.Close()
-		return nil, err
-	}
-	if o.Resume != nil {
-		if err := c.restore(o.Resume); err != nil {
-			c.gen.Close()
+	if c.offload {
+		if err := c.tr.OffloadMoments(); err != nil {
+			c.Close()
 			return nil, err
 		}
+	}
+	c.judge = &selfJudge{c: c}
+	if c.hinter, c.scorer, err = c.newHinter(); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
 }
@@ -156,11 +200,13 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 	if err := c.o.Policy.Params.SetFromTensors(cp.Weights, src); err != nil {
 		return err
 	}
-	if len(cp.Moments) > 0 {
-		byName := map[string]*safetensors.Tensor{}
-		for _, t := range cp.Moments {
-			byName[t.Name] = t
-		}
+	byName := map[string]*safetensors.Tensor{}
+	for _, t := range cp.Moments {
+		byName[t.Name] = t
+	}
+	// The model's moments are there when the checkpoint saved the optimizer (ppo's value head
+	// is kept in the same file, so the file alone says nothing).
+	if _, saved := byName["m."+c.o.Policy.Params.Specs[0].Name]; saved {
 		var m, v []*tensors.Tensor
 		for _, spec := range c.o.Policy.Params.Specs {
 			for _, pre := range []string{"m.", "v."} {
@@ -184,10 +230,23 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 			return err
 		}
 	}
+	if valueCoef(c.r) > 0 {
+		if err := c.restoreValueHead(cp, src); err != nil {
+			return err
+		}
+	}
 	c.start = cp.Step + 1
 	c.best, c.bestStep, c.sinceBest = cp.Metrics["best"], int(cp.Metrics["best_step"]), int(cp.Metrics["since_best"])
 	c.lastSaved = cp.Step
 	return nil
+}
+
+// valueCoef is the value-head loss weight: ppo's value_coef, 0 (no head) for the other algorithms.
+func valueCoef(r *recipes.Recipe) float64 {
+	if r.Algorithm.Name == "ppo" {
+		return r.Algorithm.ValueCoef
+	}
+	return 0
 }
 
 func klLoss(r *recipes.Recipe) float64 {
@@ -197,8 +256,12 @@ func klLoss(r *recipes.Recipe) float64 {
 	return 0
 }
 
-// Close releases the generator.
-func (c *Controller) Close() { c.gen.Close() }
+// Close releases the generator, the inference weights and the trainer's graphs and moments.
+func (c *Controller) Close() {
+	c.gen.Close()
+	c.infer.close()
+	c.tr.Close()
+}
 
 // StopAfterStep asks the run to end after the step in progress (saving a checkpoint); a paused
 // run is released so that it can stop.
@@ -271,11 +334,16 @@ func (c *Controller) ledger() event.Ledger {
 	params := c.o.Policy.Params.Bytes()
 	cfg := c.gen.Config()
 	l := event.Ledger{Backend: c.o.Backend, Components: map[string]int64{
-		"policy weights":    params,
+		"master weights":    params,
+		"inference weights": c.infer.bytes(),
 		"reference weights": c.o.Reference.Params.Bytes(),
 		"KV cache":          model.CacheBytes(c.o.Policy.Config, c.o.Policy.Options().Compute, cfg.Slots, cfg.MaxLen),
-		"AdamW moments":     2 * params, // float32 m and v, one of each per parameter
 	}}
+	moments := "AdamW moments"
+	if c.offload {
+		moments = "AdamW moments (host)"
+	}
+	l.Components[moments] = 2 * params // float32 m and v, one of each per parameter
 	if c.o.Monitor != nil {
 		if rd, ok := c.o.Monitor.Read(); ok {
 			l.DeviceUsed, l.DeviceTotal, l.UtilPct = rd.UsedBytes, rd.TotalBytes, rd.UtilPct
@@ -329,7 +397,11 @@ type traj struct {
 	summary   retool.Summary
 	hint      string
 	adv       []float32
-	drift     string // a token-drift finding, "" when the context matched the chat rendering
+	ref       []float32 // the reference model's log-prob of each token (KL term), nil without one
+	teacher   []float32 // the teacher's log-prob of each response token given the hint, nil unhinted
+	ret       []float32 // ppo: the value head's targets (GAE returns) per token
+	oldValues []float32 // ppo: the value head's predictions before the update
+	drift     string    // a token-drift finding, "" when the context matched the chat rendering
 }
 
 // Run executes the recipe until max_steps, early stopping, StopAfterStep or ctx's end.
@@ -431,104 +503,60 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	}
 
 	t0 = time.Now()
-	hybrid := r.Algorithm.Name == "hybrid" || r.Algorithm.Name == "opd"
+	if err := c.hindsight(ctx, batch); err != nil {
+		return err
+	}
 	for _, t := range batch {
-		if r.PRM.Kind == "rules" {
-			t.reward.Process = retool.RulesProcessScore(t.summary)
-		}
 		t.reward = c.weights.Compose(t.reward)
-		if hybrid && r.Hinter.Kind == "rules" {
-			t.hint = retool.RulesHint(t.summary)
-		}
 	}
 	c.phase(step, "score", t0)
 
+	// The rest of the step is the training phase: the KV cache and the inference weights make
+	// room for the reference forward, the update and their activations.
 	t0 = time.Now()
-	teacher := make([][]float32, len(batch))
-	for i, t := range batch {
-		if t.hint == "" {
-			continue
-		}
-		tp, err := c.prompt(t.task, t.hint)
-		if err != nil {
-			return err
-		}
-		seq := append(append([]int32{}, tp...), t.tokens[t.promptLen:]...)
-		s, err := c.o.Reference.Score([][]int32{seq})
-		if err != nil {
-			return err
-		}
-		// Align: the teacher's log-prob of student token j (j ≥ promptLen) is at index
-		// len(tp) + (j − promptLen) − 1 of its next-token log-probs.
-		teacher[i] = make([]float32, len(t.tokens))
-		for j := t.promptLen; j < len(t.tokens); j++ {
-			teacher[i][j] = s.NextLogProbs[0][len(tp)+j-t.promptLen-1]
-		}
+	if err := c.toTrain(step); err != nil {
+		return err
+	}
+	switchToTrain := time.Since(t0).Seconds()
+	if err := c.referenceForward(batch); err != nil {
+		return err
 	}
 	c.phase(step, "reference", t0)
 
 	t0 = time.Now()
-	rewards := make([]float64, len(batch))
-	groups := make([]int, len(batch))
-	for i, t := range batch {
-		rewards[i], groups[i] = t.reward.Total, t.group
-	}
-	seqAdv, err := train.GRPO(rewards, groups, r.Algorithm.StdNormalize, 1e-6)
+	hinted, err := c.advantages(batch)
 	if err != nil {
 		return err
-	}
-	hinted := 0
-	for i, t := range batch {
-		var opd []float64
-		if teacher[i] != nil {
-			hinted++
-			if opd, err = train.OPD(teacher[i], t.lps, t.mask); err != nil {
-				return err
-			}
-			opd = train.CenterClip(opd, t.mask, opdClip)
-		}
-		adv := train.Hybrid(seqAdv[i], opd, t.mask, r.Algorithm.OPDLambda)
-		t.adv = make([]float32, len(adv))
-		for j, a := range adv {
-			t.adv[j] = float32(a)
-		}
 	}
 	c.phase(step, "advantage", t0)
 
 	t0 = time.Now()
-	mb := int(r.Train.MicroBatch)
-	if mb <= 0 {
-		mb = 8
+	metrics := map[string]float64{"switch_to_train_s": switchToTrain}
+	lr := train.Schedule{Base: r.Train.LR, Warmup: r.Train.WarmupSteps, Total: r.Run.MaxSteps, Kind: r.Train.Schedule, MinRatio: r.Train.MinLRRatio}.At(step)
+	metrics["lr"] = lr
+	seqs := make([]train.Sequence, len(batch))
+	for i, t := range batch {
+		seqs[i] = train.Sequence{Tokens: t.tokens, LossMask: t.mask, OldLogProbs: t.lps, Advantages: t.adv, RefLogProbs: t.ref,
+			Returns: t.ret, OldValues: t.oldValues}
 	}
-	lr := train.LR(r.Train.LR, step, r.Train.WarmupSteps, r.Run.MaxSteps, r.Train.Schedule)
-	metrics := map[string]float64{"lr": lr}
 	var loss, probeMax float64
-	updates := 0
-	for start := 0; start < len(batch); start += mb {
-		var seqs []train.Sequence
-		for _, t := range batch[start:min(start+mb, len(batch))] {
-			seqs = append(seqs, train.Sequence{Tokens: t.tokens, LossMask: t.mask, OldLogProbs: t.lps, Advantages: t.adv})
-		}
-		b, err := train.Pack(seqs, 0)
+	for epoch := 0; epoch < max(r.Train.EpochsPerStep, 1); epoch++ {
+		m, err := c.tr.Update(seqs, lr)
 		if err != nil {
 			return err
 		}
-		m, err := c.tr.Step(b, lr)
-		if err != nil {
-			return err
-		}
-		if updates == 0 { // before any update of this step: rollout and trainer used the same weights
+		if epoch == 0 { // its first micro-batches ran before any update: rollout and trainer weights agree
 			probeMax = m.MaxLogProbDiff
 			metrics["logprob_diff_mean"] = m.MeanLogProbDiff
+			metrics["clip_frac"], metrics["grad_norm"], metrics["entropy"], metrics["ref_kl"] = m.ClipFrac, m.GradNorm, m.Entropy, m.RefKL
+			metrics["updates"] = float64(m.Updates)
+			if c.r.Algorithm.Name == "ppo" {
+				metrics["value_loss"], metrics["explained_variance"] = m.ValueLoss, m.ExplainedVariance
+			}
 		}
-		loss += m.Loss
-		metrics["clip_frac"] += m.ClipFrac
-		metrics["grad_norm"] += m.GradNorm
-		updates++
+		loss = m.Loss
 	}
-	metrics["loss"] = loss / float64(updates)
-	metrics["clip_frac"] /= float64(updates)
-	metrics["grad_norm"] /= float64(updates)
+	metrics["loss"] = loss
 	metrics["logprob_diff_max"] = probeMax
 	if probeMax > c.o.LogProbAlarm {
 		c.emit(event.Alarm{Step: step, Kind: event.AlarmLogProbMismatch, Value: probeMax, Threshold: c.o.LogProbAlarm,
@@ -536,9 +564,17 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	}
 	c.phase(step, "train", t0)
 
-	// The generator reads the policy's parameter tensors, which the trainer replaced: the
-	// inference copy is the master copy on this path, so the sync is checked, not copied.
 	t0 = time.Now()
+	diff, err := c.toRollout(step)
+	if err != nil {
+		return err
+	}
+	metrics["sync_diff_max"] = diff
+	metrics["switch_to_rollout_s"] = time.Since(t0).Seconds()
+	if diff > 0 {
+		c.emit(event.Alarm{Step: step, Kind: event.AlarmStaleWeights, Value: diff, Threshold: 0,
+			Message: "after the sync the inference weights differ from the cast master weights"})
+	}
 	c.phase(step, "sync", t0)
 
 	var meanReward, correct float64
@@ -551,6 +587,9 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	metrics["reward_mean"] = meanReward / float64(len(batch))
 	metrics["accuracy"] = correct / float64(len(batch))
 	metrics["hinted_share"] = float64(hinted) / float64(len(batch))
+	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
+		metrics["judge_unparsed"] = float64(c.judge.unparsed.Swap(0)) // replies with no usable \boxed{}
+	}
 	st := c.gen.Stats()
 	metrics["tokens_per_s"] = float64(st.Tokens) / max(st.StepTime.Seconds(), 1e-9)
 	c.emit(event.StepMetrics{Step: step, Metrics: metrics})
@@ -608,7 +647,7 @@ func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
 	if hint != "" {
 		user += "\n\nHint: " + hint
 	}
-	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: user}}, nil, true)
+	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: retool.SystemFor(c.r.Env.Observation.Format)}, {Role: "user", Content: user}}, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -641,7 +680,7 @@ func (c *Controller) rollout(ctx context.Context, step int, phase string, batch 
 // the tokenized template pieces and observations: decoded text is never re-tokenized.
 func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, temperature float64) error {
 	r := c.r
-	env, err := retool.New(retool.Config{Executor: c.exec, Pool: c.pool, MaxTurns: r.Rollout.MaxTurns, Format: retool.FormatInterpreter, MaxObsChars: r.Env.Observation.MaxChars, Weights: c.weights})
+	env, err := retool.New(retool.Config{Executor: c.exec, Pool: c.pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: c.weights})
 	if err != nil {
 		return err
 	}
@@ -704,13 +743,19 @@ func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, te
 		if len(res.IDs) == 0 || res.IDs[len(res.IDs)-1] != c.imEnd {
 			closing = []int32{c.imEnd}
 		}
-		next = append(closing, c.o.Tokenizer.Encode("\n<|im_start|>user\n"+st.Observation+"<|im_end|>\n<|im_start|>assistant\n")...)
+		// The observation turn as the chat template renders it: a user turn, or for
+		// tool_response a tool turn (a user turn wrapping the text in <tool_response>).
+		obsMsg, body := tokenizer.Message{Role: "user", Content: st.Observation}, st.Observation
+		if r.Env.Observation.Format == retool.FormatToolResponse && len(st.ToolCalls) > 0 {
+			obsMsg.Role, body = "tool", "<tool_response>\n"+st.Observation+"\n</tool_response>"
+		}
+		next = append(closing, c.o.Tokenizer.Encode("\n<|im_start|>user\n"+body+"<|im_end|>\n<|im_start|>assistant\n")...)
 		if len(t.tokens)+len(next)+8 >= model.Bucket(r.Rollout.MaxTotalTokens) || res.Stop == rollout.StopContext {
 			t.reward = c.weights.Compose(envs.Reward{FormatPenalty: 1}) // out of context: no answer
 			break
 		}
 		add(next, false, nil)
-		chat = append(chat, tokenizer.Message{Role: "user", Content: st.Observation})
+		chat = append(chat, obsMsg)
 		// Token-drift probe at the turn boundary: the context must read as the chat template renders it.
 		want, err := tokenizer.RenderChat(chat, nil, true)
 		if err == nil && c.o.Tokenizer.Decode(t.tokens, false) != want && t.drift == "" {
@@ -804,6 +849,11 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 			}
 		}
 	}
+	if valueCoef(c.r) > 0 {
+		if err := c.saveValueHead(cp); err != nil {
+			return err
+		}
+	}
 	if err := c.o.Store.SaveCheckpoint(cp); err != nil {
 		return err
 	}
@@ -818,4 +868,83 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 		}
 	}
 	return nil
+}
+
+// saveValueHead puts ppo's value head in the checkpoint's optimizer-state file (it is not part
+// of the HuggingFace model): its weights always, its AdamW moments with checkpoint.save_optimizer.
+func (c *Controller) saveValueHead(cp *store.Checkpoint) error {
+	names, values, m, v := c.tr.ValueHead()
+	for i, name := range names {
+		parts := []struct {
+			prefix string
+			t      *tensors.Tensor
+		}{{"", values[i]}}
+		if c.r.Checkpoint.SaveOptimizer {
+			parts = append(parts, struct {
+				prefix string
+				t      *tensors.Tensor
+			}{"m.", m[i]}, struct {
+				prefix string
+				t      *tensors.Tensor
+			}{"v.", v[i]})
+		}
+		for _, p := range parts {
+			vals, err := tensors.CopyFlatData[float32](p.t)
+			if err != nil {
+				return err
+			}
+			st, err := safetensors.FromFloat32(p.prefix+name, p.t.Shape().Dimensions, vals, safetensors.F32)
+			if err != nil {
+				return err
+			}
+			cp.Moments = append(cp.Moments, st)
+		}
+	}
+	return nil
+}
+
+// restoreValueHead loads ppo's value head (and its moments, when saved) from a checkpoint.
+func (c *Controller) restoreValueHead(cp *store.Checkpoint, src string) error {
+	byName := map[string]*safetensors.Tensor{}
+	for _, t := range cp.Moments {
+		byName[t.Name] = t
+	}
+	names, cur, _, _ := c.tr.ValueHead()
+	get := func(name string, like *tensors.Tensor) (*tensors.Tensor, error) {
+		t, ok := byName[name]
+		if !ok {
+			return nil, nil
+		}
+		vals, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", src, name, err)
+		}
+		return tensors.FromFlatDataAndDimensions(vals, like.Shape().Dimensions...), nil
+	}
+	var values, m, v []*tensors.Tensor
+	for i, name := range names {
+		w, err := get(name, cur[i])
+		if err != nil {
+			return err
+		}
+		if w == nil {
+			return fmt.Errorf("%s: the value head %s is missing; it was saved by a run without algorithm.name: ppo", src, name)
+		}
+		values = append(values, w)
+		mt, err := get("m."+name, cur[i])
+		if err != nil {
+			return err
+		}
+		vt, err := get("v."+name, cur[i])
+		if err != nil {
+			return err
+		}
+		if mt != nil && vt != nil {
+			m, v = append(m, mt), append(v, vt)
+		}
+	}
+	if len(m) != len(names) {
+		m, v = nil, nil // moments start from zero
+	}
+	return c.tr.SetValueHead(values, m, v)
 }

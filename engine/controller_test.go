@@ -2,12 +2,18 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
+	"github.com/gomlx/gomlx/core/tensors"
 
 	"agentrl/engine/device"
 	"agentrl/engine/event"
@@ -254,4 +260,181 @@ func TestPauseStopMarkBestExport(t *testing.T) {
 			t.Errorf("export %s: %v", dir, err)
 		}
 	}
+}
+
+// TestSkippedSyncRaisesAlarms leaves the inference weights stale after step 1's update: the
+// post-sync check flags step 1 (stale_weights), and step 2's log-prob probe — rollout log-probs
+// from the old weights against the trainer's new ones — raises logprob_mismatch. Step 3, after
+// a real sync, is clean again.
+func TestSkippedSyncRaisesAlarms(t *testing.T) {
+	c, _, events := tinyRun(t, map[string]string{"run.max_steps": "3", "train.lr": "0.01", "train.warmup_steps": "0",
+		"eval.at_start": "false"})
+	c.skipSync = func(step int) bool { return step == 1 }
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(context.Background()); close(events) }()
+	alarms := map[string][]int{}
+	probe := map[int]float64{}
+	for e := range events {
+		switch v := e.(type) {
+		case event.Alarm:
+			alarms[v.Kind] = append(alarms[v.Kind], v.Step)
+		case event.StepMetrics:
+			probe[v.Step] = v.Metrics["logprob_diff_max"]
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("log-prob probe per step: %v", probe)
+	if got := alarms[event.AlarmStaleWeights]; len(got) != 1 || got[0] != 1 {
+		t.Errorf("stale_weights alarms at steps %v; want [1]", got)
+	}
+	if got := alarms[event.AlarmLogProbMismatch]; len(got) != 1 || got[0] != 2 {
+		t.Errorf("logprob_mismatch alarms at steps %v; want [2] (probe %v)", got, probe)
+	}
+	if probe[1] > 1e-3 || probe[3] > 1e-3 {
+		t.Errorf("probe with synced weights: step 1 %.2g, step 3 %.2g; want ≤ 1e-3", probe[1], probe[3])
+	}
+}
+
+// runEvents runs c to its end and returns its events.
+func runEvents(t *testing.T, c *Controller, events chan event.Event) []event.Event {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(context.Background()); close(events) }()
+	var out []event.Event
+	for e := range events {
+		out = append(out, e)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// noEval is the recipe overrides of a run without evaluations.
+func noEval(extra map[string]string) map[string]string {
+	over := map[string]string{"eval.every": "0", "eval.at_start": "false", "early_stop.patience": "0", "early_stop.max_drop": "0", "checkpoint.keep_best": "0"}
+	for k, v := range extra {
+		over[k] = v
+	}
+	return over
+}
+
+// TestPPOEndToEnd runs ppo (value head, GAE over policy tokens) for two steps, then resumes a new
+// controller from the step-1 checkpoint: the value head it restores is the one saved.
+func TestPPOEndToEnd(t *testing.T) {
+	over := noEval(map[string]string{"algorithm.name": "ppo", "hinter.kind": "none", "reward.process": "0", "prm.kind": "none"})
+	c, st, events := tinyRun(t, over)
+	var metrics []map[string]float64
+	for _, e := range runEvents(t, c, events) {
+		if m, ok := e.(event.StepMetrics); ok {
+			metrics = append(metrics, m.Metrics)
+		}
+	}
+	if len(metrics) != 2 {
+		t.Fatalf("%d metrics events; want 2", len(metrics))
+	}
+	for i, m := range metrics {
+		vl, ok := m["value_loss"]
+		if !ok || math.IsNaN(vl) || vl < 0 {
+			t.Errorf("step %d: value_loss %v (present %v); want a finite value ≥ 0", i+1, vl, ok)
+		}
+	}
+	cp, err := st.LoadCheckpoint("test-run", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := map[string]bool{}
+	for _, m := range cp.Moments {
+		saved[m.Name] = true
+	}
+	for _, name := range []string{"value_head.weight", "value_head.bias", "m.value_head.weight", "v.value_head.bias"} {
+		if !saved[name] {
+			t.Errorf("checkpoint lacks %s", name)
+		}
+	}
+	c2, _, _ := tinyRun(t, over)
+	if err := c2.restore(cp); err != nil {
+		t.Fatal(err)
+	}
+	_, got, _, _ := c2.tr.ValueHead()
+	w := got[0].Shape()
+	vals := tensorFloats(t, got[0])
+	var want []float32
+	for _, m := range cp.Moments {
+		if m.Name == "value_head.weight" {
+			want, _ = m.Float32()
+		}
+	}
+	if len(vals) != len(want) || len(vals) != w.Dimensions[0] {
+		t.Fatalf("restored value head has %d values; saved %d", len(vals), len(want))
+	}
+	for i := range vals {
+		if vals[i] != want[i] {
+			t.Fatalf("restored value_head.weight[%d] = %v; saved %v", i, vals[i], want[i])
+		}
+	}
+}
+
+// TestOpenAIHinterEndToEnd points hinter.kind openai at a real HTTP server that answers every
+// judge request with one bridge thought: failed trajectories carry it, the teacher scores them
+// with it (hinted_share > 0), and the server saw chat-completions requests with the key.
+func TestOpenAIHinterEndToEnd(t *testing.T) {
+	const hint = "Print the result of the multiplication before answering."
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer test-key" {
+			http.Error(w, "bad request "+r.URL.Path, http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, `{"choices":[{"message":{"role":"assistant","content":"\\boxed{%s}"}}]}`, hint)
+	}))
+	defer srv.Close()
+	t.Setenv("AGENTRL_TEST_JUDGE_KEY", "test-key")
+	c, _, events := tinyRun(t, noEval(map[string]string{"run.max_steps": "1", "hinter.kind": "openai",
+		"hinter.endpoint": srv.URL + "/v1", "hinter.model": "judge", "hinter.api_key_env": "AGENTRL_TEST_JUDGE_KEY"}))
+	hinted, share := 0, -1.0
+	for _, e := range runEvents(t, c, events) {
+		switch v := e.(type) {
+		case event.Trajectory:
+			if v.Hint != "" {
+				hinted++
+				if v.Hint != hint {
+					t.Errorf("trajectory hint %q; want %q", v.Hint, hint)
+				}
+			}
+		case event.StepMetrics:
+			share = v.Metrics["hinted_share"]
+		}
+	}
+	if requests.Load() == 0 || hinted == 0 || share <= 0 {
+		t.Errorf("judge requests %d, hinted trajectories %d, hinted_share %v; want all > 0", requests.Load(), hinted, share)
+	}
+}
+
+// TestSelfJudgeRuns uses the policy itself as hinter and process judge. A random tiny model never
+// writes a usable \boxed{}, so every reply counts in judge_unparsed and falls back to no hint and
+// the rules' process score; the step still completes.
+func TestSelfJudgeRuns(t *testing.T) {
+	c, _, events := tinyRun(t, noEval(map[string]string{"run.max_steps": "1", "hinter.kind": "self", "prm.kind": "judge"}))
+	var m map[string]float64
+	for _, e := range runEvents(t, c, events) {
+		if v, ok := e.(event.StepMetrics); ok {
+			m = v.Metrics
+		}
+	}
+	if m == nil || m["judge_unparsed"] < 1 {
+		t.Errorf("step metrics %v; want judge_unparsed ≥ 1 (the random model's replies)", m)
+	}
+}
+
+func tensorFloats(t *testing.T, x *tensors.Tensor) []float32 {
+	t.Helper()
+	v, err := tensors.CopyFlatData[float32](x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

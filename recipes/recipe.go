@@ -286,7 +286,8 @@ type Train struct {
 	// GradClip is the global gradient-norm clip; 0 disables it.
 	GradClip float64 `mapstructure:"grad_clip" json:"grad_clip"`
 	// MicroBatch is the number of sequences per forward/backward pass: "auto" lets the memory
-	// ledger choose the most that fit (up to the step's batch); a number fixes it.
+	// ledger choose the most that fit the GPU (up to the step's batch; on the CPU backend, which
+	// has no budget to size against, 8 or the step's batch if smaller); a number fixes it.
 	MicroBatch AutoInt `mapstructure:"micro_batch" json:"micro_batch"`
 	// GradAccumulation is the number of micro-batches whose gradients are summed per optimizer
 	// update: "auto" makes one update per pass over the step's batch; a number fixes it.

@@ -108,6 +108,18 @@ func newParams(c *Config) *Params {
 	return p
 }
 
+// Sibling returns parameters of the same model holding values instead (one per spec, in graph
+// order, any float dtype): an inference copy in the compute dtype, say. It shares nothing
+// mutable with p.
+func (p *Params) Sibling(values []*tensors.Tensor) (*Params, error) {
+	if len(values) != len(p.Specs) {
+		return nil, fmt.Errorf("model: %d parameter values for %d parameters", len(values), len(p.Specs))
+	}
+	q := newParams(p.Config)
+	copy(q.Values, values)
+	return q, nil
+}
+
 // Get returns the tensor of the named parameter, or nil.
 func (p *Params) Get(name string) *tensors.Tensor {
 	if i, ok := p.index[name]; ok {

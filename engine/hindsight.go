@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"agentrl/engine/rollout"
+	"agentrl/engine/tokenizer"
+	"agentrl/envs/retool"
+)
+
+// judgeConcurrency bounds the judge requests in flight (sessions of the generator, or HTTP
+// requests to an OpenAI-compatible endpoint).
+const judgeConcurrency = 8
+
+// selfJudge is the policy model prompted as a judge through the rollout engine: a hinter (the
+// "self" hinter) and a process scorer (prm.kind judge). It decodes greedily, so a judgement is
+// reproducible, and runs in the score phase, while the generator still holds its KV cache.
+type selfJudge struct {
+	c        *Controller
+	unparsed atomic.Int64 // replies with no usable \boxed{} (then: no hint, or the rules score)
+}
+
+var (
+	_ retool.Hinter = (*selfJudge)(nil)
+	_ retool.Scorer = (*selfJudge)(nil)
+)
+
+// ask renders a judge prompt with the chat template, generates up to maxNew tokens and returns
+// the reply text.
+func (j *selfJudge) ask(ctx context.Context, system, user string, maxNew int) (string, error) {
+	c := j.c
+	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}, nil, true)
+	if err != nil {
+		return "", err
+	}
+	ids := c.o.Tokenizer.Encode(text)
+	room := c.gen.Config().MaxLen - 1
+	if len(ids) >= room {
+		ids = ids[len(ids)-room/2:] // keep the end: the attempt's last turns and the question
+	}
+	res, err := c.gen.Generate(ctx, rollout.Request{Append: ids, MaxNew: min(maxNew, room-len(ids)), StopIDs: c.stops,
+		Sampling: rollout.Sampling{Temperature: 0}})
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(c.o.Tokenizer.Decode(res.IDs, false), "<|im_end|>"), nil
+}
+
+// Hint asks the policy for a bridge thought; an unusable reply is no hint.
+func (j *selfJudge) Hint(ctx context.Context, req retool.HintRequest) (string, error) {
+	system, user := retool.JudgeHintPrompt(req)
+	n := j.c.r.Hinter.MaxHintTokens
+	reply, err := j.ask(ctx, system, user, n+16) // room for \boxed{ … } around the sentence
+	if err != nil {
+		return "", err
+	}
+	hint, ok := retool.ParseJudgeHint(reply, req.Task.Answer, 8*n)
+	if !ok {
+		j.unparsed.Add(1)
+	}
+	return hint, nil
+}
+
+// Score asks the policy for a 0–10 process score.
+func (j *selfJudge) Score(ctx context.Context, req retool.HintRequest) (float64, bool, error) {
+	system, user := retool.JudgeScorePrompt(req)
+	reply, err := j.ask(ctx, system, user, 24)
+	if err != nil {
+		return 0, false, err
+	}
+	s, ok := retool.ParseJudgeScore(reply)
+	if !ok {
+		j.unparsed.Add(1)
+	}
+	return s, ok, nil
+}
+
+// newHinter builds the recipe's hinter (nil for none) and process scorer (nil for none).
+func (c *Controller) newHinter() (retool.Hinter, retool.Scorer, error) {
+	r := c.r
+	var h retool.Hinter
+	switch r.Hinter.Kind {
+	case "rules":
+		h = retool.Rules{}
+	case "self":
+		h = c.judge
+	case "openai":
+		key := ""
+		if r.Hinter.APIKeyEnv != "" {
+			key = os.Getenv(r.Hinter.APIKeyEnv)
+		}
+		h = retool.OpenAI{Endpoint: r.Hinter.Endpoint, Model: r.Hinter.Model, APIKey: key,
+			MaxTokens: r.Hinter.MaxHintTokens + 16, Unparsed: &c.judge.unparsed}
+	case "none", "":
+	default:
+		return nil, nil, fmt.Errorf("engine: hinter.kind %q is not one of none, rules, self, openai", r.Hinter.Kind)
+	}
+	var s retool.Scorer
+	switch r.PRM.Kind {
+	case "rules":
+		s = retool.Rules{}
+	case "judge":
+		s = c.judge
+	case "none", "":
+	default:
+		return nil, nil, fmt.Errorf("engine: prm.kind %q is not one of none, rules, judge", r.PRM.Kind)
+	}
+	return h, s, nil
+}
+
+// hindsight scores each finished trajectory's process (when the recipe has a PRM) and, for
+// algorithms with a teacher (hybrid, opd), asks the hinter for a bridge thought. A judge is only
+// asked about trajectories that the rules do not already pass as clean successes. Judge failures
+// to answer usefully fall back to no hint and the rules' process score.
+func (c *Controller) hindsight(ctx context.Context, batch []*traj) error {
+	wantHints := c.hinter != nil && (c.r.Algorithm.Name == "hybrid" || c.r.Algorithm.Name == "opd")
+	sem := make(chan struct{}, judgeConcurrency)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, t := range batch {
+		req := retool.HintRequest{Task: t.task, Response: transcript(t), Summary: t.summary}
+		clean := retool.RulesHint(t.summary) == ""
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if c.scorer != nil {
+				s, ok, err := c.scorer.Score(ctx, req)
+				if err != nil {
+					fail(err)
+					return
+				}
+				if !ok {
+					s = retool.RulesProcessScore(t.summary)
+				}
+				t.reward.Process = s
+			}
+			if wantHints && !clean {
+				h, err := c.hinter.Hint(ctx, req)
+				if err != nil {
+					fail(err)
+					return
+				}
+				t.hint = c.limitHint(h)
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// limitHint cuts a hint to hinter.max_hint_tokens tokens of the policy's tokenizer, at a word
+// boundary when there is one.
+func (c *Controller) limitHint(h string) string {
+	n := c.r.Hinter.MaxHintTokens
+	ids := c.o.Tokenizer.Encode(h)
+	if n <= 0 || len(ids) <= n {
+		return h
+	}
+	cut := c.o.Tokenizer.Decode(ids[:n], false)
+	if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimSpace(cut)
+}
+
+// transcript is the trajectory after the prompt as the judge reads it: each assistant turn and
+// the tool's output.
+func transcript(t *traj) string {
+	var b strings.Builder
+	for _, turn := range t.turns {
+		b.WriteString(turn.Assistant)
+		b.WriteString("\n")
+		if turn.Observation != "" {
+			b.WriteString(turn.Observation)
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
