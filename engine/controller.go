@@ -787,13 +787,9 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 			counts[t.group][1]++
 		}
 	}
-	ev := event.Eval{Step: step, PassAtK: map[int]float64{}}
-	for _, k := range r.Eval.Ks {
-		p, err := envs.MeanPassAtK(counts, k)
-		if err != nil {
-			return ev, err
-		}
-		ev.PassAtK[k] = p
+	ev, err := passAtK(step, tasks, counts, r.Eval.Ks)
+	if err != nil {
+		return ev, err
 	}
 	var k int
 	if _, err := fmt.Sscanf(r.EarlyStop.Metric, "pass@%d", &k); err == nil {
@@ -813,6 +809,38 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 		}
 	}
 	c.phase(step, "eval", t0)
+	return ev, nil
+}
+
+// passAtK is the eval event for per-task (samples, correct) counts: pass@k over all tasks, and
+// over the tasks of each level when the tasks carry one.
+func passAtK(step int, tasks []envs.Task, counts [][2]int, ks []int) (event.Eval, error) {
+	ev := event.Eval{Step: step, PassAtK: map[int]float64{}}
+	levels := map[string][][2]int{}
+	for i, t := range tasks {
+		if l, ok := t.Meta["level"]; ok {
+			levels[l] = append(levels[l], counts[i])
+		}
+	}
+	for _, k := range ks {
+		p, err := envs.MeanPassAtK(counts, k)
+		if err != nil {
+			return ev, err
+		}
+		ev.PassAtK[k] = p
+		for l, lc := range levels {
+			if p, err = envs.MeanPassAtK(lc, k); err != nil {
+				return ev, err
+			}
+			if ev.ByLevel == nil {
+				ev.ByLevel = map[string]map[int]float64{}
+			}
+			if ev.ByLevel[l] == nil {
+				ev.ByLevel[l] = map[int]float64{}
+			}
+			ev.ByLevel[l][k] = p
+		}
+	}
 	return ev, nil
 }
 

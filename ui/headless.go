@@ -95,7 +95,15 @@ func PlainLine(e event.Event) string {
 		if v.Best {
 			best = " (best)"
 		}
-		return fmt.Sprintf("step %d  eval %s%s", v.Step, strings.Join(parts, " "), best)
+		line := fmt.Sprintf("step %d  eval %s%s", v.Step, strings.Join(parts, " "), best)
+		for _, l := range v.Levels() {
+			parts = parts[:0]
+			for _, k := range v.Ks() {
+				parts = append(parts, fmt.Sprintf("pass@%d=%.3f", k, v.ByLevel[l][k]))
+			}
+			line += fmt.Sprintf("\nstep %d  eval level %s: %s", v.Step, l, strings.Join(parts, " "))
+		}
+		return line
 	case event.Checkpoint:
 		return fmt.Sprintf("step %d  checkpoint %.1f MB", v.Step, float64(v.Bytes)/1e6)
 	case event.Alarm:

@@ -88,40 +88,94 @@ type Eval struct {
 	Step    int
 	PassAtK map[int]float64
 	Best    bool // the best so far by the early-stopping metric
+	// ByLevel is pass@k over the tasks of each difficulty level (the task's "level", when its
+	// source gives one), so a user sees where a change in PassAtK comes from. Nil when no task has
+	// a level.
+	ByLevel map[string]map[int]float64
 }
 
-// MarshalJSON writes pass_at_k keyed by k as strings: {"1": 0.41, "8": 0.77}.
-func (e Eval) MarshalJSON() ([]byte, error) {
-	m := make(map[string]float64, len(e.PassAtK))
-	for k, v := range e.PassAtK {
+func byK(p map[int]float64) map[string]float64 {
+	m := make(map[string]float64, len(p))
+	for k, v := range p {
 		m[strconv.Itoa(k)] = v
 	}
+	return m
+}
+
+func fromByK(p map[string]float64) (map[int]float64, error) {
+	m := make(map[int]float64, len(p))
+	for k, v := range p {
+		n, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, fmt.Errorf("pass_at_k key %q is not an integer", k)
+		}
+		m[n] = v
+	}
+	return m, nil
+}
+
+// MarshalJSON writes pass_at_k keyed by k as strings: {"1": 0.41, "8": 0.77}, and by_level, when
+// there is one, as {"0": {"1": 0.9, "8": 1}, "1": {…}}.
+func (e Eval) MarshalJSON() ([]byte, error) {
+	var levels map[string]map[string]float64
+	if len(e.ByLevel) > 0 {
+		levels = make(map[string]map[string]float64, len(e.ByLevel))
+		for l, p := range e.ByLevel {
+			levels[l] = byK(p)
+		}
+	}
 	return json.Marshal(struct {
-		Step    int                `json:"step"`
-		PassAtK map[string]float64 `json:"pass_at_k"`
-		Best    bool               `json:"best"`
-	}{e.Step, m, e.Best})
+		Step    int                           `json:"step"`
+		PassAtK map[string]float64            `json:"pass_at_k"`
+		Best    bool                          `json:"best"`
+		ByLevel map[string]map[string]float64 `json:"by_level,omitempty"`
+	}{e.Step, byK(e.PassAtK), e.Best, levels})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
 func (e *Eval) UnmarshalJSON(data []byte) error {
 	var v struct {
-		Step    int                `json:"step"`
-		PassAtK map[string]float64 `json:"pass_at_k"`
-		Best    bool               `json:"best"`
+		Step    int                           `json:"step"`
+		PassAtK map[string]float64            `json:"pass_at_k"`
+		Best    bool                          `json:"best"`
+		ByLevel map[string]map[string]float64 `json:"by_level"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	e.Step, e.Best, e.PassAtK = v.Step, v.Best, map[int]float64{}
-	for k, p := range v.PassAtK {
-		n, err := strconv.Atoi(k)
+	p, err := fromByK(v.PassAtK)
+	if err != nil {
+		return err
+	}
+	*e = Eval{Step: v.Step, Best: v.Best, PassAtK: p}
+	for l, lp := range v.ByLevel {
+		p, err := fromByK(lp)
 		if err != nil {
-			return fmt.Errorf("pass_at_k key %q is not an integer", k)
+			return fmt.Errorf("by_level %q: %w", l, err)
 		}
-		e.PassAtK[n] = p
+		if e.ByLevel == nil {
+			e.ByLevel = map[string]map[int]float64{}
+		}
+		e.ByLevel[l] = p
 	}
 	return nil
+}
+
+// Levels returns the levels of ByLevel in order (numerically when they are numbers).
+func (e Eval) Levels() []string {
+	ls := make([]string, 0, len(e.ByLevel))
+	for l := range e.ByLevel {
+		ls = append(ls, l)
+	}
+	sort.Slice(ls, func(i, j int) bool {
+		a, ea := strconv.Atoi(ls[i])
+		b, eb := strconv.Atoi(ls[j])
+		if ea == nil && eb == nil {
+			return a < b
+		}
+		return ls[i] < ls[j]
+	})
+	return ls
 }
 
 // Ks returns the evaluated k in increasing order.

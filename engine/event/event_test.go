@@ -16,6 +16,7 @@ func TestRoundTrip(t *testing.T) {
 			Reward: envs.Reward{Outcome: 1, Total: 1}, Correct: true, Hint: "h", Tokens: 40, Pieces: []string{"a"}, Advantages: []float32{0.5}},
 		StepMetrics{Step: 1, Metrics: map[string]float64{"loss": 0.1}},
 		Eval{Step: 2, PassAtK: map[int]float64{1: 0.41, 8: 0.77}, Best: true},
+		Eval{Step: 4, PassAtK: map[int]float64{1: 0.5}, ByLevel: map[string]map[int]float64{"0": {1: 0.9}, "1": {1: 0.1}}},
 		Checkpoint{Step: 2, ID: "r1/2", Bytes: 100, Metrics: map[string]float64{"best": 0.77}, Best: true},
 		Ledger{Backend: "go", Components: map[string]int64{"kv_cache": 10}, Budget: 100},
 		Ledger{Backend: "cuda", Components: map[string]int64{"weights": 10, "kv_cache": 20}, Budget: 100, DeviceUsed: 60, DeviceTotal: 80, UtilPct: 93},
@@ -50,6 +51,17 @@ func TestEvalJSONShape(t *testing.T) {
 	if _, err := Unmarshal([]byte(`{"type":"eval","pass_at_k":{"x":1}}`)); err == nil {
 		t.Error("non-integer k accepted")
 	}
+	line, _ = Marshal(Eval{Step: 3, PassAtK: map[int]float64{1: 0.5}, ByLevel: map[string]map[int]float64{"1": {1: 0.25}, "0": {1: 0.75}}})
+	if string(line) != `{"type":"eval","step":3,"pass_at_k":{"1":0.5},"best":false,"by_level":{"0":{"1":0.75},"1":{"1":0.25}}}` {
+		t.Errorf("got %s", line)
+	}
+}
+
+func TestEvalLevelsOrder(t *testing.T) {
+	e := Eval{ByLevel: map[string]map[int]float64{"10": nil, "2": nil, "0": nil}}
+	if got := strings.Join(e.Levels(), " "); got != "0 2 10" {
+		t.Errorf("Levels() = %q; want numeric order 0 2 10", got)
+	}
 }
 
 func TestUnmarshalErrors(t *testing.T) {
@@ -59,6 +71,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{`[1,2]`, `not a JSON object`},
 		{`{"type":"phase","step":"one"}`, `event phase:`},
 		{`{"type":"eval","pass_at_k":{"x":1}}`, `pass_at_k key "x" is not an integer`},
+		{`{"type":"eval","pass_at_k":{},"by_level":{"2":{"y":1}}}`, `by_level "2": pass_at_k key "y" is not an integer`},
 	} {
 		_, err := Unmarshal([]byte(tc.line))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
