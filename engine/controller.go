@@ -174,6 +174,7 @@ func New(o Options) (*Controller, error) {
 		Slots: slots, MaxLen: model.Bucket(r.Rollout.MaxTotalTokens),
 		Truncation: r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
 		Decode:     func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
+		Lockstep:   r.Rollout.Deterministic,
 	})
 	if err != nil {
 		c.infer.close()
@@ -660,11 +661,16 @@ func (c *Controller) rollout(ctx context.Context, step int, phase string, batch 
 	var wg sync.WaitGroup
 	errs := make(chan error, len(batch))
 	var done atomic.Int64
+	// Each trajectory opens its session with its own ticket, so a lockstep generator admits them
+	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
+	// gives its ticket up.
+	base := c.gen.Reserve(len(batch))
 	for i, t := range batch {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.runTrajectory(ctx, t, seed+uint64(i)*7919, temperature); err != nil {
+			defer c.gen.Skip(base + int64(i))
+			if err := c.runTrajectory(rollout.WithTicket(ctx, base+int64(i)), t, seed+uint64(i)*7919, temperature); err != nil {
 				errs <- err
 				return
 			}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -458,5 +460,49 @@ func TestPassAtKByLevel(t *testing.T) {
 	ev, _ = passAtK(3, []envs.Task{{}}, [][2]int{{2, 1}}, []int{1})
 	if ev.ByLevel != nil {
 		t.Errorf("tasks without a level gave ByLevel %v", ev.ByLevel)
+	}
+}
+
+// TestSameSeedSameRun runs the same one-step recipe twice — with the self judge as hinter and PRM,
+// so that rollout, judge and eval requests all share the generator — and checks that the runs
+// sample the same trajectories and compute the same metrics, bit for bit, as
+// rollout.deterministic promises. Timings are the only numbers allowed to differ.
+func TestSameSeedSameRun(t *testing.T) {
+	run := func() (trajs []string, metrics []string) {
+		c, _, events := tinyRun(t, map[string]string{"hinter.kind": "self", "prm.kind": "judge", "run.max_steps": "1"})
+		for _, e := range runEvents(t, c, events) {
+			switch v := e.(type) {
+			case event.Trajectory:
+				for i := range v.Turns {
+					v.Turns[i].ToolSeconds = 0
+				}
+				line, _ := event.Marshal(v)
+				trajs = append(trajs, string(line))
+			case event.StepMetrics:
+				for k, x := range v.Metrics {
+					if !strings.HasSuffix(k, "_s") {
+						metrics = append(metrics, fmt.Sprintf("%d %s %v", v.Step, k, x))
+					}
+				}
+			case event.Eval:
+				metrics = append(metrics, fmt.Sprintf("eval %d %v", v.Step, v.PassAtK))
+			}
+		}
+		slices.Sort(trajs) // emitted in completion order
+		slices.Sort(metrics)
+		return trajs, metrics
+	}
+	t1, m1 := run()
+	t2, m2 := run()
+	if len(t1) < 4 {
+		t.Fatalf("%d trajectories; want 1 step × 4 and evals", len(t1))
+	}
+	for i := range t1 {
+		if i >= len(t2) || t1[i] != t2[i] {
+			t.Fatalf("trajectory %d differs:\n%s\nvs\n%s", i, t1[i], t2[min(i, len(t2)-1)])
+		}
+	}
+	if !slices.Equal(m1, m2) {
+		t.Errorf("metrics differ:\n%v\nvs\n%v", m1, m2)
 	}
 }

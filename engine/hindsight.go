@@ -119,42 +119,66 @@ func (c *Controller) newHinter() (retool.Hinter, retool.Scorer, error) {
 // to answer usefully fall back to no hint and the rules' process score.
 func (c *Controller) hindsight(ctx context.Context, batch []*traj) error {
 	wantHints := c.hinter != nil && (c.r.Algorithm.Name == "hybrid" || c.r.Algorithm.Name == "opd")
-	sem := make(chan struct{}, judgeConcurrency)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if firstErr == nil {
-			firstErr = err
+	reqs := make([]retool.HintRequest, len(batch))
+	for i, t := range batch {
+		reqs[i] = retool.HintRequest{Task: t.task, Response: transcript(t), Summary: t.summary}
+	}
+	if c.scorer != nil {
+		err := c.judgeAll(ctx, c.scorer == retool.Scorer(c.judge), len(batch), func(ctx context.Context, i int) error {
+			s, ok, err := c.scorer.Score(ctx, reqs[i])
+			if err != nil {
+				return err
+			}
+			if !ok {
+				s = retool.RulesProcessScore(batch[i].summary)
+			}
+			batch[i].reward.Process = s
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
-	for _, t := range batch {
-		req := retool.HintRequest{Task: t.task, Response: transcript(t), Summary: t.summary}
-		clean := retool.RulesHint(t.summary) == ""
+	if !wantHints {
+		return nil
+	}
+	return c.judgeAll(ctx, c.hinter == retool.Hinter(c.judge), len(batch), func(ctx context.Context, i int) error {
+		if retool.RulesHint(batch[i].summary) == "" { // a clean success needs no hint
+			return nil
+		}
+		h, err := c.hinter.Hint(ctx, reqs[i])
+		if err != nil {
+			return err
+		}
+		batch[i].hint = c.limitHint(h)
+		return nil
+	})
+}
+
+// judgeAll calls fn for trajectories 0..n-1 concurrently and returns the first error. Call i
+// opens its generator session (if any) with ticket i of a reserved run, so a lockstep generator
+// serves the judge's requests in trajectory order whatever their timing. An OpenAI endpoint gets
+// at most judgeConcurrency requests at once; the self judge is bounded by the generator's slots
+// instead, since lockstep admission waits for each ticket in turn and a ticket must not wait for
+// an earlier request's reply.
+func (c *Controller) judgeAll(ctx context.Context, onGenerator bool, n int, fn func(ctx context.Context, i int) error) error {
+	limit := judgeConcurrency
+	if onGenerator {
+		limit = max(1, n)
+	}
+	sem := make(chan struct{}, limit)
+	base := c.gen.Reserve(n)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	for i := 0; i < n; i++ {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if c.scorer != nil {
-				s, ok, err := c.scorer.Score(ctx, req)
-				if err != nil {
-					fail(err)
-					return
-				}
-				if !ok {
-					s = retool.RulesProcessScore(t.summary)
-				}
-				t.reward.Process = s
-			}
-			if wantHints && !clean {
-				h, err := c.hinter.Hint(ctx, req)
-				if err != nil {
-					fail(err)
-					return
-				}
-				t.hint = c.limitHint(h)
+			defer c.gen.Skip(base + int64(i))
+			if err := fn(rollout.WithTicket(ctx, base+int64(i)), i); err != nil {
+				once.Do(func() { firstErr = err })
 			}
 		}()
 	}

@@ -116,6 +116,11 @@ type Rollout struct {
 	// Stop lists extra stop strings that end a turn. The end-of-turn token and the tool-call
 	// close tag of the chat format always end a turn and need not be listed.
 	Stop []string `mapstructure:"stop" json:"stop"`
+	// Deterministic runs the generator in lockstep: a decode step waits for every trajectory whose
+	// tool is running, and waiting trajectories take slots in a fixed order, so a run is
+	// reproducible bit for bit from its seed on the CPU. Off, steps go on while tools run (more
+	// throughput when tools are slow) and the sampled tokens depend on the tools' timing.
+	Deterministic bool `mapstructure:"deterministic" json:"deterministic"`
 }
 
 // Env is the environment and its task set.
@@ -369,7 +374,7 @@ func Default() *Recipe {
 		Memory:  Memory{VRAM: "auto", KVSlots: 0, OptimizerOffload: "auto"},
 		Rollout: Rollout{
 			TasksPerStep: 8, GroupSize: 8, MaxTurns: 3, MaxNewTokens: 96, MaxTotalTokens: 512,
-			Temperature: 1.0, TopP: 1.0, TopK: 0, Stop: []string{},
+			Temperature: 1.0, TopP: 1.0, TopK: 0, Stop: []string{}, Deterministic: true,
 		},
 		Env: Env{
 			Name: "retool", Executor: "starlark", Session: "fresh", Timeout: 5 * time.Second,

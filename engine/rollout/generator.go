@@ -34,6 +34,13 @@ type Config struct {
 	TopKMax int
 	// Decode turns token ids into text, for stop strings. Required when requests use StopStrings.
 	Decode func(ids []int32) string
+	// Lockstep makes the sequence of steps, and so every sampled token, a function of the requests
+	// alone: a step runs only when every session holding a slot has sent its next request (or
+	// closed), and waiting sessions are admitted at step boundaries in ticket order (see Reserve
+	// and WithTicket) to the lowest free slot. Without it, which sequences share a step depends
+	// on when tool calls return, and a CPU's kernels round differently for different step shapes,
+	// so a run drifts. The cost is idle device time while a session runs its tool.
+	Lockstep bool
 }
 
 func (c *Config) fill() error {
@@ -136,8 +143,12 @@ type Generator struct {
 	cond    *sync.Cond
 	slots   []*slot
 	free    []int
-	waiters []chan int
+	waiters []waiter
 	closed  bool
+	// Lockstep admission: tickets handed out by Reserve, the next one to admit, and tickets that
+	// will never be opened (Skip, or a cancelled wait).
+	reserved, admitNext int64
+	skipped             map[int64]bool
 	// released says the KV cache is freed for the training phase: Open fails until RestoreCache.
 	released bool
 	stats    Stats
@@ -145,6 +156,8 @@ type Generator struct {
 	fail     error
 	// prefillLast says the previous step was a prefill, so the next one decodes if any slot can.
 	prefillLast bool
+	// trace, when set (tests), sees each step's plan before it runs; g.mu held.
+	trace func(key stepKey, active []stepSlot)
 }
 
 // stepKey names one compiled step: chunk size, attention bucket, and whether it samples with
@@ -165,6 +178,12 @@ func (g *Generator) lanes(k stepKey) int {
 
 // indexed says whether a step's lanes name their slots (false: lane i is slot i).
 func (g *Generator) indexed(k stepKey) bool { return g.lanes(k) != g.cfg.Slots }
+
+// waiter is a session waiting for a slot; it receives the session, or nil when the generator closed.
+type waiter struct {
+	ticket int64
+	ch     chan *Session
+}
 
 type slot struct {
 	id      int
@@ -190,7 +209,7 @@ func New(m *model.Model, cfg Config) (*Generator, error) {
 		return nil, err
 	}
 	cfg.TopKMax = min(cfg.TopKMax, m.Config.VocabSize)
-	g := &Generator{m: m, cfg: cfg, compute: m.Options().Compute, execs: map[stepKey]*Exec{}, done: make(chan struct{})}
+	g := &Generator{m: m, cfg: cfg, compute: m.Options().Compute, execs: map[stepKey]*Exec{}, done: make(chan struct{}), skipped: map[int64]bool{}}
 	g.cond = sync.NewCond(&g.mu)
 	for i := 0; i < cfg.Slots; i++ {
 		g.slots = append(g.slots, &slot{id: i})
@@ -331,7 +350,39 @@ type Session struct {
 	once sync.Once
 }
 
-// Open waits for a free slot (in arrival order) and returns a session holding it.
+type ticketKey struct{}
+
+// WithTicket returns a context whose Open (and one-shot Generate) takes lockstep ticket t, one
+// that Reserve handed out. Without a Lockstep generator the ticket is ignored.
+func WithTicket(ctx context.Context, t int64) context.Context {
+	return context.WithValue(ctx, ticketKey{}, t)
+}
+
+// Reserve hands out n consecutive lockstep tickets and returns the first. A caller that starts n
+// sessions at once (a rollout phase) reserves their tickets up front, in a fixed order, and opens
+// each with WithTicket; every reserved ticket must be opened or given up with Skip, since the
+// generator waits for the next ticket while a slot is free.
+func (g *Generator) Reserve(n int) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.reserved
+	g.reserved += int64(n)
+	return t
+}
+
+// Skip gives up a reserved ticket that will not be opened. Skipping a ticket already admitted does
+// nothing, so a caller may skip every ticket it reserved once its sessions are done.
+func (g *Generator) Skip(t int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t >= g.admitNext {
+		g.skipped[t] = true
+		g.cond.Signal()
+	}
+}
+
+// Open waits for a free slot and returns a session holding it: in arrival order, or with
+// Config.Lockstep in ticket order (the context's WithTicket, else a ticket taken on arrival).
 func (g *Generator) Open(ctx context.Context) (*Session, error) {
 	g.mu.Lock()
 	if g.closed {
@@ -342,34 +393,90 @@ func (g *Generator) Open(ctx context.Context) (*Session, error) {
 		g.mu.Unlock()
 		return nil, ErrReleased
 	}
-	if len(g.free) > 0 {
+	w := waiter{ch: make(chan *Session, 1)}
+	if g.cfg.Lockstep {
+		if t, ok := ctx.Value(ticketKey{}).(int64); ok {
+			w.ticket = t
+		} else {
+			w.ticket = g.reserved
+			g.reserved++
+		}
+		if w.ticket < g.admitNext || g.skipped[w.ticket] {
+			g.mu.Unlock()
+			return nil, fmt.Errorf("rollout: lockstep ticket %d was already used or skipped", w.ticket)
+		}
+		g.waiters = append(g.waiters, w)
+		g.cond.Signal() // the loop admits it when its turn comes
+	} else if len(g.free) > 0 {
 		id := g.free[0]
 		g.free = g.free[1:]
 		s := g.hold(id)
 		g.mu.Unlock()
 		return s, nil
+	} else {
+		g.waiters = append(g.waiters, w)
 	}
-	ch := make(chan int, 1)
-	g.waiters = append(g.waiters, ch)
 	g.mu.Unlock()
 	select {
-	case id := <-ch:
-		if id < 0 {
+	case s := <-w.ch:
+		if s == nil {
 			return nil, ErrClosed
 		}
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.hold(id), nil
+		return s, nil
 	case <-ctx.Done():
 		g.mu.Lock()
-		defer g.mu.Unlock()
-		if i := slices.Index(g.waiters, ch); i >= 0 {
+		if i := slices.IndexFunc(g.waiters, func(o waiter) bool { return o.ch == w.ch }); i >= 0 {
 			g.waiters = slices.Delete(g.waiters, i, i+1)
-		} else if id := <-ch; id >= 0 { // a slot was handed over just now: give it back
-			g.release(id)
+			if g.cfg.Lockstep {
+				g.skipped[w.ticket] = true
+				g.cond.Signal()
+			}
+			g.mu.Unlock()
+		} else if s := <-w.ch; s != nil { // a slot was handed over just now: give it back
+			g.mu.Unlock()
+			s.Close()
+		} else {
+			g.mu.Unlock()
 		}
 		return nil, ctx.Err()
 	}
+}
+
+// admit hands free slots, lowest first, to the waiting tickets in order; g.mu held, lockstep only.
+func (g *Generator) admit() {
+	for len(g.free) > 0 && g.admitNext < g.reserved {
+		if g.skipped[g.admitNext] {
+			delete(g.skipped, g.admitNext)
+			g.admitNext++
+			continue
+		}
+		i := slices.IndexFunc(g.waiters, func(w waiter) bool { return w.ticket == g.admitNext })
+		if i < 0 {
+			return // the next ticket has not arrived yet
+		}
+		w := g.waiters[i]
+		g.waiters = slices.Delete(g.waiters, i, i+1)
+		slices.Sort(g.free)
+		id := g.free[0]
+		g.free = g.free[1:]
+		w.ch <- g.hold(id)
+		g.admitNext++
+	}
+}
+
+// lockstepReady admits what can be admitted and says whether a step may run now: every held
+// slot has a request, and no free slot waits for a ticket still to arrive; g.mu held.
+func (g *Generator) lockstepReady() bool {
+	g.admit()
+	if len(g.free) > 0 && g.admitNext < g.reserved {
+		return false
+	}
+	for _, s := range g.slots {
+		if s.held && s.gen == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // hold marks slot id as owned by a new session; g.mu held.
@@ -387,13 +494,14 @@ func (g *Generator) release(id int) {
 		s.gen = nil
 	}
 	s.held = false
-	if len(g.waiters) > 0 {
-		ch := g.waiters[0]
+	if len(g.waiters) > 0 && !g.cfg.Lockstep {
+		w := g.waiters[0]
 		g.waiters = g.waiters[1:]
-		ch <- id
+		w.ch <- g.hold(id)
 		return
 	}
 	g.free = append(g.free, id)
+	g.cond.Signal() // a lockstep loop may be waiting for this slot to settle
 }
 
 // Close releases the session's slot. It is safe to call more than once.
@@ -551,8 +659,8 @@ func (g *Generator) Close() {
 		return
 	}
 	g.closed = true
-	for _, ch := range g.waiters {
-		ch <- -1
+	for _, w := range g.waiters {
+		w.ch <- nil
 	}
 	g.waiters = nil
 	g.cond.Broadcast()
@@ -579,7 +687,7 @@ func (g *Generator) loop() {
 	defer close(g.done)
 	for {
 		g.mu.Lock()
-		for !g.closed && !g.hasWork() {
+		for !g.closed && !g.ready() {
 			g.cond.Wait()
 		}
 		if g.closed {
@@ -588,6 +696,9 @@ func (g *Generator) loop() {
 			return
 		}
 		key, in, active := g.plan()
+		if g.trace != nil {
+			g.trace(key, active)
+		}
 		g.mu.Unlock()
 
 		t0 := time.Now()
@@ -620,6 +731,14 @@ func (g *Generator) failAll(err error) {
 			s.gen = nil
 		}
 	}
+}
+
+// ready says whether the loop has a step to run; g.mu held.
+func (g *Generator) ready() bool {
+	if g.cfg.Lockstep && !g.lockstepReady() {
+		return false
+	}
+	return g.hasWork()
 }
 
 func (g *Generator) hasWork() bool {

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -378,5 +380,115 @@ func TestReleaseAndRestoreCache(t *testing.T) {
 				t.Errorf("round %d case %d: got %v; want %v", round, i, res.IDs, c.GreedyContinuation)
 			}
 		}
+	}
+}
+
+// TestLockstepIsReproducible runs ten three-turn sessions through three slots twice, with tool
+// calls of random length and sessions arriving in random order, and checks that a lockstep
+// generator runs the very same steps (same shapes, same slots, same positions) and samples the
+// same tokens both times. Without lockstep the step sequence follows the tools' timing.
+func TestLockstepIsReproducible(t *testing.T) {
+	m, cases := loadFixture(t, "qwen3-tiny")
+	run := func(jitter int64) (string, [][]int32) {
+		g := newGen(t, m, Config{Slots: 3, MaxLen: 128, Buckets: []int{64, 128}, Chunks: []int{8}, Lockstep: true})
+		var steps []string
+		g.mu.Lock()
+		g.trace = func(k stepKey, active []stepSlot) {
+			line := fmt.Sprintf("%d/%d:", k.chunk, k.bucket)
+			for _, a := range active {
+				line += fmt.Sprintf(" s%d@%d+%d", a.slot.id, a.slot.pos, a.fed)
+			}
+			steps = append(steps, line)
+		}
+		g.mu.Unlock()
+		rng := rand.New(rand.NewPCG(uint64(jitter), 0))
+		delays := make([]time.Duration, 40)
+		for i := range delays {
+			delays[i] = time.Duration(rng.Int64N(3000)) * time.Microsecond
+		}
+		const n = 10
+		base := g.Reserve(n)
+		out := make([][]int32, n)
+		var wg sync.WaitGroup
+		for i := n - 1; i >= 0; i-- { // started in reverse: tickets, not arrival, set the order
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer g.Skip(base + int64(i))
+				time.Sleep(delays[i])
+				ctx := WithTicket(context.Background(), base+int64(i))
+				s, err := g.Open(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s.Close()
+				next := cases[i%len(cases)].InputIDs
+				for turn := 0; turn < 3; turn++ {
+					r, err := s.Generate(ctx, Request{Append: next, MaxNew: 6 + i%4, Sampling: Sampling{Temperature: 1, Seed: uint64(10*i + turn)}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					out[i] = append(out[i], r.IDs...)
+					time.Sleep(delays[10+3*i%30]) // the "tool"
+					next = []int32{5, 6, int32(7 + turn)}
+				}
+			}()
+		}
+		wg.Wait()
+		// A one-shot request without a ticket takes the next one on arrival.
+		if _, err := g.Generate(context.Background(), Request{Append: cases[0].InputIDs, MaxNew: 2, Sampling: Sampling{Temperature: 1, Seed: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(steps, "\n"), out
+	}
+	steps1, out1 := run(1)
+	steps2, out2 := run(2)
+	if steps1 != steps2 {
+		t.Errorf("lockstep step sequences differ:\n%s\n--- vs ---\n%s", steps1, steps2)
+	}
+	for i := range out1 {
+		if !slices.Equal(out1[i], out2[i]) {
+			t.Errorf("session %d sampled %v, then %v", i, out1[i], out2[i])
+		}
+	}
+	if n := strings.Count(steps1, "\n") + 1; n < 30 {
+		t.Errorf("only %d steps: the workload is too small to mean anything", n)
+	}
+}
+
+func TestLockstepSkipAndCancel(t *testing.T) {
+	m, cases := loadFixture(t, "qwen3-tiny")
+	g := newGen(t, m, Config{Slots: 1, MaxLen: 64, Buckets: []int{64}, Lockstep: true})
+	base := g.Reserve(3)
+	// Ticket base never comes; base+1 is cancelled while it waits; base+2 must still be served.
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Open(WithTicket(ctx, base+1))
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait returned %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Generate(WithTicket(context.Background(), base+2), Request{Append: cases[0].InputIDs, MaxNew: 3, Sampling: Sampling{Temperature: 1}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("ticket %d served before ticket %d was skipped (err %v)", base+2, base, err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	g.Skip(base)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Open(WithTicket(context.Background(), base+1)); err == nil || !strings.Contains(err.Error(), "already used or skipped") {
+		t.Errorf("reusing a skipped ticket: %v", err)
 	}
 }
