@@ -821,30 +821,34 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 // passAtK is the eval event for per-task (samples, correct) counts: pass@k over all tasks, and
 // over the tasks of each level when the tasks carry one.
 func passAtK(step int, tasks []envs.Task, counts [][2]int, ks []int) (event.Eval, error) {
-	ev := event.Eval{Step: step, PassAtK: map[int]float64{}}
 	levels := map[string][][2]int{}
 	for i, t := range tasks {
 		if l, ok := t.Meta["level"]; ok {
 			levels[l] = append(levels[l], counts[i])
 		}
 	}
-	for _, k := range ks {
-		p, err := envs.MeanPassAtK(counts, k)
-		if err != nil {
-			return ev, err
+	mean := func(counts [][2]int) (map[int]float64, error) {
+		p := make(map[int]float64, len(ks))
+		for _, k := range ks {
+			v, err := envs.MeanPassAtK(counts, k)
+			if err != nil {
+				return nil, err
+			}
+			p[k] = v
 		}
-		ev.PassAtK[k] = p
-		for l, lc := range levels {
-			if p, err = envs.MeanPassAtK(lc, k); err != nil {
-				return ev, err
-			}
-			if ev.ByLevel == nil {
-				ev.ByLevel = map[string]map[int]float64{}
-			}
-			if ev.ByLevel[l] == nil {
-				ev.ByLevel[l] = map[int]float64{}
-			}
-			ev.ByLevel[l][k] = p
+		return p, nil
+	}
+	ev := event.Eval{Step: step}
+	var err error
+	if ev.PassAtK, err = mean(counts); err != nil {
+		return ev, err
+	}
+	for l, lc := range levels {
+		if ev.ByLevel == nil {
+			ev.ByLevel = map[string]map[int]float64{}
+		}
+		if ev.ByLevel[l], err = mean(lc); err != nil {
+			return ev, err
 		}
 	}
 	return ev, nil

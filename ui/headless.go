@@ -60,7 +60,7 @@ func Plain(w io.Writer, events <-chan event.Event) error {
 	return nil
 }
 
-// PlainLine formats one event ("" for events not worth a line).
+// PlainLine formats one event ("" for events not worth a line; an eval with levels adds a line per level).
 func PlainLine(e event.Event) string {
 	switch v := e.(type) {
 	case event.RunStart:

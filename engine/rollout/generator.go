@@ -371,11 +371,12 @@ func (g *Generator) Reserve(n int) int64 {
 }
 
 // Skip gives up a reserved ticket that will not be opened. Skipping a ticket already admitted does
-// nothing, so a caller may skip every ticket it reserved once its sessions are done.
+// nothing, so a caller may skip every ticket it reserved once its sessions are done. Without
+// Lockstep tickets mean nothing and Skip does nothing.
 func (g *Generator) Skip(t int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if t >= g.admitNext {
+	if g.cfg.Lockstep && t >= g.admitNext {
 		g.skipped[t] = true
 		g.cond.Signal()
 	}
