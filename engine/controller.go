@@ -83,8 +83,10 @@ type Controller struct {
 	bestStep   int
 	sinceBest  int
 	dropped    string // why the metric's fall below its best stops the run ("" = it does not)
-	lastSaved  int
-	start      int // first step to run (1, or the step after a resumed checkpoint)
+	// first is the run's first evaluation, which later ones are compared with task by task.
+	first     *store.Eval
+	lastSaved int
+	start     int // first step to run (1, or the step after a resumed checkpoint)
 	// skipSync, when set (tests only), leaves the inference weights of that step stale: the
 	// mis-synced copy the log-prob probe exists to catch.
 	skipSync func(step int) bool
@@ -239,6 +241,18 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 	c.start = cp.Step + 1
 	c.best, c.bestStep, c.sinceBest = cp.Metrics["best"], int(cp.Metrics["best_step"]), int(cp.Metrics["since_best"])
 	c.lastSaved = cp.Step
+	if c.o.Store != nil {
+		evals, err := c.o.Store.Evals(c.o.RunID)
+		if err != nil {
+			return err
+		}
+		for _, e := range evals {
+			if e.Step <= cp.Step && e.Counts != nil {
+				c.first = &e
+				break
+			}
+		}
+	}
 	return nil
 }
 
@@ -797,6 +811,11 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	if err != nil {
 		return ev, err
 	}
+	if c.first == nil {
+		c.first = &store.Eval{Step: step, Counts: counts}
+	} else {
+		ev.Since, ev.Change = c.first.Step, passAtKChange(c.first.Counts, counts, r.Eval.Ks)
+	}
 	var k int
 	if _, err := fmt.Sscanf(r.EarlyStop.Metric, "pass@%d", &k); err == nil {
 		if v := ev.PassAtK[k]; v > c.best {
@@ -810,7 +829,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	}
 	c.emit(ev)
 	if c.o.Store != nil {
-		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK}); err != nil {
+		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK, Counts: counts}); err != nil {
 			return ev, err
 		}
 	}
@@ -852,6 +871,24 @@ func passAtK(step int, tasks []envs.Task, counts [][2]int, ks []int) (event.Eval
 		}
 	}
 	return ev, nil
+}
+
+// passAtKChange is pass@k's change from the first evaluation's counts to these, with its paired
+// standard error; nil when the two cannot be compared task by task (other tasks, too few of them,
+// or a k the first evaluation's samples cannot estimate, after a resume with another recipe).
+func passAtKChange(first, counts [][2]int, ks []int) map[int]event.Delta {
+	if len(first) != len(counts) || len(counts) < 2 {
+		return nil
+	}
+	ch := make(map[int]event.Delta, len(ks))
+	for _, k := range ks {
+		d, se, err := envs.PassAtKChange(first, counts, k)
+		if err != nil {
+			return nil
+		}
+		ch[k] = event.Delta{Mean: d, SE: se}
+	}
+	return ch
 }
 
 // save writes a checkpoint of the policy (and, when asked, optimizer state) and applies retention.

@@ -93,9 +93,12 @@ func TestControllerEndToEnd(t *testing.T) {
 	phases := map[string]int{}
 	counts := map[string]int{}
 	var end event.RunEnd
+	var evals []event.Eval
 	for e := range events {
 		counts[e.Type()]++
 		switch v := e.(type) {
+		case event.Eval:
+			evals = append(evals, v)
 		case event.Phase:
 			phases[v.Phase]++
 			if v.Seconds < 0 {
@@ -122,6 +125,18 @@ func TestControllerEndToEnd(t *testing.T) {
 	// eval runs at the start (recipe eval.at_start) and after each step.
 	if counts["trajectory"] != 8 || counts["metrics"] != 2 || counts["eval"] != 3 || counts["checkpoint"] != 2 || end.Status != "finished" {
 		t.Errorf("events %v, end %+v", counts, end)
+	}
+	// Each later evaluation reports its change since the first; on the same tasks the mean change
+	// is the difference of the two means.
+	for i, ev := range evals {
+		if (i == 0) != (ev.Change == nil) {
+			t.Errorf("eval %d at step %d: change %v", i, ev.Step, ev.Change)
+		}
+		for k, d := range ev.Change {
+			if want := ev.PassAtK[k] - evals[0].PassAtK[k]; ev.Since != evals[0].Step || math.Abs(d.Mean-want) > 1e-12 || d.SE < 0 {
+				t.Errorf("eval at step %d: pass@%d change %+v since %d; want mean %v since %d", ev.Step, k, d, ev.Since, want, evals[0].Step)
+			}
+		}
 	}
 	run, err := st.GetRun("test-run")
 	if err != nil || run.Status != "finished" {
@@ -153,7 +168,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
 	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: map[string]string{
 		"run.max_steps": "2", "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_turns": "2",
-		"rollout.max_new_tokens": "10", "rollout.max_total_tokens": "128", "eval.every": "5", "eval.at_start": "false",
+		"rollout.max_new_tokens": "10", "rollout.max_total_tokens": "128", "eval.every": "1", "eval.at_start": "true",
 		"eval.heldout_tasks": "2", "eval.n_samples": "2", "eval.ks": "1,2", "checkpoint.every": "1",
 		"env.tasks.train_size": "8", "env.tasks.heldout_size": "4", "early_stop.patience": "10", "train.lr": "0.01",
 	}})
@@ -165,6 +180,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	changes := map[string]map[int]event.Delta{} // run id and step → the step's eval change
 	run := func(id string, resume *store.Checkpoint, stopAfter int) map[int]map[string]float64 {
 		policy, _ := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
 		reference, _ := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
@@ -178,6 +194,9 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		go func() { errc <- c.Run(context.Background()); close(events) }()
 		metrics := map[int]map[string]float64{}
 		for e := range events {
+			if ev, ok := e.(event.Eval); ok {
+				changes[fmt.Sprint(id, ev.Step)] = ev.Change
+			}
 			if m, ok := e.(event.StepMetrics); ok {
 				metrics[m.Step] = m.Metrics
 				if m.Step == stopAfter {
@@ -210,6 +229,10 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		if straight[2][k] != resumed[2][k] {
 			t.Errorf("step 2 %s: uninterrupted %v, resumed %v", k, straight[2][k], resumed[2][k])
 		}
+	}
+	// The resumed run compares its evaluations with the step-0 one it finds in the store.
+	if got, want := changes["interrupted2"], changes["straight2"]; want == nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("step 2 eval change: resumed %v, uninterrupted %v", got, want)
 	}
 	if runRec, _ := st.GetRun("interrupted"); runRec.Status != "finished" {
 		t.Errorf("resumed run status %q", runRec.Status)

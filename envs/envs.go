@@ -96,6 +96,40 @@ func MeanPassAtK(counts [][2]int, k int) (float64, error) {
 	return sum / float64(len(counts)), nil
 }
 
+// PassAtKChange compares two evaluations of the same tasks, given each task's (n, correct) counts
+// in the same order: the mean change of pass@k and its paired standard error, the standard
+// deviation of the per-task changes over √tasks. The pairing takes out how hard each task is, so
+// the error is that of the change itself: sampling noise on both sides and how unevenly the change
+// falls across tasks. With one task the error is NaN.
+func PassAtKChange(before, after [][2]int, k int) (delta, se float64, err error) {
+	if len(before) != len(after) || len(before) == 0 {
+		return math.NaN(), math.NaN(), fmt.Errorf("pass@k change needs the same tasks on both sides; got %d and %d", len(before), len(after))
+	}
+	d := make([]float64, len(before))
+	for i := range before {
+		a, err := PassAtK(before[i][0], before[i][1], k)
+		if err != nil {
+			return math.NaN(), math.NaN(), err
+		}
+		b, err := PassAtK(after[i][0], after[i][1], k)
+		if err != nil {
+			return math.NaN(), math.NaN(), err
+		}
+		d[i] = b - a
+		delta += d[i]
+	}
+	n := float64(len(d))
+	delta /= n
+	if len(d) < 2 {
+		return delta, math.NaN(), nil
+	}
+	var ss float64
+	for _, x := range d {
+		ss += (x - delta) * (x - delta)
+	}
+	return delta, math.Sqrt(ss/(n-1)) / math.Sqrt(n), nil
+}
+
 // Fields names the JSON fields of a JSONL task file. Empty names take the first present of the
 // defaults: id; problem, prompt, question; answer, solution.
 type Fields struct {

@@ -41,6 +41,31 @@ func TestPassAtK(t *testing.T) {
 	}
 }
 
+func TestPassAtKChange(t *testing.T) {
+	// pass@2 of n = 4: c = 0 → 0, 1 → 1/2, 2 → 5/6, 3 and 4 → 1. Changes 1/2, 0, 1/6: mean 2/9,
+	// sample sd √(0.1296296/2) = 0.254588, over √3: 0.146986.
+	before := [][2]int{{4, 1}, {4, 0}, {4, 2}}
+	after := [][2]int{{4, 3}, {4, 0}, {4, 4}}
+	d, se, err := PassAtKChange(before, after, 2)
+	if err != nil || math.Abs(d-2.0/9) > 1e-12 || math.Abs(se-0.146986) > 1e-6 {
+		t.Errorf("PassAtKChange = %v ± %v, %v; want 0.222222 ± 0.146986", d, se, err)
+	}
+	if d, se, err := PassAtKChange(after, before, 2); err != nil || math.Abs(d+2.0/9) > 1e-12 || math.Abs(se-0.146986) > 1e-6 {
+		t.Errorf("reversed: %v ± %v, %v; want the negated change, same error", d, se, err)
+	}
+	if d, se, err := PassAtKChange(before[:1], after[:1], 2); err != nil || d != 0.5 || !math.IsNaN(se) {
+		t.Errorf("one task: %v ± %v, %v; want 0.5 ± NaN", d, se, err)
+	}
+	for _, bad := range []struct {
+		before, after [][2]int
+		k             int
+	}{{before, after[:2], 2}, {nil, nil, 1}, {before, after, 5}} {
+		if _, _, err := PassAtKChange(bad.before, bad.after, bad.k); err == nil {
+			t.Errorf("PassAtKChange(%v, %v, %d) accepted", bad.before, bad.after, bad.k)
+		}
+	}
+}
+
 func TestLoadJSONL(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {

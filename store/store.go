@@ -226,6 +226,9 @@ type Eval struct {
 	Step    int                `json:"step"`
 	PassAtK map[int]float64    `json:"pass_at_k"`
 	Extra   map[string]float64 `json:"extra,omitempty"`
+	// Counts are each held-out task's (samples, correct), in evaluation order, so a later
+	// evaluation of the same tasks (a resumed run's, say) can be compared task by task.
+	Counts [][2]int `json:"counts,omitempty"`
 }
 
 // PutEval records an evaluation.

@@ -103,6 +103,15 @@ func PlainLine(e event.Event) string {
 			}
 			line += fmt.Sprintf("\nstep %d  eval level %s: %s", v.Step, l, strings.Join(parts, " "))
 		}
+		if len(v.Change) > 0 {
+			parts = parts[:0]
+			for _, k := range v.Ks() {
+				if d, ok := v.Change[k]; ok {
+					parts = append(parts, fmt.Sprintf("pass@%d %+.3f ± %.3f", k, d.Mean, d.SE))
+				}
+			}
+			line += fmt.Sprintf("\nstep %d  eval change since step %d (± paired standard error): %s", v.Step, v.Since, strings.Join(parts, ", "))
+		}
 		return line
 	case event.Checkpoint:
 		return fmt.Sprintf("step %d  checkpoint %.1f MB", v.Step, float64(v.Bytes)/1e6)

@@ -24,7 +24,8 @@ func TestPlainAndJSON(t *testing.T) {
 		event.Progress{Step: 1, Phase: "rollout", Done: 1, Total: 8},
 		event.Progress{Step: 1, Phase: "rollout", Done: 2, Total: 8},
 		event.Eval{Step: 1, PassAtK: map[int]float64{8: 0.5, 1: 0.25}, Best: true},
-		event.Eval{Step: 2, PassAtK: map[int]float64{1: 0.5}, ByLevel: map[string]map[int]float64{"1": {1: 0.25}, "0": {1: 0.75}}},
+		event.Eval{Step: 2, PassAtK: map[int]float64{1: 0.5}, ByLevel: map[string]map[int]float64{"1": {1: 0.25}, "0": {1: 0.75}},
+			Change: map[int]event.Delta{1: {Mean: 0.25, SE: 0.0625}}, Since: 1},
 		event.Alarm{Step: 1, Kind: event.AlarmStaleWeights, Value: 0.2, Threshold: 0.001, Message: "stale"},
 		event.Ledger{Backend: "cuda", Components: map[string]int64{"KV cache": 3 << 30, "policy weights": 1 << 29},
 			DeviceUsed: 5 << 30, DeviceTotal: 80 << 30, UtilPct: 93},
@@ -41,6 +42,7 @@ func TestPlainAndJSON(t *testing.T) {
 		"step 2  eval pass@1=0.500\n" +
 		"step 2  eval level 0: pass@1=0.750\n" +
 		"step 2  eval level 1: pass@1=0.250\n" +
+		"step 2  eval change since step 1 (± paired standard error): pass@1 +0.250 ± 0.062\n" +
 		"step 1  ALARM stale_weights: stale (0.2 > 0.001)\n" +
 		"memory 3.5 GiB held by the engine: KV cache 3.0 GiB, policy weights 512.0 MiB; device 5.0 GiB of 80.0 GiB used, 93% busy\n" +
 		"run finished (best step 1)\n"

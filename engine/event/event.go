@@ -92,6 +92,17 @@ type Eval struct {
 	// source gives one), so a user sees where a change in PassAtK comes from. Nil when no task has
 	// a level.
 	ByLevel map[string]map[int]float64
+	// Change is pass@k's change since the run's first evaluation (step Since) on the same tasks,
+	// with its paired standard error, so a user can tell a gain from the noise of one evaluation.
+	// Nil on the first evaluation.
+	Change map[int]Delta
+	Since  int
+}
+
+// Delta is a change and its standard error.
+type Delta struct {
+	Mean float64 `json:"mean"`
+	SE   float64 `json:"se"`
 }
 
 func byK(p map[int]float64) map[string]float64 {
@@ -114,8 +125,9 @@ func fromByK(p map[string]float64) (map[int]float64, error) {
 	return m, nil
 }
 
-// MarshalJSON writes pass_at_k keyed by k as strings: {"1": 0.41, "8": 0.77}, and by_level, when
-// there is one, as {"0": {"1": 0.9, "8": 1}, "1": {…}}.
+// MarshalJSON writes pass_at_k keyed by k as strings: {"1": 0.41, "8": 0.77}, by_level, when
+// there is one, as {"0": {"1": 0.9, "8": 1}, "1": {…}}, and change, when there is one, as
+// {"8": {"mean": 0.05, "se": 0.02}} with since, the step it is measured from.
 func (e Eval) MarshalJSON() ([]byte, error) {
 	var levels map[string]map[string]float64
 	if len(e.ByLevel) > 0 {
@@ -124,12 +136,22 @@ func (e Eval) MarshalJSON() ([]byte, error) {
 			levels[l] = byK(p)
 		}
 	}
+	var change map[string]Delta
+	var since *int
+	if len(e.Change) > 0 {
+		change, since = make(map[string]Delta, len(e.Change)), &e.Since
+		for k, d := range e.Change {
+			change[strconv.Itoa(k)] = d
+		}
+	}
 	return json.Marshal(struct {
 		Step    int                           `json:"step"`
 		PassAtK map[string]float64            `json:"pass_at_k"`
 		Best    bool                          `json:"best"`
 		ByLevel map[string]map[string]float64 `json:"by_level,omitempty"`
-	}{e.Step, byK(e.PassAtK), e.Best, levels})
+		Change  map[string]Delta              `json:"change,omitempty"`
+		Since   *int                          `json:"since,omitempty"`
+	}{e.Step, byK(e.PassAtK), e.Best, levels, change, since})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -139,6 +161,8 @@ func (e *Eval) UnmarshalJSON(data []byte) error {
 		PassAtK map[string]float64            `json:"pass_at_k"`
 		Best    bool                          `json:"best"`
 		ByLevel map[string]map[string]float64 `json:"by_level"`
+		Change  map[string]Delta              `json:"change"`
+		Since   int                           `json:"since"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
@@ -157,6 +181,16 @@ func (e *Eval) UnmarshalJSON(data []byte) error {
 			e.ByLevel = map[string]map[int]float64{}
 		}
 		e.ByLevel[l] = p
+	}
+	for ks, d := range v.Change {
+		k, err := strconv.Atoi(ks)
+		if err != nil {
+			return fmt.Errorf("change key %q is not an integer", ks)
+		}
+		if e.Change == nil {
+			e.Change, e.Since = map[int]Delta{}, v.Since
+		}
+		e.Change[k] = d
 	}
 	return nil
 }

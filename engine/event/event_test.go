@@ -17,6 +17,8 @@ func TestRoundTrip(t *testing.T) {
 		StepMetrics{Step: 1, Metrics: map[string]float64{"loss": 0.1}},
 		Eval{Step: 2, PassAtK: map[int]float64{1: 0.41, 8: 0.77}, Best: true},
 		Eval{Step: 4, PassAtK: map[int]float64{1: 0.5}, ByLevel: map[string]map[int]float64{"0": {1: 0.9}, "1": {1: 0.1}}},
+		Eval{Step: 6, PassAtK: map[int]float64{1: 0.5}, Change: map[int]Delta{1: {Mean: 0.1, SE: 0.03}}, Since: 0},
+		Eval{Step: 8, PassAtK: map[int]float64{1: 0.5}, Change: map[int]Delta{1: {Mean: -0.1, SE: 0.03}}, Since: 2},
 		Checkpoint{Step: 2, ID: "r1/2", Bytes: 100, Metrics: map[string]float64{"best": 0.77}, Best: true},
 		Ledger{Backend: "go", Components: map[string]int64{"kv_cache": 10}, Budget: 100},
 		Ledger{Backend: "cuda", Components: map[string]int64{"weights": 10, "kv_cache": 20}, Budget: 100, DeviceUsed: 60, DeviceTotal: 80, UtilPct: 93},
@@ -54,6 +56,13 @@ func TestEvalJSONShape(t *testing.T) {
 	line, _ = Marshal(Eval{Step: 3, PassAtK: map[int]float64{1: 0.5}, ByLevel: map[string]map[int]float64{"1": {1: 0.25}, "0": {1: 0.75}}})
 	if string(line) != `{"type":"eval","step":3,"pass_at_k":{"1":0.5},"best":false,"by_level":{"0":{"1":0.75},"1":{"1":0.25}}}` {
 		t.Errorf("got %s", line)
+	}
+	line, _ = Marshal(Eval{Step: 5, PassAtK: map[int]float64{8: 0.5}, Change: map[int]Delta{8: {Mean: 0.25, SE: 0.125}}})
+	if string(line) != `{"type":"eval","step":5,"pass_at_k":{"8":0.5},"best":false,"change":{"8":{"mean":0.25,"se":0.125}},"since":0}` {
+		t.Errorf("got %s", line)
+	}
+	if _, err := Unmarshal([]byte(`{"type":"eval","pass_at_k":{"1":1},"change":{"x":{}}}`)); err == nil {
+		t.Error("non-integer change key accepted")
 	}
 }
 
