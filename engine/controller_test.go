@@ -529,3 +529,39 @@ func TestSameSeedSameRun(t *testing.T) {
 		t.Errorf("metrics differ:\n%v\nvs\n%v", m1, m2)
 	}
 }
+
+// TestAdvantagesPassK: with algorithm.pass_k the controller's advantages are best-of-k ones
+// (one correct of 8, k = 4: +1 and −1/7, the paper's closed form), and without it GRPO's.
+func TestAdvantagesPassK(t *testing.T) {
+	for _, tc := range []struct {
+		passK         int
+		right, wrongs float64
+	}{{4, 1, -1.0 / 7}, {0, math.Sqrt(7), -1 / math.Sqrt(7)}} {
+		r, err := recipes.Load(filepath.Join("..", "recipes", "retool-baseline.yaml"), recipes.Options{IgnoreEnv: true,
+			Overrides: map[string]string{"algorithm.pass_k": fmt.Sprint(tc.passK)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &Controller{r: r}
+		var batch []*traj
+		for i := range 8 {
+			tr := &traj{mask: []bool{false, true, true}}
+			if i == 3 {
+				tr.reward.Total = 1
+			}
+			batch = append(batch, tr)
+		}
+		if _, err := c.advantages(batch); err != nil {
+			t.Fatal(err)
+		}
+		for i, tr := range batch {
+			want := tc.wrongs
+			if i == 3 {
+				want = tc.right
+			}
+			if tr.adv[0] != 0 || math.Abs(float64(tr.adv[1])-want) > 1e-5 || tr.adv[1] != tr.adv[2] {
+				t.Errorf("pass_k %d, sample %d: advantages %v; want 0 on the prompt, %.5f on the response", tc.passK, i, tr.adv, want)
+			}
+		}
+	}
+}

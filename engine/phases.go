@@ -64,6 +64,10 @@ func (c *Controller) advantages(batch []*traj) (hinted int, err error) {
 	switch {
 	case a.Name == "opd":
 		seqAdv = make([]float64, len(batch)) // the teacher alone
+	case a.PassK > 0:
+		if seqAdv, err = train.PassAtK(rewards, groups, a.PassK, a.StdNormalize, 1e-6); err != nil {
+			return 0, err
+		}
 	case a.Baseline == "rloo":
 		if seqAdv, err = train.RLOO(rewards, groups); err != nil {
 			return 0, err

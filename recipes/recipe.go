@@ -218,6 +218,11 @@ type Algorithm struct {
 	// Baseline is the group baseline for grpo and hybrid: "mean" (group mean) or "rloo"
 	// (leave-one-out mean).
 	Baseline string `mapstructure:"baseline" json:"baseline"`
+	// PassK, when ≥ 1, scores each k-subset of a group by its best reward and gives every sample
+	// the mean advantage of the subsets that hold it (pass@k training); 1 is plain GRPO, 0 off.
+	// It puts the updates on tasks the policy rarely solves rather than on sharpening the ones it
+	// often does, so pass@k at large k rises with pass@1. At most rollout.group_size.
+	PassK int `mapstructure:"pass_k" json:"pass_k"`
 	// StdNormalize divides group advantages by the group's standard deviation.
 	StdNormalize bool `mapstructure:"std_normalize" json:"std_normalize"`
 	// ClipLow is the lower PPO clip bound ε_low: the ratio is clipped below at 1 − ε_low; in (0, 1).

@@ -345,6 +345,23 @@ func (c *checker) algorithm() {
 		c.fail([]string{"hinter.kind", "algorithm.name"}, fmt.Sprintf(
 			"algorithm.name %s needs hints for its teacher, but hinter.kind is none; set hinter.kind: rules (or self, openai)", a.Name))
 	}
+	if a.PassK != 0 {
+		switch g := c.r.Rollout.GroupSize; {
+		case a.PassK < 0:
+			c.failf("algorithm.pass_k", "%d is out of range; want 0 (off) or 1 to rollout.group_size (%d)", a.PassK, g)
+		case a.PassK > g:
+			c.fail([]string{"algorithm.pass_k", "rollout.group_size"}, fmt.Sprintf(
+				"algorithm.pass_k %d is larger than rollout.group_size %d, so no group has that many samples to choose from; want 1 to %d, or a larger group", a.PassK, g, g))
+		}
+		switch {
+		case a.Name == "ppo" || a.Name == "opd":
+			c.fail([]string{"algorithm.pass_k", "algorithm.name"}, fmt.Sprintf(
+				"algorithm.pass_k scores groups of samples, which algorithm.name %s has no use for; set algorithm.pass_k: 0, or algorithm.name: grpo or hybrid", a.Name))
+		case a.Baseline == "rloo":
+			c.fail([]string{"algorithm.pass_k", "algorithm.baseline"}, fmt.Sprintf(
+				"%d brings its own baseline (the mean best-of-%d reward), so algorithm.baseline rloo would be ignored; set algorithm.baseline: mean, or algorithm.pass_k: 0", a.PassK, a.PassK))
+		}
+	}
 	if a.Name == "ppo" && a.ValueCoef == 0 {
 		c.fail([]string{"algorithm.value_coef", "algorithm.name"},
 			"algorithm.value_coef is 0, so ppo's value head never learns; want a weight above 0 (0.5 is usual)")

@@ -6,6 +6,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"sort"
 )
 
 // GRPO returns group-normalised advantages: (r − mean(group)) / (std(group) + eps), or without
@@ -51,6 +52,94 @@ func GRPO(rewards []float64, groups []int, divideStd bool, eps float64) ([]float
 		out[i] = adv
 	}
 	return out, nil
+}
+
+// PassAtK returns group advantages for the best of k samples rather than each sample alone
+// (Chen et al. 2025, "Pass@k Training for Adaptively Balancing Exploration and Exploitation of
+// Large Reasoning Models"): a k-subset of a group is scored by its highest reward, and a sample's
+// advantage is the mean, over the k-subsets that contain it, of (subset score − mean subset
+// score), divided by the subset scores' standard deviation when divideStd is set. Computed
+// exactly from the sorted rewards: the subset whose highest is the j-th smallest of n occurs
+// C(j−1, k−1) times in C(n, k). With binary rewards this is the paper's closed form; with k = 1
+// it is GRPO. A group whose correct samples are many gives them little weight, so updates go to
+// the tasks the policy rarely solves, and pass@k at large k is not traded for pass@1.
+// A group smaller than k, or of equal rewards, gets zeros.
+func PassAtK(rewards []float64, groups []int, k int, divideStd bool, eps float64) ([]float64, error) {
+	if len(rewards) != len(groups) {
+		return nil, fmt.Errorf("pass@k advantages: %d rewards but %d group labels", len(rewards), len(groups))
+	}
+	if k < 1 {
+		return nil, fmt.Errorf("pass@k advantages: k = %d; want ≥ 1", k)
+	}
+	if math.IsNaN(eps) || eps < 0 {
+		return nil, fmt.Errorf("pass@k advantages: eps %v; want ≥ 0", eps)
+	}
+	if err := finite("pass@k advantages", rewards); err != nil {
+		return nil, err
+	}
+	members := map[int][]int{}
+	var order []int
+	for i, g := range groups {
+		if _, ok := members[g]; !ok {
+			order = append(order, g)
+		}
+		members[g] = append(members[g], i)
+	}
+	out := make([]float64, len(rewards))
+	for _, g := range order {
+		idx := members[g]
+		n := len(idx)
+		if n < k {
+			continue
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return rewards[idx[a]] < rewards[idx[b]] })
+		r := make([]float64, n) // ascending
+		for j, i := range idx {
+			r[j] = rewards[i]
+		}
+		if r[0] == r[n-1] {
+			continue
+		}
+		// p[j]: the chance that a random k-subset's highest is r[j] (0-based rank j).
+		all := binom(n, k)
+		var mean, sq float64
+		p := make([]float64, n)
+		for j := range r {
+			p[j] = binom(j, k-1) / all
+			mean += p[j] * r[j]
+		}
+		for j := range r {
+			sq += p[j] * (r[j] - mean) * (r[j] - mean)
+		}
+		std := math.Sqrt(sq)
+		// The k-subsets holding rank j: C(j, k−1) have it as their highest; for each m > j,
+		// C(m−1, k−2) have rank m as highest. Suffix sums give every j in one pass.
+		containing := binom(n-1, k-1)
+		var above float64 // Σ_{m>j} r[m]·C(m−1, k−2)
+		for j := n - 1; j >= 0; j-- {
+			adv := (r[j]*binom(j, k-1)+above)/containing - mean
+			if divideStd {
+				adv /= std + eps
+			}
+			out[idx[j]] = adv
+			if k >= 2 {
+				above += r[j] * binom(j-1, k-2)
+			}
+		}
+	}
+	return out, nil
+}
+
+// binom is C(n, k) as a float64, 0 outside 0 ≤ k ≤ n.
+func binom(n, k int) float64 {
+	if k < 0 || n < 0 || k > n {
+		return 0
+	}
+	c := 1.0
+	for i := 1; i <= k; i++ {
+		c = c * float64(n-k+i) / float64(i)
+	}
+	return c
 }
 
 // RLOO returns leave-one-out advantages: r_i − mean of the other rewards of its group. A group

@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"math/bits"
 	"testing"
 )
 
@@ -224,5 +225,107 @@ func TestTokenRewards(t *testing.T) {
 	}
 	if f := Float32s([]float64{0.5, -2}); f[0] != 0.5 || f[1] != -2 {
 		t.Errorf("Float32s: %v", f)
+	}
+}
+
+// bestOfKBrute enumerates every k-subset of one group: the mean subset score (its highest
+// reward), the subset scores' population std, and each sample's mean subset score over the
+// subsets holding it.
+func bestOfKBrute(r []float64, k int) (mean, std float64, per []float64) {
+	n := len(r)
+	var scores []float64
+	sum, cnt := make([]float64, n), make([]float64, n)
+	for mask := 0; mask < 1<<n; mask++ {
+		if bits.OnesCount(uint(mask)) != k {
+			continue
+		}
+		best := math.Inf(-1)
+		for i := 0; i < n; i++ {
+			if mask&(1<<i) != 0 {
+				best = math.Max(best, r[i])
+			}
+		}
+		scores = append(scores, best)
+		for i := 0; i < n; i++ {
+			if mask&(1<<i) != 0 {
+				sum[i] += best
+				cnt[i]++
+			}
+		}
+	}
+	for _, s := range scores {
+		mean += s / float64(len(scores))
+	}
+	for _, s := range scores {
+		std += (s - mean) * (s - mean) / float64(len(scores))
+	}
+	per = make([]float64, n)
+	for i := range per {
+		per[i] = sum[i] / cnt[i]
+	}
+	return mean, math.Sqrt(std), per
+}
+
+func TestPassAtKAdvantages(t *testing.T) {
+	// The paper's closed form, n = 8, k = 4, one correct: mean group score 1 − C(7,4)/C(8,4) = 1/2,
+	// std 1/2; the correct sample (1 − 1/2)/(1/2) = 1, each wrong one (1/2 − C(6,3)/C(7,3))/(1/2) = −1/7.
+	one := []float64{0, 0, 1, 0, 0, 0, 0, 0}
+	g8 := make([]int, 8)
+	got, err := PassAtK(one, g8, 4, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range got {
+		want := -1.0 / 7
+		if one[i] == 1 {
+			want = 1
+		}
+		if math.Abs(a-want) > 1e-12 {
+			t.Errorf("one correct of 8, k = 4: sample %d advantage %v; want %v", i, a, want)
+		}
+	}
+	// k = 1 is GRPO.
+	rs := []float64{0.2, 1.2, -0.1, 0.2, 1.2, 0, 0.7, 0.2, 5, 5, 5}
+	gs := []int{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1}
+	a1, _ := PassAtK(rs, gs, 1, true, 1e-6)
+	grpo, _ := GRPO(rs, gs, true, 1e-6)
+	for i := range a1 {
+		if math.Abs(a1[i]-grpo[i]) > 1e-12 {
+			t.Errorf("k = 1, sample %d: %v; GRPO gives %v", i, a1[i], grpo[i])
+		}
+	}
+	// Any k, real-valued rewards with ties, against enumeration of every subset.
+	for k := 1; k <= 8; k++ {
+		for _, divide := range []bool{false, true} {
+			got, err := PassAtK(rs, gs, k, divide, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mean, std, per := bestOfKBrute(rs[:8], k)
+			for i := 0; i < 8; i++ {
+				want := per[i] - mean
+				if divide {
+					want /= std
+				}
+				if math.Abs(got[i]-want) > 1e-9 {
+					t.Errorf("k = %d divide %v, sample %d: %v; enumeration gives %v", k, divide, i, got[i], want)
+				}
+			}
+			for i := 8; i < 11; i++ {
+				if got[i] != 0 {
+					t.Errorf("k = %d: a group of equal rewards (or smaller than k) got advantage %v", k, got[i])
+				}
+			}
+		}
+	}
+	for _, bad := range []struct {
+		r   []float64
+		g   []int
+		k   int
+		eps float64
+	}{{one, g8[:7], 4, 0}, {one, g8, 0, 0}, {one, g8, 4, -1}, {[]float64{math.NaN(), 1}, []int{0, 0}, 1, 0}} {
+		if _, err := PassAtK(bad.r, bad.g, bad.k, true, bad.eps); err == nil {
+			t.Errorf("PassAtK(%v, %v, k=%d, eps=%v) accepted", bad.r, bad.g, bad.k, bad.eps)
+		}
 	}
 }
