@@ -814,7 +814,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	if c.first == nil {
 		c.first = &store.Eval{Step: step, Counts: counts}
 	} else {
-		ev.Since, ev.Change = c.first.Step, passAtKChange(c.first.Counts, counts, r.Eval.Ks)
+		ev.Since, ev.Change = c.first.Step, event.ChangeSince(c.first.Counts, counts, r.Eval.Ks)
 	}
 	var k int
 	if _, err := fmt.Sscanf(r.EarlyStop.Metric, "pass@%d", &k); err == nil {
@@ -871,24 +871,6 @@ func passAtK(step int, tasks []envs.Task, counts [][2]int, ks []int) (event.Eval
 		}
 	}
 	return ev, nil
-}
-
-// passAtKChange is pass@k's change from the first evaluation's counts to these, with its paired
-// standard error; nil when the two cannot be compared task by task (other tasks, too few of them,
-// or a k the first evaluation's samples cannot estimate, after a resume with another recipe).
-func passAtKChange(first, counts [][2]int, ks []int) map[int]event.Delta {
-	if len(first) != len(counts) || len(counts) < 2 {
-		return nil
-	}
-	ch := make(map[int]event.Delta, len(ks))
-	for _, k := range ks {
-		d, se, err := envs.PassAtKChange(first, counts, k)
-		if err != nil {
-			return nil
-		}
-		ch[k] = event.Delta{Mean: d, SE: se}
-	}
-	return ch
 }
 
 // save writes a checkpoint of the policy (and, when asked, optimizer state) and applies retention.

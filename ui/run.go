@@ -122,6 +122,7 @@ func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 	sort.Ints(order)
 
 	evs := []event.Event{event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps}}
+	var first *store.Eval // the first evaluation with per-task counts, as the controller compares
 	for _, s := range order {
 		se := steps[s]
 		if se.metrics != nil {
@@ -129,7 +130,15 @@ func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 		}
 		evs = append(evs, se.trajs...)
 		if se.eval != nil {
-			evs = append(evs, event.Eval{Step: s, PassAtK: se.eval.PassAtK, Best: run.BestStep > 0 && s == run.BestStep})
+			ev := event.Eval{Step: s, PassAtK: se.eval.PassAtK, Best: run.BestStep > 0 && s == run.BestStep}
+			switch {
+			case se.eval.Counts == nil:
+			case first == nil:
+				first = se.eval
+			default:
+				ev.Since, ev.Change = first.Step, event.ChangeSince(first.Counts, se.eval.Counts, ev.Ks())
+			}
+			evs = append(evs, ev)
 		}
 		if c := se.ckpt; c != nil {
 			evs = append(evs, event.Checkpoint{Step: s, ID: fmt.Sprintf("%s/%d", runID, s), Bytes: c.Bytes, Metrics: c.Metrics,

@@ -400,6 +400,15 @@ func (p *statusPane) render(w int) []string {
 			s += t.Good.Render("  best so far")
 		}
 		add(s)
+		if len(e.Change) > 0 { // pass@k's change since the first evaluation ± its paired standard error
+			parts = parts[:0]
+			for _, k := range e.Ks() {
+				if c, ok := e.Change[k]; ok {
+					parts = append(parts, fmt.Sprintf("pass@%d %+.3f±%.3f", k, c.Mean, c.SE))
+				}
+			}
+			add(fmt.Sprintf("  since step %d: ", e.Since) + strings.Join(parts, "  "))
+		}
 	}
 
 	if len(d.alarms) > 0 {

@@ -3,6 +3,7 @@ package ui
 import (
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,12 @@ func storedRun(t *testing.T) *store.Store {
 	must(st.PutRun(store.Run{ID: "r0", Name: "baseline", Recipe: "recipes/grpo.yaml", Created: now, Status: "finished", BestStep: 1, TotalSteps: 2}))
 	for step := 1; step <= 2; step++ {
 		must(st.PutMetrics("r1", step, map[string]float64{"reward_mean": 0.1 * float64(step)}))
-		must(st.PutEval("r1", store.Eval{Step: step, PassAtK: map[int]float64{1: 0.2 * float64(step), 8: 0.3 * float64(step)}}))
+		// Per-task counts: pass@1 goes 0.25, 0.5 → 0.75, 0.5 (change +0.25 ± 0.25); pass@8 is 1 throughout.
+		counts := [][2]int{{8, 2}, {8, 4}}
+		if step == 2 {
+			counts = [][2]int{{8, 6}, {8, 4}}
+		}
+		must(st.PutEval("r1", store.Eval{Step: step, PassAtK: map[int]float64{1: 0.2 * float64(step), 8: 0.3 * float64(step)}, Counts: counts}))
 		must(st.PutEval("r0", store.Eval{Step: step, PassAtK: map[int]float64{1: 0.15 * float64(step), 8: 0.25 * float64(step)}}))
 		var recs []store.TrajectoryRecord
 		for i := 0; i < 3; i++ {
@@ -66,6 +72,12 @@ func TestStoredEvents(t *testing.T) {
 	if ck := evs[12].(event.Checkpoint); !ck.Best || ck.Step != 2 || ck.Bytes != 16 || ck.ID != "r1/2" {
 		t.Fatalf("checkpoint event %+v", ck)
 	}
+	if ev := evs[5].(event.Eval); ev.Change != nil {
+		t.Fatalf("the first evaluation has a change: %+v", ev)
+	}
+	if ev := evs[11].(event.Eval); ev.Since != 1 || !reflect.DeepEqual(ev.Change, map[int]event.Delta{1: {Mean: 0.25, SE: 0.25}, 8: {}}) {
+		t.Fatalf("step 2 evaluation %+v; want pass@1 +0.25 ± 0.25 and pass@8 +0 ± 0 since step 1", ev)
+	}
 	if tr := evs[2].(event.Trajectory); len(tr.Turns) == 0 || len(tr.Pieces) == 0 {
 		t.Fatalf("the stored trajectory lost its turns: %+v", tr)
 	}
@@ -80,6 +92,10 @@ func TestStoredEvents(t *testing.T) {
 	m := newModel(config{initial: evs, store: st, runID: "r1", memSample: func() uint64 { return 1 }})
 	m.Update(keyMsg("x")) // nothing
 	m.resize(120, 40)
+	press(m, "1")
+	if v := screen(t, m, 120, 40); !strings.Contains(v, "since step 1: pass@1 +0.250±0.250  pass@8 +0.000±0.000") {
+		t.Fatalf("status pane without the change since the first evaluation:\n%s", v)
+	}
 	press(m, "7")
 	v := screen(t, m, 120, 40)
 	if !strings.Contains(v, "run finished") || !strings.Contains(v, "best*") || !strings.Contains(v, "r1/2") {

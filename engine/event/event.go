@@ -105,6 +105,25 @@ type Delta struct {
 	SE   float64 `json:"se"`
 }
 
+// ChangeSince is pass@k's change, for each k, from a first evaluation's per-task (samples,
+// correct) counts to these, with its paired standard error (envs.PassAtKChange); nil when the two
+// cannot be compared task by task (other tasks, too few of them, or a k the first evaluation's
+// samples cannot estimate, after a resume with another recipe).
+func ChangeSince(first, counts [][2]int, ks []int) map[int]Delta {
+	if len(first) != len(counts) || len(counts) < 2 {
+		return nil
+	}
+	ch := make(map[int]Delta, len(ks))
+	for _, k := range ks {
+		d, se, err := envs.PassAtKChange(first, counts, k)
+		if err != nil {
+			return nil
+		}
+		ch[k] = Delta{Mean: d, SE: se}
+	}
+	return ch
+}
+
 func byK(p map[int]float64) map[string]float64 {
 	m := make(map[string]float64, len(p))
 	for k, v := range p {
