@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
+	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
 	"agentrl/store"
@@ -51,6 +53,8 @@ usage:
   agentrl-tui tool run --executor python|starlark [--timeout D] < code
                                            run code as the environment would; JSON observation and status
   agentrl-tui runs --store PATH [--json]   runs in a store: status, steps, checkpoints, best pass@k
+  agentrl-tui compare --store PATH RUN_A RUN_B [--step S] [--json]
+                                           held-out pass@k of two runs, task by task, ± paired standard error
   agentrl-tui view --store PATH [RUN]      open a stored run (default: the newest) read-only in the workbench
   agentrl-tui resume --store PATH RUN      continue a run from its latest checkpoint
   agentrl-tui tokenizer train --corpus FILE --vocab N --out DIR
@@ -102,6 +106,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdTool(args[1:], os.Stdin, stdout, stderr)
 	case "runs":
 		return cmdRuns(args[1:], stdout, stderr)
+	case "compare":
+		return cmdCompare(args[1:], stdout, stderr)
 	case "view":
 		return cmdView(args[1:], stdout, stderr)
 	case "export":
@@ -754,6 +760,99 @@ func cmdRuns(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, sums)
 	}
 	return store.WriteTable(stdout, sums)
+}
+
+// cmdCompare sets two stored runs' evaluations of the same held-out tasks side by side: pass@k
+// of each and A − B with its paired standard error (per task, A's pass@k minus B's; their standard
+// deviation over √tasks), at the last step both evaluated or at --step.
+func cmdCompare(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("store", "runs/agentrl.db", "the store file")
+	step := fs.Int("step", -1, "the evaluation step to compare (default: the last one both runs have)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	var ids []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		ids, rest = append(ids, fs.Arg(0)), fs.Args()[1:]
+	}
+	if len(ids) != 2 {
+		return fmt.Errorf("%w: compare takes two run ids (agentrl-tui runs --store %s lists them); got %d", errUsage, *path, len(ids))
+	}
+	st, err := store.Open(*path, store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	evals := [2]map[int]store.Eval{}
+	for i, id := range ids {
+		if _, err := st.GetRun(id); err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+		es, err := st.Evals(id)
+		if err != nil {
+			return err
+		}
+		evals[i] = map[int]store.Eval{}
+		for _, e := range es {
+			if e.Counts != nil {
+				evals[i][e.Step] = e
+			}
+		}
+	}
+	if *step < 0 {
+		for s := range evals[0] {
+			if _, ok := evals[1][s]; ok && s > *step {
+				*step = s
+			}
+		}
+		if *step < 0 {
+			return fmt.Errorf("compare: runs %s and %s have no evaluation step in common with per-task counts (runs made before this version store none)", ids[0], ids[1])
+		}
+	}
+	for i, id := range ids {
+		if _, ok := evals[i][*step]; !ok {
+			return fmt.Errorf("compare: run %s has no evaluation with per-task counts at step %d; leave out --step for the last step both have", id, *step)
+		}
+	}
+	a, b := evals[0][*step], evals[1][*step]
+	if a.Tasks != b.Tasks || len(a.Counts) != len(b.Counts) {
+		return fmt.Errorf("compare: runs %s and %s evaluated different held-out tasks (%d and %d of them); compare runs with the same env.tasks and eval.heldout_tasks", ids[0], ids[1], len(a.Counts), len(b.Counts))
+	}
+	type row struct {
+		K    int     `json:"k"`
+		A    float64 `json:"a"`
+		B    float64 `json:"b"`
+		Diff float64 `json:"a_minus_b"`
+		SE   float64 `json:"se"`
+	}
+	var rows []row
+	for k, pa := range a.PassAtK {
+		pb, ok := b.PassAtK[k]
+		if !ok {
+			continue
+		}
+		d, se, err := envs.PassAtKChange(b.Counts, a.Counts, k)
+		if err != nil {
+			return fmt.Errorf("compare: pass@%d: %w", k, err)
+		}
+		rows = append(rows, row{k, pa, pb, d, se})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].K < rows[j].K })
+	if *asJSON {
+		return writeJSON(stdout, map[string]any{"a": ids[0], "b": ids[1], "step": *step, "tasks": len(a.Counts), "pass_at_k": rows})
+	}
+	fmt.Fprintf(stdout, "A %s\nB %s\nstep %d, %d held-out tasks; A − B task by task, ± paired standard error\n\n", ids[0], ids[1], *step, len(a.Counts))
+	fmt.Fprintf(stdout, "%-8s %7s %7s  %s\n", "", "A", "B", "A − B")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "%-8s %7.3f %7.3f  %+.3f ± %.3f\n", fmt.Sprintf("pass@%d", r.K), r.A, r.B, r.Diff, r.SE)
+	}
+	return nil
 }
 
 // cmdView opens a stored run read-only in the workbench.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -284,14 +285,20 @@ func TestBuiltinRecipeShortRun(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
+	dbPath := filepath.Join(t.TempDir(), "runs.db")
+	final := map[string]string{} // recipe → its step-2 eval line
 	for _, recipe := range []string{"retool.yaml", "retool-baseline.yaml"} {
 		t.Run(recipe, func(t *testing.T) {
-			dbPath := filepath.Join(t.TempDir(), "runs.db")
 			out, err := runCmd(t, filepath.Join("recipes", recipe), "--max-steps", "2", "--ui", "plain", "--store", dbPath, "--backend", "go")
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			for _, want := range []string{"step 0  eval pass@1=", "step 2  eval pass@1=", "step 2  train", "step 2  checkpoint", "run finished"} {
+			for _, line := range strings.Split(out, "\n") {
+				if strings.HasPrefix(line, "step 2  eval pass@1=") {
+					final[recipe] = line
+				}
+			}
+			for _, want := range []string{"step 0  eval pass@1=", "step 2  eval pass@1=", "step 2  eval change since step 0", "step 2  train", "step 2  checkpoint", "run finished"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("no %q in the run's output:\n%s", want, out)
 				}
@@ -300,5 +307,91 @@ func TestBuiltinRecipeShortRun(t *testing.T) {
 				t.Errorf("the baseline recipe (hinter none) hinted trajectories:\n%s", out)
 			}
 		})
+	}
+
+	// compare sets the two runs side by side: its A and B columns are the runs' own step-2
+	// pass@k, and A − B is their difference (the mean of per-task differences).
+	listing, err := runCmd(t, "runs", "--store", dbPath, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []store.RunSummary
+	if err := json.Unmarshal([]byte(listing), &runs); err != nil || len(runs) != 2 {
+		t.Fatalf("runs: %v\n%s", err, listing)
+	}
+	ids := map[string]string{}
+	for _, r := range runs {
+		ids[filepath.Base(r.Recipe)] = r.ID
+	}
+	out, err := runCmd(t, "compare", "--store", dbPath, ids["retool.yaml"], ids["retool-baseline.yaml"], "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var cmp struct {
+		Step, Tasks int
+		PassAtK     []struct {
+			K       int
+			A, B    float64
+			AMinusB float64 `json:"a_minus_b"`
+			SE      float64
+		} `json:"pass_at_k"`
+	}
+	if err := json.Unmarshal([]byte(out), &cmp); err != nil || cmp.Step != 2 || cmp.Tasks != 4 || len(cmp.PassAtK) != 2 {
+		t.Fatalf("compare: %v\n%s", err, out)
+	}
+	for _, r := range cmp.PassAtK {
+		for recipe, v := range map[string]float64{"retool.yaml": r.A, "retool-baseline.yaml": r.B} {
+			if want := fmt.Sprintf("pass@%d=%.3f", r.K, v); !strings.Contains(final[recipe], want) {
+				t.Errorf("compare says %s for %s; its run printed %q", want, recipe, final[recipe])
+			}
+		}
+		if math.Abs(r.AMinusB-(r.A-r.B)) > 1e-12 || r.SE < 0 {
+			t.Errorf("pass@%d: A − B = %v ± %v for A %v, B %v", r.K, r.AMinusB, r.SE, r.A, r.B)
+		}
+	}
+}
+
+// TestCompareErrors: compare refuses what it cannot compare, and says which run and what to do.
+func TestCompareErrors(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "runs.db")
+	st, err := store.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		id, tasks string
+		n         int
+	}{{"a", "f1", 2}, {"b", "f2", 2}, {"c", "f1", 3}, {"old", "", 0}} {
+		if err := st.PutRun(store.Run{ID: r.id}); err != nil {
+			t.Fatal(err)
+		}
+		e := store.Eval{Step: 5, PassAtK: map[int]float64{1: 0.5}, Tasks: r.tasks}
+		for range r.n {
+			e.Counts = append(e.Counts, [2]int{2, 1})
+		}
+		if err := st.PutEval(r.id, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"a"}, "compare takes two run ids"},
+		{[]string{"a", "nope"}, "nope"},
+		{[]string{"a", "b"}, "evaluated different held-out tasks (2 and 2 of them)"},
+		{[]string{"a", "c"}, "evaluated different held-out tasks (2 and 3 of them)"},
+		{[]string{"a", "old"}, "have no evaluation step in common with per-task counts"},
+		{[]string{"a", "c", "--step", "4"}, "run a has no evaluation with per-task counts at step 4"},
+	} {
+		_, err := runCmd(t, append([]string{"compare", "--store", dbPath}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("compare %v: %v; want an error saying %q", tc.args, err, tc.want)
+		}
+	}
+	out, err := runCmd(t, "compare", "--store", dbPath, "a", "a")
+	if err != nil || !strings.Contains(out, "pass@1     0.500   0.500  +0.000 ± 0.000") {
+		t.Errorf("a run against itself: %v\n%s", err, out)
 	}
 }

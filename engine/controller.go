@@ -811,9 +811,11 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	if err != nil {
 		return ev, err
 	}
-	if c.first == nil {
-		c.first = &store.Eval{Step: step, Counts: counts}
-	} else {
+	fp := envs.Fingerprint(tasks)
+	switch {
+	case c.first == nil:
+		c.first = &store.Eval{Step: step, Counts: counts, Tasks: fp}
+	case c.first.Tasks == fp:
 		ev.Since, ev.Change = c.first.Step, event.ChangeSince(c.first.Counts, counts, r.Eval.Ks)
 	}
 	var k int
@@ -829,7 +831,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	}
 	c.emit(ev)
 	if c.o.Store != nil {
-		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK, Counts: counts}); err != nil {
+		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK, Counts: counts, Tasks: fp}); err != nil {
 			return ev, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"os"
 	"strconv"
@@ -128,6 +129,16 @@ func PassAtKChange(before, after [][2]int, k int) (delta, se float64, err error)
 		ss += (x - delta) * (x - delta)
 	}
 	return delta, math.Sqrt(ss/(n-1)) / math.Sqrt(n), nil
+}
+
+// Fingerprint identifies a list of tasks by their prompts and answers, in order (FNV-64a, hex):
+// two evaluations are compared task by task only when their fingerprints agree.
+func Fingerprint(tasks []Task) string {
+	h := fnv.New64a()
+	for _, t := range tasks {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(t.Prompt), t.Prompt, len(t.Answer), t.Answer)
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
 // Fields names the JSON fields of a JSONL task file. Empty names take the first present of the

@@ -66,6 +66,24 @@ func TestPassAtKChange(t *testing.T) {
 	}
 }
 
+func TestFingerprint(t *testing.T) {
+	a := []Task{{ID: "1", Prompt: "What is 2 + 2?", Answer: "4"}, {ID: "2", Prompt: "What is 3 * 3?", Answer: "9"}}
+	same := []Task{{ID: "x", Prompt: "What is 2 + 2?", Answer: "4"}, {ID: "y", Prompt: "What is 3 * 3?", Answer: "9"}}
+	if Fingerprint(a) != Fingerprint(same) || len(Fingerprint(a)) != 16 {
+		t.Errorf("the same tasks under other ids: %s vs %s", Fingerprint(a), Fingerprint(same))
+	}
+	for name, other := range map[string][]Task{
+		"order":    {a[1], a[0]},
+		"answer":   {a[0], {Prompt: a[1].Prompt, Answer: "10"}},
+		"fewer":    a[:1],
+		"boundary": {{Prompt: "What is 2 + 2?4", Answer: ""}, a[1]},
+	} {
+		if Fingerprint(other) == Fingerprint(a) {
+			t.Errorf("%s: another task list has the same fingerprint", name)
+		}
+	}
+}
+
 func TestLoadJSONL(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {

@@ -135,7 +135,7 @@ func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 			case se.eval.Counts == nil:
 			case first == nil:
 				first = se.eval
-			default:
+			case first.Tasks == se.eval.Tasks:
 				ev.Since, ev.Change = first.Step, event.ChangeSince(first.Counts, se.eval.Counts, ev.Ks())
 			}
 			evs = append(evs, ev)
