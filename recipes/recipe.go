@@ -117,9 +117,11 @@ type Rollout struct {
 	// close tag of the chat format always end a turn and need not be listed.
 	Stop []string `mapstructure:"stop" json:"stop"`
 	// Deterministic runs the generator in lockstep: a decode step waits for every trajectory whose
-	// tool is running, and waiting trajectories take slots in a fixed order, so a run is
-	// reproducible bit for bit from its seed on the CPU. Off, steps go on while tools run (more
-	// throughput when tools are slow) and the sampled tokens depend on the tools' timing.
+	// tool is running, and waiting trajectories take slots in a fixed order, so the sampled
+	// tokens depend only on the seed and the weights, not on the tools' timing. (The weights
+	// themselves can drift between two runs: the Go backend's training step is not bit-stable;
+	// see the README.) Off, steps go on while tools run (more throughput when tools are slow)
+	// and the sampled tokens depend on the tools' timing.
 	Deterministic bool `mapstructure:"deterministic" json:"deterministic"`
 }
 
@@ -221,7 +223,8 @@ type Algorithm struct {
 	// PassK, when ≥ 1, scores each k-subset of a group by its best reward and gives every sample
 	// the mean advantage of the subsets that hold it (pass@k training); 1 is plain GRPO, 0 off.
 	// It puts the updates on tasks the policy rarely solves rather than on sharpening the ones it
-	// often does, so pass@k at large k rises with pass@1. At most rollout.group_size.
+	// often does, to keep pass@k at large k from being traded for pass@1 (on the built-in model it
+	// learned slower than GRPO; see the README). At most rollout.group_size.
 	PassK int `mapstructure:"pass_k" json:"pass_k"`
 	// StdNormalize divides group advantages by the group's standard deviation.
 	StdNormalize bool `mapstructure:"std_normalize" json:"std_normalize"`

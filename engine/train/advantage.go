@@ -62,7 +62,7 @@ func GRPO(rewards []float64, groups []int, divideStd bool, eps float64) ([]float
 // exactly from the sorted rewards: the subset whose highest is the j-th smallest of n occurs
 // C(j−1, k−1) times in C(n, k). With binary rewards this is the paper's closed form; with k = 1
 // it is GRPO. A group whose correct samples are many gives them little weight, so updates go to
-// the tasks the policy rarely solves, and pass@k at large k is not traded for pass@1.
+// the tasks the policy rarely solves.
 // A group smaller than k, or of equal rewards, gets zeros.
 func PassAtK(rewards []float64, groups []int, k int, divideStd bool, eps float64) ([]float64, error) {
 	if len(rewards) != len(groups) {
