@@ -831,7 +831,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	}
 	c.emit(ev)
 	if c.o.Store != nil {
-		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK, Counts: counts, Tasks: fp}); err != nil {
+		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK, ByLevel: ev.ByLevel, Counts: counts, Tasks: fp}); err != nil {
 			return ev, err
 		}
 	}

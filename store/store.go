@@ -229,6 +229,8 @@ type Eval struct {
 	// Counts are each held-out task's (samples, correct), in evaluation order, so a later
 	// evaluation of the same tasks (a resumed run's, say) can be compared task by task.
 	Counts [][2]int `json:"counts,omitempty"`
+	// ByLevel is pass@k over the tasks of each difficulty level, when the tasks have levels.
+	ByLevel map[string]map[int]float64 `json:"by_level,omitempty"`
 	// Tasks fingerprints the evaluated tasks (their prompts and answers, in order), so counts are
 	// compared only between evaluations of the same tasks.
 	Tasks string `json:"tasks,omitempty"`

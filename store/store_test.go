@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,7 +117,9 @@ func TestMetricsEvalsTrajectories(t *testing.T) {
 	s.PutRun(Run{ID: "r", Name: "hybrid", Recipe: "retool.yaml", Status: "running", TotalSteps: 3, Created: time.Now()})
 	s.PutMetrics("r", 1, map[string]float64{"loss": 0.5})
 	s.PutMetrics("r", 2, map[string]float64{"loss": 0.25})
-	s.PutEval("r", Eval{Step: 2, PassAtK: map[int]float64{1: 0.4, 8: 0.8}})
+	eval := Eval{Step: 2, PassAtK: map[int]float64{1: 0.4, 8: 0.8}, ByLevel: map[string]map[int]float64{"0": {1: 0.6, 8: 1}, "1": {1: 0.2, 8: 0.6}},
+		Counts: [][2]int{{8, 5}, {8, 1}}, Tasks: "00ff"}
+	s.PutEval("r", eval)
 	recs := []TrajectoryRecord{
 		{Step: 1, TaskID: "t1", Sample: 0, Reward: 1, Correct: true, Data: []byte(`{"turns":1}`)},
 		{Step: 1, TaskID: "t2", Sample: 1, Reward: 0, Data: bytes.Repeat([]byte("x"), 10000)},
@@ -132,6 +135,9 @@ func TestMetricsEvalsTrajectories(t *testing.T) {
 	byTask, _ := s.TrajectoriesByTask("r", "t1")
 	if len(byTask) != 2 || !byTask[1].Hinted {
 		t.Errorf("by task: %+v", byTask)
+	}
+	if evals, err := s.Evals("r"); err != nil || len(evals) != 1 || !reflect.DeepEqual(evals[0], eval) {
+		t.Errorf("evals %+v %v; want %+v", evals, err, eval)
 	}
 	m, _ := s.Metrics("r")
 	if m[2]["loss"] != 0.25 {

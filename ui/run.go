@@ -130,7 +130,7 @@ func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 		}
 		evs = append(evs, se.trajs...)
 		if se.eval != nil {
-			ev := event.Eval{Step: s, PassAtK: se.eval.PassAtK, Best: run.BestStep > 0 && s == run.BestStep}
+			ev := event.Eval{Step: s, PassAtK: se.eval.PassAtK, ByLevel: se.eval.ByLevel, Best: run.BestStep > 0 && s == run.BestStep}
 			switch {
 			case se.eval.Counts == nil:
 			case first == nil:

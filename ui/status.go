@@ -409,6 +409,13 @@ func (p *statusPane) render(w int) []string {
 			}
 			add(fmt.Sprintf("  since step %d: ", e.Since) + strings.Join(parts, "  "))
 		}
+		for _, l := range e.Levels() {
+			parts = parts[:0]
+			for _, k := range e.Ks() {
+				parts = append(parts, fmt.Sprintf("pass@%d %.3f", k, e.ByLevel[l][k]))
+			}
+			add(fmt.Sprintf("  level %s: ", l) + strings.Join(parts, "  "))
+		}
 	}
 
 	if len(d.alarms) > 0 {

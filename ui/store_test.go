@@ -38,7 +38,8 @@ func storedRun(t *testing.T) *store.Store {
 		if step == 2 {
 			counts = [][2]int{{8, 6}, {8, 4}}
 		}
-		must(st.PutEval("r1", store.Eval{Step: step, PassAtK: map[int]float64{1: 0.2 * float64(step), 8: 0.3 * float64(step)}, Counts: counts}))
+		levels := map[string]map[int]float64{"0": {1: 0.375, 8: 1}, "1": {1: 0.125 * float64(step), 8: 1}}
+		must(st.PutEval("r1", store.Eval{Step: step, PassAtK: map[int]float64{1: 0.2 * float64(step), 8: 0.3 * float64(step)}, ByLevel: levels, Counts: counts}))
 		must(st.PutEval("r0", store.Eval{Step: step, PassAtK: map[int]float64{1: 0.15 * float64(step), 8: 0.25 * float64(step)}}))
 		var recs []store.TrajectoryRecord
 		for i := 0; i < 3; i++ {
@@ -93,8 +94,9 @@ func TestStoredEvents(t *testing.T) {
 	m.Update(keyMsg("x")) // nothing
 	m.resize(120, 40)
 	press(m, "1")
-	if v := screen(t, m, 120, 40); !strings.Contains(v, "since step 1: pass@1 +0.250±0.250  pass@8 +0.000±0.000") {
-		t.Fatalf("status pane without the change since the first evaluation:\n%s", v)
+	if v := screen(t, m, 120, 40); !strings.Contains(v, "since step 1: pass@1 +0.250±0.250  pass@8 +0.000±0.000") ||
+		!strings.Contains(v, "level 1: pass@1 0.250  pass@8 1.000") {
+		t.Fatalf("status pane without the change since the first evaluation or the step-2 level lines:\n%s", v)
 	}
 	press(m, "7")
 	v := screen(t, m, 120, 40)
