@@ -65,7 +65,7 @@ func (c *Controller) advantages(batch []*traj) (hinted int, err error) {
 	case a.Name == "opd":
 		seqAdv = make([]float64, len(batch)) // the teacher alone
 	case a.PassK > 0:
-		if seqAdv, err = train.PassAtK(rewards, groups, a.PassK, a.StdNormalize, 1e-6); err != nil {
+		if seqAdv, err = train.BestOfK(rewards, groups, a.PassK, a.StdNormalize, 1e-6); err != nil {
 			return 0, err
 		}
 	case a.Baseline == "rloo":

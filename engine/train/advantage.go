@@ -54,7 +54,7 @@ func GRPO(rewards []float64, groups []int, divideStd bool, eps float64) ([]float
 	return out, nil
 }
 
-// PassAtK returns group advantages for the best of k samples rather than each sample alone
+// BestOfK returns group advantages for the best of k samples rather than each sample alone
 // (Chen et al. 2025, "Pass@k Training for Adaptively Balancing Exploration and Exploitation of
 // Large Reasoning Models"): a k-subset of a group is scored by its highest reward, and a sample's
 // advantage is the mean, over the k-subsets that contain it, of (subset score − mean subset
@@ -64,17 +64,17 @@ func GRPO(rewards []float64, groups []int, divideStd bool, eps float64) ([]float
 // it is GRPO. A group whose correct samples are many gives them little weight, so updates go to
 // the tasks the policy rarely solves.
 // A group smaller than k, or of equal rewards, gets zeros.
-func PassAtK(rewards []float64, groups []int, k int, divideStd bool, eps float64) ([]float64, error) {
+func BestOfK(rewards []float64, groups []int, k int, divideStd bool, eps float64) ([]float64, error) {
 	if len(rewards) != len(groups) {
-		return nil, fmt.Errorf("pass@k advantages: %d rewards but %d group labels", len(rewards), len(groups))
+		return nil, fmt.Errorf("best-of-k advantages: %d rewards but %d group labels", len(rewards), len(groups))
 	}
 	if k < 1 {
-		return nil, fmt.Errorf("pass@k advantages: k = %d; want ≥ 1", k)
+		return nil, fmt.Errorf("best-of-k advantages: k = %d; want ≥ 1", k)
 	}
 	if math.IsNaN(eps) || eps < 0 {
-		return nil, fmt.Errorf("pass@k advantages: eps %v; want ≥ 0", eps)
+		return nil, fmt.Errorf("best-of-k advantages: eps %v; want ≥ 0", eps)
 	}
-	if err := finite("pass@k advantages", rewards); err != nil {
+	if err := finite("best-of-k advantages", rewards); err != nil {
 		return nil, err
 	}
 	members := map[int][]int{}

@@ -266,12 +266,12 @@ func bestOfKBrute(r []float64, k int) (mean, std float64, per []float64) {
 	return mean, math.Sqrt(std), per
 }
 
-func TestPassAtKAdvantages(t *testing.T) {
+func TestBestOfK(t *testing.T) {
 	// The paper's closed form, n = 8, k = 4, one correct: mean group score 1 − C(7,4)/C(8,4) = 1/2,
 	// std 1/2; the correct sample (1 − 1/2)/(1/2) = 1, each wrong one (1/2 − C(6,3)/C(7,3))/(1/2) = −1/7.
 	one := []float64{0, 0, 1, 0, 0, 0, 0, 0}
 	g8 := make([]int, 8)
-	got, err := PassAtK(one, g8, 4, true, 0)
+	got, err := BestOfK(one, g8, 4, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestPassAtKAdvantages(t *testing.T) {
 	// k = 1 is GRPO.
 	rs := []float64{0.2, 1.2, -0.1, 0.2, 1.2, 0, 0.7, 0.2, 5, 5, 5}
 	gs := []int{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1}
-	a1, _ := PassAtK(rs, gs, 1, true, 1e-6)
+	a1, _ := BestOfK(rs, gs, 1, true, 1e-6)
 	grpo, _ := GRPO(rs, gs, true, 1e-6)
 	for i := range a1 {
 		if math.Abs(a1[i]-grpo[i]) > 1e-12 {
@@ -297,7 +297,7 @@ func TestPassAtKAdvantages(t *testing.T) {
 	// Any k, real-valued rewards with ties, against enumeration of every subset.
 	for k := 1; k <= 8; k++ {
 		for _, divide := range []bool{false, true} {
-			got, err := PassAtK(rs, gs, k, divide, 0)
+			got, err := BestOfK(rs, gs, k, divide, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -324,8 +324,8 @@ func TestPassAtKAdvantages(t *testing.T) {
 		k   int
 		eps float64
 	}{{one, g8[:7], 4, 0}, {one, g8, 0, 0}, {one, g8, 4, -1}, {[]float64{math.NaN(), 1}, []int{0, 0}, 1, 0}} {
-		if _, err := PassAtK(bad.r, bad.g, bad.k, true, bad.eps); err == nil {
-			t.Errorf("PassAtK(%v, %v, k=%d, eps=%v) accepted", bad.r, bad.g, bad.k, bad.eps)
+		if _, err := BestOfK(bad.r, bad.g, bad.k, true, bad.eps); err == nil {
+			t.Errorf("BestOfK(%v, %v, k=%d, eps=%v) accepted", bad.r, bad.g, bad.k, bad.eps)
 		}
 	}
 }
