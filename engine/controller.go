@@ -318,7 +318,8 @@ func (c *Controller) waitIfPaused(ctx context.Context) {
 }
 
 // MarkBest overrides the automatic choice of the best checkpoint: the run record names step as
-// its best from now on, and the end of the run keeps that choice.
+// its best from now on (pinned, so a resumed run keeps the choice too), checkpoint retention
+// never deletes it, and the end of the run keeps that choice.
 func (c *Controller) MarkBest(step int) error {
 	if c.o.Store == nil {
 		return errors.New("engine: this run has no store to mark a checkpoint in")
@@ -327,7 +328,7 @@ func (c *Controller) MarkBest(step int) error {
 		return fmt.Errorf("mark best: step %d has no checkpoint: %w", step, err)
 	}
 	c.manualBest.Store(int64(step))
-	return c.updateRun(func(r *store.Run) { r.BestStep = step })
+	return c.updateRun(func(r *store.Run) { r.BestStep, r.BestPinned = step, true })
 }
 
 // Export writes the checkpoint of step as a HuggingFace folder next to the store
@@ -429,6 +430,9 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 			return err
 		}
 		run.Status, run.StopReason = "running", ""
+		if run.BestPinned {
+			c.manualBest.Store(int64(run.BestStep))
+		}
 		if err := c.o.Store.PutRun(run); err != nil {
 			return err
 		}
@@ -922,7 +926,11 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	}
 	c.emit(event.Checkpoint{Step: step, Bytes: size, Best: step == c.bestStep})
 	if !final && c.r.Checkpoint.KeepLast > 0 {
-		if _, err := c.o.Store.Retain(c.o.RunID, "best", c.r.Checkpoint.KeepBest, c.r.Checkpoint.KeepLast); err != nil {
+		var pinned []int
+		if m := c.manualBest.Load(); m > 0 {
+			pinned = append(pinned, int(m))
+		}
+		if _, err := c.o.Store.Retain(c.o.RunID, "best", c.r.Checkpoint.KeepBest, c.r.Checkpoint.KeepLast, pinned...); err != nil {
 			return err
 		}
 	}

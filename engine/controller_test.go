@@ -40,6 +40,18 @@ func qwenTokenizer(t *testing.T) *tokenizer.Tokenizer {
 // Qwen3 tokenizer, storing into a fresh store; extra overrides the recipe fields given.
 func tinyRun(t *testing.T, extra map[string]string) (*Controller, *store.Store, chan event.Event) {
 	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c, events := tinyRunOn(t, st, extra, nil)
+	return c, st, events
+}
+
+// tinyRunOn is tinyRun on a given store, resuming from resume when it is not nil.
+func tinyRunOn(t *testing.T, st *store.Store, extra map[string]string, resume *store.Checkpoint) (*Controller, chan event.Event) {
+	t.Helper()
 	tok := qwenTokenizer(t)
 	backend, err := compute.NewWithConfig(device.GoConfig)
 	if err != nil {
@@ -67,19 +79,14 @@ func tinyRun(t *testing.T, extra map[string]string) (*Controller, *store.Store, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	events := make(chan event.Event, 1024)
 	c, err := New(Options{Recipe: r, RecipePath: "retool.yaml", RunID: "test-run", Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, Events: events, Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte("{}")}})
+		Tokenizer: tok, Store: st, Events: events, Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte("{}")}, Resume: resume})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c, st, events
+	return c, events
 }
 
 // TestControllerEndToEnd runs the real loop — generator, ReTool environment with the Starlark
@@ -286,6 +293,56 @@ func TestPauseStopMarkBestExport(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("export %s: %v", dir, err)
 		}
+	}
+}
+
+// TestMarkedBestSurvivesRetentionAndResume marks step 1 best after a one-step run, then resumes
+// the run for three more steps keeping only the last checkpoint and none by metric: step 1's
+// checkpoint must survive every retention pass, and the run must end naming it best.
+func TestMarkedBestSurvivesRetentionAndResume(t *testing.T) {
+	quick := map[string]string{"run.max_steps": "1", "eval.every": "0", "eval.at_start": "false", "checkpoint.keep_best": "0",
+		"early_stop.patience": "0", "early_stop.max_drop": "0"}
+	c, st, events := tinyRun(t, quick)
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(context.Background()); close(events) }()
+	for range events {
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MarkBest(1); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := st.LoadCheckpoint("test-run", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick["run.max_steps"], quick["checkpoint.keep_last"] = "4", "1"
+	c2, events2 := tinyRunOn(t, st, quick, cp)
+	go func() { errc <- c2.Run(context.Background()); close(events2) }()
+	var end event.RunEnd
+	for e := range events2 {
+		if v, ok := e.(event.RunEnd); ok {
+			end = v
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	ms, err := st.Checkpoints("test-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		steps = append(steps, m.Step)
+	}
+	if fmt.Sprint(steps) != "[1 4]" {
+		t.Errorf("checkpoints kept %v; want [1 4] (the marked best and the last)", steps)
+	}
+	run, err := st.GetRun("test-run")
+	if err != nil || run.BestStep != 1 || !run.BestPinned || end.BestStep != 1 {
+		t.Errorf("stored run best %d pinned %v (%v), run end best %d; want best step 1, pinned", run.BestStep, run.BestPinned, err, end.BestStep)
 	}
 }
 

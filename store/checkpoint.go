@@ -310,14 +310,18 @@ func (s *Store) DeleteCheckpoint(run string, step int) error {
 	})
 }
 
-// Retain keeps the best k checkpoints of a run by metric (higher is better) and the last n,
-// deletes the others and collects their chunks. It returns the deleted steps.
-func (s *Store) Retain(run, metric string, bestK, lastN int) ([]int, error) {
+// Retain keeps the best k checkpoints of a run by metric (higher is better), the last n and
+// the pinned steps (a checkpoint the user marked best), deletes the others and collects their
+// chunks. It returns the deleted steps.
+func (s *Store) Retain(run, metric string, bestK, lastN int, pinned ...int) ([]int, error) {
 	all, err := s.Checkpoints(run)
 	if err != nil {
 		return nil, err
 	}
 	keep := map[int]bool{}
+	for _, step := range pinned {
+		keep[step] = true
+	}
 	for i := max(0, len(all)-lastN); i < len(all); i++ {
 		keep[all[i].Step] = true
 	}

@@ -148,6 +148,7 @@ type Run struct {
 	Status     string    `json:"status"` // running | finished | stopped | failed
 	StopReason string    `json:"stop_reason,omitempty"`
 	BestStep   int       `json:"best_step"`
+	BestPinned bool      `json:"best_pinned,omitempty"` // BestStep is the user's choice: kept by retention and across resume
 	TotalSteps int       `json:"total_steps"`
 }
 

@@ -112,6 +112,42 @@ func TestRetentionAndGC(t *testing.T) {
 	}
 }
 
+// TestRetainPinned keeps a pinned step (the user's best mark) that neither the metric nor
+// recency would keep, and deletes nothing else extra.
+func TestRetainPinned(t *testing.T) {
+	for _, tc := range []struct {
+		pinned []int
+		want   string
+	}{
+		{nil, "[1 2 3]"},
+		{[]int{2}, "[1 3]"},
+		{[]int{4}, "[1 2 3]"},  // already kept as the metric's best
+		{[]int{1, 9}, "[2 3]"}, // a step without a checkpoint changes nothing else
+		{[]int{1, 2, 3}, "[]"}, // everything pinned
+	} {
+		s, _ := openTemp(t)
+		for step := 1; step <= 6; step++ {
+			if err := s.SaveCheckpoint(checkpoint("r", step, byte(step))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deleted, err := s.Retain("r", "pass@1", 1, 2, tc.pinned...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(deleted); got != tc.want {
+			t.Errorf("pinned %v: deleted %v; want %s", tc.pinned, deleted, tc.want)
+		}
+		for _, step := range tc.pinned {
+			if step <= 6 {
+				if err := s.Verify("r", step); err != nil {
+					t.Errorf("pinned %v: checkpoint %d: %v", tc.pinned, step, err)
+				}
+			}
+		}
+	}
+}
+
 func TestMetricsEvalsTrajectories(t *testing.T) {
 	s, _ := openTemp(t)
 	s.PutRun(Run{ID: "r", Name: "hybrid", Recipe: "retool.yaml", Status: "running", TotalSteps: 3, Created: time.Now()})
