@@ -423,7 +423,7 @@ type traj struct {
 // Run executes the recipe until max_steps, early stopping, StopAfterStep or ctx's end.
 func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.r
-	c.emit(event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path})
+	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path}
 	if c.o.Store != nil && c.o.Resume != nil {
 		run, err := c.o.Store.GetRun(c.o.RunID)
 		if err != nil {
@@ -432,11 +432,14 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		run.Status, run.StopReason = "running", ""
 		if run.BestPinned {
 			c.manualBest.Store(int64(run.BestStep))
+			start.MarkedBest = run.BestStep
 		}
 		if err := c.o.Store.PutRun(run); err != nil {
 			return err
 		}
-	} else if c.o.Store != nil {
+	}
+	c.emit(start)
+	if c.o.Store != nil && c.o.Resume == nil {
 		yaml, _ := json.Marshal(r)
 		if err := c.o.Store.PutRun(store.Run{ID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps}); err != nil {
 			return err
@@ -450,7 +453,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		if c.o.Store != nil {
 			_ = c.updateRun(func(run *store.Run) { run.Status, run.StopReason, run.BestStep = status, reason, c.bestChoice() })
 		}
-		c.emit(event.RunEnd{Status: status, Reason: reason, BestStep: c.bestChoice()})
+		c.emit(event.RunEnd{Status: status, Reason: reason, BestStep: c.bestChoice(), Marked: c.manualBest.Load() > 0})
 	}()
 	c.emit(c.ledger())
 	if r.Eval.AtStart && c.o.Resume == nil {

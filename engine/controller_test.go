@@ -321,10 +321,17 @@ func TestMarkedBestSurvivesRetentionAndResume(t *testing.T) {
 	c2, events2 := tinyRunOn(t, st, quick, cp)
 	go func() { errc <- c2.Run(context.Background()); close(events2) }()
 	var end event.RunEnd
+	var start event.RunStart
 	for e := range events2 {
-		if v, ok := e.(event.RunEnd); ok {
+		switch v := e.(type) {
+		case event.RunStart:
+			start = v
+		case event.RunEnd:
 			end = v
 		}
+	}
+	if start.MarkedBest != 1 || !end.Marked {
+		t.Errorf("resumed run start %+v, end %+v; want the mark of step 1 announced at both", start, end)
 	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)

@@ -82,6 +82,9 @@ func (d *runData) apply(e event.Event) change {
 	switch v := e.(type) {
 	case event.RunStart:
 		d.start, d.started = v, true
+		if v.MarkedBest > 0 {
+			d.bestOverride = v.MarkedBest
+		}
 		return chRun
 	case event.Phase:
 		if v.Step > d.step {
@@ -166,6 +169,9 @@ func (d *runData) apply(e event.Event) change {
 	case event.RunEnd:
 		end := v
 		d.end, d.progress, d.paused = &end, nil, false
+		if v.Marked {
+			d.bestOverride = v.BestStep
+		}
 		return chRun | chPhase
 	case event.Error:
 		d.errs = append(d.errs, v.Message)

@@ -139,6 +139,9 @@ func PlainLine(e event.Event) string {
 		if v.Reason != "" {
 			s += ": " + v.Reason
 		}
+		if v.Marked {
+			return s + fmt.Sprintf(" (best step %d, marked by hand)", v.BestStep)
+		}
 		return s + fmt.Sprintf(" (best step %d)", v.BestStep)
 	case event.Error:
 		return "error: " + v.Message

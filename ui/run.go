@@ -148,7 +148,7 @@ func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 	switch run.Status {
 	case "", "running":
 	default:
-		evs = append(evs, event.RunEnd{Status: run.Status, Reason: run.StopReason, BestStep: run.BestStep})
+		evs = append(evs, event.RunEnd{Status: run.Status, Reason: run.StopReason, BestStep: run.BestStep, Marked: run.BestPinned})
 	}
 	return evs, nil
 }

@@ -88,6 +88,29 @@ func TestStoredEvents(t *testing.T) {
 	if _, err := StoredEvents(st, "nope"); err == nil {
 		t.Fatal("no error for a run that is not stored")
 	}
+	// a best checkpoint marked by hand reads back as the user's mark
+	run, _ := st.GetRun("r1")
+	run.BestStep, run.BestPinned = 1, true
+	if err := st.PutRun(run); err != nil {
+		t.Fatal(err)
+	}
+	marked, err := StoredEvents(st, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv := newModel(config{initial: marked, store: st, runID: "r1", memSample: func() uint64 { return 1 }})
+	mv.resize(120, 40)
+	press(mv, "7")
+	if end := marked[len(marked)-1].(event.RunEnd); !end.Marked || end.BestStep != 1 {
+		t.Fatalf("end of the marked run %+v", end)
+	}
+	if v := screen(t, mv, 120, 40); !strings.Contains(v, "★ manual") {
+		t.Fatalf("checkpoints pane of a run marked by hand without ★ manual:\n%s", v)
+	}
+	run.BestStep, run.BestPinned = 2, false
+	if err := st.PutRun(run); err != nil {
+		t.Fatal(err)
+	}
 
 	// the read-only view of it, with r0 overlaid on the curves
 	m := newModel(config{initial: evs, store: st, runID: "r1", memSample: func() uint64 { return 1 }})

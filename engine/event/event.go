@@ -24,6 +24,7 @@ type RunStart struct {
 	TotalSteps int    `json:"total_steps"`
 	Backend    string `json:"backend"`
 	Model      string `json:"model"`
+	MarkedBest int    `json:"marked_best,omitempty"` // a resumed run's checkpoint the user marked best, 0 when none
 }
 
 // Phase names, in the order a step runs them.
@@ -289,6 +290,7 @@ type RunEnd struct {
 	Status   string `json:"status"` // finished | stopped | failed
 	Reason   string `json:"reason,omitempty"`
 	BestStep int    `json:"best_step"`
+	Marked   bool   `json:"marked,omitempty"` // BestStep is the user's mark, not the automatic choice
 }
 
 // Error is a non-fatal problem worth showing.
