@@ -87,6 +87,9 @@ type Controller struct {
 	first     *store.Eval
 	lastSaved int
 	start     int // first step to run (1, or the step after a resumed checkpoint)
+	// phases holds the seconds each phase of step phasesStep took, stored with the step.
+	phases     map[string]float64
+	phasesStep int
 	// skipSync, when set (tests only), leaves the inference weights of that step stale: the
 	// mis-synced copy the log-prob probe exists to catch.
 	skipSync func(step int) bool
@@ -460,6 +463,9 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		if _, err := c.evaluate(ctx, 0); err != nil {
 			return err
 		}
+		if err := c.storePhases(0); err != nil {
+			return err
+		}
 	}
 	for step = c.start; step <= r.Run.MaxSteps; step++ {
 		c.waitIfPaused(ctx)
@@ -497,7 +503,20 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 }
 
 func (c *Controller) phase(step int, name string, start time.Time) {
-	c.emit(event.Phase{Step: step, Phase: name, Seconds: time.Since(start).Seconds()})
+	s := time.Since(start).Seconds()
+	c.emit(event.Phase{Step: step, Phase: name, Seconds: s})
+	if c.phases == nil || c.phasesStep != step {
+		c.phases, c.phasesStep = map[string]float64{}, step
+	}
+	c.phases[name] += s
+}
+
+// storePhases keeps step's phase times, so that a stored run's view shows where its time went.
+func (c *Controller) storePhases(step int) error {
+	if c.o.Store == nil || c.phasesStep != step || len(c.phases) == 0 {
+		return nil
+	}
+	return c.o.Store.PutPhases(c.o.RunID, step, c.phases)
 }
 
 // step is one training step.
@@ -645,7 +664,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 		}
 	}
 	c.phase(step, "save", t0)
-	return nil
+	return c.storePhases(step)
 }
 
 func (c *Controller) trajectoryEvent(step int, t *traj) event.Trajectory {

@@ -98,6 +98,7 @@ func TestControllerEndToEnd(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(context.Background()); close(events) }()
 	phases := map[string]int{}
+	seconds := map[int]map[string]float64{} // step → phase → seconds, as emitted
 	counts := map[string]int{}
 	var end event.RunEnd
 	var evals []event.Eval
@@ -108,6 +109,10 @@ func TestControllerEndToEnd(t *testing.T) {
 			evals = append(evals, v)
 		case event.Phase:
 			phases[v.Phase]++
+			if seconds[v.Step] == nil {
+				seconds[v.Step] = map[string]float64{}
+			}
+			seconds[v.Step][v.Phase] += v.Seconds
 			if v.Seconds < 0 {
 				t.Errorf("phase %s took %v s", v.Phase, v.Seconds)
 			}
@@ -159,6 +164,11 @@ func TestControllerEndToEnd(t *testing.T) {
 	trajs, _ := st.Trajectories("test-run", 2)
 	if len(trajs) != 4 {
 		t.Errorf("%d trajectories stored for step 2; want 4", len(trajs))
+	}
+	// every step's phase times are stored as emitted, the start evaluation's under step 0
+	stored, err := st.Phases("test-run")
+	if err != nil || !reflect.DeepEqual(stored, seconds) || len(stored[0]) != 1 || len(stored[2]) != 8 {
+		t.Errorf("stored phase times %v (%v); want the emitted %v", stored, err, seconds)
 	}
 }
 

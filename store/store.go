@@ -28,6 +28,7 @@ var (
 	bRuns    = []byte("runs")
 	bMetrics = []byte("metrics")      // run → step → JSON map
 	bEvals   = []byte("evals")        // run → step → JSON Eval
+	bPhases  = []byte("phases")       // run → step → JSON map of phase → seconds
 	bTraj    = []byte("trajectories") // run → step|task|sample → record
 	bCkpt    = []byte("checkpoints")  // run → step → JSON Manifest
 	bBlobs   = []byte("blobs")        // sha256 → chunk bytes
@@ -107,6 +108,19 @@ func (s *Store) checkSchema() error {
 		return nil
 	}
 	err := s.db.View(check)
+	if err == nil && !s.readOnly {
+		// A store written before a bucket existed gets it now (same schema: only additions).
+		return s.db.Update(func(tx *bolt.Tx) error {
+			for _, b := range allBuckets {
+				if tx.Bucket(b) == nil {
+					if _, err := tx.CreateBucket(b); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
 	if !errors.Is(err, errNoMeta) {
 		return err
 	}
@@ -114,7 +128,7 @@ func (s *Store) checkSchema() error {
 		return fmt.Errorf("store %s is empty", s.path)
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bMeta, bRuns, bMetrics, bEvals, bTraj, bCkpt, bBlobs} {
+		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -124,6 +138,8 @@ func (s *Store) checkSchema() error {
 }
 
 var errNoMeta = errors.New("no meta bucket")
+
+var allBuckets = [][]byte{bMeta, bRuns, bMetrics, bEvals, bPhases, bTraj, bCkpt, bBlobs}
 
 // Close closes the file.
 func (s *Store) Close() error { return s.db.Close() }
@@ -197,6 +213,12 @@ func (s *Store) Runs() ([]Run, error) {
 // stepBucket returns (creating when writing) the per-run sub-bucket of a top-level bucket.
 func stepBucket(tx *bolt.Tx, top []byte, run string, create bool) (*bolt.Bucket, error) {
 	b := tx.Bucket(top)
+	if b == nil { // a read-only store written before this bucket existed
+		if !create {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("store: no %s bucket", top)
+	}
 	if !create {
 		return b.Bucket([]byte(run)), nil
 	}
@@ -210,8 +232,24 @@ func (s *Store) PutMetrics(run string, step int, m map[string]float64) error {
 
 // Metrics returns every step's metrics of a run, by step.
 func (s *Store) Metrics(run string) (map[int]map[string]float64, error) {
+	return s.stepMaps(bMetrics, run)
+}
+
+// PutPhases records how long each phase of one step took, in seconds (rollout, score, …, save).
+func (s *Store) PutPhases(run string, step int, seconds map[string]float64) error {
+	return s.putJSON(bPhases, run, u64(uint64(step)), seconds)
+}
+
+// Phases returns every step's phase times of a run, by step; runs stored before phase times
+// were kept have none.
+func (s *Store) Phases(run string) (map[int]map[string]float64, error) {
+	return s.stepMaps(bPhases, run)
+}
+
+// stepMaps reads a bucket of per-step JSON maps.
+func (s *Store) stepMaps(top []byte, run string) (map[int]map[string]float64, error) {
 	out := map[int]map[string]float64{}
-	err := s.forEach(bMetrics, run, func(k, v []byte) error {
+	err := s.forEach(top, run, func(k, v []byte) error {
 		var m map[string]float64
 		if err := json.Unmarshal(v, &m); err != nil {
 			return err

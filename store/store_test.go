@@ -84,6 +84,49 @@ func TestCheckpointRoundTripAndDedup(t *testing.T) {
 	}
 }
 
+// TestPhases round-trips phase times, and opens a store written before they were kept (no
+// phases bucket): read-only it has none and says so without error; writable it gains the bucket
+// and keeps everything it held.
+func TestPhases(t *testing.T) {
+	s, path := openTemp(t)
+	want := map[int]map[string]float64{0: {"eval": 1.5}, 1: {"rollout": 0.25, "train": 2, "save": 0.125}}
+	for step, p := range want {
+		if err := s.PutPhases("r", step, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutMetrics("r", 1, map[string]float64{"loss": 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Phases("r"); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("phases %v (%v); want %v", got, err, want)
+	}
+	// make it an older store: drop the bucket
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bPhases) }); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ro.Phases("r"); err != nil || len(got) != 0 {
+		t.Errorf("read-only older store: phases %v (%v); want none, no error", got, err)
+	}
+	ro.Close()
+	rw, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	if err := rw.PutPhases("r", 2, map[string]float64{"train": 1}); err != nil {
+		t.Errorf("writable older store: %v", err)
+	}
+	if m, err := rw.Metrics("r"); err != nil || m[1]["loss"] != 0.5 {
+		t.Errorf("metrics after the upgrade %v (%v); want step 1's loss 0.5 kept", m, err)
+	}
+}
+
 func TestRetentionAndGC(t *testing.T) {
 	s, _ := openTemp(t)
 	for step := 1; step <= 6; step++ {

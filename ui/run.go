@@ -66,9 +66,9 @@ func RunTUI(ctx context.Context, o Options) error {
 const memEvery = 2 * time.Second
 
 // StoredEvents rebuilds a stored run's events for the read-only view: RunStart from the run,
-// then step by step its metrics, trajectories, evaluation and checkpoint (the run's best step
-// flagged Best), and RunEnd when the run has an end status. Phase timings, ledgers and alarms
-// are not stored and so not shown.
+// then step by step its phase times, metrics, trajectories, evaluation and checkpoint (the run's
+// best step flagged Best), and RunEnd when the run has an end status. Ledgers and alarms are
+// not stored and so not shown.
 func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 	run, err := st.GetRun(runID)
 	if err != nil {
@@ -90,7 +90,12 @@ func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
+	phases, err := st.Phases(runID)
+	if err != nil {
+		return nil, err
+	}
 	type stepEvents struct {
+		phases  map[string]float64
 		metrics map[string]float64
 		trajs   []event.Event
 		eval    *store.Eval
@@ -105,6 +110,9 @@ func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 	}
 	for s, m := range metrics {
 		at(s).metrics = m
+	}
+	for s, p := range phases {
+		at(s).phases = p
 	}
 	for i := range evals {
 		at(evals[i].Step).eval = &evals[i]
@@ -125,6 +133,11 @@ func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 	var first *store.Eval // the first evaluation with per-task counts, as the controller compares
 	for _, s := range order {
 		se := steps[s]
+		for _, name := range event.Phases() {
+			if sec, ok := se.phases[name]; ok {
+				evs = append(evs, event.Phase{Step: s, Phase: name, Seconds: sec})
+			}
+		}
 		if se.metrics != nil {
 			evs = append(evs, event.StepMetrics{Step: s, Metrics: se.metrics})
 		}

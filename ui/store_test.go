@@ -33,6 +33,7 @@ func storedRun(t *testing.T) *store.Store {
 	must(st.PutRun(store.Run{ID: "r0", Name: "baseline", Recipe: "recipes/grpo.yaml", Created: now, Status: "finished", BestStep: 1, TotalSteps: 2}))
 	for step := 1; step <= 2; step++ {
 		must(st.PutMetrics("r1", step, map[string]float64{"reward_mean": 0.1 * float64(step)}))
+		must(st.PutPhases("r1", step, map[string]float64{"train": 1.25 * float64(step), "rollout": 0.5}))
 		// Per-task counts: pass@1 goes 0.25, 0.5 → 0.75, 0.5 (change +0.25 ± 0.25); pass@8 is 1 throughout.
 		counts := [][2]int{{8, 2}, {8, 4}}
 		if step == 2 {
@@ -66,20 +67,20 @@ func TestStoredEvents(t *testing.T) {
 	for _, e := range evs {
 		types = append(types, e.Type())
 	}
-	want := "run_start metrics trajectory trajectory trajectory eval checkpoint metrics trajectory trajectory trajectory eval checkpoint run_end"
+	want := "run_start phase phase metrics trajectory trajectory trajectory eval checkpoint phase phase metrics trajectory trajectory trajectory eval checkpoint run_end"
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("events:\n%s\nwant\n%s", got, want)
 	}
-	if ck := evs[12].(event.Checkpoint); !ck.Best || ck.Step != 2 || ck.Bytes != 16 || ck.ID != "r1/2" {
+	if ck := evs[16].(event.Checkpoint); !ck.Best || ck.Step != 2 || ck.Bytes != 16 || ck.ID != "r1/2" {
 		t.Fatalf("checkpoint event %+v", ck)
 	}
-	if ev := evs[5].(event.Eval); ev.Change != nil {
+	if ev := evs[7].(event.Eval); ev.Change != nil {
 		t.Fatalf("the first evaluation has a change: %+v", ev)
 	}
-	if ev := evs[11].(event.Eval); ev.Since != 1 || !reflect.DeepEqual(ev.Change, map[int]event.Delta{1: {Mean: 0.25, SE: 0.25}, 8: {}}) {
+	if ev := evs[15].(event.Eval); ev.Since != 1 || !reflect.DeepEqual(ev.Change, map[int]event.Delta{1: {Mean: 0.25, SE: 0.25}, 8: {}}) {
 		t.Fatalf("step 2 evaluation %+v; want pass@1 +0.25 ± 0.25 and pass@8 +0 ± 0 since step 1", ev)
 	}
-	if tr := evs[2].(event.Trajectory); len(tr.Turns) == 0 || len(tr.Pieces) == 0 {
+	if tr := evs[4].(event.Trajectory); len(tr.Turns) == 0 || len(tr.Pieces) == 0 {
 		t.Fatalf("the stored trajectory lost its turns: %+v", tr)
 	}
 	if end := evs[len(evs)-1].(event.RunEnd); end.Status != "finished" || end.BestStep != 2 {
@@ -120,6 +121,9 @@ func TestStoredEvents(t *testing.T) {
 	if v := screen(t, m, 120, 40); !strings.Contains(v, "since step 1: pass@1 +0.250±0.250  pass@8 +0.000±0.000") ||
 		!strings.Contains(v, "level 1: pass@1 0.250  pass@8 1.000") {
 		t.Fatalf("status pane without the change since the first evaluation or the step-2 level lines:\n%s", v)
+	}
+	if v := screen(t, m, 120, 40); !strings.Contains(v, "rollout      0.50s") || !strings.Contains(v, "train        2.50s") {
+		t.Fatalf("status pane without the stored phase times of step 2 (rollout 0.50s, train 2.50s):\n%s", v)
 	}
 	press(m, "7")
 	v := screen(t, m, 120, 40)
