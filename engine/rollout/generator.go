@@ -467,11 +467,26 @@ func (g *Generator) admit() {
 
 // lockstepReady admits what can be admitted and says whether a step may run now: every held
 // slot has a request, and no free slot waits for a ticket still to arrive; g.mu held.
+//
+// Admission waits until every held slot has settled (asked for more or been given back): when
+// two sessions finish in the same step, which of them gives its slot back first is goroutine
+// timing, and admitting as each slot frees would hand the next ticket whichever came first.
+// Settled, the free slots are the same whatever the timing and go lowest first, so each
+// trajectory runs in the same slot with the same neighbours, and its log-probs are the same to
+// the bit, not only its tokens.
 func (g *Generator) lockstepReady() bool {
+	if !g.settled() {
+		return false
+	}
 	g.admit()
 	if len(g.free) > 0 && g.admitNext < g.reserved {
 		return false
 	}
+	return g.settled() // the sessions just admitted have yet to ask
+}
+
+// settled says whether every held slot has a request; g.mu held.
+func (g *Generator) settled() bool {
 	for _, s := range g.slots {
 		if s.held && s.gen == nil {
 			return false

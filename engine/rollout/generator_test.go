@@ -384,7 +384,8 @@ func TestReleaseAndRestoreCache(t *testing.T) {
 }
 
 // TestLockstepIsReproducible runs ten three-turn sessions through three slots twice, with tool
-// calls of random length and sessions arriving in random order, and checks that a lockstep
+// calls of random length, sessions arriving in random order and giving their slots back after a
+// random delay (so several may be freed in any order), and checks that a lockstep
 // generator runs the very same steps (same shapes, same slots, same positions) and samples the
 // same tokens both times. Without lockstep the step sequence follows the tools' timing.
 func TestLockstepIsReproducible(t *testing.T) {
@@ -434,6 +435,7 @@ func TestLockstepIsReproducible(t *testing.T) {
 					time.Sleep(delays[10+3*i%30]) // the "tool"
 					next = []int32{5, 6, int32(7 + turn)}
 				}
+				time.Sleep(delays[(7*i+1)%40]) // scoring before the slot is given back
 			}()
 		}
 		wg.Wait()
@@ -455,6 +457,59 @@ func TestLockstepIsReproducible(t *testing.T) {
 	}
 	if n := strings.Count(steps1, "\n") + 1; n < 30 {
 		t.Errorf("only %d steps: the workload is too small to mean anything", n)
+	}
+}
+
+// TestLockstepSlotsDoNotFollowCloseOrder: two sessions finish in the same step and give their
+// slots back in one order, then in the other; the third ticket must get the same slot (the
+// lowest) both times, so that every trajectory runs in the same slot whatever the goroutines'
+// timing. Admitting it as soon as the first slot frees gave it that one.
+func TestLockstepSlotsDoNotFollowCloseOrder(t *testing.T) {
+	m, cases := loadFixture(t, "qwen3-tiny")
+	run := func(firstToClose int) string {
+		g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Buckets: []int{64}, Chunks: []int{8}, Lockstep: true})
+		var steps []string
+		g.mu.Lock()
+		g.trace = func(k stepKey, active []stepSlot) {
+			line := fmt.Sprintf("%d/%d:", k.chunk, k.bucket)
+			for _, a := range active {
+				line += fmt.Sprintf(" s%d@%d+%d", a.slot.id, a.slot.pos, a.fed)
+			}
+			steps = append(steps, line)
+		}
+		g.mu.Unlock()
+		base := g.Reserve(3)
+		var wg sync.WaitGroup
+		for i := 0; i < 3; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer g.Skip(base + int64(i))
+				ctx := WithTicket(context.Background(), base+int64(i))
+				s, err := g.Open(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// The same prompt, length and seed: sessions 0 and 1 finish in the same step.
+				if _, err := s.Generate(ctx, Request{Append: cases[0].InputIDs, MaxNew: 4, Sampling: Sampling{Temperature: 1, Seed: 7}}); err != nil {
+					t.Error(err)
+				}
+				if i < 2 && i != firstToClose {
+					time.Sleep(20 * time.Millisecond)
+				}
+				s.Close()
+			}()
+		}
+		wg.Wait()
+		return strings.Join(steps, "\n")
+	}
+	a, b := run(0), run(1)
+	if a != b {
+		t.Errorf("the step sequence follows which session gave its slot back first:\n%s\n--- vs ---\n%s", a, b)
+	}
+	if !strings.Contains(a, "s0@0+") || strings.Count(a, "\n") < 4 {
+		t.Errorf("the third session did not run in slot 0 after the first two:\n%s", a)
 	}
 }
 
