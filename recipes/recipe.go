@@ -117,11 +117,11 @@ type Rollout struct {
 	// close tag of the chat format always end a turn and need not be listed.
 	Stop []string `mapstructure:"stop" json:"stop"`
 	// Deterministic runs the generator in lockstep: a decode step waits for every trajectory whose
-	// tool is running, and waiting trajectories take slots in a fixed order, so the sampled
-	// tokens depend only on the seed and the weights, not on the tools' timing. (The weights
-	// themselves can drift between two runs: the Go backend's training step is not bit-stable;
-	// see the README.) Off, steps go on while tools run (more throughput when tools are slow)
-	// and the sampled tokens depend on the tools' timing.
+	// tool is running, and waiting trajectories take freed slots in a fixed order once every
+	// running one has settled, so the sampled tokens and their log-probs (and so the whole run)
+	// depend only on the seed and the weights, not on the tools' or goroutines' timing. Off,
+	// steps go on while tools run (more throughput when tools are slow) and the sampled tokens
+	// depend on the tools' timing.
 	Deterministic bool `mapstructure:"deterministic" json:"deterministic"`
 }
 
