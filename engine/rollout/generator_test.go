@@ -383,6 +383,21 @@ func TestReleaseAndRestoreCache(t *testing.T) {
 	}
 }
 
+// traceSteps records each step g runs as "chunk/bucket: s<slot>@<pos>+<fed> …".
+func traceSteps(g *Generator) *[]string {
+	var steps []string
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.trace = func(k stepKey, active []stepSlot) {
+		line := fmt.Sprintf("%d/%d:", k.chunk, k.bucket)
+		for _, a := range active {
+			line += fmt.Sprintf(" s%d@%d+%d", a.slot.id, a.slot.pos, a.fed)
+		}
+		steps = append(steps, line)
+	}
+	return &steps
+}
+
 // TestLockstepIsReproducible runs ten three-turn sessions through three slots twice, with tool
 // calls of random length, sessions arriving in random order and giving their slots back after a
 // random delay (so several may be freed in any order), and checks that a lockstep
@@ -392,16 +407,7 @@ func TestLockstepIsReproducible(t *testing.T) {
 	m, cases := loadFixture(t, "qwen3-tiny")
 	run := func(jitter int64) (string, [][]int32) {
 		g := newGen(t, m, Config{Slots: 3, MaxLen: 128, Buckets: []int{64, 128}, Chunks: []int{8}, Lockstep: true})
-		var steps []string
-		g.mu.Lock()
-		g.trace = func(k stepKey, active []stepSlot) {
-			line := fmt.Sprintf("%d/%d:", k.chunk, k.bucket)
-			for _, a := range active {
-				line += fmt.Sprintf(" s%d@%d+%d", a.slot.id, a.slot.pos, a.fed)
-			}
-			steps = append(steps, line)
-		}
-		g.mu.Unlock()
+		steps := traceSteps(g)
 		rng := rand.New(rand.NewPCG(uint64(jitter), 0))
 		delays := make([]time.Duration, 40)
 		for i := range delays {
@@ -443,7 +449,7 @@ func TestLockstepIsReproducible(t *testing.T) {
 		if _, err := g.Generate(context.Background(), Request{Append: cases[0].InputIDs, MaxNew: 2, Sampling: Sampling{Temperature: 1, Seed: 1}}); err != nil {
 			t.Fatal(err)
 		}
-		return strings.Join(steps, "\n"), out
+		return strings.Join(*steps, "\n"), out
 	}
 	steps1, out1 := run(1)
 	steps2, out2 := run(2)
@@ -468,16 +474,7 @@ func TestLockstepSlotsDoNotFollowCloseOrder(t *testing.T) {
 	m, cases := loadFixture(t, "qwen3-tiny")
 	run := func(firstToClose int) string {
 		g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Buckets: []int{64}, Chunks: []int{8}, Lockstep: true})
-		var steps []string
-		g.mu.Lock()
-		g.trace = func(k stepKey, active []stepSlot) {
-			line := fmt.Sprintf("%d/%d:", k.chunk, k.bucket)
-			for _, a := range active {
-				line += fmt.Sprintf(" s%d@%d+%d", a.slot.id, a.slot.pos, a.fed)
-			}
-			steps = append(steps, line)
-		}
-		g.mu.Unlock()
+		steps := traceSteps(g)
 		base := g.Reserve(3)
 		var wg sync.WaitGroup
 		for i := 0; i < 3; i++ {
@@ -502,7 +499,7 @@ func TestLockstepSlotsDoNotFollowCloseOrder(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		return strings.Join(steps, "\n")
+		return strings.Join(*steps, "\n")
 	}
 	a, b := run(0), run(1)
 	if a != b {
