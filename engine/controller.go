@@ -440,14 +440,13 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		if err := c.o.Store.PutRun(run); err != nil {
 			return err
 		}
-	}
-	c.emit(start)
-	if c.o.Store != nil && c.o.Resume == nil {
+	} else if c.o.Store != nil {
 		yaml, _ := json.Marshal(r)
 		if err := c.o.Store.PutRun(store.Run{ID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps}); err != nil {
 			return err
 		}
 	}
+	c.emit(start)
 	status, reason, step := "finished", "", 0
 	defer func() {
 		if err != nil {

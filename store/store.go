@@ -107,15 +107,18 @@ func (s *Store) checkSchema() error {
 		}
 		return nil
 	}
-	err := s.db.View(check)
-	if err == nil && !s.readOnly {
-		// A store written before a bucket existed gets it now (same schema: only additions).
+	missing := false // a bucket added after the store was written (same schema: only additions)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			missing = missing || tx.Bucket(b) == nil
+		}
+		return check(tx)
+	})
+	if err == nil && missing && !s.readOnly {
 		return s.db.Update(func(tx *bolt.Tx) error {
 			for _, b := range allBuckets {
-				if tx.Bucket(b) == nil {
-					if _, err := tx.CreateBucket(b); err != nil {
-						return err
-					}
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
 				}
 			}
 			return nil
