@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -196,10 +194,4 @@ func maskAssistant(tok *tokenizer.Tokenizer, conv []tokenizer.Message) (train.Se
 		}
 	}
 	return s, true
-}
-
-// BuiltinExists reports whether a model folder holds a config.json.
-func BuiltinExists(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, "config.json"))
-	return err == nil
 }

@@ -213,6 +213,18 @@ func (s *Store) Runs() ([]Run, error) {
 	return runs, err
 }
 
+// NewestRun returns the run created last, or an error naming the file when it holds none.
+func (s *Store) NewestRun() (Run, error) {
+	runs, err := s.Runs()
+	if err != nil {
+		return Run{}, err
+	}
+	if len(runs) == 0 {
+		return Run{}, fmt.Errorf("the store %s holds no runs", s.path)
+	}
+	return runs[len(runs)-1], nil
+}
+
 // stepBucket returns (creating when writing) the per-run sub-bucket of a top-level bucket.
 func stepBucket(tx *bolt.Tx, top []byte, run string, create bool) (*bolt.Bucket, error) {
 	b := tx.Bucket(top)

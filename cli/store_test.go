@@ -1,14 +1,11 @@
-package main
+package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -16,161 +13,6 @@ import (
 	"agentrl/store"
 	"agentrl/store/safetensors"
 )
-
-func runCmd(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	t.Setenv("GOMLX_BACKEND", "go:ops_sequential") // as the device package opens it (see engine/device)
-	var out, errb bytes.Buffer
-	err := run(args, &out, &errb)
-	return out.String(), err
-}
-
-type goldenModel struct {
-	Cases []struct {
-		InputIDs           []int32   `json:"input_ids"`
-		NextTokenLogprobs  []float64 `json:"next_token_logprobs"`
-		ArgmaxPerPos       []int32   `json:"argmax_per_pos"`
-		GreedyContinuation []int32   `json:"greedy_continuation"`
-	} `json:"cases"`
-}
-
-func fixture(name string) string { return filepath.Join("testdata", "fixtures", name) }
-
-func idsArg(ids []int32) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.Itoa(int(id))
-	}
-	return strings.Join(s, ",")
-}
-
-// TestScoreAndGenerateMatchGolden runs the sub-commands a user checks a model with and compares
-// their JSON with the HF fixture.
-func TestScoreAndGenerateMatchGolden(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(fixture("qwen2-tiny"), "golden.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g goldenModel
-	if err := json.Unmarshal(data, &g); err != nil {
-		t.Fatal(err)
-	}
-	c := g.Cases[1]
-	out, err := runCmd(t, "score", "--model", fixture("qwen2-tiny"), "--ids", idsArg(c.InputIDs), "--greedy", "12", "--backend", "go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s struct {
-		NextTokenLogprobs []float64 `json:"next_token_logprobs"`
-		Argmax            []int32   `json:"argmax"`
-		Greedy            []int32   `json:"greedy"`
-	}
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		t.Fatalf("score printed %q: %v", out, err)
-	}
-	for i, want := range c.NextTokenLogprobs {
-		if math.Abs(s.NextTokenLogprobs[i]-want) > 1e-4 {
-			t.Errorf("next_token_logprobs[%d] = %v; want %v", i, s.NextTokenLogprobs[i], want)
-		}
-	}
-	if !slices.Equal(s.Argmax, c.ArgmaxPerPos) || !slices.Equal(s.Greedy, c.GreedyContinuation) {
-		t.Errorf("argmax %v greedy %v; want %v %v", s.Argmax, s.Greedy, c.ArgmaxPerPos, c.GreedyContinuation)
-	}
-
-	out, err = runCmd(t, "generate", "--model", fixture("qwen2-tiny"), "--ids", idsArg(c.InputIDs), "--max-new", "12", "--json", "--backend", "go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gen struct {
-		NewIDs     []int32   `json:"new_ids"`
-		LogProbs   []float32 `json:"logprobs"`
-		StopReason string    `json:"stop_reason"`
-	}
-	if err := json.Unmarshal([]byte(out), &gen); err != nil {
-		t.Fatalf("generate printed %q: %v", out, err)
-	}
-	if !slices.Equal(gen.NewIDs, c.GreedyContinuation) || gen.StopReason != "max_new" || len(gen.LogProbs) != 12 {
-		t.Errorf("generate = %+v; want greedy %v stopping at max_new", gen, c.GreedyContinuation)
-	}
-}
-
-func TestTokenizeMatchesGolden(t *testing.T) {
-	out, err := runCmd(t, "tokenize", "--tokenizer", fixture("qwen3-tokenizer"), "The answer is \\boxed{39}.")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		IDs    []int32  `json:"ids"`
-		Tokens []string `json:"tokens"`
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(filepath.Join(fixture("qwen3-tokenizer"), "golden.json"))
-	var g struct {
-		Encodings []struct {
-			Text string  `json:"text"`
-			IDs  []int32 `json:"ids"`
-		} `json:"encodings"`
-	}
-	json.Unmarshal(data, &g)
-	for _, e := range g.Encodings {
-		if e.Text == "The answer is \\boxed{39}." && !slices.Equal(e.IDs, got.IDs) {
-			t.Errorf("ids %v; want %v", got.IDs, e.IDs)
-		}
-	}
-}
-
-func TestPlanJSON(t *testing.T) {
-	out, err := runCmd(t, "plan", filepath.Join("recipes", "retool.yaml"), "--shape", "qwen3-0.6b", "--vram", "24GiB", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p map[string]any
-	if err := json.Unmarshal([]byte(out), &p); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"fits", "kv_slots", "micro_batch", "components", "total"} {
-		if _, ok := p[k]; !ok {
-			t.Errorf("plan --json lacks %q: %s", k, out)
-		}
-	}
-}
-
-// TestBadInputErrors: each bad invocation fails with a message naming what is wrong.
-func TestBadInputErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{nil, "no recipe or sub-command"},
-		{[]string{"frobnicate"}, `unknown sub-command "frobnicate"`},
-		{[]string{"score", "--ids", "1,2"}, "--model DIR is required"},
-		{[]string{"score", "--model", fixture("qwen3-tiny"), "--ids", "1,x"}, `"x" is not a token id`},
-		{[]string{"score", "--model", fixture("qwen3-tiny"), "--ids", "1,9999", "--backend", "go"}, "outside the vocabulary"},
-		{[]string{"score", "--model", "/no/such/model", "--ids", "1", "--backend", "go"}, "/no/such/model"},
-		{[]string{"score", "--model", fixture("qwen3-tiny"), "--ids", "1", "--dtype", "int8"}, `--dtype "int8"`},
-		{[]string{"generate", "--model", fixture("qwen3-tiny")}, "exactly one of --ids"},
-		{[]string{"tokenize", "--tokenizer", fixture("qwen3-tokenizer")}, "give TEXT or --chat"},
-		{[]string{"plan", "recipes/none.yaml", "--shape", "qwen3-4b"}, "recipes/none.yaml not found"},
-		{[]string{"plan", "recipes/retool.yaml", "--shape", "qwen9"}, `unknown shape "qwen9"`},
-		{[]string{"bench"}, "bench needs a target"},
-		{[]string{"tool"}, "tool needs a verb"},
-		{[]string{"runs", "--store", "/no/such.db"}, "/no/such.db"},
-		{[]string{"export", "--store", "x.db"}, "usage: agentrl-tui export"},
-		{[]string{"resume"}, "usage: agentrl-tui resume"},
-		{[]string{"tokenizer"}, "tokenizer needs a verb"},
-		{[]string{"tokenizer", "train", "--out", "x"}, "--corpus FILE and --out DIR are required"},
-		{[]string{"sft"}, "--out DIR is required"},
-		{[]string{"recipes/retool.yaml", "--backend", "go", "--model", "/nonexistent/model"}, "/nonexistent/model"},
-		{[]string{"recipes/retool.yaml", "--backend", "tpu"}, "tpu"},
-	} {
-		_, err := runCmd(t, tc.args...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: got %v; want an error containing %q", tc.args, err, tc.want)
-		}
-	}
-}
 
 // TestExportedCheckpointLoadsAndMatches: a model imported into the store and exported again loads
 // in the model loader and gives the fixture's logits.
@@ -234,7 +76,7 @@ func TestRecipeRunJSON(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	dbPath := filepath.Join(dir, "runs.db")
-	out, err := runCmd(t, filepath.Join("recipes", "retool.yaml"), "--model", modelDir, "--max-steps", "1", "--ui", "json", "--store", dbPath, "--backend", "go")
+	out, err := runCmd(t, recipe("retool.yaml"), "--model", modelDir, "--max-steps", "1", "--ui", "json", "--store", dbPath, "--backend", "go")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -287,15 +129,15 @@ func TestBuiltinRecipeShortRun(t *testing.T) {
 	}
 	dbPath := filepath.Join(t.TempDir(), "runs.db")
 	final := map[string]string{} // recipe → its step-2 eval line
-	for _, recipe := range []string{"retool.yaml", "retool-baseline.yaml"} {
-		t.Run(recipe, func(t *testing.T) {
-			out, err := runCmd(t, filepath.Join("recipes", recipe), "--max-steps", "2", "--ui", "plain", "--store", dbPath, "--backend", "go")
+	for _, name := range []string{"retool.yaml", "retool-baseline.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			out, err := runCmd(t, recipe(name), "--max-steps", "2", "--ui", "plain", "--store", dbPath, "--backend", "go")
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			for _, line := range strings.Split(out, "\n") {
 				if strings.HasPrefix(line, "step 2  eval pass@1=") {
-					final[recipe] = line
+					final[name] = line
 				}
 			}
 			for _, want := range []string{"step 0  eval pass@1=", "step 2  eval pass@1=", "step 2  eval change since step 0", "step 2  train", "step 2  checkpoint", "run finished"} {
@@ -303,7 +145,7 @@ func TestBuiltinRecipeShortRun(t *testing.T) {
 					t.Errorf("no %q in the run's output:\n%s", want, out)
 				}
 			}
-			if recipe == "retool-baseline.yaml" && !strings.Contains(out, "hinted_share=0 ") {
+			if name == "retool-baseline.yaml" && !strings.Contains(out, "hinted_share=0 ") {
 				t.Errorf("the baseline recipe (hinter none) hinted trajectories:\n%s", out)
 			}
 		})
@@ -340,9 +182,9 @@ func TestBuiltinRecipeShortRun(t *testing.T) {
 		t.Fatalf("compare: %v\n%s", err, out)
 	}
 	for _, r := range cmp.PassAtK {
-		for recipe, v := range map[string]float64{"retool.yaml": r.A, "retool-baseline.yaml": r.B} {
-			if want := fmt.Sprintf("pass@%d=%.3f", r.K, v); !strings.Contains(final[recipe], want) {
-				t.Errorf("compare says %s for %s; its run printed %q", want, recipe, final[recipe])
+		for name, v := range map[string]float64{"retool.yaml": r.A, "retool-baseline.yaml": r.B} {
+			if want := fmt.Sprintf("pass@%d=%.3f", r.K, v); !strings.Contains(final[name], want) {
+				t.Errorf("compare says %s for %s; its run printed %q", want, name, final[name])
 			}
 		}
 		if math.Abs(r.AMinusB-(r.A-r.B)) > 1e-12 || r.SE < 0 {

@@ -1,8 +1,7 @@
-package main
+package engine
 
 import (
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -10,32 +9,29 @@ import (
 	"path/filepath"
 )
 
-// builtinModelDir is where the built-in small model lives in the source tree (`make builtin`
-// rebuilds it). The binary carries a copy, so it runs from any directory.
-const builtinModelDir = "testdata/builtin"
+// BuiltinSourceDir is where the built-in small model lives in the source tree (`make builtin`
+// rebuilds it); the binary embeds a copy of it.
+const BuiltinSourceDir = "testdata/builtin"
 
-//go:embed testdata/builtin
-var builtinFS embed.FS
-
-// builtinModel returns a folder holding the built-in model: the source tree's when the binary runs
-// from the repository (so a freshly rebuilt model is used at once), else the embedded copy,
-// unpacked once into the user's cache directory under a name derived from its contents.
-func builtinModel() (string, error) {
-	if _, err := os.Stat(filepath.Join(builtinModelDir, "config.json")); err == nil {
-		return builtinModelDir, nil
-	}
-	sub, err := fs.Sub(builtinFS, builtinModelDir)
-	if err != nil {
-		return "", err
+// BuiltinModel returns a folder holding the built-in model: the source tree's when the process
+// runs from the repository (so a freshly rebuilt model is used at once), else the files of
+// embedded (the binary's copy: config.json, model.safetensors, tokenizer.json at its root),
+// unpacked once into the user's cache directory under a name derived from their contents.
+func BuiltinModel(embedded fs.FS) (string, error) {
+	if BuiltinExists(BuiltinSourceDir) {
+		return BuiltinSourceDir, nil
 	}
 	h := sha256.New()
-	names, err := fs.Glob(sub, "*")
+	names, err := fs.Glob(embedded, "*")
 	if err != nil {
 		return "", err
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("the built-in model is missing from this binary and there is no %s here; give --model DIR", BuiltinSourceDir)
 	}
 	files := map[string][]byte{}
 	for _, n := range names {
-		b, err := fs.ReadFile(sub, n)
+		b, err := fs.ReadFile(embedded, n)
 		if err != nil {
 			return "", err
 		}
@@ -48,7 +44,7 @@ func builtinModel() (string, error) {
 		cache = os.TempDir()
 	}
 	dir := filepath.Join(cache, "agentrl-tui", "builtin-"+hex.EncodeToString(h.Sum(nil))[:12])
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
+	if BuiltinExists(dir) {
 		return dir, nil
 	}
 	// Unpack into a fresh folder and rename it into place, so a concurrent start never sees half.
@@ -67,10 +63,16 @@ func builtinModel() (string, error) {
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		os.RemoveAll(tmp)
-		if _, statErr := os.Stat(filepath.Join(dir, "config.json")); statErr == nil {
+		if BuiltinExists(dir) {
 			return dir, nil // another process unpacked it first
 		}
 		return "", fmt.Errorf("unpacking the built-in model: %w", err)
 	}
 	return dir, nil
+}
+
+// BuiltinExists reports whether a model folder holds a config.json.
+func BuiltinExists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "config.json"))
+	return err == nil
 }

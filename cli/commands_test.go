@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestEveryCommandHelp runs `COMMAND --help` for every command in the tree: each prints its own
+// usage line and short text, and succeeds.
+func TestEveryCommandHelp(t *testing.T) {
+	var walk func(c *cobra.Command, path []string)
+	seen := 0
+	walk = func(c *cobra.Command, path []string) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" {
+				continue
+			}
+			p := append(append([]string{}, path...), sub.Name())
+			walk(sub, p)
+		}
+		seen++
+		t.Run(strings.Join(append([]string{"root"}, path...), "_"), func(t *testing.T) {
+			out, err := runCmd(t, append(path, "--help")...)
+			if err != nil {
+				t.Fatalf("%v --help: %v", path, err)
+			}
+			text := c.Long // help prints the long text when there is one, else the short
+			if text == "" {
+				text = c.Short
+			}
+			if !strings.Contains(out, "Usage:") || !strings.Contains(out, text) {
+				t.Errorf("%v --help printed no usage or not %q:\n%s", path, text, out)
+			}
+		})
+	}
+	root := newRoot(Env{})
+	root.InitDefaultCompletionCmd() // Execute adds it; the walk should see it too
+	walk(root, nil)
+	// the root, run, resume, view, runs, compare, export, plan, bench (+rollout), score, generate,
+	// tokenize, tokenizer (+train), sft, tool (+run), completion (+4 shells)
+	if seen < 23 {
+		t.Errorf("walked %d commands; want every command of the tree (23 or more)", seen)
+	}
+}
+
+// TestCommandInvocations runs one real invocation of each command not exercised elsewhere in this
+// package, in the forms a user types: the explicit run verb, --set, one-dash long flags.
+func TestCommandInvocations(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "corpus.txt")
+	if err := os.WriteFile(corpus, []byte(strings.Repeat("print(12 + 30)\n\nthe answer is 42\n\n", 20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdin string
+		want  []string
+	}{
+		{"tool run", []string{"tool", "run", "--executor", "starlark"}, "print(6 * 7)", []string{`"output":"42\n"`, `"status":"ok"`}},
+		{"tool run, one-dash flag", []string{"tool", "run", "-executor", "starlark", "-timeout", "2s"}, "print(1 + 1)", []string{`"output":"2\n"`}},
+		{"bench rollout", []string{"bench", "rollout", "--model", fixture("qwen3-tiny"), "--backend", "go", "--slots", "2", "--sequences", "2", "--prompt-len", "4", "--new", "4", "--json"}, "",
+			[]string{`"tokens":8`, `"tokens_per_s"`, `"reference_bytes_per_s"`}},
+		{"tokenizer train", []string{"tokenizer", "train", "--corpus", corpus, "--vocab", "300", "--out", filepath.Join(dir, "tok")}, "", []string{"tokenizer.json"}},
+		{"tokenize, one-dash flag", []string{"tokenize", "-tokenizer", fixture("qwen3-tokenizer"), "hello"}, "", []string{`"ids":[`, `"hello"`}},
+		{"plan, flags after the recipe", []string{"plan", recipe("retool.yaml"), "--shape", "qwen3-4b", "--vram", "96GiB"}, "", []string{"qwen3-4b"}},
+		{"completion bash", []string{"completion", "bash"}, "", []string{"bash completion", "__start_agentrl-tui"}},
+		{"completion zsh", []string{"completion", "zsh"}, "", []string{"#compdef agentrl-tui"}},
+		{"completion fish", []string{"completion", "fish"}, "", []string{"complete -c agentrl-tui"}},
+		{"help", []string{"help"}, "", []string{"Usage:", "resume", "compare", "bench"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOMLX_BACKEND", "go:ops_sequential")
+			var out, errb bytes.Buffer
+			err := Run(tc.args, Env{Stdin: strings.NewReader(tc.stdin), Stdout: &out, Stderr: &errb})
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", tc.args, err, errb.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("%v printed no %q:\n%s", tc.args, w, out.String())
+				}
+			}
+		})
+	}
+}
+
+// TestViewNeedsATerminal: view refuses to start without a terminal and says what to use instead.
+func TestViewNeedsATerminal(t *testing.T) {
+	_, err := runCmd(t, "view", "--store", filepath.Join(t.TempDir(), "x.db"))
+	if err == nil || !strings.Contains(err.Error(), "needs a terminal") {
+		t.Errorf("view without a terminal: %v; want an error saying it needs a terminal", err)
+	}
+}
+
+// TestLongFlags: one-dash long flags are rewritten where they stand as flags, never as a value.
+func TestLongFlags(t *testing.T) {
+	root := newRoot(Env{})
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"runs", "-json", "-store", "x.db"}, []string{"runs", "--json", "--store", "x.db"}},
+		{[]string{"generate", "--prompt", "-json", "-json"}, []string{"generate", "--prompt", "-json", "--json"}},
+		{[]string{"compare", "a", "b", "-step", "-1"}, []string{"compare", "a", "b", "--step", "-1"}},
+		{[]string{"x.yaml", "-max-steps=3", "-h"}, []string{"x.yaml", "--max-steps=3", "-h"}},
+		{[]string{"runs", "-nosuch"}, []string{"runs", "-nosuch"}},
+		{[]string{"tokenize", "--tokenizer", "t", "--", "-json"}, []string{"tokenize", "--tokenizer", "t", "--", "-json"}},
+	} {
+		got := longFlags(root, tc.in)
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("longFlags(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestRunFlagsOverrides: the run flags and --set become recipe keys; a malformed --set is named.
+func TestRunFlagsOverrides(t *testing.T) {
+	f := runFlags{maxSteps: 3, model: "/m", set: []string{"train.lr=1e-5", "eval.ks=1,2"}}
+	got, err := f.overrides()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"run.max_steps": "3", "model.path": "/m", "train.lr": "1e-5", "eval.ks": "1,2"}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Errorf("overrides = %s; want %s", gj, wj)
+	}
+	f = runFlags{set: []string{"train.lr"}}
+	if _, err := f.overrides(); err == nil || !strings.Contains(err.Error(), `--set "train.lr": want section.field=value`) {
+		t.Errorf("--set train.lr: %v; want an error naming it", err)
+	}
+}

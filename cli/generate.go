@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"agentrl/engine"
+	"agentrl/engine/rollout"
+	"agentrl/engine/tokenizer"
+)
+
+// generateCommand runs one request through the rollout engine.
+func generateCommand(env Env) *cobra.Command {
+	var bf backendFlags
+	var dir, ids, prompt, tokDir, dtype string
+	var maxNew, topK int
+	var temp, topP float64
+	var seed uint64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "generate --model DIR (--ids 1,2,3 | --prompt TEXT) [--max-new N] [--json]",
+		Short: "run one request through the rollout engine",
+		Long:  `With --json it prints {"new_ids", "logprobs", "stop_reason"}.`,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return errors.New("generate: --model DIR is required")
+			}
+			if (ids == "") == (prompt == "") {
+				return errors.New("generate: give exactly one of --ids 1,2,3 or --prompt TEXT")
+			}
+			var tok *tokenizer.Tokenizer
+			if prompt != "" || tokDir != "" {
+				if tokDir == "" {
+					tokDir = dir
+				}
+				var err error
+				if tok, err = tokenizer.Load(tokDir); err != nil {
+					return fmt.Errorf("generate: %w", err)
+				}
+			}
+			var in []int32
+			var err error
+			if prompt != "" {
+				in = tok.Encode(prompt)
+			} else if in, err = parseIDs(ids); err != nil {
+				return fmt.Errorf("generate: %w", err)
+			}
+			dt, err := parseDType(dtype)
+			if err != nil {
+				return fmt.Errorf("generate: %w", err)
+			}
+			m, err := bf.loadModel(env.Stderr, dir, dt)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			res, err := engine.GenerateOnce(context.Background(), m, tok, in, maxNew,
+				rollout.Sampling{Temperature: float32(temp), TopP: float32(topP), TopK: topK, Seed: seed})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(env.Stdout, struct {
+					NewIDs     []int32   `json:"new_ids"`
+					LogProbs   []float32 `json:"logprobs"`
+					StopReason string    `json:"stop_reason"`
+				}{res.IDs, res.LogProbs, string(res.Stop)})
+			}
+			if tok != nil {
+				fmt.Fprintf(env.Stdout, "%s\n", tok.Decode(res.IDs, false))
+			}
+			fmt.Fprintf(env.Stdout, "new ids: %v\nlog-probs: %v\nstop: %s\n", res.IDs, res.LogProbs, res.Stop)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	bf.register(fl)
+	fl.StringVar(&dir, "model", "", "HuggingFace model folder")
+	fl.StringVar(&ids, "ids", "", "comma-separated prompt token ids")
+	fl.StringVar(&prompt, "prompt", "", "prompt text, tokenized with --tokenizer (default: the model folder's tokenizer.json)")
+	fl.StringVar(&tokDir, "tokenizer", "", "tokenizer folder or file for --prompt and for decoding (default: --model)")
+	fl.IntVar(&maxNew, "max-new", 32, "tokens to generate at most")
+	fl.Float64Var(&temp, "temperature", 0, "sampling temperature; 0 = greedy")
+	fl.Float64Var(&topP, "top-p", 1, "nucleus sampling mass (1 = off)")
+	fl.IntVar(&topK, "top-k", 0, "top-k sampling (0 = off)")
+	fl.Uint64Var(&seed, "seed", 1, "random seed of the request")
+	fl.BoolVar(&asJSON, "json", false, "print {new_ids, logprobs, stop_reason} as JSON")
+	fl.StringVar(&dtype, "dtype", "float32", "compute dtype: float32 or bfloat16")
+	return cmd
+}

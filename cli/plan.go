@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"agentrl/engine"
+	"agentrl/engine/device"
+	"agentrl/engine/ledger"
+	"agentrl/recipes"
+)
+
+// planCommand prints the GPU memory ledger of a recipe without running anything.
+func planCommand(env Env) *cobra.Command {
+	var dir, shape, vram string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:               "plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--json]",
+		Short:             "the GPU memory ledger per phase, KV slots and micro-batch; runs nothing",
+		Args:              oneArg,
+		ValidArgsFunction: recipeFiles,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("plan: give a recipe, e.g. agentrl-tui plan recipes/retool.yaml --shape qwen3-4b --vram 96GiB")
+			}
+			r, err := recipes.Load(args[0], recipes.Options{})
+			if err != nil {
+				return err
+			}
+			var detected int64
+			mon := device.NewMonitor()
+			if rd, ok := mon.Read(); ok {
+				detected = int64(rd.TotalBytes - rd.UsedBytes)
+			}
+			mon.Close()
+			var builtin string // only a plan that names no model reads the built-in one
+			if dir == "" && shape == "" && r.Model.Path == "" {
+				if builtin, err = engine.BuiltinModel(env.Builtin); err != nil {
+					return err
+				}
+			}
+			p, err := ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, ShapeName: shape, VRAM: vram,
+				BuiltinModelDir: builtin, DetectedVRAM: detected})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return p.WriteJSON(env.Stdout)
+			}
+			return p.WriteTable(env.Stdout)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "model", "", "model folder (only config.json is read)")
+	cmd.Flags().StringVar(&shape, "shape", "", "a known shape instead of --model: "+knownShapes())
+	cmd.Flags().StringVar(&vram, "vram", "", "device memory budget, e.g. 24GiB (default: the recipe's memory.vram, auto = free GPU memory)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	return cmd
+}
+
+// knownShapes lists the shapes --shape accepts, sorted.
+func knownShapes() string {
+	names := slices.Sorted(maps.Keys(ledger.KnownShapes()))
+	return strings.Join(names, ", ")
+}

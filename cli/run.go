@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"agentrl/engine"
+	"agentrl/engine/event"
+	"agentrl/recipes"
+	"agentrl/ui"
+)
+
+// runFlags are the recipe fields a run's command line overrides; each maps to a dotted recipe key
+// that recipes.Load sets after the file and the AGENTRL_* environment.
+type runFlags struct {
+	maxSteps, seed                                      int
+	model, backend, plugin, ui, runName, store, profile string
+	set                                                 []string
+}
+
+// runCommand is the root command (agentrl-tui RECIPE.yaml) and `run RECIPE.yaml`: one recipe run.
+func runCommand(env Env, use string) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: "run a recipe in the workbench (or headless: one line or JSON object per event)",
+		Long: `Runs a recipe. Without --model (or model.path) it uses the built-in model. Any recipe field
+can be set with --set section.field=value, or in the environment as AGENTRL_<SECTION>_<FIELD>;
+the flags below are shorthands for the common ones.`,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: recipeFiles,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				if cmd.HasParent() {
+					return usagef(cmd, "run: give a recipe, e.g. agentrl-tui run recipes/retool.yaml")
+				}
+				return usagef(cmd, "no recipe or sub-command given")
+			}
+			if err := oneArg(cmd, args); err != nil {
+				return err
+			}
+			if !strings.HasSuffix(args[0], ".yaml") && !strings.HasSuffix(args[0], ".yml") {
+				msg := fmt.Sprintf("unknown sub-command %q", args[0])
+				if s := cmd.Root().SuggestionsFor(args[0]); len(s) > 0 {
+					msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+				}
+				return usagef(cmd, "%s; a recipe file ends in .yaml", msg)
+			}
+			return f.run(env, args[0])
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.maxSteps, "max-steps", 0, "override run.max_steps")
+	fl.StringVar(&f.model, "model", "", "override model.path (a HuggingFace folder with tokenizer.json)")
+	fl.StringVar(&f.backend, "backend", "", "override backend.kind: auto, go, cuda")
+	fl.StringVar(&f.plugin, "plugin", "", "override backend.plugin: the PJRT CUDA plugin (xla_cuda_plugin.so)")
+	fl.StringVar(&f.ui, "ui", "", "override ui.mode: auto, tui, plain, json")
+	fl.IntVar(&f.seed, "seed", 0, "override run.seed")
+	fl.StringVar(&f.runName, "run-name", "", "override run.name")
+	fl.StringVar(&f.store, "store", "", "override run.store (the bbolt file)")
+	fl.StringVar(&f.profile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
+	fl.StringArrayVar(&f.set, "set", nil, "set any recipe field: --set train.lr=1e-5 (repeatable; lists comma-separated: eval.ks=1,2,4,8)")
+	return cmd
+}
+
+// overrides turns the flags into recipe keys; a flag left at its zero value overrides nothing.
+func (f *runFlags) overrides() (map[string]string, error) {
+	over := map[string]string{}
+	for _, kv := range f.set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want section.field=value, e.g. --set train.lr=1e-5", kv)
+		}
+		over[strings.TrimSpace(k)] = v
+	}
+	set := func(key, v string) {
+		if v != "" && v != "0" {
+			over[key] = v
+		}
+	}
+	set("run.max_steps", strconv.Itoa(f.maxSteps))
+	set("model.path", f.model)
+	set("backend.kind", f.backend)
+	set("backend.plugin", f.plugin)
+	set("ui.mode", f.ui)
+	set("run.seed", strconv.Itoa(f.seed))
+	set("run.name", f.runName)
+	set("run.store", f.store)
+	return over, nil
+}
+
+func (f *runFlags) run(env Env, path string) error {
+	if f.profile != "" {
+		stop, err := startCPUProfile(f.profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	over, err := f.overrides()
+	if err != nil {
+		return err
+	}
+	r, err := recipes.Load(path, recipes.Options{Overrides: over})
+	if err != nil {
+		return err
+	}
+	runID := fmt.Sprintf("%s-%s", r.Run.Name, time.Now().UTC().Format("20060102-150405"))
+	return execute(env, engine.Launch{Recipe: r, RecipePath: path, RunID: runID})
+}
+
+// resumeCommand continues a stored run from its latest checkpoint with the recipe it started with.
+func resumeCommand(env Env) *cobra.Command {
+	var storePath, uiMode string
+	cmd := &cobra.Command{
+		Use:   "resume --store PATH RUN",
+		Short: "continue a run from its latest checkpoint (weights, AdamW moments, data position)",
+		Args:  oneArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("resume: usage: agentrl-tui resume --store PATH RUN (agentrl-tui runs lists the runs)")
+			}
+			r, path, err := engine.StoredRecipe(storePath, args[0])
+			if err != nil {
+				return err
+			}
+			if uiMode != "" {
+				r.UI.Mode = uiMode
+			}
+			return execute(env, engine.Launch{Recipe: r, RecipePath: path, RunID: args[0], Resume: true})
+		},
+	}
+	cmd.Flags().StringVar(&storePath, "store", "runs/agentrl.db", "the store file")
+	cmd.Flags().StringVar(&uiMode, "ui", "", "override ui.mode: auto, tui, plain, json")
+	return cmd
+}
+
+// execute runs a launch to its end with the UI its recipe asks for: the workbench, plain lines or
+// JSON Lines. Ctrl-C, SIGTERM or quitting the workbench stop the run after it saves.
+func execute(env Env, l engine.Launch) error {
+	mode, err := ui.Choose(l.Recipe.UI.Mode, isTerminal(env.Stdin), isTerminal(env.Stdout))
+	if err != nil {
+		return err
+	}
+	events := make(chan event.Event, 256)
+	l.Events, l.Log = events, env.Stderr
+	l.Builtin = func() (string, error) { return engine.BuiltinModel(env.Builtin) }
+	s, err := engine.Open(l)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- s.Run(ctx)
+		close(events)
+	}()
+	switch mode {
+	case ui.ModeJSON:
+		err = ui.JSONLines(env.Stdout, events)
+	case ui.ModeTUI:
+		err = ui.RunTUI(ctx, ui.Options{Events: events, Store: s.Store, RunID: l.RunID, Control: ui.Funcs{
+			PauseFn: s.Pause, ResumeFn: s.Resume, StopFn: s.StopAfterStep, MarkBestFn: s.MarkBest, ExportFn: s.Export}})
+		if errors.Is(err, context.Canceled) {
+			err = nil // Ctrl-C or SIGTERM: the run saves and stops below
+		}
+		// Quitting the workbench while the run goes on stops the run the way Ctrl-C does: it
+		// saves a checkpoint and records "interrupted". Drain the stream so the engine never blocks.
+		stop()
+		for range events {
+		}
+	default:
+		err = ui.Plain(env.Stdout, events)
+	}
+	if rerr := <-runErr; rerr != nil {
+		return rerr
+	}
+	if run, gerr := s.Store.GetRun(l.RunID); gerr == nil && mode == ui.ModeTUI {
+		fmt.Fprintf(env.Stdout, "run %s %s (best step %d); store %s\n", l.RunID, run.Status, run.BestStep, l.Recipe.Run.Store)
+	}
+	return err
+}
+
+// recipeFiles completes a recipe argument with YAML files.
+func recipeFiles(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
+}
+
+// startCPUProfile profiles the process into path until the returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}

@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"agentrl/engine"
+	"agentrl/store"
+	"agentrl/ui"
+)
+
+const defaultStore = "runs/agentrl.db"
+
+// runsCommand lists the runs in a store.
+func runsCommand(env Env) *cobra.Command {
+	var path string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "runs --store PATH [--json]",
+		Short: "runs in a store: status, steps, checkpoints, best pass@k per k",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := store.Open(path, store.Options{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			sums, err := s.Summaries()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(env.Stdout, sums)
+			}
+			return store.WriteTable(env.Stdout, sums)
+		},
+	}
+	cmd.Flags().StringVar(&path, "store", defaultStore, "the store file")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// compareCommand sets two stored runs' evaluations of the same held-out tasks side by side.
+func compareCommand(env Env) *cobra.Command {
+	var path string
+	var step int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "compare --store PATH RUN_A RUN_B [--step S] [--json]",
+		Short: "two runs' held-out pass@k task by task: A − B ± paired standard error",
+		Long: `Sets two runs' held-out pass@k side by side at the last step both evaluated (or --step), with
+A − B task by task and its paired standard error (per task, A's pass@k minus B's; their standard
+deviation over √tasks). Runs evaluated on other tasks are refused.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usagef(cmd, "compare takes two run ids (agentrl-tui runs --store %s lists them); got %d", path, len(args))
+			}
+			st, err := store.Open(path, store.Options{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			c, err := engine.CompareRuns(st, args[0], args[1], step)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(env.Stdout, c)
+			}
+			fmt.Fprintf(env.Stdout, "A %s\nB %s\nstep %d, %d held-out tasks; A − B task by task, ± paired standard error\n\n", c.A, c.B, c.Step, c.Tasks)
+			fmt.Fprintf(env.Stdout, "%-8s %7s %7s  %s\n", "", "A", "B", "A − B")
+			for _, r := range c.Rows {
+				fmt.Fprintf(env.Stdout, "%-8s %7.3f %7.3f  %+.3f ± %.3f\n", fmt.Sprintf("pass@%d", r.K), r.A, r.B, r.Diff, r.SE)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "store", defaultStore, "the store file")
+	cmd.Flags().IntVar(&step, "step", -1, "the evaluation step to compare (default: the last one both runs have)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// viewCommand opens a stored run read-only in the workbench.
+func viewCommand(env Env) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "view --store PATH [RUN]",
+		Short: "open a stored run (default: the newest) read-only in the workbench",
+		Args:  oneArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !isTerminal(env.Stdin) || !isTerminal(env.Stdout) {
+				return errors.New("view: the workbench needs a terminal on stdin and stdout; for a listing without one use: agentrl-tui runs --store " + path)
+			}
+			st, err := store.Open(path, store.Options{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var runID string
+			if len(args) > 0 {
+				runID = args[0]
+			} else {
+				run, err := st.NewestRun()
+				if err != nil {
+					return fmt.Errorf("view: %w", err)
+				}
+				runID = run.ID
+			}
+			initial, err := ui.StoredEvents(st, runID)
+			if err != nil {
+				return fmt.Errorf("view: %w (agentrl-tui runs --store %s lists the runs)", err, path)
+			}
+			return ui.RunTUI(context.Background(), ui.Options{Initial: initial, Store: st, RunID: runID})
+		},
+	}
+	cmd.Flags().StringVar(&path, "store", defaultStore, "the store file")
+	return cmd
+}
+
+// exportCommand writes a checkpoint as a HuggingFace folder.
+func exportCommand(env Env) *cobra.Command {
+	var path, run string
+	var step int
+	cmd := &cobra.Command{
+		Use:   "export --store PATH --run RUN [--step S] OUT_DIR",
+		Short: "write a checkpoint as a HuggingFace folder (config.json, model.safetensors, tokenizer files)",
+		Args:  oneArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if run == "" || len(args) == 0 {
+				return errors.New("export: usage: agentrl-tui export --store PATH --run RUN [--step S] OUT_DIR")
+			}
+			s, err := store.Open(path, store.Options{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if step < 0 {
+				m, err := s.LatestCheckpoint(run)
+				if err != nil {
+					return err
+				}
+				step = m.Step
+			}
+			if err := s.Export(run, step, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "exported %s step %d to %s\n", run, step, args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "store", defaultStore, "the store file")
+	cmd.Flags().StringVar(&run, "run", "", "run id (agentrl-tui runs lists them)")
+	cmd.Flags().IntVar(&step, "step", -1, "checkpoint step (default: the latest)")
+	return cmd
+}

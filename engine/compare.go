@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+
+	"agentrl/envs"
+	"agentrl/store"
+)
+
+// Comparison sets two runs' evaluations of the same held-out tasks side by side.
+type Comparison struct {
+	A     string          `json:"a"`
+	B     string          `json:"b"`
+	Step  int             `json:"step"`
+	Tasks int             `json:"tasks"`
+	Rows  []ComparisonRow `json:"pass_at_k"`
+}
+
+// ComparisonRow is one k: each run's pass@k and A − B with its paired standard error.
+type ComparisonRow struct {
+	K    int     `json:"k"`
+	A    float64 `json:"a"`
+	B    float64 `json:"b"`
+	Diff float64 `json:"a_minus_b"`
+	SE   float64 `json:"se"`
+}
+
+// CompareRuns compares runs a and b of st at evaluation step (negative: the last step both
+// evaluated): pass@k of each and A − B with its paired standard error (per task, A's pass@k minus
+// B's; their standard deviation over √tasks). Runs evaluated on other tasks are refused.
+func CompareRuns(st *store.Store, a, b string, step int) (*Comparison, error) {
+	ids := [2]string{a, b}
+	evals := [2]map[int]store.Eval{}
+	for i, id := range ids {
+		if _, err := st.GetRun(id); err != nil {
+			return nil, fmt.Errorf("compare: %w", err)
+		}
+		es, err := st.Evals(id)
+		if err != nil {
+			return nil, err
+		}
+		evals[i] = map[int]store.Eval{}
+		for _, e := range es {
+			if e.Counts != nil {
+				evals[i][e.Step] = e
+			}
+		}
+	}
+	if step < 0 {
+		for s := range evals[0] {
+			if _, ok := evals[1][s]; ok && s > step {
+				step = s
+			}
+		}
+		if step < 0 {
+			return nil, fmt.Errorf("compare: runs %s and %s have no evaluation step in common with per-task counts (runs made before this version store none)", a, b)
+		}
+	}
+	for i, id := range ids {
+		if _, ok := evals[i][step]; !ok {
+			return nil, fmt.Errorf("compare: run %s has no evaluation with per-task counts at step %d; leave out --step for the last step both have", id, step)
+		}
+	}
+	ea, eb := evals[0][step], evals[1][step]
+	if ea.Tasks != eb.Tasks || len(ea.Counts) != len(eb.Counts) {
+		return nil, fmt.Errorf("compare: runs %s and %s evaluated different held-out tasks (%d and %d of them); compare runs with the same env.tasks and eval.heldout_tasks", a, b, len(ea.Counts), len(eb.Counts))
+	}
+	c := &Comparison{A: a, B: b, Step: step, Tasks: len(ea.Counts)}
+	for k, pa := range ea.PassAtK {
+		pb, ok := eb.PassAtK[k]
+		if !ok {
+			continue
+		}
+		d, se, err := envs.PassAtKChange(eb.Counts, ea.Counts, k)
+		if err != nil {
+			return nil, fmt.Errorf("compare: pass@%d: %w", k, err)
+		}
+		c.Rows = append(c.Rows, ComparisonRow{k, pa, pb, d, se})
+	}
+	sort.Slice(c.Rows, func(i, j int) bool { return c.Rows[i].K < c.Rows[j].K })
+	return c, nil
+}

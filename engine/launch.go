@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gomlx/compute/dtypes"
+
+	"agentrl/engine/device"
+	"agentrl/engine/event"
+	"agentrl/engine/ledger"
+	"agentrl/engine/model"
+	"agentrl/engine/tokenizer"
+	"agentrl/recipes"
+	"agentrl/store"
+)
+
+// Launch describes a run to set up from a validated recipe.
+type Launch struct {
+	Recipe     *recipes.Recipe
+	RecipePath string
+	RunID      string
+	// Resume continues RunID from its latest checkpoint in the recipe's store.
+	Resume bool
+	// Builtin returns the built-in model's folder; it is called only when the recipe names no model.
+	Builtin func() (string, error)
+	Events  chan<- event.Event
+	// Log receives the few lines a user should see before the first event: which backend and why,
+	// the memory plan on a GPU, the step a resumed run starts from.
+	Log io.Writer
+}
+
+// Session is a run ready to start: its controller and the store it writes to. Close releases both.
+type Session struct {
+	*Controller
+	Store *store.Store
+	mon   *device.Monitor
+}
+
+// Close releases the controller, the NVML monitor and the store, in that order.
+func (s *Session) Close() {
+	s.Controller.Close()
+	s.mon.Close()
+	s.Store.Close()
+}
+
+// Open sets a run up: it opens the backend the recipe asks for, loads the tokenizer, the policy
+// and the reference model, opens the store (and, to resume, the run's latest checkpoint), sizes
+// what the recipe leaves on auto from the device's memory, and builds the controller.
+func Open(l Launch) (sess *Session, err error) {
+	r := l.Recipe
+	dir := r.Model.Path
+	if dir == "" {
+		if dir, err = l.Builtin(); err != nil {
+			return nil, err
+		}
+	}
+	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(l.Log, choice.Reason)
+	dt := dtypes.Float32
+	if r.Model.DType == "bf16" || (r.Model.DType == "auto" && choice.Kind == device.CUDA) {
+		dt = dtypes.BFloat16
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
+	if err != nil {
+		return nil, err
+	}
+	reference, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
+		if data, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			files[name] = data
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(r.Run.Store), 0o755); err != nil {
+		return nil, fmt.Errorf("store folder: %w", err)
+	}
+	st, err := store.Open(r.Run.Store, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	mon := device.NewMonitor()
+	defer func() {
+		if err != nil {
+			mon.Close()
+			st.Close()
+		}
+	}()
+	var cp *store.Checkpoint
+	if l.Resume {
+		m, err := st.LatestCheckpoint(l.RunID)
+		if err != nil {
+			return nil, err
+		}
+		if cp, err = st.LoadCheckpoint(l.RunID, m.Step); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(l.Log, "resuming run %s from step %d\n", l.RunID, m.Step)
+	}
+	// On a GPU the memory ledger sizes what the recipe leaves on auto (KV slots, micro-batch,
+	// where the AdamW moments wait) from the device's free memory or memory.vram.
+	var plan *ledger.Plan
+	if choice.Kind == device.CUDA {
+		var free int64
+		if rd, ok := mon.Read(); ok {
+			free = int64(rd.TotalBytes - rd.UsedBytes)
+		}
+		if plan, err = ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, DetectedVRAM: free}); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
+	}
+	c, err := New(Options{Recipe: r, RecipePath: l.RecipePath, RunID: l.RunID, Policy: policy, Reference: reference,
+		Tokenizer: tok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Resume: cp, Monitor: mon, Plan: plan})
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Controller: c, Store: st, mon: mon}, nil
+}
+
+// StoredRecipe reads the recipe a stored run started with (what resume continues with) and
+// points it at that store: the recipe, and the path the run was started from.
+func StoredRecipe(storePath, runID string) (*recipes.Recipe, string, error) {
+	st, err := store.Open(storePath, store.Options{ReadOnly: true})
+	if err != nil {
+		return nil, "", err
+	}
+	run, err := st.GetRun(runID)
+	st.Close()
+	if err != nil {
+		return nil, "", err
+	}
+	var r recipes.Recipe
+	if err := json.Unmarshal([]byte(run.RecipeYAML), &r); err != nil {
+		return nil, "", fmt.Errorf("resume: the stored recipe of run %s is unreadable: %w", runID, err)
+	}
+	if err := r.Validate(); err != nil {
+		return nil, "", fmt.Errorf("resume: the stored recipe of run %s: %w", runID, err)
+	}
+	r.Run.Store = storePath
+	return &r, run.Recipe, nil
+}
