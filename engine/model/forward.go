@@ -115,13 +115,17 @@ func (n *Net) QKV(layer int, x *Node, rope Rope) (q, k, v *Node) {
 // over keys/values k, v [B, S, nKV, hd] at positions kPos [B, S]. A key is visible to a query when
 // 0 ≤ kPos ≤ qPos (causal; negative positions mark padding or empty cache rows). Returns [B, T, nH·hd].
 func (n *Net) Attend(q, k, v, qPos, kPos *Node) *Node {
+	return n.attendHeadsFirst(q, TransposeAllAxes(k, 0, 2, 1, 3), TransposeAllAxes(v, 0, 2, 1, 3), qPos, kPos)
+}
+
+// attendHeadsFirst is Attend with keys and values already laid out heads first, kt, vt
+// [B, nKV, S, hd]: the layout of the KV cache, which the two products read without a transpose.
+func (n *Net) attendHeadsFirst(q, kt, vt, qPos, kPos *Node) *Node {
 	c := n.Config
-	b, t, s := q.Shape().Dim(0), q.Shape().Dim(1), k.Shape().Dim(1)
+	b, t, s := q.Shape().Dim(0), q.Shape().Dim(1), kt.Shape().Dim(2)
 	groups := c.NumHeads / c.NumKVHeads
-	// [B, T, nKV, G, hd] → [B, nKV, G, T, hd]; keys/values → [B, nKV, S, hd].
+	// [B, T, nKV, G, hd] → [B, nKV, G, T, hd].
 	qg := TransposeAllAxes(Reshape(q, b, t, c.NumKVHeads, groups, c.HeadDim), 0, 2, 3, 1, 4)
-	kt := TransposeAllAxes(k, 0, 2, 1, 3)
-	vt := TransposeAllAxes(v, 0, 2, 1, 3)
 	scores := Einsum("bkgtd,bksd->bkgts", qg, kt)
 	scores = MulScalar(ConvertDType(scores, dtypes.Float32), 1/math.Sqrt(float64(c.HeadDim)))
 
