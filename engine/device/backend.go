@@ -80,11 +80,20 @@ func open(req Request, env Env) (*Choice, error) {
 		if !strings.HasPrefix(cfg, "go") {
 			kind = CUDA
 		}
-		b, err := compute.NewWithConfig(cfg)
+		reason := fmt.Sprintf("using GOMLX_BACKEND=%s from the environment", cfg)
+		run := cfg
+		if kind == Go {
+			if seq, changed := SequentialOps(cfg); changed {
+				run = seq
+				reason = fmt.Sprintf("GOMLX_BACKEND=%s asks for GoMLX's parallel op scheduler, which deadlocks on this engine's training graphs "+
+					"(an op on a pool worker waits for its matmul on the same saturated pool); running %s instead", cfg, seq)
+			}
+		}
+		b, err := compute.NewWithConfig(run)
 		if err != nil {
 			return nil, fmt.Errorf("GOMLX_BACKEND=%q: %w", cfg, err)
 		}
-		return &Choice{Backend: b, Kind: kind, Config: cfg, Reason: fmt.Sprintf("using GOMLX_BACKEND=%s from the environment", cfg)}, nil
+		return &Choice{Backend: b, Kind: kind, Config: run, Reason: reason}, nil
 	}
 	kind := req.Kind
 	if kind == "" {
@@ -123,6 +132,30 @@ func open(req Request, env Env) (*Choice, error) {
 // model sizes the sequential scheduler measured the same speed. (The parallel scheduler runs an op
 // on a pool worker whose matmul then waits on the same saturated pool.) Tests open it too.
 const GoConfig = "go:ops_sequential"
+
+// SequentialOps rewrites a Go backend configuration ("go", "go:ops_parallel,parallelism=2") to run
+// its ops with the sequential scheduler, keeping its other options; changed is false when it
+// already does. The matrix kernels inside each op still use every core.
+func SequentialOps(cfg string) (string, bool) {
+	name, opts, _ := strings.Cut(cfg, ":")
+	var keep []string
+	seq, par := false, false
+	for _, o := range strings.Split(opts, ",") {
+		switch o {
+		case "":
+		case "ops_parallel":
+			par = true
+		case "ops_sequential":
+			seq = true
+		default:
+			keep = append(keep, o)
+		}
+	}
+	if seq && !par {
+		return cfg, false
+	}
+	return name + ":" + strings.Join(append(keep, "ops_sequential"), ","), true
+}
 
 func openGo(reason string) (*Choice, error) {
 	b, err := compute.NewWithConfig(GoConfig)

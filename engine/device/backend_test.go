@@ -185,6 +185,31 @@ func TestGOMLXBackendEnvWins(t *testing.T) {
 	if c.Kind != Go || !strings.Contains(c.Reason, "GOMLX_BACKEND") {
 		t.Errorf("got %s (%q); want the environment's go backend", c.Kind, c.Reason)
 	}
+	// GOMLX_BACKEND=go is GoMLX's parallel op scheduler, which deadlocks here: it is replaced,
+	// and the reason says so.
+	if c.Config != "go:ops_sequential" || !strings.Contains(c.Reason, "GOMLX_BACKEND=go asks for GoMLX's parallel op scheduler") {
+		t.Errorf("GOMLX_BACKEND=go ran %q (%q); want go:ops_sequential and a reason naming the replacement", c.Config, c.Reason)
+	}
+}
+
+func TestSequentialOps(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		changed  bool
+	}{
+		{"go", "go:ops_sequential", true},
+		{"go:", "go:ops_sequential", true},
+		{"go:ops_sequential", "go:ops_sequential", false},
+		{"go:parallelism=2,ops_sequential", "go:parallelism=2,ops_sequential", false},
+		{"go:ops_parallel", "go:ops_sequential", true},
+		{"go:ops_sequential,ops_parallel", "go:ops_sequential", true}, // the last one wins in GoMLX
+		{"go:parallelism=2,dependency_order", "go:parallelism=2,dependency_order,ops_sequential", true},
+	} {
+		got, changed := SequentialOps(tc.in)
+		if got != tc.want || changed != tc.changed {
+			t.Errorf("SequentialOps(%q) = %q, %v; want %q, %v", tc.in, got, changed, tc.want, tc.changed)
+		}
+	}
 }
 
 func TestMonitorWithoutGPU(t *testing.T) {
