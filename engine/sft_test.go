@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gomlx/compute"
-
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
@@ -20,7 +18,7 @@ func TestSFTWritesLoadableModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, _ := compute.NewWithConfig(device.GoConfig)
+	backend, _ := device.NewGo(device.GoConfig)
 	out := filepath.Join(t.TempDir(), "builtin")
 	if err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: out, Examples: 40, Vocab: 300, Hidden: 32, Layers: 1, Steps: 3, Batch: 2}); err != nil {
 		t.Fatal(err)

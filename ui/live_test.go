@@ -10,7 +10,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
 
 	"agentrl/engine"
@@ -31,7 +30,7 @@ func TestLiveTinyRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := compute.NewWithConfig(device.GoConfig)
+	backend, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"  // the "go" backend
@@ -82,14 +84,18 @@ func open(req Request, env Env) (*Choice, error) {
 		}
 		reason := fmt.Sprintf("using GOMLX_BACKEND=%s from the environment", cfg)
 		run := cfg
+		var b compute.Backend
+		var err error
 		if kind == Go {
-			if seq, changed := SequentialOps(cfg); changed {
-				run = seq
-				reason = fmt.Sprintf("GOMLX_BACKEND=%s asks for GoMLX's parallel op scheduler, which deadlocks on this engine's training graphs "+
-					"(an op on a pool worker waits for its matmul on the same saturated pool); running %s instead", cfg, seq)
+			if safe, changed := SafeGoConfig(cfg); changed {
+				run = safe
+				reason = fmt.Sprintf("GOMLX_BACKEND=%s runs GoMLX's parallel op scheduler with a bounded worker pool, which deadlocks on this engine's "+
+					"training graphs (ops on every worker wait for their matmuls' workers); running %s (no bound) instead", cfg, safe)
 			}
+			b, err = NewGo(run)
+		} else {
+			b, err = compute.NewWithConfig(run)
 		}
-		b, err := compute.NewWithConfig(run)
 		if err != nil {
 			return nil, fmt.Errorf("GOMLX_BACKEND=%q: %w", cfg, err)
 		}
@@ -127,38 +133,73 @@ func open(req Request, env Env) (*Choice, error) {
 	}
 }
 
-// GoConfig runs the Go backend's ops one after another: with its default parallel op scheduler,
-// long training runs (about 60 SFT steps here) deadlocked with every worker waiting, and on these
-// model sizes the sequential scheduler measured the same speed. (The parallel scheduler runs an op
-// on a pool worker whose matmul then waits on the same saturated pool.) Tests open it too.
-const GoConfig = "go:ops_sequential"
+// GoConfig runs the Go backend's ops in parallel (independent ops of a graph on both cores, where
+// the sequential scheduler left one core idle outside the matrix kernels) with an unbounded worker
+// pool. With its default pool (2 × GOMAXPROCS workers) the parallel scheduler deadlocked on the
+// training graphs: every worker held an op waiting for its matmul's workers, which waited for a
+// free slot. Unbounded, nothing ever waits for a slot; the matrix kernels still split their work
+// into GOMAXPROCS parts, as they do under the sequential scheduler, so results are bit-identical to
+// it. Tests open it too (NewGo).
+const GoConfig = "go:ops_parallel,parallelism=-1"
 
-// SequentialOps rewrites a Go backend configuration ("go", "go:ops_parallel,parallelism=2") to run
-// its ops with the sequential scheduler, keeping its other options; changed is false when it
-// already does. The matrix kernels inside each op still use every core.
-func SequentialOps(cfg string) (string, bool) {
+// SafeGoConfig rewrites a Go backend configuration whose op scheduler can deadlock — the
+// parallel one (asked for, or GoMLX's default when one graph runs at a time) with a bounded
+// worker pool — to the same with an unbounded pool, keeping its other options. changed is false
+// when cfg is safe as it is: sequential ops, or parallelism=-1 (unbounded) or 0 (no workers).
+func SafeGoConfig(cfg string) (string, bool) {
 	name, opts, _ := strings.Cut(cfg, ":")
 	var keep []string
-	seq, par := false, false
+	sequential, bounded := false, true
 	for _, o := range strings.Split(opts, ",") {
-		switch o {
+		k, v, _ := strings.Cut(o, "=")
+		switch k {
 		case "":
 		case "ops_parallel":
-			par = true
+			sequential = false
+			keep = append(keep, o)
 		case "ops_sequential":
-			seq = true
+			sequential = true
+			keep = append(keep, o)
+		case "parallelism":
+			if n, err := strconv.Atoi(v); err == nil && n <= 0 {
+				bounded = false
+			}
+			keep = append(keep, o)
 		default:
 			keep = append(keep, o)
 		}
 	}
-	if seq && !par {
+	if sequential || !bounded {
 		return cfg, false
 	}
-	return name + ":" + strings.Join(append(keep, "ops_sequential"), ","), true
+	var out []string
+	for _, o := range keep {
+		if !strings.HasPrefix(o, "parallelism=") {
+			out = append(out, o)
+		}
+	}
+	return name + ":" + strings.Join(append(out, "parallelism=-1"), ","), true
+}
+
+// stdoutMu serialises NewGo's borrowing of os.Stdout.
+var stdoutMu sync.Mutex
+
+// NewGo creates a Go backend from cfg. GoMLX prints "Go backend: parallelism set to N" on
+// standard output when the configuration sets parallelism, which would corrupt a command's JSON
+// output; NewGo sends that line to /dev/null.
+func NewGo(cfg string) (compute.Backend, error) {
+	stdoutMu.Lock()
+	defer stdoutMu.Unlock()
+	if null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
+		saved := os.Stdout
+		os.Stdout = null
+		defer func() { os.Stdout = saved; null.Close() }()
+	}
+	return compute.NewWithConfig(cfg)
 }
 
 func openGo(reason string) (*Choice, error) {
-	b, err := compute.NewWithConfig(GoConfig)
+	b, err := NewGo(GoConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the go backend: %w", err)
 	}

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -185,30 +186,61 @@ func TestGOMLXBackendEnvWins(t *testing.T) {
 	if c.Kind != Go || !strings.Contains(c.Reason, "GOMLX_BACKEND") {
 		t.Errorf("got %s (%q); want the environment's go backend", c.Kind, c.Reason)
 	}
-	// GOMLX_BACKEND=go is GoMLX's parallel op scheduler, which deadlocks here: it is replaced,
-	// and the reason says so.
-	if c.Config != "go:ops_sequential" || !strings.Contains(c.Reason, "GOMLX_BACKEND=go asks for GoMLX's parallel op scheduler") {
-		t.Errorf("GOMLX_BACKEND=go ran %q (%q); want go:ops_sequential and a reason naming the replacement", c.Config, c.Reason)
+	// GOMLX_BACKEND=go is GoMLX's parallel op scheduler with a bounded pool, which deadlocks
+	// here: it runs unbounded, and the reason says so.
+	if c.Config != "go:parallelism=-1" || !strings.Contains(c.Reason, "GOMLX_BACKEND=go runs GoMLX's parallel op scheduler with a bounded worker pool") {
+		t.Errorf("GOMLX_BACKEND=go ran %q (%q); want go:parallelism=-1 and a reason naming the replacement", c.Config, c.Reason)
 	}
 }
 
-func TestSequentialOps(t *testing.T) {
+func TestSafeGoConfig(t *testing.T) {
 	for _, tc := range []struct {
 		in, want string
 		changed  bool
 	}{
-		{"go", "go:ops_sequential", true},
-		{"go:", "go:ops_sequential", true},
+		{"go", "go:parallelism=-1", true},
+		{"go:", "go:parallelism=-1", true},
+		{"go:ops_parallel", "go:ops_parallel,parallelism=-1", true},
+		{"go:ops_parallel,parallelism=4", "go:ops_parallel,parallelism=-1", true},
+		{"go:ops_parallel,parallelism=-1", "go:ops_parallel,parallelism=-1", false},
+		{"go:parallelism=0", "go:parallelism=0", false},
 		{"go:ops_sequential", "go:ops_sequential", false},
 		{"go:parallelism=2,ops_sequential", "go:parallelism=2,ops_sequential", false},
-		{"go:ops_parallel", "go:ops_sequential", true},
-		{"go:ops_sequential,ops_parallel", "go:ops_sequential", true}, // the last one wins in GoMLX
-		{"go:parallelism=2,dependency_order", "go:parallelism=2,dependency_order,ops_sequential", true},
+		{"go:ops_sequential,ops_parallel", "go:ops_sequential,ops_parallel,parallelism=-1", true}, // the last one wins in GoMLX
+		{"go:dependency_order", "go:dependency_order,parallelism=-1", true},
 	} {
-		got, changed := SequentialOps(tc.in)
+		got, changed := SafeGoConfig(tc.in)
 		if got != tc.want || changed != tc.changed {
-			t.Errorf("SequentialOps(%q) = %q, %v; want %q, %v", tc.in, got, changed, tc.want, tc.changed)
+			t.Errorf("SafeGoConfig(%q) = %q, %v; want %q, %v", tc.in, got, changed, tc.want, tc.changed)
 		}
+	}
+}
+
+// TestNewGoKeepsStdoutClean: GoMLX prints a line on standard output when parallelism is set;
+// NewGo must not let it through (it would corrupt --json output).
+func TestNewGoKeepsStdoutClean(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	os.Stdout = w
+	b, err := NewGo(GoConfig)
+	os.Stdout = saved
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Finalize()
+	if len(out) != 0 {
+		t.Errorf("NewGo printed %q on standard output", out)
+	}
+	if d := b.Description(); !strings.Contains(d, "parallelism=-1") {
+		t.Errorf("backend %q; want the unbounded pool of GoConfig", d)
+	}
+	if os.Stdout != saved {
+		t.Error("NewGo left os.Stdout replaced")
 	}
 }
 

@@ -38,7 +38,7 @@ func fixtureDir(name string) string { return filepath.Join("..", "..", "testdata
 
 func goBackend(t testing.TB) compute.Backend {
 	t.Helper()
-	b, err := compute.NewWithConfig(device.GoConfig)
+	b, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		t.Fatalf("go backend: %v", err)
 	}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
 
 	"agentrl/engine/device"
@@ -29,7 +28,7 @@ type goldenCase struct {
 
 func loadFixture(t testing.TB, name string) (*model.Model, []goldenCase) {
 	t.Helper()
-	backend, err := compute.NewWithConfig(device.GoConfig)
+	backend, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

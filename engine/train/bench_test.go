@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gomlx/compute"
-
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 )
@@ -24,7 +22,7 @@ import (
 // puts ~21 % of the step in transposes, ~15 % in the matmul kernels, the rest in element-wise
 // ops and reductions.
 func BenchmarkUpdate(b *testing.B) {
-	backend, err := compute.NewWithConfig(device.GoConfig)
+	backend, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		b.Fatal(err)
 	}

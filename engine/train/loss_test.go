@@ -15,7 +15,7 @@ import (
 
 func goBackend(t testing.TB) compute.Backend {
 	t.Helper()
-	b, err := compute.NewWithConfig(device.GoConfig)
+	b, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
 
 	"agentrl/engine/device"
@@ -14,7 +13,7 @@ import (
 
 func tinyModel(t testing.TB, seed uint64) *model.Model {
 	t.Helper()
-	b, err := compute.NewWithConfig(device.GoConfig)
+	b, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
