@@ -13,8 +13,11 @@ import (
 type Net struct {
 	Config  *Config
 	Compute dtypes.DType // dtype of matmuls and the residual stream (Float32 or BFloat16)
-	params  map[string]*Node
-	g       *Graph
+	// Differentiated marks a net whose graph is differentiated (the trainer's loss): attention's
+	// softmax then carries its closed-form gradient (see softmax).
+	Differentiated bool
+	params         map[string]*Node
+	g              *Graph
 }
 
 // NewNet binds parameter nodes given in ParamShapes order.
@@ -120,25 +123,47 @@ func (n *Net) Attend(q, k, v, qPos, kPos *Node) *Node {
 
 // attendHeadsFirst is Attend with keys and values already laid out heads first, kt, vt
 // [B, nKV, S, hd]: the layout of the KV cache, which the two products read without a transpose.
+//
+// The 1/√hd scale is applied to the queries ([B, T, nH, hd]) rather than to the scores
+// ([B, nKV, G, T, S], S/hd times larger), and masked keys get −1e30 added rather than chosen with
+// Where: the sum rounds to exactly −1e30, as Where gave, and its gradient is the identity, so the
+// backward pass does no masking over the scores.
 func (n *Net) attendHeadsFirst(q, kt, vt, qPos, kPos *Node) *Node {
 	c := n.Config
 	b, t, s := q.Shape().Dim(0), q.Shape().Dim(1), kt.Shape().Dim(2)
 	groups := c.NumHeads / c.NumKVHeads
+	q = MulScalar(q, 1/math.Sqrt(float64(c.HeadDim)))
 	// [B, T, nKV, G, hd] → [B, nKV, G, T, hd].
 	qg := TransposeAllAxes(Reshape(q, b, t, c.NumKVHeads, groups, c.HeadDim), 0, 2, 3, 1, 4)
-	scores := Einsum("bkgtd,bksd->bkgts", qg, kt)
-	scores = MulScalar(ConvertDType(scores, dtypes.Float32), 1/math.Sqrt(float64(c.HeadDim)))
+	scores := ConvertDType(Einsum("bkgtd,bksd->bkgts", qg, kt), dtypes.Float32)
 
-	kp := ExpandAxes(kPos, 1)                                                     // [B, 1, S]
-	qp := ExpandAxes(qPos, 2)                                                     // [B, T, 1]
-	visible := LogicalAnd(GreaterOrEqual(kp, ZerosLike(kp)), LessOrEqual(kp, qp)) // [B, T, S]
-	visible = Reshape(visible, b, 1, 1, t, s)                                     // [B, 1, 1, T, S]
-	visible = BroadcastToDims(visible, b, c.NumKVHeads, groups, t, s)
-	scores = Where(visible, scores, BroadcastToDims(Scalar(n.g, dtypes.Float32, -1e30), scores.Shape().Dimensions...))
-	probs := ConvertDType(Softmax(scores, -1), n.Compute)
+	kp := ExpandAxes(kPos, 1)                                                                  // [B, 1, S]
+	qp := ExpandAxes(qPos, 2)                                                                  // [B, T, 1]
+	visible := LogicalAnd(GreaterOrEqual(kp, ZerosLike(kp)), LessOrEqual(kp, qp))              // [B, T, S]
+	bias := Where(visible, Scalar(n.g, dtypes.Float32, 0), Scalar(n.g, dtypes.Float32, -1e30)) // [B, T, S]
+	bias = BroadcastToDims(Reshape(bias, b, 1, 1, t, s), b, c.NumKVHeads, groups, t, s)
+	probs := ConvertDType(n.softmax(Add(scores, bias)), n.Compute)
 	out := Einsum("bkgts,bksd->bkgtd", probs, vt) // [B, nKV, G, T, hd]
 	out = TransposeAllAxes(out, 0, 3, 1, 2, 4)    // [B, T, nKV, G, hd]
 	return Reshape(out, b, t, c.NumHeads*c.HeadDim)
+}
+
+// softmax is the softmax over the last axis. The backend's fused op computes it; GoMLX
+// differentiates a fused softmax by rebuilding the unfused graph (max, exp, sum, divide) and
+// differentiating that, which over attention scores was most of the backward pass's exp and
+// division. A differentiated net gives it the closed form instead: ∂L/∂x = p ⊙ (g − Σ g ⊙ p),
+// from the output p alone. The forward value is p + (x − x) = p exactly (x is finite: masked
+// scores are −1e30, not −∞).
+func (n *Net) softmax(x *Node) *Node {
+	p := Softmax(x, -1)
+	if !n.Differentiated {
+		return p
+	}
+	p = StopGradient(p)
+	xg := IdentityWithCustomGradient(x, func(_, g *Node) *Node {
+		return Mul(p, Sub(g, ReduceAndKeep(Mul(g, p), ReduceSum, -1)))
+	})
+	return Add(p, Sub(xg, StopGradient(xg)))
 }
 
 // LayerPre is the first half of a decoder layer: returns the normalised input for attention.

@@ -215,6 +215,7 @@ type stepOutputs struct {
 func (tr *Trainer) lossGraph(params, d []*Node) stepOutputs {
 	np := len(tr.m.Params.Specs)
 	net := model.NewNet(tr.m.Config, tr.compute, params[:np])
+	net.Differentiated = true
 	ids, pos, targets := d[0], d[1], d[2]
 	var norm *Node
 	if tr.normIdx >= 0 {

@@ -578,6 +578,7 @@ func TestNoValueHeadUnchanged(t *testing.T) {
 	e, err := NewExec(ref.Backend, func(in []*Node) []*Node {
 		params, mom, vel, d := in[:np], in[np:2*np], in[2*np:3*np], in[3*np:]
 		net := model.NewNet(ref.Config, ref.Options().Compute, params)
+		net.Differentiated = true
 		h := net.Forward(d[0], d[1])
 		logp, ent := TokenStats(net, h, d[2], c.chunkFor(b.B), true, false)
 		out := PolicyLoss(&c, LossInputs{LogProbs: logp, Mask: d[3], OldLogProbs: d[4], Advantages: d[5], RefLogProbs: d[6], Entropy: ent, Denom: d[7]})
