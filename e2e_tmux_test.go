@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"agentrl/engine/device"
 	"agentrl/store"
 )
 
@@ -78,11 +79,12 @@ func TestTUIEndToEndInTmux(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	db := filepath.Join(dir, "runs.db")
-	env := []string{
-		"GOMLX_BACKEND=go:ops_sequential", "AGENTRL_ROLLOUT_TASKS_PER_STEP=2", "AGENTRL_ROLLOUT_GROUP_SIZE=4",
+	// The binary runs this process's matrix kernels (as make test chose them), named in the
+	// environment so that it does not stop to measure them before the workbench appears.
+	env := append(device.ActiveKernels(os.Getenv).Env(),
+		"GOMLX_BACKEND="+device.GoConfig, "AGENTRL_ROLLOUT_TASKS_PER_STEP=2", "AGENTRL_ROLLOUT_GROUP_SIZE=4",
 		"AGENTRL_EVAL_HELDOUT_TASKS=4", "AGENTRL_EVAL_N_SAMPLES=2", "AGENTRL_EVAL_KS=1,2", "AGENTRL_EVAL_EVERY=1",
-		"AGENTRL_CHECKPOINT_EVERY=1", "AGENTRL_EARLY_STOP_PATIENCE=0", "AGENTRL_EARLY_STOP_MAX_DROP=0",
-	}
+		"AGENTRL_CHECKPOINT_EVERY=1", "AGENTRL_EARLY_STOP_PATIENCE=0", "AGENTRL_EARLY_STOP_MAX_DROP=0")
 	cmd := fmt.Sprintf("env %s %s recipes/retool.yaml --max-steps 40 --store %s --run-name e2e; echo EXIT=$?; sleep 600",
 		strings.Join(env, " "), bin, db)
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("agentrl-e2e-%d", os.Getpid())}

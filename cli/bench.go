@@ -2,92 +2,176 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/spf13/cobra"
 
 	"agentrl/engine"
 	"agentrl/engine/device"
+	"agentrl/engine/model"
 	"agentrl/engine/rollout"
+	"agentrl/engine/torchref"
+	"agentrl/engine/train"
 )
 
 // benchCommand groups the throughput measurements.
 func benchCommand(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench TARGET",
-		Short: "measure the engine: bench rollout",
+		Short: "measure the engine: bench rollout, bench train",
 	}
-	verbs(cmd, "bench needs a target: bench rollout")
-	cmd.AddCommand(benchRolloutCommand(env))
+	verbs(cmd, "bench needs a target: bench rollout or bench train")
+	cmd.AddCommand(benchRolloutCommand(env), benchTrainCommand(env))
 	return cmd
+}
+
+// benchModelFlags are what both benchmarks load a model with: --model or --shape, the backend and
+// the compute dtype, and the python of the PyTorch reference.
+type benchModelFlags struct {
+	bf                        backendFlags
+	dir, shape, dtype, python string
+	asJSON                    bool
+}
+
+func (f *benchModelFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	f.bf.register(fl)
+	fl.StringVar(&f.dir, "model", "", "HuggingFace model folder")
+	fl.StringVar(&f.shape, "shape", "", "a known shape with random weights instead of --model: "+knownShapes())
+	fl.StringVar(&f.dtype, "dtype", "", "compute dtype (default: bfloat16 on cuda, float32 on go)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	fl.StringVar(&f.python, "torch-python", torchref.Auto, "python3 with torch for the PyTorch reference (auto: "+
+		strings.Join(torchref.Candidates(), ", then ")+"; on cuda it needs transformers too); empty skips it")
+}
+
+// load opens the backend (saying which on w) and loads the model to measure.
+func (f *benchModelFlags) load(w io.Writer, verb string) (*model.Model, *device.Choice, error) {
+	if (f.dir == "") == (f.shape == "") {
+		return nil, nil, fmt.Errorf("bench %s: give exactly one of --model DIR or --shape NAME", verb)
+	}
+	choice, err := f.bf.open(w)
+	if err != nil {
+		return nil, nil, err
+	}
+	dt := dtypes.Float32
+	if choice.Kind == device.CUDA {
+		dt = dtypes.BFloat16
+	}
+	if f.dtype != "" {
+		if dt, err = parseDType(f.dtype); err != nil {
+			return nil, nil, fmt.Errorf("bench %s: %w", verb, err)
+		}
+	}
+	m, err := engine.BenchModel(choice, f.dir, f.shape, dt)
+	return m, choice, err
+}
+
+// reportReference says on w why the PyTorch reference did not run, if it did not.
+func reportReference(w io.Writer, v engine.Versus) {
+	for _, s := range []string{v.ReferenceSkipped, v.ReferenceError} {
+		if s != "" {
+			fmt.Fprintln(w, s)
+		}
+	}
 }
 
 // benchRolloutCommand measures generation: tokens/s, ms/step, slot occupancy, memory traffic.
 func benchRolloutCommand(env Env) *cobra.Command {
-	var bf backendFlags
-	var dir, shape, dtype, python string
-	var asJSON bool
+	var f benchModelFlags
 	bc := rollout.BenchConfig{Seed: 1}
 	cmd := &cobra.Command{
-		Use:   "rollout (--model DIR | --shape NAME) [--slots N --sequences N --prompt-len N --new N]",
+		Use:   "rollout (--model DIR | --shape NAME) [--slots N --sequences N --prompt-len N --new N] [--json] [--torch-python PATH]",
 		Short: "generation tokens/s, ms/step, slot occupancy and memory traffic against the device's bandwidth",
 		Long: `Generates --sequences requests of --prompt-len + --new tokens with --slots concurrent
 sequences and reports tokens/s, ms per decode step, slot occupancy and the memory traffic against
-the device's bandwidth (on the CPU: a memcpy measured in the same run). On a GPU it also runs
-transformers' generate on the same shape with --torch-python and prints the ratio.`,
+the device's bandwidth (on the CPU: a memcpy measured in the same run). Beside it, when a python3
+with torch is found, PyTorch generates the same requests on the same shape and the ratio is
+printed: on the CPU the eager reference (engine/torchref/cpu.py, a KV cache, as many threads as
+the Go backend), on a GPU transformers' generate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (dir == "") == (shape == "") {
-				return errors.New("bench rollout: give exactly one of --model DIR or --shape NAME")
-			}
-			choice, err := bf.open(env.Stderr)
-			if err != nil {
-				return err
-			}
-			dt := dtypes.Float32
-			if choice.Kind == device.CUDA {
-				dt = dtypes.BFloat16
-			}
-			if dtype != "" {
-				if dt, err = parseDType(dtype); err != nil {
-					return fmt.Errorf("bench rollout: %w", err)
-				}
-			}
-			m, err := engine.BenchModel(choice, dir, shape, dt)
+			m, choice, err := f.load(env.Stderr, "rollout")
 			if err != nil {
 				return err
 			}
 			defer m.Close()
-			res, err := engine.BenchRollout(context.Background(), m, choice.Kind, bc, python)
+			res, err := engine.BenchRollout(context.Background(), m, choice.Kind, bc, f.python)
 			if err != nil {
 				return err
 			}
-			if res.TorchErr != nil {
-				fmt.Fprintln(env.Stderr, res.TorchErr)
-			}
-			if asJSON {
+			res.Kernels = chosenKernels(cmd)
+			reportReference(env.Stderr, res.Versus)
+			if f.asJSON {
 				return writeJSON(env.Stdout, res)
 			}
-			res.Write(env.Stdout, res.Bandwidth, res.BandwidthSource)
-			if t := res.Torch; t != nil {
-				fmt.Fprintf(env.Stdout, "PyTorch %s generate on %s: %.1f tokens/s; this engine / PyTorch = %.2f\n",
-					t.Torch, t.Device, t.TokensPerSec, res.TokensPerSec/t.TokensPerSec)
-			}
+			res.Write(env.Stdout)
 			return nil
 		},
 	}
+	f.register(cmd)
 	fl := cmd.Flags()
-	bf.register(fl)
-	fl.StringVar(&dir, "model", "", "HuggingFace model folder")
-	fl.StringVar(&shape, "shape", "", "a known shape with random weights instead of --model: "+knownShapes())
 	fl.IntVar(&bc.Gen.Slots, "slots", 8, "KV-cache slots (concurrent sequences)")
 	fl.IntVar(&bc.Sequences, "sequences", 32, "requests in total")
 	fl.IntVar(&bc.PromptLen, "prompt-len", 64, "prompt tokens per request")
 	fl.IntVar(&bc.NewTokens, "new", 128, "tokens generated per request")
-	fl.StringVar(&dtype, "dtype", "", "compute dtype (default: bfloat16 on cuda, float32 on go)")
-	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	fl.StringVar(&python, "torch-python", "python3", "python with torch+transformers for the GPU reference run; empty skips it")
 	return cmd
+}
+
+// benchTrainCommand measures one training update: tokens/s, micro-step, share of the peak.
+func benchTrainCommand(env Env) *cobra.Command {
+	var f benchModelFlags
+	c := train.BenchConfig{Seed: 1}
+	cmd := &cobra.Command{
+		Use:   "train (--model DIR | --shape NAME) [--sequences 64 --length 256 --prompt 96 --micro-batch 8 --updates 2] [--json] [--torch-python PATH]",
+		Short: "one training update of the CPU recipe's shape: tokens/s, micro-step ms, GFLOP/s and the share of the peak",
+		Long: `Runs the policy-gradient update the recipes run (clipped surrogate, entropy bonus, AdamW
+with weight decay and a global-norm clip, one AdamW update per micro-batch) on --sequences random
+sequences of --length tokens whose first --prompt tokens are outside the loss: by default the CPU
+recipe's update (recipes/retool.yaml: 64 trajectories, micro-batch 8). It reports trained tokens/s
+(the best of --updates updates after one that compiles), ms per micro-step, GFLOP/s and their share
+of the peak, which is the best float32 matmul of this backend measured in the same run (not the
+hardware's peak; the output says so). On the Go backend, when a python3 with torch is found,
+PyTorch eager (engine/torchref/cpu.py) runs the same update on the same shape with as many threads
+and the ratio is printed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, choice, err := f.load(env.Stderr, "train")
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			res, err := engine.BenchTrain(context.Background(), m, choice.Kind, c, f.python)
+			if err != nil {
+				return err
+			}
+			res.Kernels = chosenKernels(cmd)
+			reportReference(env.Stderr, res.Versus)
+			if f.asJSON {
+				return writeJSON(env.Stdout, res)
+			}
+			res.Write(env.Stdout)
+			return nil
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.IntVar(&c.Sequences, "sequences", 64, "sequences in the update (the CPU recipe: 4 tasks × 16 samples)")
+	fl.IntVar(&c.Length, "length", 256, "tokens per sequence")
+	fl.IntVar(&c.Prompt, "prompt", 96, "prompt tokens per sequence, outside the loss")
+	fl.IntVar(&c.MicroBatch, "micro-batch", 8, "sequences per forward/backward pass and AdamW update (the CPU recipe's auto)")
+	fl.IntVar(&c.Updates, "updates", 2, "timed updates after the first; the best is reported")
+	fl.IntVar(&c.LogitsChunk, "logits-chunk", 32, "positions projected onto the vocabulary at once, as in a recipe run")
+	return cmd
+}
+
+// kernelsKey is the context key under which kernelsHook leaves the choice's reason.
+type kernelsKey struct{}
+
+// chosenKernels is the kernel choice kernelsHook made for cmd ("" when none was).
+func chosenKernels(cmd *cobra.Command) string {
+	s, _ := cmd.Context().Value(kernelsKey{}).(string)
+	return s
 }

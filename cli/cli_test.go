@@ -12,11 +12,12 @@ import (
 	"testing"
 
 	"agentrl/engine"
+	"agentrl/engine/device"
 )
 
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	t.Setenv("GOMLX_BACKEND", "go:ops_sequential") // as the device package opens it (see engine/device)
+	t.Setenv("GOMLX_BACKEND", device.GoConfig) // as the device package opens it (see engine/device)
 	var out, errb bytes.Buffer
 	err := Run(args, Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", engine.BuiltinSourceDir))})
 	return out.String(), err

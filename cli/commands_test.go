@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"agentrl/engine/device"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -67,6 +68,8 @@ func TestCommandInvocations(t *testing.T) {
 		{"tool run, one-dash flag", []string{"tool", "run", "-executor", "starlark", "-timeout", "2s"}, "print(1 + 1)", []string{`"output":"2\n"`}},
 		{"bench rollout", []string{"bench", "rollout", "--model", fixture("qwen3-tiny"), "--backend", "go", "--slots", "2", "--sequences", "2", "--prompt-len", "4", "--new", "4", "--json"}, "",
 			[]string{`"tokens":8`, `"tokens_per_s"`, `"reference_bytes_per_s"`}},
+		{"bench train", []string{"bench", "train", "--model", fixture("qwen3-tiny"), "--backend", "go", "--sequences", "2", "--length", "8", "--prompt", "3", "--micro-batch", "1", "--updates", "1", "--torch-python", "", "--json"}, "",
+			[]string{`"trained_tokens":10`, `"tokens_per_s"`, `"peak_flops"`, `"peak_source"`, `"reference_skipped"`}},
 		{"tokenizer train", []string{"tokenizer", "train", "--corpus", corpus, "--vocab", "300", "--out", filepath.Join(dir, "tok")}, "", []string{"tokenizer.json"}},
 		{"tokenize, one-dash flag", []string{"tokenize", "-tokenizer", fixture("qwen3-tokenizer"), "hello"}, "", []string{`"ids":[`, `"hello"`}},
 		{"plan, flags after the recipe", []string{"plan", recipe("retool.yaml"), "--shape", "qwen3-4b", "--vram", "96GiB"}, "", []string{"qwen3-4b"}},
@@ -76,7 +79,7 @@ func TestCommandInvocations(t *testing.T) {
 		{"help", []string{"help"}, "", []string{"Usage:", "resume", "compare", "bench"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("GOMLX_BACKEND", "go:ops_sequential")
+			t.Setenv("GOMLX_BACKEND", device.GoConfig)
 			var out, errb bytes.Buffer
 			err := Run(tc.args, Env{Stdin: strings.NewReader(tc.stdin), Stdout: &out, Stderr: &errb})
 			if err != nil {

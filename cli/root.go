@@ -75,6 +75,7 @@ advantages → train → sync → eval → save, in the workbench on a terminal,
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
+	root.PersistentPreRunE = kernelsHook(env) // the CPU's matrix kernels, chosen before the work starts
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usagef(cmd, "%s: %v", cmd.Name(), err)
 	})
@@ -88,7 +89,7 @@ advantages → train → sync → eval → save, in the workbench on a terminal,
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{
-		scoreCommand(env), generateCommand(env), tokenizeCommand(env), tokenizerCommand(env), sftCommand(env), toolCommand(env),
+		scoreCommand(env), generateCommand(env), tokenizeCommand(env), tokenizerCommand(env), sftCommand(env), toolCommand(env), kernelsCommand(env),
 	} {
 		c.GroupID = "model"
 		root.AddCommand(c)

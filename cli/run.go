@@ -152,6 +152,7 @@ func execute(env Env, l engine.Launch) error {
 	if err != nil {
 		return err
 	}
+	l.Kernels = recipeKernels(env, l.Recipe) // may restart the process with other kernels
 	events := make(chan event.Event, 256)
 	l.Events, l.Log = events, env.Stderr
 	l.Builtin = func() (string, error) { return engine.BuiltinModel(env.Builtin) }

@@ -2,13 +2,24 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"time"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
+	"github.com/gomlx/gomlx/core/tensors"
 
 	"agentrl/engine/device"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
+	"agentrl/engine/torchref"
+	"agentrl/engine/train"
 )
 
 // BenchModel loads the model a benchmark runs: a HuggingFace folder, or (dir empty) a known shape
@@ -38,20 +49,79 @@ func ConfigFromShape(s ledger.Shape) *model.Config {
 	}
 }
 
+// Versus is the PyTorch reference a benchmark is set against: what it measured, its tokens/s,
+// the engine's tokens/s over it, or why it did not run (skipped: no python with torch, another
+// device or dtype; failed: its error). A reference that is skipped or fails never fails the
+// benchmark.
+type Versus struct {
+	Reference             *torchref.Result `json:"reference,omitempty"`
+	ReferenceTokensPerSec float64          `json:"reference_tokens_per_s,omitempty"`
+	Ratio                 float64          `json:"ratio,omitempty"` // engine tokens/s ÷ reference tokens/s
+	ReferenceSkipped      string           `json:"reference_skipped,omitempty"`
+	ReferenceError        string           `json:"reference_error,omitempty"`
+}
+
+// set records a reference run at tps tokens/s against the engine's own.
+func (v *Versus) set(tps, engine float64) {
+	v.ReferenceTokensPerSec = tps
+	if tps > 0 {
+		v.Ratio = engine / tps
+	}
+}
+
+// cpuReference finds the python for the CPU reference (torchPython: a path, torchref.Auto or
+// empty) and runs spec with it; what it ran or why not ends up in v.
+func (v *Versus) cpuReference(ctx context.Context, m *model.Model, torchPython string, spec torchref.Spec) {
+	if dt := m.Options().Compute; dt != dtypes.Float32 {
+		v.ReferenceSkipped = fmt.Sprintf("PyTorch reference skipped: it computes in float32 and this run in %s", strings.ToLower(dt.String()))
+		return
+	}
+	python, skipped := torchref.Find(ctx, torchPython)
+	if python == "" {
+		v.ReferenceSkipped = skipped
+		return
+	}
+	r, err := torchref.Run(ctx, python, spec)
+	if err != nil {
+		v.ReferenceError = err.Error()
+		return
+	}
+	v.Reference = r
+}
+
+// writeReference prints one line on the reference's run of what ("decode", "update"), its
+// millis per unit, and the ratio; nothing when no reference ran.
+func (v *Versus) writeReference(w io.Writer, what string, millis float64, unit string) {
+	r := v.Reference
+	if r == nil || v.ReferenceTokensPerSec == 0 {
+		return
+	}
+	blas := r.BLAS
+	if blas == "" {
+		blas = "not seen"
+	}
+	fmt.Fprintf(w, "PyTorch %s eager %s on %s, %d threads (%s, BLAS %s): %.1f tokens/s, %.2f %s; this engine / PyTorch = %.2f\n",
+		r.Torch, what, r.Device, r.Threads, r.Python, blas, v.ReferenceTokensPerSec, millis, unit, v.Ratio)
+}
+
 // RolloutBench is what `bench rollout` measured: the engine's generation, the memory bandwidth it
-// is set against, and (on a GPU, when a python with torch is given) PyTorch's generate on the
-// same shape and lengths.
+// is set against, and PyTorch's generation of the same requests on the same shape (Versus; on a
+// GPU transformers' generate, whose own result is in Torch).
 type RolloutBench struct {
 	*rollout.BenchResult
 	Bandwidth       float64              `json:"reference_bytes_per_s,omitempty"`
 	BandwidthSource string               `json:"-"`
-	Torch           *rollout.TorchResult `json:"torch,omitempty"`
-	TorchErr        error                `json:"-"`
+	Torch           *rollout.TorchResult `json:"torch,omitempty"` // the GPU reference (transformers)
+	// Kernels is the CPU matrix-kernel set the process ran and why (see `agentrl-tui kernels`);
+	// "" on a GPU.
+	Kernels string `json:"kernels,omitempty"`
+	Versus
 }
 
 // BenchRollout generates bc's requests with m and measures them against the device's memory
-// bandwidth (on the CPU: a memcpy measured in the same run) and, on a GPU with torchPython set,
-// PyTorch's generate.
+// bandwidth (on the CPU: a memcpy measured in the same run) and against PyTorch when torchPython
+// (a path, torchref.Auto, or empty to skip) finds one with torch: on the CPU the eager reference
+// (engine/torchref) with as many threads as the Go backend, on a GPU transformers' generate.
 func BenchRollout(ctx context.Context, m *model.Model, kind string, bc rollout.BenchConfig, torchPython string) (*RolloutBench, error) {
 	res, err := rollout.Bench(ctx, m, bc)
 	if err != nil {
@@ -60,6 +130,15 @@ func BenchRollout(ctx context.Context, m *model.Model, kind string, bc rollout.B
 	out := &RolloutBench{BenchResult: res}
 	if kind == device.Go {
 		out.Bandwidth, out.BandwidthSource = rollout.HostBandwidth(), "host memcpy measured in this run"
+		slots := bc.Gen.Slots
+		if slots <= 0 {
+			slots = 8 // rollout.Config's default
+		}
+		spec := torchref.NewSpec(m.Config, runtime.GOMAXPROCS(0))
+		spec.Decode = &torchref.Decode{Slots: slots, Sequences: bc.Sequences, PromptLen: bc.PromptLen, NewTokens: bc.NewTokens}
+		if out.cpuReference(ctx, m, torchPython, spec); out.Reference != nil && out.Reference.Decode != nil {
+			out.set(out.Reference.Decode.TokensPerSec, res.TokensPerSec)
+		}
 		return out, nil
 	}
 	mon := device.NewMonitor()
@@ -67,12 +146,154 @@ func BenchRollout(ctx context.Context, m *model.Model, kind string, bc rollout.B
 		out.Bandwidth, out.BandwidthSource = b, "NVML memory clock × bus width"
 	}
 	mon.Close()
-	if torchPython != "" {
-		dt := "bfloat16"
-		if m.Options().Compute == dtypes.Float32 {
-			dt = "float32"
-		}
-		out.Torch, out.TorchErr = rollout.TorchReference(ctx, torchPython, m.Config, dt, bc)
+	python, skipped := torchref.Find(ctx, torchPython, "transformers")
+	if python == "" {
+		out.ReferenceSkipped = skipped
+		return out, nil
+	}
+	dt := "bfloat16"
+	if m.Options().Compute == dtypes.Float32 {
+		dt = "float32"
+	}
+	t, err := rollout.TorchReference(ctx, python, m.Config, dt, bc)
+	if err != nil {
+		out.ReferenceError = err.Error()
+		return out, nil
+	}
+	out.Torch = t
+	out.set(t.TokensPerSec, res.TokensPerSec)
+	return out, nil
+}
+
+// Write prints the result for a person: the engine's generation and memory traffic, then the
+// reference's tokens/s and the ratio.
+func (b *RolloutBench) Write(w io.Writer) {
+	if b.Kernels != "" {
+		fmt.Fprintf(w, "kernels: %s\n", b.Kernels)
+	}
+	b.BenchResult.Write(w, b.Bandwidth, b.BandwidthSource)
+	if t := b.Torch; t != nil {
+		fmt.Fprintf(w, "PyTorch %s generate on %s: %.1f tokens/s; this engine / PyTorch = %.2f\n",
+			t.Torch, t.Device, t.TokensPerSec, b.Ratio)
+	}
+	if r := b.Reference; r != nil && r.Decode != nil {
+		b.writeReference(w, "decode", r.Decode.StepMillis, "ms per model call")
+	}
+}
+
+// TrainBench is what `bench train` measured: one update of the engine, its arithmetic rate against
+// the peak (see MatmulPeak), and on the CPU the PyTorch eager reference's update of the same batch.
+type TrainBench struct {
+	*train.BenchResult
+	Backend    string  `json:"backend"`
+	Threads    int     `json:"threads,omitempty"` // the Go backend's (GOMAXPROCS), and the reference's
+	PeakFLOPs  float64 `json:"peak_flops"`
+	PeakSource string  `json:"peak_source"`
+	PeakShare  float64 `json:"peak_share"` // flops_per_s ÷ peak_flops
+	// Kernels is the CPU matrix-kernel set the process ran and why; "" on a GPU.
+	Kernels string `json:"kernels,omitempty"`
+	Versus
+}
+
+// BenchTrain runs train.Bench on m, measures the backend's peak with MatmulPeak and, on the Go
+// backend when torchPython finds a python with torch, times the PyTorch eager reference on the
+// same shape, batch, micro-batches and trained tokens with as many threads as the Go backend.
+func BenchTrain(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, torchPython string) (*TrainBench, error) {
+	res, err := train.Bench(m, c)
+	if err != nil {
+		return nil, err
+	}
+	out := &TrainBench{BenchResult: res, Backend: kind}
+	sizes := []int{512, 1024}
+	if kind != device.Go {
+		sizes = []int{4096, 8192}
+	}
+	dt := m.Options().Compute
+	if out.PeakFLOPs, err = MatmulPeak(m.Backend, dt, sizes, 5); err != nil {
+		return nil, err
+	}
+	out.PeakSource = fmt.Sprintf("best %s n×n matmul of this backend (n = %s), measured in this run: the backend's own best, not the hardware's",
+		strings.ToLower(dt.String()), joinInts(sizes))
+	out.PeakShare = res.FLOPsPerSec / out.PeakFLOPs
+	if kind != device.Go {
+		out.ReferenceSkipped = "PyTorch reference skipped: the eager reference runs on the CPU, this run on " + kind
+		return out, nil
+	}
+	out.Threads = runtime.GOMAXPROCS(0)
+	rc := res.Config
+	spec := torchref.NewSpec(m.Config, out.Threads)
+	spec.Matmul = sizes
+	spec.Train = &torchref.Train{Sequences: rc.Sequences, Length: rc.Length, Prompt: rc.Prompt, MicroBatch: rc.MicroBatch, Updates: rc.Updates}
+	if out.cpuReference(ctx, m, torchPython, spec); out.Reference != nil && out.Reference.Train != nil {
+		out.set(out.Reference.Train.TokensPerSec, res.TokensPerSec)
 	}
 	return out, nil
+}
+
+// Write prints the result for a person: the engine's update, its share of the peak, the reference.
+func (b *TrainBench) Write(w io.Writer) {
+	if b.Kernels != "" {
+		fmt.Fprintf(w, "kernels: %s\n", b.Kernels)
+	}
+	if b.Threads > 0 {
+		fmt.Fprintf(w, "backend %s, %d threads (GOMAXPROCS)\n", b.Backend, b.Threads)
+	}
+	b.BenchResult.Write(w)
+	fmt.Fprintf(w, "arithmetic %.2f GFLOP/s = %.2f%% of %.1f GFLOP/s, the peak taken as the %s\n",
+		b.FLOPsPerSec/1e9, 100*b.PeakShare, b.PeakFLOPs/1e9, b.PeakSource)
+	if r := b.Reference; r != nil && r.Train != nil {
+		b.writeReference(w, "update", r.Train.MicroStepMs, "ms per micro-step")
+		fmt.Fprintf(w, "PyTorch: %.2f GFLOP/s by the same count; its own best float32 n×n matmul (n = %s) %.1f GFLOP/s\n",
+			b.FLOPs/r.Train.UpdateSeconds/1e9, joinInts(r.Matmul), r.MatmulFLOPs/1e9)
+	}
+}
+
+// MatmulPeak is the backend's best arithmetic rate in FLOP/s: for each n of sizes, up to reps
+// timed runs (fewer once half a second is spent on that size; one untimed run first compiles) of
+// an n×n by n×n product in dt, contracted as the model's linear layers are (x·Wᵀ), counted as
+// 2n³ FLOPs; each run reads the product's maximum back, so that an asynchronous device is timed
+// to the end. The inputs stay on the device.
+func MatmulPeak(b compute.Backend, dt dtypes.DType, sizes []int, reps int) (float64, error) {
+	e, err := NewExec(b, func(x, w *Node) *Node {
+		y := DotGeneral(ConvertDType(x, dt), []int{1}, nil, ConvertDType(w, dt), []int{1}, nil)
+		return ConvertDType(ReduceAllMax(y), dtypes.Float32)
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer e.Finalize()
+	best := 0.0
+	for _, n := range sizes {
+		data := make([]float32, n*n)
+		for i := range data {
+			data[i] = float32(i%7) / 7
+		}
+		x, w := tensors.FromFlatDataAndDimensions(data, n, n), tensors.FromFlatDataAndDimensions(data, n, n)
+		var spent float64
+		for r := 0; r <= reps && (r < 2 || spent < 0.5); r++ {
+			t := time.Now()
+			out, err := e.Call(x, w)
+			if err != nil {
+				return 0, errors.Join(fmt.Errorf("matmul %d×%d: %w", n, n, err), x.FinalizeAll(), w.FinalizeAll())
+			}
+			tensors.ToScalar[float32](out[0])
+			d := time.Since(t).Seconds()
+			out[0].FinalizeAll()
+			if r > 0 {
+				spent += d
+				best = max(best, 2*float64(n)*float64(n)*float64(n)/d)
+			}
+		}
+		x.FinalizeAll()
+		w.FinalizeAll()
+	}
+	return best, nil
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
 }

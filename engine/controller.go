@@ -43,6 +43,7 @@ type Options struct {
 	ModelFiles map[string][]byte // config.json and tokenizer files, saved with checkpoints
 	Events     chan<- event.Event
 	Backend    string
+	Kernels    string          // the CPU matrix kernels and why (event.RunStart.Kernels); "" on a GPU
 	Monitor    *device.Monitor // NVML readings for the memory ledger; nil or without a GPU: none
 	// LogProbAlarm is the max |rollout − trainer| log-prob allowed before an alarm (default 1e-3).
 	LogProbAlarm float64
@@ -426,7 +427,7 @@ type traj struct {
 // Run executes the recipe until max_steps, early stopping, StopAfterStep or ctx's end.
 func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.r
-	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path}
+	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path, Kernels: c.o.Kernels}
 	if c.o.Store != nil && c.o.Resume != nil {
 		run, err := c.o.Store.GetRun(c.o.RunID)
 		if err != nil {

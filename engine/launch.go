@@ -28,6 +28,9 @@ type Launch struct {
 	// Builtin returns the built-in model's folder; it is called only when the recipe names no model.
 	Builtin func() (string, error)
 	Events  chan<- event.Event
+	// Kernels is the CPU matrix kernel set the process runs and why (see device.ChooseKernels);
+	// it goes in the run's first event. "" on a GPU.
+	Kernels string
 	// Log receives the few lines a user should see before the first event: which backend and why,
 	// the memory plan on a GPU, the step a resumed run starts from.
 	Log io.Writer
@@ -124,7 +127,7 @@ func Open(l Launch) (sess *Session, err error) {
 		fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
 	}
 	c, err := New(Options{Recipe: r, RecipePath: l.RecipePath, RunID: l.RunID, Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Resume: cp, Monitor: mon, Plan: plan})
+		Tokenizer: tok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan})
 	if err != nil {
 		return nil, err
 	}

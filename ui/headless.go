@@ -64,7 +64,11 @@ func Plain(w io.Writer, events <-chan event.Event) error {
 func PlainLine(e event.Event) string {
 	switch v := e.(type) {
 	case event.RunStart:
-		return fmt.Sprintf("run %s (%s): recipe %s, %d steps, backend %s", v.RunID, v.Name, v.Recipe, v.TotalSteps, v.Backend)
+		line := fmt.Sprintf("run %s (%s): recipe %s, %d steps, backend %s", v.RunID, v.Name, v.Recipe, v.TotalSteps, v.Backend)
+		if v.Kernels != "" {
+			line += "; " + v.Kernels
+		}
+		return line
 	case event.Phase:
 		return fmt.Sprintf("step %d  %-9s %6.2fs", v.Step, v.Phase, v.Seconds)
 	case event.Progress:

@@ -309,6 +309,15 @@ func (p *statusPane) render(w int) []string {
 	if d.start.Backend != "" {
 		kv("Backend", d.start.Backend)
 	}
+	if d.start.Kernels != "" {
+		for i, l := range wrap(d.start.Kernels, max(w-10, 20)) {
+			if i == 0 {
+				kv("Kernels", l)
+			} else {
+				add(strings.Repeat(" ", 10) + l)
+			}
+		}
+	}
 	steps := fmt.Sprintf("%d", d.step)
 	if d.start.TotalSteps > 0 {
 		steps += fmt.Sprintf(" of %d", d.start.TotalSteps)

@@ -25,6 +25,9 @@ type RunStart struct {
 	Backend    string `json:"backend"`
 	Model      string `json:"model"`
 	MarkedBest int    `json:"marked_best,omitempty"` // a resumed run's checkpoint the user marked best, 0 when none
+	// Kernels is the Go backend's matrix kernel set and why it was chosen ("avx512 kernels,
+	// measured fastest on this CPU (…)"); empty on a GPU.
+	Kernels string `json:"kernels,omitempty"`
 }
 
 // Phase names, in the order a step runs them.

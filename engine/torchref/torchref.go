@@ -1,0 +1,202 @@
+// Package torchref runs the PyTorch eager reference that `bench train` and `bench rollout` set
+// the Go backend against on the CPU: cpu.py, a decoder of the engine's model layout with random
+// weights, timed on the same work (decode with a KV cache; one training update in micro-batches).
+// It needs only a python3 with torch (Debian's python3-torch); Find picks one or says why none.
+package torchref
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"agentrl/engine/model"
+)
+
+//go:embed cpu.py
+var cpuScript string
+
+// Auto is the --torch-python value that searches Candidates; the empty string skips the reference.
+const Auto = "auto"
+
+// Candidates are the pythons Auto tries, in order: the one on PATH, then the system's (where
+// Debian's python3-torch installs torch).
+func Candidates() []string { return []string{"python3", "/usr/bin/python3"} }
+
+// Spec is what cpu.py runs: the model's shape and numerics, the threads torch may use, and the
+// work to time (Decode, Train, or both). Weights and CheckIDs serve the tests: a safetensors file
+// (or folder) to load instead of random weights, and ids whose next-token log-probs to print.
+type Spec struct {
+	Family            string  `json:"model_type"`
+	VocabSize         int     `json:"vocab_size"`
+	HiddenSize        int     `json:"hidden_size"`
+	IntermediateSize  int     `json:"intermediate_size"`
+	NumLayers         int     `json:"num_hidden_layers"`
+	NumHeads          int     `json:"num_attention_heads"`
+	NumKVHeads        int     `json:"num_key_value_heads"`
+	HeadDim           int     `json:"head_dim"`
+	RMSNormEps        float64 `json:"rms_norm_eps"`
+	RopeTheta         float64 `json:"rope_theta"`
+	TieWordEmbeddings bool    `json:"tie_word_embeddings"`
+	AttentionBias     bool    `json:"attention_bias"`
+
+	Threads int `json:"threads"`
+	Seed    int `json:"seed"`
+	// Matmul are the sizes n of n×n float32 matrix products whose best FLOP/s to report.
+	Matmul   []int   `json:"matmul,omitempty"`
+	Weights  string  `json:"weights,omitempty"`
+	CheckIDs []int32 `json:"check_ids,omitempty"`
+	Decode   *Decode `json:"decode,omitempty"`
+	Train    *Train  `json:"train,omitempty"`
+}
+
+// Decode is a generation run: Sequences requests of PromptLen random tokens, each sampling
+// NewTokens tokens at temperature 1, Slots sequences at a time with a KV cache.
+type Decode struct {
+	Slots     int `json:"slots"`
+	Sequences int `json:"sequences"`
+	PromptLen int `json:"prompt_len"`
+	NewTokens int `json:"new_tokens"`
+}
+
+// Train is one training update: Sequences random sequences of Length tokens, the first Prompt of
+// them outside the loss, in micro-batches of MicroBatch with an AdamW update each; the best of
+// Updates timed updates after an untimed one.
+type Train struct {
+	Sequences  int `json:"sequences"`
+	Length     int `json:"length"`
+	Prompt     int `json:"prompt"`
+	MicroBatch int `json:"micro_batch"`
+	Updates    int `json:"updates"`
+}
+
+// NewSpec is the spec of model shape c with torch on threads threads and no work yet.
+func NewSpec(c *model.Config, threads int) Spec {
+	return Spec{Family: string(c.Family), VocabSize: c.VocabSize, HiddenSize: c.HiddenSize,
+		IntermediateSize: c.IntermediateSize, NumLayers: c.NumLayers, NumHeads: c.NumHeads,
+		NumKVHeads: c.NumKVHeads, HeadDim: c.HeadDim, RMSNormEps: c.RMSNormEps, RopeTheta: c.RopeTheta,
+		TieWordEmbeddings: c.TieWordEmbeddings, AttentionBias: c.AttentionBias, Threads: threads, Seed: 1}
+}
+
+// Result is what cpu.py measured, and with which python and torch.
+type Result struct {
+	Python  string `json:"python"`
+	Torch   string `json:"torch"`
+	Device  string `json:"device"`
+	Threads int    `json:"threads"`
+	// Params is the reference model's parameter count: equal to the engine model's when the shape
+	// is the same.
+	Params int64 `json:"params"`
+	// BLAS names the BLAS libraries torch has loaded (Debian's torch runs its matrix products on
+	// whichever libblas.so.3 the system selects: the reference BLAS is single-threaded and slow,
+	// OpenBLAS is not).
+	BLAS string `json:"blas"`
+	// MatmulFLOPs is torch's best float32 n×n product over the n of Matmul, in FLOP/s (0 unless
+	// asked).
+	Matmul        []int         `json:"matmul,omitempty"`
+	MatmulFLOPs   float64       `json:"matmul_flops_per_s,omitempty"`
+	CheckLogProbs []float64     `json:"check_logprobs,omitempty"`
+	Decode        *DecodeResult `json:"decode,omitempty"`
+	Train         *TrainResult  `json:"train,omitempty"`
+}
+
+// DecodeResult is the reference's generation: sampled tokens, the timed wall time (prefill
+// included, warm-up excluded), tokens/s and the mean time per model call (prefill or decode step).
+type DecodeResult struct {
+	Tokens       int     `json:"tokens"`
+	WallSeconds  float64 `json:"wall_s"`
+	TokensPerSec float64 `json:"tokens_per_s"`
+	StepMillis   float64 `json:"step_ms"`
+}
+
+// TrainResult is the reference's training update: trained tokens, the best timed update, its
+// tokens/s and time per micro-batch, and the untimed first update.
+type TrainResult struct {
+	TrainedTokens int     `json:"trained_tokens"`
+	UpdateSeconds float64 `json:"update_s"`
+	TokensPerSec  float64 `json:"tokens_per_s"`
+	MicroStepMs   float64 `json:"micro_step_ms"`
+	FirstUpdate   float64 `json:"first_update_s"`
+}
+
+// Find picks the python to run the reference with: flag "" skips it, Auto tries Candidates, any
+// other value is the python to use. The python must import torch and every module of also. It
+// returns the python's path, or "" and one line saying why the reference is skipped.
+func Find(ctx context.Context, flag string, also ...string) (python, skipped string) {
+	if flag == "" {
+		return "", "PyTorch reference skipped: --torch-python is empty"
+	}
+	cands := []string{flag}
+	if flag == Auto {
+		cands = Candidates()
+	}
+	modules := append([]string{"torch"}, also...)
+	var why []string
+	seen := map[string]bool{}
+	for _, p := range cands {
+		path, err := exec.LookPath(p)
+		if err != nil {
+			why = append(why, p+": not found")
+			continue
+		}
+		if seen[path] {
+			continue
+		}
+		seen[path] = true
+		if err := probe(ctx, path, modules); err != nil {
+			why = append(why, fmt.Sprintf("%s: %v", p, err))
+			continue
+		}
+		return path, ""
+	}
+	return "", fmt.Sprintf("PyTorch reference skipped: no python3 with %s (%s); Debian/Ubuntu: apt-get install python3-torch",
+		strings.Join(modules, " and "), strings.Join(why, "; "))
+}
+
+// probe checks that python finds every module, without importing it (a torch import takes
+// seconds; a torch that is found but broken fails in Run, as an error the caller reports).
+func probe(ctx context.Context, python string, modules []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	script := `import importlib.util, sys
+missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]
+if missing:
+    sys.exit("No module named " + ", ".join(repr(m) for m in missing))`
+	out, err := exec.CommandContext(ctx, python, append([]string{"-c", script}, modules...)...).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return fmt.Errorf("%s", last)
+	}
+	return err
+}
+
+// Run runs cpu.py on spec with python and returns what it measured.
+func Run(ctx context.Context, python string, spec Spec) (*Result, error) {
+	arg, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, python, "-c", cpuScript, string(arg))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		tail := errb.String()
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		return nil, fmt.Errorf("PyTorch reference (%s) failed: %w\n%s", python, err, tail)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	r := Result{Python: python}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		return nil, fmt.Errorf("PyTorch reference (%s) printed %q: %w", python, out.String(), err)
+	}
+	return &r, nil
+}
