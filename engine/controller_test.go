@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gomlx/compute"
 	_ "github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -27,9 +26,12 @@ import (
 	"agentrl/store"
 )
 
-func qwenTokenizer(t *testing.T) *tokenizer.Tokenizer {
+// testTokenizer is the built-in model's tokenizer: the chat specials and tool-call tags the
+// recipes use, with a 392-token vocabulary. (With the Qwen3 tokenizer's 151,643 tokens, the
+// softmax over the vocabulary took nearly all of these tests' time.)
+func testTokenizer(t *testing.T) *tokenizer.Tokenizer {
 	t.Helper()
-	tok, err := tokenizer.Load(filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer"))
+	tok, err := tokenizer.Load(filepath.Join("..", BuiltinSourceDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func qwenTokenizer(t *testing.T) *tokenizer.Tokenizer {
 }
 
 // tinyRun builds a controller for a short run of the ReTool recipe on a tiny random model with the
-// Qwen3 tokenizer, storing into a fresh store; extra overrides the recipe fields given.
+// built-in tokenizer, storing into a fresh store; extra overrides the recipe fields given.
 func tinyRun(t *testing.T, extra map[string]string) (*Controller, *store.Store, chan event.Event) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), store.Options{})
@@ -52,8 +54,8 @@ func tinyRun(t *testing.T, extra map[string]string) (*Controller, *store.Store, 
 // tinyRunOn is tinyRun on a given store, resuming from resume when it is not nil.
 func tinyRunOn(t *testing.T, st *store.Store, extra map[string]string, resume *store.Checkpoint) (*Controller, chan event.Event) {
 	t.Helper()
-	tok := qwenTokenizer(t)
-	backend, err := compute.NewWithConfig(device.GoConfig)
+	tok := testTokenizer(t)
+	backend, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func tinyRunOn(t *testing.T, st *store.Store, extra map[string]string, resume *s
 
 // TestControllerEndToEnd runs the real loop — generator, ReTool environment with the Starlark
 // executor, rules hinter and PRM, reference-model teacher, GRPO+OPD update, eval, checkpoints —
-// for two steps on a tiny random model with the Qwen3 tokenizer, and checks the event stream
+// for two steps on a tiny random model with the built-in tokenizer, and checks the event stream
 // and the store.
 func TestControllerEndToEnd(t *testing.T) {
 	c, st, events := tinyRun(t, nil)
@@ -176,8 +178,8 @@ func TestControllerEndToEnd(t *testing.T) {
 // (weights, AdamW moments, data position) produces the same step-2 metrics as a run that went
 // straight through, on the CPU backend.
 func TestResumeMatchesUninterrupted(t *testing.T) {
-	tok := qwenTokenizer(t)
-	backend, err := compute.NewWithConfig(device.GoConfig)
+	tok := testTokenizer(t)
+	backend, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +497,8 @@ func TestOpenAIHinterEndToEnd(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("AGENTRL_TEST_JUDGE_KEY", "test-key")
 	c, _, events := tinyRun(t, noEval(map[string]string{"run.max_steps": "1", "hinter.kind": "openai",
-		"hinter.endpoint": srv.URL + "/v1", "hinter.model": "judge", "hinter.api_key_env": "AGENTRL_TEST_JUDGE_KEY"}))
+		"hinter.endpoint": srv.URL + "/v1", "hinter.model": "judge", "hinter.api_key_env": "AGENTRL_TEST_JUDGE_KEY",
+		"hinter.max_hint_tokens": "128"})) // the judge's whole sentence, in the built-in tokenizer's small vocabulary
 	hinted, share := 0, -1.0
 	for _, e := range runEvents(t, c, events) {
 		switch v := e.(type) {
