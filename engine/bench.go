@@ -109,9 +109,9 @@ func (v *Versus) writeReference(w io.Writer, what string, millis float64, unit s
 // GPU transformers' generate, whose own result is in Torch).
 type RolloutBench struct {
 	*rollout.BenchResult
-	Bandwidth       float64              `json:"reference_bytes_per_s,omitempty"`
-	BandwidthSource string               `json:"-"`
-	Torch           *rollout.TorchResult `json:"torch,omitempty"` // the GPU reference (transformers)
+	Bandwidth       float64                  `json:"reference_bytes_per_s,omitempty"`
+	BandwidthSource string                   `json:"-"`
+	Torch           *torchref.GenerateResult `json:"torch,omitempty"` // the GPU reference (transformers)
 	// Kernels is the CPU matrix-kernel set the process ran and why (see `agentrl-tui kernels`);
 	// "" on a GPU.
 	Kernels string `json:"kernels,omitempty"`
@@ -155,7 +155,7 @@ func BenchRollout(ctx context.Context, m *model.Model, kind string, bc rollout.B
 	if m.Options().Compute == dtypes.Float32 {
 		dt = "float32"
 	}
-	t, err := rollout.TorchReference(ctx, python, m.Config, dt, bc)
+	t, err := torchref.Generate(ctx, python, m.Config, dt, bc)
 	if err != nil {
 		out.ReferenceError = err.Error()
 		return out, nil

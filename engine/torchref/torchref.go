@@ -1,7 +1,8 @@
-// Package torchref runs the PyTorch eager reference that `bench train` and `bench rollout` set
-// the Go backend against on the CPU: cpu.py, a decoder of the engine's model layout with random
-// weights, timed on the same work (decode with a KV cache; one training update in micro-batches).
-// It needs only a python3 with torch (Debian's python3-torch); Find picks one or says why none.
+// Package torchref runs the PyTorch references the benchmarks set the engine against. On the CPU,
+// cpu.py (Run): a decoder of the engine's model layout with random weights, timed on the same work
+// as the Go backend (decode with a KV cache; one training update in micro-batches); it needs only
+// a python3 with torch (Debian's python3-torch), and Find picks one or says why none. On a GPU,
+// generate.py (Generate): transformers' generate on the same shape and lengths.
 package torchref
 
 import (
@@ -179,24 +180,33 @@ if missing:
 
 // Run runs cpu.py on spec with python and returns what it measured.
 func Run(ctx context.Context, python string, spec Spec) (*Result, error) {
-	arg, err := json.Marshal(spec)
-	if err != nil {
+	r := Result{Python: python}
+	if err := runScript(ctx, python, cpuScript, spec, &r); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, python, "-c", cpuScript, string(arg))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	return &r, nil
+}
+
+// runScript runs script with python on arg (as one JSON argument) and decodes the last line it
+// prints, a JSON object, into out.
+func runScript(ctx context.Context, python, script string, arg, out any) error {
+	spec, err := json.Marshal(arg)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, python, "-c", script, string(spec))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		tail := errb.String()
+		tail := stderr.String()
 		if len(tail) > 2000 {
 			tail = tail[len(tail)-2000:]
 		}
-		return nil, fmt.Errorf("PyTorch reference (%s) failed: %w\n%s", python, err, tail)
+		return fmt.Errorf("PyTorch reference (%s) failed: %w\n%s", python, err, tail)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	r := Result{Python: python}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-		return nil, fmt.Errorf("PyTorch reference (%s) printed %q: %w", python, out.String(), err)
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), out); err != nil {
+		return fmt.Errorf("PyTorch reference (%s) printed %q: %w", python, stdout.String(), err)
 	}
-	return &r, nil
+	return nil
 }
