@@ -65,6 +65,8 @@ func TestCommandInvocations(t *testing.T) {
 		want  []string
 	}{
 		{"tool run", []string{"tool", "run", "--executor", "starlark"}, "print(6 * 7)", []string{`"output":"42\n"`, `"status":"ok"`}},
+		// The whole observation: the sandbox's init re-runs this binary, whose package inits must print nothing into it.
+		{"tool run python", []string{"tool", "run", "--executor", "python"}, "print(6 * 7)", []string{`"observation":"<interpreter>\n42\n</interpreter>"`, `"isolation":"strict`}},
 		{"tool run, one-dash flag", []string{"tool", "run", "-executor", "starlark", "-timeout", "2s"}, "print(1 + 1)", []string{`"output":"2\n"`}},
 		{"bench rollout", []string{"bench", "rollout", "--model", fixture("qwen3-tiny"), "--backend", "go", "--slots", "2", "--sequences", "2", "--prompt-len", "4", "--new", "4", "--json"}, "",
 			[]string{`"tokens":8`, `"tokens_per_s"`, `"reference_bytes_per_s"`}},

@@ -38,6 +38,18 @@ func TestLoadBadRecipes(t *testing.T) {
 			"bad.yaml:2: rollout.lr: unknown field; did you mean train.lr?"},
 		{"unknown field, nothing close", "train:\n  learning_rate: 1e-5\n",
 			"bad.yaml:2: train.learning_rate: unknown field; train accepts: lr, warmup_steps, schedule, min_lr_ratio, weight_decay, beta1, beta2, eps, grad_clip, micro_batch, grad_accumulation, gradient_checkpointing, epochs_per_step"},
+		{"sandbox isolation unknown", "env:\n  sandbox:\n    isolation: loose\n",
+			`bad.yaml:3: env.sandbox.isolation: "loose" is not one of strict, none`},
+		{"sandbox workers negative", "env:\n  sandbox:\n    workers: -2\n",
+			"bad.yaml:3: env.sandbox.workers: -2 is out of range; want auto or at least 1"},
+		{"sandbox workers a word", "env:\n  sandbox:\n    workers: many\n",
+			`bad.yaml:3: env.sandbox.workers: "many" is a string; want auto or an integer`},
+		{"sandbox python missing", "env:\n  sandbox:\n    python: /nonexistent/python3\n",
+			`bad.yaml:3: env.sandbox.python: "/nonexistent/python3" does not exist; give an interpreter such as /usr/bin/python3, or leave it empty for the system python3`},
+		{"sandbox module not a name", "env:\n  sandbox:\n    modules: [numpy, \"os; rm\"]\n",
+			`bad.yaml:3: env.sandbox.modules: "os; rm" is not a module name; want top-level import names such as numpy or sympy`},
+		{"sandbox misspelt field", "env:\n  sandbox:\n    isolaton: none\n",
+			"bad.yaml:3: env.sandbox.isolaton: unknown field; did you mean env.sandbox.isolation?"},
 		{"value not in enum", "run:\n  seed: 3\nalgorithm:\n  kl_estimator: k2\n",
 			`bad.yaml:4: algorithm.kl_estimator: "k2" is not one of k1, k3`},
 		{"string for a number", "train:\n  lr: fast\n",
@@ -177,6 +189,7 @@ run: {name: t-1, max_steps: 3}
 memory: {vram: 24 GB, kv_slots: 32}
 env:
   timeout: 1500ms
+  sandbox: {isolation: none, python: /usr/bin/env, modules: [sympy, mpmath], workers: 4}
   tasks:
     source: jsonl
     jsonl: {path: ` + tasks + `, prompt_field: prompt}
@@ -194,6 +207,7 @@ hinter:    # an empty section keeps every default
 	want.Run.Name, want.Run.MaxSteps = "t-1", 3
 	want.Memory.VRAM, want.Memory.KVSlots = "24 GB", 32
 	want.Env.Timeout = 1500 * time.Millisecond
+	want.Env.Sandbox = Sandbox{Isolation: "none", Python: "/usr/bin/env", Modules: []string{"sympy", "mpmath"}, Workers: 4}
 	want.Env.Tasks.Source, want.Env.Tasks.JSONL.Path = "jsonl", tasks
 	want.Rollout.Stop = []string{"</code>", "\n\n\n"}
 	want.Train.LR, want.Train.GradAccumulation, want.Train.GradientCheckpointing = 3e-6, 2, true

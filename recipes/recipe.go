@@ -139,6 +139,8 @@ type Env struct {
 	Timeout time.Duration `mapstructure:"timeout" json:"timeout"`
 	// Limits bounds what one tool call may use.
 	Limits Limits `mapstructure:"limits" json:"limits"`
+	// Sandbox isolates the python executor's code and sizes its worker pool.
+	Sandbox Sandbox `mapstructure:"sandbox" json:"sandbox"`
 	// Observation shapes the tool output the model reads.
 	Observation Observation `mapstructure:"observation" json:"observation"`
 	// Tasks is the task set.
@@ -153,6 +155,24 @@ type Limits struct {
 	MaxSteps int `mapstructure:"max_steps" json:"max_steps"`
 	// MaxMemoryMB bounds the address space of the python subprocess, in MiB (python executor).
 	MaxMemoryMB int `mapstructure:"max_memory_mb" json:"max_memory_mb"`
+}
+
+// Sandbox isolates model-written code (python executor) and bounds how much runs at once.
+type Sandbox struct {
+	// Isolation is "strict" (the code reads only the interpreter, its standard library and the
+	// allowed modules, writes only its own private folder, has no network and sees no other
+	// process, as root or not; the run refuses to start where the kernel cannot give it) or
+	// "none" (resource limits only: the code can read every file the user can and reach the
+	// network; the Status pane says so in red).
+	Isolation string `mapstructure:"isolation" json:"isolation"`
+	// Python is the interpreter; empty means the system python3 (/usr/bin/python3).
+	Python string `mapstructure:"python" json:"python"`
+	// Modules are the third-party modules the code may import besides the standard library;
+	// those the interpreter lacks are reported, not an error.
+	Modules []string `mapstructure:"modules" json:"modules"`
+	// Workers is the number of tool calls that run at once: "auto" (the machine's cores) or a
+	// number.
+	Workers AutoInt `mapstructure:"workers" json:"workers"`
 }
 
 // Observation shapes the tool output fed back to the model.
@@ -387,6 +407,7 @@ func Default() *Recipe {
 		Env: Env{
 			Name: "retool", Executor: "starlark", Session: "fresh", Timeout: 5 * time.Second,
 			Limits:      Limits{MaxOutputBytes: 1024, MaxSteps: 100000, MaxMemoryMB: 256},
+			Sandbox:     Sandbox{Isolation: "strict", Python: "", Modules: []string{"numpy", "sympy"}, Workers: 0},
 			Observation: Observation{Format: "interpreter", MaxChars: 512},
 			Tasks: Tasks{
 				Source:    "synthetic",

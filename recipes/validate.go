@@ -242,6 +242,40 @@ func (c *checker) rollout() {
 	}
 }
 
+func (c *checker) sandbox() {
+	sb := c.r.Env.Sandbox
+	c.oneOf("env.sandbox.isolation", sb.Isolation, "strict", "none")
+	c.auto("env.sandbox.workers", sb.Workers)
+	if sb.Workers > 1024 {
+		c.failf("env.sandbox.workers", "%d is out of range; want auto or 1 to 1024", int(sb.Workers))
+	}
+	if sb.Python != "" {
+		switch st, err := os.Stat(sb.Python); {
+		case err != nil && !strings.Contains(sb.Python, "/"):
+			// A bare name is looked up on PATH when the executor starts.
+		case err != nil:
+			c.failf("env.sandbox.python", "%q does not exist; give an interpreter such as /usr/bin/python3, or leave it empty for the system python3", sb.Python)
+		case st.IsDir() || st.Mode()&0o111 == 0:
+			c.failf("env.sandbox.python", "%q is not an executable file; give an interpreter such as /usr/bin/python3", sb.Python)
+		}
+	}
+	for _, m := range sb.Modules {
+		if !isIdentifier(m) {
+			c.failf("env.sandbox.modules", "%q is not a module name; want top-level import names such as numpy or sympy", m)
+		}
+	}
+}
+
+// isIdentifier reports whether s is a Python top-level module name.
+func isIdentifier(s string) bool {
+	for i, ch := range s {
+		if !(ch == '_' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || i > 0 && ch >= '0' && ch <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
 func (c *checker) env() {
 	e := c.r.Env
 	c.oneOf("env.name", e.Name, "retool")
@@ -253,6 +287,7 @@ func (c *checker) env() {
 	c.atLeast("env.limits.max_output_bytes", e.Limits.MaxOutputBytes, 1)
 	c.atLeast("env.limits.max_steps", e.Limits.MaxSteps, 1)
 	c.atLeast("env.limits.max_memory_mb", e.Limits.MaxMemoryMB, 16)
+	c.sandbox()
 	c.oneOf("env.observation.format", e.Observation.Format, "interpreter", "tool_response")
 	c.atLeast("env.observation.max_chars", e.Observation.MaxChars, 1)
 

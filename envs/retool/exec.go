@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,6 +58,7 @@ type Result struct {
 	Status   Status        // ok | error | timeout | killed
 	Duration time.Duration // wall time
 	Detail   string        // why it was killed or timed out, for people
+	Queued   time.Duration // time spent waiting for a free worker of the Pool (tool_queue_s)
 }
 
 // Session runs a trajectory's code blocks one after another. A persistent session keeps
@@ -116,9 +118,11 @@ type Pool struct {
 	sem    chan struct{}
 	closed chan struct{}
 	once   sync.Once
+	waited atomic.Int64 // nanoseconds all calls spent waiting for a worker
 }
 
-// NewPool allows n concurrent executions (n ≤ 0: 2).
+// NewPool allows n concurrent executions (n ≤ 0: 2); a run sizes it with
+// Sandbox.WorkerCount (recipe env.sandbox.workers).
 func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = 2
@@ -128,6 +132,11 @@ func NewPool(n int) *Pool {
 
 // Size is the number of executions that can run at once.
 func (p *Pool) Size() int { return cap(p.sem) }
+
+// QueueWait is the total time calls have spent waiting for a worker since the pool was made;
+// the difference between two readings is a step's tool_queue_s. Each Result also carries its
+// own wait in Queued.
+func (p *Pool) QueueWait() time.Duration { return time.Duration(p.waited.Load()) }
 
 // Run executes code in s once a place is free; a cancelled context or a closed pool gives up the
 // wait with a killed result that says why.
@@ -140,15 +149,21 @@ func (p *Pool) Run(ctx context.Context, s Session, code string) Result {
 	if err := ctx.Err(); err != nil {
 		return Result{Status: StatusKilled, Detail: "cancelled while waiting for a sandbox: " + err.Error()}
 	}
+	start := time.Now()
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
-		return Result{Status: StatusKilled, Detail: "cancelled while waiting for a sandbox: " + ctx.Err().Error()}
+		p.waited.Add(int64(time.Since(start)))
+		return Result{Status: StatusKilled, Detail: "cancelled while waiting for a sandbox: " + ctx.Err().Error(), Queued: time.Since(start)}
 	case <-p.closed:
 		return Result{Status: StatusKilled, Detail: "the sandbox pool is closed"}
 	}
+	queued := time.Since(start)
+	p.waited.Add(int64(queued))
 	defer func() { <-p.sem }()
-	return s.Run(ctx, code)
+	r := s.Run(ctx, code)
+	r.Queued = queued
+	return r
 }
 
 // Close stops the pool from starting executions; running ones finish. It is idempotent.
@@ -157,13 +172,20 @@ func (p *Pool) Close() error {
 	return nil
 }
 
-// NewExecutor returns the executor called name ("starlark" or "python").
+// NewExecutor returns the executor called name ("starlark" or "python") with the default
+// sandbox (strict isolation, the system python3).
 func NewExecutor(name string, lim Limits, session string) (Executor, error) {
+	return NewExecutorSandbox(name, lim, session, Sandbox{})
+}
+
+// NewExecutorSandbox returns the executor called name; the python executor runs under sb (the
+// recipe's env.sandbox) and fails when the machine cannot give the isolation sb asks for.
+func NewExecutorSandbox(name string, lim Limits, session string, sb Sandbox) (Executor, error) {
 	switch name {
 	case "starlark":
 		return &Starlark{Limits: lim.withDefaults()}, nil
 	case "python":
-		return NewPython(lim, session == "persistent")
+		return NewPythonSandbox(lim, session == "persistent", sb)
 	}
 	return nil, fmt.Errorf("executor %q is not one of starlark, python", name)
 }
