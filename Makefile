@@ -49,3 +49,10 @@ builtin: build
 
 clean:
 	rm -rf bin
+
+# The GPU self-check (scripts/gpu-check.sh, not part of CI): on a machine with a GPU and JAX's CUDA
+# plugin, every GPU figure of the README in one report, runs/gpu-check/<UTC time>/report.{json,md},
+# in at most 10 minutes; exit code 2 at once, with doctor's explanation, where the GPU path is not ready.
+.PHONY: gpu-check
+gpu-check: build
+	BIN=$(BIN) scripts/gpu-check.sh

@@ -89,7 +89,7 @@ advantages → train → sync → eval → save, in the workbench on a terminal,
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{
-		scoreCommand(env), generateCommand(env), tokenizeCommand(env), tokenizerCommand(env), sftCommand(env), toolCommand(env), kernelsCommand(env),
+		scoreCommand(env), generateCommand(env), tokenizeCommand(env), tokenizerCommand(env), sftCommand(env), toolCommand(env), kernelsCommand(env), doctorCommand(env), devCommand(env),
 	} {
 		c.GroupID = "model"
 		root.AddCommand(c)

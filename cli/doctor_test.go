@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"agentrl/engine/doctor"
+)
+
+// TestDoctor runs doctor on this machine (the tests force the go backend through GOMLX_BACKEND):
+// every section is there, --json parses, and the error (the exit code) follows the verdict.
+func TestDoctor(t *testing.T) {
+	// an 8B-parameter model folder (only its config.json is read) is more than this machine holds
+	dir := t.TempDir()
+	files := map[string]string{"model.safetensors": "", "tokenizer.json": "{}", "config.json": `{"model_type": "qwen3", "vocab_size": 151936,
+		"hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+		"head_dim": 128, "rms_norm_eps": 1e-6, "rope_theta": 1000000, "tie_word_embeddings": false}`,
+		"huge.yaml": "model:\n  path: " + dir + "\n"}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tooBig := filepath.Join(dir, "huge.yaml")
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantErr  string // "" when doctor says the recipe can run
+		wantFail []string
+		// anyVerdict leaves can_run and the failed checks unchecked (they depend on the machine)
+		anyVerdict bool
+	}{
+		{name: "default recipe", args: []string{"doctor", "--json"}},
+		{name: "shipped recipe", args: []string{"doctor", recipe("retool.yaml"), "--json", "--torch-python", ""}},
+		// GOMLX_BACKEND=go: never a GPU path, whether or not this machine has a GPU
+		{name: "GPU required", args: []string{"doctor", "--json", "--gpu", "--torch-python", ""}, wantErr: "doctor", anyVerdict: true},
+		{name: "recipe missing", args: []string{"doctor", "nonexistent.yaml", "--json", "--torch-python", ""}, wantErr: "failed: recipe", wantFail: []string{"recipe"}},
+		{name: "recipe does not fit", args: []string{"doctor", tooBig, "--json", "--torch-python", ""}, wantErr: "failed", wantFail: []string{"fits"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runCmd(t, tc.args...)
+			if tc.wantErr == "" && err != nil {
+				t.Fatalf("doctor: %v\n%s", err, out)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("doctor: error %v; want one containing %q", err, tc.wantErr)
+			}
+			var rep doctor.Report
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("doctor --json printed %q: %v", out, err)
+			}
+			if rep.GPUReady && tc.anyVerdict {
+				t.Errorf("gpu_ready with the go backend forced")
+			}
+			if !tc.anyVerdict && rep.CanRun != (len(tc.wantFail) == 0) {
+				t.Errorf("can_run = %v; want %v (failed: %v)", rep.CanRun, len(tc.wantFail) == 0, rep.Failed())
+			}
+			if got := rep.Failed(); len(tc.wantFail) > 0 && !slices.Equal(got, tc.wantFail) {
+				t.Errorf("failed checks %v; want %v", got, tc.wantFail)
+			}
+			sections := map[string]bool{}
+			for _, c := range rep.Checks {
+				sections[c.Section] = true
+				if c.Status != doctor.OK && c.Status != doctor.Info && c.Fix == "" {
+					t.Errorf("%s: %s without a fix: %s", c.Name, c.Status, c.Detail)
+				}
+			}
+			for _, s := range []string{doctor.SecCPU, doctor.SecMemory, doctor.SecGPU, doctor.SecBackend, doctor.SecPython, doctor.SecSandbox, doctor.SecRecipe} {
+				if !sections[s] {
+					t.Errorf("no %s section in %v", s, rep.Checks)
+				}
+			}
+		})
+	}
+}
+
+// TestDoctorText checks the text report: a title per section, a verdict per line, the last line.
+func TestDoctorText(t *testing.T) {
+	out, err := runCmd(t, "doctor", recipe("retool.yaml"), "--torch-python", "")
+	if err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	for _, want := range []string{"CPU\n", "Memory\n", "GPU (NVML", "Backend\n", "Code sandbox\n", "Recipe\n", "  OK    bf16", "READY: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor's report lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Markdown renders the report as one table: a row per figure the README states about the GPU,
+// then the steps with their exit codes and times.
+func (r *GPUReport) Markdown() string {
+	var b strings.Builder
+	verdict := "every step ran and every parity row holds"
+	if !r.OK {
+		verdict = "NOT ALL GOOD: see the rows marked ✗ and the steps below"
+	}
+	fmt.Fprintf(&b, "# GPU self-check, %s\n\nDevice: %s. Backend: %s. %s.\n\n", r.Created, orDash(r.Device), orDash(r.Backend), verdict)
+	b.WriteString("| check | | result |\n| --- | --- | --- |\n")
+	row := func(ok bool, name, format string, a ...any) {
+		mark := "✓"
+		if !ok {
+			mark = "✗"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, mark, strings.ReplaceAll(fmt.Sprintf(format, a...), "|", "/"))
+	}
+	for _, p := range r.Parity {
+		if p.Error != "" {
+			row(false, fmt.Sprintf("HF parity %s %s", p.Fixture, p.DType), "error: %s", firstLine(p.Error))
+			continue
+		}
+		row(p.OK, fmt.Sprintf("HF parity %s %s", p.Fixture, p.DType),
+			"log-prob error %.2g (tolerance %.0e), argmax %.0f%%, greedy = HF: score %d/%d, generate %d/%d",
+			p.MaxLogProbErr, p.Tolerance, 100*p.ArgmaxAgree, p.ScoreGreedy, p.Cases, p.Generate, p.Cases)
+	}
+	for _, x := range r.Rollout {
+		ref := x.Reference
+		if x.RefTokensPerS > 0 {
+			ref = fmt.Sprintf("%s: %.0f tokens/s, engine ÷ reference %.2f", x.Reference, x.RefTokensPerS, x.Ratio)
+		}
+		row(true, fmt.Sprintf("bench rollout, batch %d", x.Batch), "%.0f tokens/s, %.2f ms/step, %.0f%% of the %.0f GB/s roofline; %s",
+			x.TokensPerSec, x.StepMs, 100*x.RooflineShare, x.Bandwidth/1e9, ref)
+	}
+	if t := r.Train; t != nil {
+		ref := t.Reference
+		if t.RefTokensPerS > 0 {
+			ref = fmt.Sprintf("%s: %.0f tokens/s, engine ÷ reference %.2f", t.Reference, t.RefTokensPerS, t.Ratio)
+		}
+		row(true, fmt.Sprintf("bench train, %d × %d", t.Sequences, t.Length), "%.0f tokens/s, %.0f ms/micro-step, %.0f%% of the measured matmul peak; %s",
+			t.TokensPerSec, t.MicroStepMs, 100*t.PeakShare, ref)
+	}
+	if u := r.Run; u != nil {
+		peak := "NVML: no reading"
+		if u.NVMLAvailable {
+			peak = fmt.Sprintf("NVML peak %s (%s over the %s before the run)", gib(int64(u.NVMLPeak)), gib(int64(u.NVMLPeak)-int64(u.NVMLBaseline)), gib(int64(u.NVMLBaseline)))
+		}
+		pred := "no prediction"
+		if u.Predicted > 0 {
+			pred = fmt.Sprintf("ledger predicts %s (%s)", gib(u.Predicted), u.PredictedPhases)
+		}
+		row(u.Status == "finished", fmt.Sprintf("recipe run, %d steps", u.Steps), "%s on %s; switch to train %s s, to rollout %s s, sync %s s, step %s s; %s; %s; engine ledger %s",
+			orDash(u.Status), orDash(u.Backend), secs(u.SwitchToTrain), secs(u.SwitchToRollout), secs(u.Sync), secs(u.StepSeconds), peak, pred, gib(u.EngineLedger))
+	}
+	if p := r.Plan; p != nil {
+		if p.Fits {
+			row(true, fmt.Sprintf("plan %s at %s", p.Shape, gib(p.Budget)), "fits: %d KV slots, micro-batch %d, peak %s", p.KVSlots, p.MicroBatch, gib(p.Total))
+		} else {
+			row(true, fmt.Sprintf("plan %s at %s", p.Shape, gib(p.Budget)), "does not fit: %s", p.Reason)
+		}
+	}
+	b.WriteString("\n| step | exit | seconds |\n| --- | --- | --- |\n")
+	for _, s := range r.Steps {
+		fmt.Fprintf(&b, "| %s | %d | %.1f |\n", s.Name, s.ExitCode, s.Seconds)
+	}
+	if len(r.Missing) > 0 {
+		fmt.Fprintf(&b, "\nMissing outputs: %s.\n", strings.Join(r.Missing, ", "))
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// secs lists per-step seconds: "1.20, 0.80, 0.79".
+func secs(v []float64) string {
+	if len(v) == 0 {
+		return "—"
+	}
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,292 @@
+package doctor
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrl/engine"
+	"agentrl/engine/device"
+	"agentrl/engine/model"
+	"agentrl/engine/rollout"
+	"agentrl/engine/torchref"
+	"agentrl/engine/train"
+	"agentrl/store/safetensors"
+)
+
+// stepFiles are the outputs of a self-check whose every step went well.
+func stepFiles(t *testing.T) map[string]any {
+	t.Helper()
+	ro := func(tps float64) engine.RolloutBench {
+		return engine.RolloutBench{BenchResult: &rollout.BenchResult{TokensPerSec: tps, StepMillis: 5, BytesPerSec: 1e12, CompileTime: 3 * time.Second},
+			Bandwidth: 3.35e12, Torch: &torchref.GenerateResult{Torch: "2.9.0", Device: "NVIDIA H100", TokensPerSec: tps / 2},
+			Versus: engine.Versus{ReferenceTokensPerSec: tps / 2, Ratio: 2}}
+	}
+	return map[string]any{
+		DoctorFile: Report{Backend: device.CUDA, GPU: h100(), CanRun: true, GPUReady: true},
+		ParityFile: ParityReport{Backend: device.CUDA, Rows: []ParityRow{
+			{Fixture: "qwen3-tiny", DType: "float32", Cases: 3, MaxLogProbErr: 1e-6, ArgmaxAgree: 1, ScoreGreedy: 3, Generate: 3, Tolerance: TolF32, OK: true},
+			{Fixture: "qwen3-tiny", DType: "bfloat16", Cases: 3, MaxLogProbErr: 0.01, ArgmaxAgree: 0.97, ScoreGreedy: 2, Generate: 3, Tolerance: TolBF16, OK: true}}},
+		"rollout-1.json":  ro(100),
+		"rollout-64.json": ro(5000),
+		TrainFile: engine.TrainBench{BenchResult: &train.BenchResult{Config: train.BenchConfig{Sequences: 8, Length: 1024}, TokensPerSec: 20000, MicroStepMs: 400},
+			Backend: device.CUDA, PeakShare: 0.4},
+		TorchTrainFile: torchref.Result{Torch: "2.9.0", Device: "NVIDIA H100", Train: &torchref.TrainResult{TokensPerSec: 10000}},
+		PlanFile:       json.RawMessage(`{"fits":true,"kv_slots":64,"micro_batch":6,"total":102000000000,"budget":103079215104,"shape":"qwen3-4b"}`),
+		RunPlanFile:    json.RawMessage(`{"fits":true,"kv_slots":64,"micro_batch":8,"total":20000000000,"budget":80000000000,"phases":{"rollout":15000000000,"train":20000000000},"shape":"model"}`),
+		RunPeakFile:    Peak{Available: true, Baseline: 1 << 30, PeakUsed: 21 << 30, Total: 80 << 30, Samples: 100},
+		RunEventsFile: strings.Join([]string{
+			`{"type":"run_start","backend":"cuda"}`,
+			`{"type":"ledger","components":{"master weights":100,"AdamW moments (host)":200,"KV cache":50}}`,
+			`{"type":"phase","step":1,"phase":"rollout","seconds":2}`,
+			`{"type":"phase","step":1,"phase":"sync","seconds":0.25}`,
+			`{"type":"metrics","step":1,"metrics":{"switch_to_train_s":1.5,"switch_to_rollout_s":0.5}}`,
+			`{"type":"phase","step":2,"phase":"sync","seconds":0.2}`,
+			`{"type":"metrics","step":2,"metrics":{"switch_to_train_s":1.25,"switch_to_rollout_s":0.4}}`,
+			`not an event`,
+			`{"type":"run_end","status":"finished"}`,
+		}, "\n"),
+	}
+}
+
+func writeSteps(t *testing.T, files map[string]any, status string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, v := range files {
+		var data []byte
+		if s, ok := v.(string); ok {
+			data = []byte(s)
+		} else {
+			var err error
+			if data, err = json.Marshal(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, StatusFile), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestBuildReport(t *testing.T) {
+	allGood := "doctor\t0\t2.0\nparity\t0\t30.5\nrun\t0\t120\n"
+	for _, tc := range []struct {
+		name    string
+		edit    func(files map[string]any)
+		status  string
+		logs    map[string]string
+		wantOK  bool
+		check   func(t *testing.T, r *GPUReport)
+		wantMD  []string
+		wantErr bool
+	}{
+		{
+			name: "every step went well", status: allGood, wantOK: true,
+			check: func(t *testing.T, r *GPUReport) {
+				if r.Backend != device.CUDA || !strings.Contains(r.Device, "H100") || len(r.Missing) > 0 {
+					t.Errorf("backend %q, device %q, missing %v", r.Backend, r.Device, r.Missing)
+				}
+				if len(r.Rollout) != 2 || r.Rollout[0].Batch != 1 || r.Rollout[1].Batch != 64 || r.Rollout[1].Ratio != 2 {
+					t.Errorf("rollout %+v; want batches 1 and 64, ratio 2", r.Rollout)
+				}
+				if x := r.Rollout[0]; x.RooflineShare < 0.29 || x.RooflineShare > 0.3 || !strings.Contains(x.Reference, "HF generate") {
+					t.Errorf("rollout row %+v; want a 0.3 roofline share against HF generate", x)
+				}
+				if tr := r.Train; tr == nil || tr.Ratio != 2 || tr.Sequences != 8 || !strings.Contains(tr.Reference, "PyTorch 2.9.0") {
+					t.Errorf("train %+v; want 8 sequences at twice PyTorch", tr)
+				}
+				u := r.Run
+				if u == nil || u.Steps != 2 || u.Status != "finished" || len(u.SwitchToTrain) != 2 || u.SwitchToTrain[1] != 1.25 ||
+					len(u.Sync) != 2 || u.NVMLPeak != 21<<30 || u.Predicted != 20000000000 || u.EngineLedger != 150 || len(u.StepSeconds) != 2 {
+					t.Errorf("run %+v", u)
+				}
+				if r.Plan == nil || !r.Plan.Fits || r.Plan.Shape != "qwen3-4b" {
+					t.Errorf("plan %+v", r.Plan)
+				}
+			},
+			wantMD: []string{"| HF parity qwen3-tiny float32 | ✓ |", "| bench rollout, batch 64 | ✓ | 5000 tokens/s", "engine ÷ reference 2.00",
+				"| recipe run, 2 steps | ✓ | finished on cuda; switch to train 1.50, 1.25 s", "NVML peak 21.00 GiB (20.00 GiB over", "ledger predicts 18.63 GiB",
+				"| plan qwen3-4b at 96.00 GiB | ✓ | fits: 64 KV slots", "| parity | 0 | 30.5 |"},
+		},
+		{
+			name: "a step failed", status: allGood + "train\t1\t12.0\n", logs: map[string]string{"train.log": "bench train: out of memory"},
+			edit: func(f map[string]any) { delete(f, TrainFile); delete(f, TorchTrainFile) },
+			check: func(t *testing.T, r *GPUReport) {
+				if s := r.Steps[len(r.Steps)-1]; s.Name != "train" || s.ExitCode != 1 || !strings.Contains(s.LogTail, "out of memory") {
+					t.Errorf("last step %+v; want train's failure with its log", s)
+				}
+				if r.Train != nil || !strings.Contains(strings.Join(r.Missing, " "), TrainFile) {
+					t.Errorf("train %+v, missing %v; want no train row and train.json missing", r.Train, r.Missing)
+				}
+			},
+			wantMD: []string{"NOT ALL GOOD", "| train | 1 | 12.0 |", "Missing outputs: train.json"},
+		},
+		{
+			name: "a parity row off", status: allGood,
+			edit: func(f map[string]any) {
+				p := f[ParityFile].(ParityReport)
+				p.Rows = append(p.Rows, ParityRow{Fixture: "qwen2-tiny", DType: "float32", Error: "model.safetensors: not found"})
+				f[ParityFile] = p
+			},
+			wantMD: []string{"| HF parity qwen2-tiny float32 | ✗ | error: model.safetensors: not found |"},
+		},
+		{
+			name: "a torch step that did not run", status: allGood, logs: map[string]string{"torch-train.log": "no python with torch found"},
+			edit:   func(f map[string]any) { delete(f, TorchTrainFile) },
+			wantOK: true,
+			check: func(t *testing.T, r *GPUReport) {
+				if r.Train == nil || r.Train.Ratio != 0 || !strings.Contains(r.Train.Reference, "no python with torch") {
+					t.Errorf("train %+v; want no ratio and why", r.Train)
+				}
+			},
+		},
+		{name: "no status file", status: "", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := stepFiles(t)
+			if tc.edit != nil {
+				tc.edit(files)
+			}
+			dir := writeSteps(t, files, tc.status)
+			for name, text := range tc.logs {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.wantErr {
+				os.Remove(filepath.Join(dir, StatusFile))
+			}
+			r, err := BuildReport(dir)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("BuildReport: %v; want error %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if r.OK != tc.wantOK {
+				t.Errorf("OK = %v; want %v", r.OK, tc.wantOK)
+			}
+			if tc.check != nil {
+				tc.check(t, r)
+			}
+			md := r.Markdown()
+			for _, want := range tc.wantMD {
+				if !strings.Contains(md, want) {
+					t.Errorf("markdown lacks %q:\n%s", want, md)
+				}
+			}
+			if _, err := json.Marshal(r); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// fakeNVML answers Read with used, rising by step each call.
+type fakeNVML struct {
+	ok         bool
+	used, step uint64
+}
+
+func (f *fakeNVML) Available() (bool, string) {
+	return f.ok, map[bool]string{false: "NVML unavailable"}[f.ok]
+}
+func (f *fakeNVML) Read() (device.Reading, bool) {
+	if !f.ok {
+		return device.Reading{}, false
+	}
+	f.used += f.step
+	return device.Reading{UsedBytes: f.used, TotalBytes: 1 << 40}, true
+}
+
+func TestWatch(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		nvml     *fakeNVML
+		script   string
+		wantCode int
+		wantPeak bool
+	}{
+		{name: "GPU", nvml: &fakeNVML{ok: true, used: 1 << 30, step: 1 << 20}, script: "sleep 0.3", wantPeak: true},
+		{name: "no GPU", nvml: &fakeNVML{}, script: "sleep 0.1"},
+		{name: "the command fails", nvml: &fakeNVML{ok: true, step: 1}, script: "exit 3", wantCode: 3, wantPeak: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Watch(exec.Command("sh", "-c", tc.script), tc.nvml, 20*time.Millisecond)
+			var ee *exec.ExitError
+			if tc.wantCode != 0 && !errors.As(err, &ee) {
+				t.Errorf("err = %v; want the exit error", err)
+			} else if tc.wantCode == 0 && err != nil {
+				t.Errorf("err = %v", err)
+			}
+			if p.ExitCode != tc.wantCode || p.Available != tc.nvml.ok {
+				t.Errorf("peak %+v; want exit code %d, available %v", p, tc.wantCode, tc.nvml.ok)
+			}
+			if tc.wantPeak && (p.Samples == 0 || p.PeakUsed <= p.Baseline) {
+				t.Errorf("peak %+v; want samples above the baseline", p)
+			}
+			if !tc.wantPeak && (p.Samples != 0 || p.PeakUsed != 0 || p.Reason == "") {
+				t.Errorf("peak %+v; want no samples and the reason", p)
+			}
+		})
+	}
+}
+
+func TestWriteRandomModel(t *testing.T) {
+	tiny := filepath.Join("..", "..", "testdata", "fixtures", "qwen3-tiny")
+	builtin := filepath.Join("..", "..", "testdata", "builtin")
+	qwenTok := filepath.Join("..", "..", "testdata", "fixtures", "qwen3-tokenizer")
+	for _, tc := range []struct {
+		name    string
+		o       RandomModel
+		wantErr string
+		files   []string
+	}{
+		{name: "the shape and tokenizer of a folder", o: RandomModel{Like: builtin}, files: []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}},
+		{name: "a folder's shape, another tokenizer", o: RandomModel{Like: tiny, Tokenizer: filepath.Join(builtin, "tokenizer.json"), DType: safetensors.F32},
+			files: []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}},
+		{name: "the tokenizer is larger than the vocabulary", o: RandomModel{Like: tiny, Tokenizer: qwenTok}, wantErr: "more than the model's vocabulary"},
+		{name: "shape and folder", o: RandomModel{Shape: "qwen3-0.6b", Like: tiny}, wantErr: "exactly one"},
+		{name: "unknown shape", o: RandomModel{Shape: "qwen9-1t", Tokenizer: qwenTok}, wantErr: "unknown shape"},
+		{name: "a shape without a tokenizer", o: RandomModel{Shape: "qwen3-0.6b"}, wantErr: "give a tokenizer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Out = filepath.Join(t.TempDir(), "model")
+			err := WriteRandomModel(tc.o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v; want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tc.files {
+				if _, err := os.Stat(filepath.Join(tc.o.Out, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			c, err := model.ReadConfig(tc.o.Out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := model.ReadConfig(tc.o.Like)
+			if c.HiddenSize != want.HiddenSize || c.VocabSize != want.VocabSize || len(c.EOSTokenIDs) == 0 {
+				t.Errorf("config %+v; want the shape of %s and end-of-sequence ids", c, tc.o.Like)
+			}
+			if _, err := model.LoadParams(tc.o.Out, c); err != nil {
+				t.Errorf("the weights do not load: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,131 @@
+package doctor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomlx/compute/dtypes"
+
+	"agentrl/engine/device"
+	"agentrl/engine/model"
+	"agentrl/engine/torchref"
+	"agentrl/envs/retool"
+)
+
+// SystemEnv is the real machine. builtin returns the built-in model's folder; kernels, when not
+// nil, the CPU kernel set a run would choose (the caller decides whether it may measure).
+func SystemEnv(builtin func() (string, error), kernels func() device.KernelChoice) Env {
+	return Env{
+		Device: device.SystemEnv(),
+		CPU: func() CPUInfo {
+			return CPUInfo{Model: device.CPUModel(), Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+		},
+		Kernels: kernels,
+		Memory:  func() (MemInfo, error) { return readMemInfo("/proc/meminfo") },
+		GPU:     device.ReadGPU,
+		Backend: openBackend,
+		Python:  torchref.Find,
+		Torch:   importTorch,
+		Sandbox: systemSandbox,
+		Builtin: builtin,
+	}
+}
+
+// readMemInfo reads MemTotal and MemAvailable from a /proc/meminfo file.
+func readMemInfo(path string) (MemInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return MemInfo{}, err
+	}
+	defer f.Close()
+	var m MemInfo
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch fields[0] {
+		case "MemTotal:":
+			m.TotalBytes = kb << 10
+		case "MemAvailable:":
+			m.AvailableBytes = kb << 10
+		}
+	}
+	if m.TotalBytes == 0 {
+		return m, fmt.Errorf("%s has no MemTotal", path)
+	}
+	return m, sc.Err()
+}
+
+// openBackend opens the backend req names, as a run would, and checks bf16 on it.
+func openBackend(req device.Request) BackendProbe {
+	c, err := device.Open(req)
+	if err != nil {
+		return BackendProbe{Err: err}
+	}
+	defer c.Backend.Finalize()
+	return BackendProbe{Kind: c.Kind, Reason: c.Reason, BF16: model.CheckComputeDType(c.Backend, dtypes.BFloat16)}
+}
+
+// importTorch imports torch with python: its version and whether it sees a CUDA device.
+func importTorch(ctx context.Context, python string) (string, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, "-c", "import json, torch; print(json.dumps([torch.__version__, torch.cuda.is_available()]))").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			lines := strings.Split(strings.TrimSpace(string(ee.Stderr)), "\n")
+			return "", false, fmt.Errorf("%s", lines[len(lines)-1])
+		}
+		return "", false, err
+	}
+	var v []any
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &v); err != nil || len(v) != 2 {
+		return "", false, fmt.Errorf("torch printed %q", out)
+	}
+	ver, _ := v[0].(string)
+	cuda, _ := v[1].(bool)
+	return ver, cuda, nil
+}
+
+// systemSandbox probes the python executor as a run would create it (envs/retool).
+func systemSandbox() SandboxInfo {
+	s := SandboxInfo{Root: os.Geteuid() == 0}
+	if data, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(data))); n > 0 {
+			s.UserNS = "max_user_namespaces " + strconv.Itoa(n)
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(data)) == "0" && !s.Root {
+		s.UserNS = ""
+	}
+	// Without isolation only to see the interpreter and which modules import; the strict sandbox
+	// is what a run gets, and its refusal (what is missing, how to enable it) is the error.
+	if open, err := retool.NewPythonSandbox(retool.Limits{}, false, retool.Sandbox{Isolation: retool.IsolationNone}); err == nil {
+		s.Python = open.Interpreter
+		s.Modules, s.Missing = open.Modules()
+	}
+	p, err := retool.NewPythonSandbox(retool.Limits{}, false, retool.Sandbox{})
+	if err != nil {
+		s.PythonErr = err
+		return s
+	}
+	s.Python, s.Isolation = p.Interpreter, p.Isolation()
+	return s
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# GPU self-check: every GPU claim of the README measured in one call of at most 10 minutes, so that
+# a device lent for a short while is enough. Not part of CI.
+#
+#   make gpu-check                     # builds bin/agentrl-tui (cgo) first
+#   BIN=/path/to/agentrl-tui scripts/gpu-check.sh
+#
+# Steps, each a command of the binary (or of the python with torch), in this order, within the
+# time left of GPU_CHECK_BUDGET_S (600): doctor --gpu; plan for qwen3-4b at 96 GiB; HF parity of
+# testdata/fixtures in float32 and bfloat16 (log-prob error, argmax, greedy through score and
+# generate); a random-weight qwen3-0.6b folder; a 3-step run of recipes/retool.yaml on it under an
+# NVML sampler, beside the ledger's plan for it; bench rollout at batch 1, 64 and 256 against HF
+# generate; bench train at 8 × 1024 and PyTorch eager on the same shape and batch. Nothing comes
+# from the network.
+#
+# Output: OUT (default runs/gpu-check/<UTC time>) holds report.json and report.md (printed at the
+# end), the model folder, the run's store, and steps/ with every step's output and log.
+# Exit code: 0 when every step ran and every parity row holds; 1 otherwise; 2 when the machine is
+# not ready for the GPU path (doctor's explanation is printed; nothing else runs).
+#
+# GPU_CHECK_BACKEND=go runs the same steps on the CPU; with the GPU_CHECK_* sizes below made tiny
+# it is what gpucheck_e2e_test.go runs, so the script is known to work up to the GPU itself.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BACKEND=${GPU_CHECK_BACKEND:-cuda}
+OUT=${OUT:-runs/gpu-check/$(date -u +%Y%m%d-%H%M%S)}
+BUDGET_S=${GPU_CHECK_BUDGET_S:-600}
+SHAPE=${GPU_CHECK_SHAPE:-qwen3-0.6b}                       # the model shape of the benchmarks and the run
+LIKE=${GPU_CHECK_LIKE:-}                                   # or: the shape and tokenizer of this model folder
+TOKENIZER=${GPU_CHECK_TOKENIZER:-testdata/fixtures/qwen3-tokenizer}
+BATCHES=${GPU_CHECK_BATCHES:-1 64 256}
+PROMPT_LEN=${GPU_CHECK_PROMPT_LEN:-128}
+NEW=${GPU_CHECK_NEW:-128}
+TRAIN_SEQS=${GPU_CHECK_TRAIN_SEQS:-8}
+TRAIN_LEN=${GPU_CHECK_TRAIN_LEN:-1024}
+TRAIN_MICRO=${GPU_CHECK_TRAIN_MICRO:-8}
+RECIPE=${GPU_CHECK_RECIPE:-recipes/retool.yaml}
+RUN_STEPS=${GPU_CHECK_RUN_STEPS:-3}
+RUN_VRAM=${GPU_CHECK_RUN_VRAM:-}                           # the run plan's budget; empty: NVML's free memory
+RUN_SET=${GPU_CHECK_RUN_SET:-}                             # more recipe key=value changes for the run
+PLAN_SHAPE=${GPU_CHECK_PLAN_SHAPE:-qwen3-4b}
+PLAN_VRAM=${GPU_CHECK_PLAN_VRAM:-96GiB}
+
+# Where the lent GPU machines keep JAX's CUDA plugin and a PyTorch with transformers; elsewhere
+# doctor and the engine search PJRT_PLUGIN_LIBRARY_PATH and site-packages, and bench tries python3.
+SITE=/opt/torch/.venv/lib/python3.12/site-packages
+PLUGIN=${PLUGIN:-}
+if [ -z "$PLUGIN" ] && [ -f "$SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so" ]; then
+	PLUGIN=$SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so
+fi
+if [ -n "$PLUGIN" ] && [ -z "${XLA_FLAGS:-}" ]; then
+	nv=$(dirname "$(dirname "$(dirname "$PLUGIN")")")/nvidia/cu13
+	[ -d "$nv" ] && export XLA_FLAGS=--xla_gpu_cuda_data_dir=$nv
+fi
+export GOPJRT_CUDA_CHECKS=${GOPJRT_CUDA_CHECKS:-0} GOMLX_NO_AUTO_INSTALL=1
+TORCH_PYTHON=${TORCH_PYTHON:-}
+if [ -z "$TORCH_PYTHON" ]; then
+	for p in /opt/torch/.venv/bin/python python3 /usr/bin/python3; do
+		if command -v "$p" > /dev/null && "$p" -c 'import torch' 2> /dev/null; then TORCH_PYTHON=$(command -v "$p"); break; fi
+	done
+fi
+
+if [ -z "${BIN:-}" ]; then
+	BIN=bin/agentrl-tui
+	echo "gpu-check: building $BIN"
+	CGO_ENABLED=1 GOEXPERIMENT=simd go build -o "$BIN" . || exit 1
+fi
+[ -x "$BIN" ] || { echo "gpu-check: $BIN is not an executable; give BIN=path/to/agentrl-tui or unset it to build one"; exit 1; }
+
+STEPS=$OUT/steps
+mkdir -p "$STEPS" && : > "$STEPS/status.tsv" || exit 1
+DEADLINE=$((SECONDS + BUDGET_S - 15)) # the last 15 s are the report's
+
+backend=(--backend "$BACKEND")
+[ "$BACKEND" != go ] && [ -n "$PLUGIN" ] && backend+=(--plugin "$PLUGIN")
+
+# step NAME OUTFILE COMMAND...: runs COMMAND with its standard output in OUTFILE and its standard
+# error in steps/NAME.log, stopped when the budget runs out; notes its exit code and seconds.
+step() {
+	local name=$1 out=$2 left=$((DEADLINE - SECONDS)) rc t0 t1
+	shift 2
+	if [ "$left" -lt 5 ]; then
+		echo "gpu-check: $name skipped: the ${BUDGET_S}s budget is spent"
+		printf '%s\t124\t0\n' "$name" >> "$STEPS/status.tsv"
+		return 124
+	fi
+	echo "gpu-check: $name"
+	t0=$(date +%s.%N)
+	timeout --kill-after=10 "$left" "$@" > "$out" 2> "$STEPS/$name.log"
+	rc=$?
+	t1=$(date +%s.%N)
+	printf '%s\t%d\t%s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')" >> "$STEPS/status.tsv"
+	[ "$rc" -eq 0 ] || echo "gpu-check: $name failed (exit $rc): $(tail -n 3 "$STEPS/$name.log")"
+	return "$rc"
+}
+
+# 1. doctor: on a machine without a GPU, the plugin or its libraries, stop here.
+doctor=(doctor --torch-python "${TORCH_PYTHON:-auto}" "${backend[@]}")
+[ "$BACKEND" != go ] && doctor+=(--gpu)
+"$BIN" "${doctor[@]}" 2>&1 | tee "$STEPS/doctor.txt"
+rc=${PIPESTATUS[0]}
+if [ "$rc" -ne 0 ] && [ "$BACKEND" != go ]; then
+	echo
+	echo "gpu-check: this machine is not ready for the GPU path (doctor above says why and what to do); nothing else ran."
+	exit 2
+fi
+step doctor "$STEPS/doctor.json" "$BIN" "${doctor[@]}" --json
+
+# 2. figures that need no model folder
+step plan "$STEPS/plan.json" "$BIN" plan "$RECIPE" --shape "$PLAN_SHAPE" --vram "$PLAN_VRAM" --json
+step parity "$STEPS/parity.json" "$BIN" dev parity --json "${backend[@]}"
+
+# 3. a random-weight model folder and a short recipe run on it
+MODEL=$OUT/model
+if [ -n "$LIKE" ]; then
+	step random-model /dev/null "$BIN" dev random-model --like "$LIKE" --out "$MODEL"
+	bench_model=(--model "$MODEL")
+else
+	step random-model /dev/null "$BIN" dev random-model --shape "$SHAPE" --tokenizer "$TOKENIZER" --out "$MODEL"
+	bench_model=(--shape "$SHAPE")
+fi
+# The run's changes to the recipe reach plan and run alike as AGENTRL_* variables (recipes.Load
+# reads them): no evaluation, no optimizer state in the checkpoint saved at the end.
+run_env=(AGENTRL_RUN_MAX_STEPS="$RUN_STEPS")
+for kv in eval.at_start=false eval.every=1000 checkpoint.save_optimizer=false $RUN_SET; do
+	run_env+=("AGENTRL_$(printf '%s' "${kv%%=*}" | tr 'a-z.' 'A-Z_')=${kv#*=}")
+done
+plan_run=(plan "$RECIPE" --model "$MODEL" --json)
+[ -n "$RUN_VRAM" ] && plan_run+=(--vram "$RUN_VRAM")
+step run-plan "$STEPS/run-plan.json" env "${run_env[@]}" "$BIN" "${plan_run[@]}"
+step run "$STEPS/run.jsonl" "$BIN" dev watch --out "$STEPS/run-peak.json" -- env "${run_env[@]}" \
+	"$BIN" run "$RECIPE" --model "$MODEL" "${backend[@]}" --ui json --store "$OUT/run.db" --run-name gpu-check
+
+# 4. benchmarks against the PyTorch references
+for b in $BATCHES; do
+	step "rollout-$b" "$STEPS/rollout-$b.json" "$BIN" bench rollout "${bench_model[@]}" "${backend[@]}" --slots "$b" --sequences "$b" \
+		--prompt-len "$PROMPT_LEN" --new "$NEW" --json --torch-python "${TORCH_PYTHON:-auto}"
+done
+step train "$STEPS/train.json" "$BIN" bench train "${bench_model[@]}" "${backend[@]}" --sequences "$TRAIN_SEQS" --length "$TRAIN_LEN" \
+	--prompt $((TRAIN_LEN / 4)) --micro-batch "$TRAIN_MICRO" --updates 2 --json --torch-python ""
+if [ -n "$TORCH_PYTHON" ]; then
+	device=cuda dtype=bfloat16
+	[ "$BACKEND" = go ] && device=cpu dtype=float32
+	step torch-train "$STEPS/torch-train.json" "$TORCH_PYTHON" scripts/torch_train.py --config "$MODEL/config.json" --sequences "$TRAIN_SEQS" \
+		--length "$TRAIN_LEN" --prompt $((TRAIN_LEN / 4)) --micro-batch "$TRAIN_MICRO" --updates 2 --device "$device" --dtype "$dtype"
+else
+	echo "no python with torch found (tried /opt/torch/.venv/bin/python, python3, /usr/bin/python3); set TORCH_PYTHON" > "$STEPS/torch-train.log"
+fi
+
+# 5. the report
+echo
+"$BIN" dev gpu-report "$STEPS" --out "$OUT"
+rc=$?
+echo
+echo "gpu-check: report in $OUT/report.json and $OUT/report.md"
+exit "$rc"
