@@ -26,11 +26,16 @@ type Env struct {
 
 // Main runs the command line on args (without the program's name) and returns the exit code:
 // 0 on success or help, 1 after printing the error (and, for a malformed command line, the usage
-// of the command it was meant for) to standard error.
+// of the command it was meant for) to standard error; a run stopped by a signal returns 128 + the
+// signal (see stop.go).
 func Main(args []string, env Env) int {
 	err := Run(args, env)
 	if err == nil {
 		return 0
+	}
+	var code exitStatus
+	if errors.As(err, &code) {
+		return int(code)
 	}
 	fmt.Fprintln(env.Stderr, "agentrl-tui:", err)
 	var ue *usageError
@@ -66,7 +71,8 @@ func newRoot(env Env) *cobra.Command {
 
 Without a sub-command it runs a recipe (see recipes/): rollout → score → reference/teacher →
 advantages → train → sync → eval → save, in the workbench on a terminal, else one line (or, with
---ui json, one JSON object) per event. Ctrl-C stops after saving a checkpoint.`
+--ui json, one JSON object) per event. q, Ctrl-C, SIGTERM or SIGHUP stop the run within seconds,
+keeping its last trained step (exit 0; 143 for SIGTERM, 129 for SIGHUP); a second one aborts.`
 	root.Example = "  agentrl-tui recipes/retool.yaml\n  agentrl-tui recipes/retool-baseline.yaml --ui plain --seed 2 --set train.lr=1e-5"
 	root.SilenceErrors = true
 	root.SilenceUsage = true

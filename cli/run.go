@@ -9,7 +9,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -146,7 +145,8 @@ func resumeCommand(env Env) *cobra.Command {
 }
 
 // execute runs a launch to its end with the UI its recipe asks for: the workbench, plain lines or
-// JSON Lines. Ctrl-C, SIGTERM or quitting the workbench stop the run after it saves.
+// JSON Lines. Every way out stops the run at its next safe point and says at once what it will do
+// (see stop.go for the ways out and their exit statuses).
 func execute(env Env, l engine.Launch) error {
 	mode, err := ui.Choose(l.Recipe.UI.Mode, isTerminal(env.Stdin), isTerminal(env.Stdout))
 	if err != nil {
@@ -156,40 +156,93 @@ func execute(env Env, l engine.Launch) error {
 	events := make(chan event.Event, 256)
 	l.Events, l.Log = events, env.Stderr
 	l.Builtin = func() (string, error) { return engine.BuiltinModel(env.Builtin) }
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, stopSignals...)
+	defer func() { signal.Stop(sigs); close(sigs) }()
 	s, err := engine.Open(l)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- s.Run(ctx)
+		runErr <- s.Run(context.Background())
 		close(events)
 	}()
+	tuiCtx, closeTUI := context.WithCancel(context.Background())
+	defer closeTUI()
+	st := &stopper{sigs: sigs, aborted: make(chan int, 1),
+		stop: func(reason string) { s.Stop(reason); closeTUI() },
+		abort: func(reason string) string {
+			said, err := s.Abort(reason)
+			if err != nil {
+				said += " (" + err.Error() + ")"
+			}
+			return said
+		}}
+	go st.watch()
+	done := make(chan error, 1)
+	go func() { done <- show(tuiCtx, env, mode, s, l, events, runErr) }()
+	aborted := -1
+	select {
+	case aborted = <-st.aborted:
+	case err = <-done:
+		if st.abortingNow() { // a second signal came as the run ended: it still aborts
+			aborted = <-st.aborted
+		}
+	}
+	if aborted >= 0 { // the run may be mid-computation: the process exits without closing it
+		fmt.Fprintln(env.Stderr, "agentrl-tui:", st.said)
+		return exitStatus(aborted)
+	}
+	s.Close()
+	if err != nil {
+		return err
+	}
+	if code := st.status(); code != 0 {
+		return exitStatus(code)
+	}
+	return nil
+}
+
+// show runs the UI on the run's events until the run ends and returns the run's error (else the
+// UI's). When the workbench closes first (q, ctrl+c, a signal), the run is asked to stop, what it
+// will do is printed at once, and then how it ended.
+func show(ctx context.Context, env Env, mode string, s *engine.Session, l engine.Launch, events <-chan event.Event, runErr <-chan error) error {
+	var err error
 	switch mode {
 	case ui.ModeJSON:
 		err = ui.JSONLines(env.Stdout, events)
 	case ui.ModeTUI:
-		err = ui.RunTUI(ctx, ui.Options{Events: events, Store: s.Store, RunID: l.RunID, Control: ui.Funcs{
-			PauseFn: s.Pause, ResumeFn: s.Resume, StopFn: s.StopAfterStep, MarkBestFn: s.MarkBest, ExportFn: s.Export}})
-		if errors.Is(err, context.Canceled) {
-			err = nil // Ctrl-C or SIGTERM: the run saves and stops below
+		o := ui.Options{Events: events, Store: s.Store, RunID: l.RunID, Output: env.Stdout, NoSignals: true,
+			Control: ui.Funcs{PauseFn: s.Pause, ResumeFn: s.Resume, StopFn: s.Stop, MarkBestFn: s.MarkBest, ExportFn: s.Export}}
+		if env.Stdin != os.Stdin {
+			o.Input = env.Stdin // a test's keys; the process's own stdin is bubbletea's to open (or its TTY)
 		}
-		// Quitting the workbench while the run goes on stops the run the way Ctrl-C does: it
-		// saves a checkpoint and records "interrupted". Drain the stream so the engine never blocks.
-		stop()
-		for range events {
+		err = ui.RunTUI(ctx, o)
+		if errors.Is(err, context.Canceled) {
+			err = nil // a signal closed the workbench; the run is stopping
 		}
 	default:
 		err = ui.Plain(env.Stdout, events)
 	}
-	if rerr := <-runErr; rerr != nil {
-		return rerr
+	drained := make(chan struct{})
+	go func() { // the UI is done reading: the engine must never block on the stream
+		for range events {
+		}
+		close(drained)
+	}()
+	if mode == ui.ModeTUI {
+		if msg := s.Stop(ui.ReasonQuit); msg != "" { // "" when the run had ended: nothing to stop
+			fmt.Fprintln(env.Stdout, msg)
+		}
 	}
-	if run, gerr := s.Store.GetRun(l.RunID); gerr == nil && mode == ui.ModeTUI {
-		fmt.Fprintf(env.Stdout, "run %s %s (best step %d); store %s\n", l.RunID, run.Status, run.BestStep, l.Recipe.Run.Store)
+	rerr := <-runErr
+	<-drained
+	if mode == ui.ModeTUI {
+		fmt.Fprintf(env.Stdout, "%s; store %s\n", ui.EndLine(s.End()), l.Recipe.Run.Store)
+	}
+	if rerr != nil {
+		return rerr
 	}
 	return err
 }

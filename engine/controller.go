@@ -73,7 +73,6 @@ type Controller struct {
 	train      []envs.Task
 	heldout    []envs.Task
 	weights    retool.Weights
-	stopAfter  atomic.Bool
 	pauseMu    sync.Mutex
 	paused     chan struct{} // non-nil while paused; closed on resume
 	manualBest atomic.Int64  // the step the user marked best, 0 = automatic
@@ -94,6 +93,20 @@ type Controller struct {
 	// skipSync, when set (tests only), leaves the inference weights of that step stale: the
 	// mis-synced copy the log-prob probe exists to catch.
 	skipSync func(step int) bool
+	// onEmit and onUpdate (tests only) see each event as it is emitted, on the emitting goroutine,
+	// and each micro-batch of an update as it is about to run: a test stops the run there.
+	onEmit   func(event.Event)
+	onUpdate func(done, total int)
+
+	// the stopping model (stop.go): where the run is, the stop asked for and what it keeps
+	stopMu       sync.Mutex
+	st           stopState
+	discard      atomic.Bool    // the update in progress is to be discarded
+	finishWithin time.Duration  // how much of an update a stop waits for (finishWithin; tests change it)
+	outside      sync.WaitGroup // Stop calls emitting from other goroutines
+	end          event.RunEnd   // the run's end, once Run returned
+	clock        clock          // step and evaluation times, for the ETA
+	evals        int            // evaluations finished (a resumed run's stored ones too)
 }
 
 // New prepares the generator, trainer, executor and task sets.
@@ -105,7 +118,7 @@ func New(o Options) (*Controller, error) {
 	if o.LogProbAlarm == 0 {
 		o.LogProbAlarm = 1e-3
 	}
-	c := &Controller{o: o, r: r, best: -1, start: 1}
+	c := &Controller{o: o, r: r, best: -1, start: 1, finishWithin: finishWithin}
 	var ok bool
 	if c.imEnd, ok = o.Tokenizer.TokenID("<|im_end|>"); !ok {
 		return nil, errors.New("engine: the tokenizer has no <|im_end|> token (a Qwen chat tokenizer is needed)")
@@ -245,15 +258,19 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 	c.start = cp.Step + 1
 	c.best, c.bestStep, c.sinceBest = cp.Metrics["best"], int(cp.Metrics["best_step"]), int(cp.Metrics["since_best"])
 	c.lastSaved = cp.Step
+	c.st.trained, c.st.saved = cp.Step, cp.Step
 	if c.o.Store != nil {
 		evals, err := c.o.Store.Evals(c.o.RunID)
 		if err != nil {
 			return err
 		}
 		for _, e := range evals {
-			if e.Step <= cp.Step && e.Counts != nil {
+			if e.Step > cp.Step {
+				continue
+			}
+			c.evals++
+			if e.Counts != nil && c.first == nil {
 				c.first = &e
-				break
 			}
 		}
 	}
@@ -282,14 +299,8 @@ func (c *Controller) Close() {
 	c.tr.Close()
 }
 
-// StopAfterStep asks the run to end after the step in progress (saving a checkpoint); a paused
-// run is released so that it can stop.
-func (c *Controller) StopAfterStep() {
-	c.stopAfter.Store(true)
-	c.Resume()
-}
-
-// Pause holds the run before its next step (the step in progress finishes); Resume releases it.
+// Pause holds the run before its next step (the step in progress finishes); Resume (or Stop)
+// releases it.
 func (c *Controller) Pause() {
 	c.pauseMu.Lock()
 	defer c.pauseMu.Unlock()
@@ -308,7 +319,7 @@ func (c *Controller) Resume() {
 	}
 }
 
-// waitIfPaused blocks while the run is paused (Resume and StopAfterStep release it) or until ctx ends.
+// waitIfPaused blocks while the run is paused (Resume and Stop release it) or until ctx ends.
 func (c *Controller) waitIfPaused(ctx context.Context) {
 	c.pauseMu.Lock()
 	ch := c.paused
@@ -394,6 +405,9 @@ func (c *Controller) bestChoice() int {
 }
 
 func (c *Controller) emit(e event.Event) {
+	if c.onEmit != nil {
+		c.onEmit(e)
+	}
 	if c.o.Events != nil {
 		c.o.Events <- e
 	}
@@ -424,7 +438,9 @@ type traj struct {
 	drift     string    // a token-drift finding, "" when the context matched the chat rendering
 }
 
-// Run executes the recipe until max_steps, early stopping, StopAfterStep or ctx's end.
+// Run executes the recipe until max_steps, early stopping, Stop or ctx's end (which stops the
+// run as Stop("interrupted") does). Whatever ends it, the run saves its last trained step and
+// records its end; see stop.go for what a stop keeps.
 func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.r
 	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path, Kernels: c.o.Kernels}
@@ -433,7 +449,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		run.Status, run.StopReason = "running", ""
+		run.Status, run.StopReason, run.StopDetail, run.Ended = "running", "", "", time.Time{}
 		if run.BestPinned {
 			c.manualBest.Store(int64(run.BestStep))
 			start.MarkedBest = run.BestStep
@@ -447,59 +463,55 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// Generation runs under work, which a stop cancels when its plan drops what is in progress.
+	work, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.stopMu.Lock()
+	c.st.cancel = cancel
+	c.st.trained = c.start - 1
+	c.stopMu.Unlock()
+	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
 	c.emit(start)
-	status, reason, step := "finished", "", 0
-	defer func() {
-		if err != nil {
-			status, reason = "failed", err.Error()
-		}
-		if c.o.Store != nil {
-			_ = c.updateRun(func(run *store.Run) { run.Status, run.StopReason, run.BestStep = status, reason, c.bestChoice() })
-		}
-		c.emit(event.RunEnd{Status: status, Reason: reason, BestStep: c.bestChoice(), Marked: c.manualBest.Load() > 0})
-	}()
+	defer func() { c.finish(err) }()
 	c.emit(c.ledger())
-	if r.Eval.AtStart && c.o.Resume == nil {
-		if _, err := c.evaluate(ctx, 0); err != nil {
+	if r.Eval.AtStart && c.o.Resume == nil && c.enter(0, event.PhaseEval) {
+		if _, err := c.evaluate(work, 0); err != nil && !errors.Is(err, errStop) {
 			return err
 		}
 		if err := c.storePhases(0); err != nil {
 			return err
 		}
 	}
-	for step = c.start; step <= r.Run.MaxSteps; step++ {
-		c.waitIfPaused(ctx)
-		if c.stopAfter.Load() && step > c.start {
-			status, reason = "stopped", "stopped by the user"
-			return c.save(ctx, step-1, true)
+	for step := c.start; step <= r.Run.MaxSteps; step++ {
+		c.pass(step-1, "")
+		c.waitIfPaused(work)
+		if c.stopping() {
+			break
 		}
-		err := c.step(ctx, step)
+		err := c.step(work, step)
 		c.emit(c.ledger())
-		if err != nil {
-			if ctx.Err() != nil {
-				status, reason = "stopped", "interrupted"
-				return c.save(context.Background(), step-1, true)
-			}
+		if err != nil && !errors.Is(err, errStop) {
 			return err
 		}
-		if ctx.Err() != nil {
-			status, reason = "stopped", "interrupted"
-			return c.save(context.Background(), step, true)
+		c.pass(step, "")
+		switch {
+		case c.stopping():
+		case c.dropped != "":
+			c.decide(c.dropped, false)
+		case r.EarlyStop.Patience > 0 && c.sinceBest >= r.EarlyStop.Patience:
+			c.decide(fmt.Sprintf("early stop: %s did not improve for %d evaluations", r.EarlyStop.Metric, c.sinceBest), false)
+		case step == r.Run.MaxSteps:
+			c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true)
 		}
-		if c.stopAfter.Load() {
-			status, reason = "stopped", "stopped by the user"
-			return c.save(ctx, step, true)
-		}
-		if c.dropped != "" {
-			status, reason = "stopped", c.dropped
-			return c.save(ctx, step, true)
-		}
-		if r.EarlyStop.Patience > 0 && c.sinceBest >= r.EarlyStop.Patience {
-			status, reason = "stopped", fmt.Sprintf("early stop: %s did not improve for %d evaluations", r.EarlyStop.Metric, c.sinceBest)
-			return c.save(ctx, step, true)
+		if c.stopping() {
+			break
 		}
 	}
-	return c.save(ctx, r.Run.MaxSteps, true) // the final weights are always kept
+	c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true) // a resumed run with no step left
+	c.stopMu.Lock()
+	trained := c.st.trained
+	c.stopMu.Unlock()
+	return c.save(context.Background(), trained, true) // the final weights are always kept
 }
 
 func (c *Controller) phase(step int, name string, start time.Time) {
@@ -519,10 +531,14 @@ func (c *Controller) storePhases(step int) error {
 	return c.o.Store.PutPhases(c.o.RunID, step, c.phases)
 }
 
-// step is one training step.
+// step is one training step. Each phase is entered only while no stop is pending; a stop cuts
+// the step short with errStop (see stop.go for what it keeps).
 func (c *Controller) step(ctx context.Context, step int) error {
 	r := c.r
 	t0 := time.Now()
+	if !c.enter(step, event.PhaseRollout) {
+		return errStop
+	}
 	rng := rand.New(rand.NewPCG(uint64(r.Run.Seed), uint64(step)))
 	var batch []*traj
 	for i := 0; i < r.Rollout.TasksPerStep; i++ {
@@ -532,7 +548,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 		}
 	}
 	if err := c.rollout(ctx, step, event.PhaseRollout, batch, rng.Uint64(), r.Rollout.Temperature); err != nil {
-		return err
+		return c.stopOr(ctx, err)
 	}
 	c.phase(step, "rollout", t0)
 	for _, t := range batch {
@@ -544,8 +560,11 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	}
 
 	t0 = time.Now()
+	if !c.enter(step, event.PhaseScore) {
+		return errStop
+	}
 	if err := c.hindsight(ctx, batch); err != nil {
-		return err
+		return c.stopOr(ctx, err)
 	}
 	for _, t := range batch {
 		t.reward = c.weights.Compose(t.reward)
@@ -555,6 +574,9 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	// The rest of the step is the training phase: the KV cache and the inference weights make
 	// room for the reference forward, the update and their activations.
 	t0 = time.Now()
+	if !c.enter(step, event.PhaseReference) {
+		return errStop
+	}
 	if err := c.toTrain(step); err != nil {
 		return err
 	}
@@ -565,6 +587,9 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	c.phase(step, "reference", t0)
 
 	t0 = time.Now()
+	if !c.enter(step, event.PhaseAdvantage) {
+		return errStop
+	}
 	hinted, err := c.advantages(batch)
 	if err != nil {
 		return err
@@ -581,21 +606,27 @@ func (c *Controller) step(ctx context.Context, step int) error {
 			Returns: t.ret, OldValues: t.oldValues}
 	}
 	var loss, probeMax float64
-	for epoch := 0; epoch < max(r.Train.EpochsPerStep, 1); epoch++ {
-		m, err := c.tr.Update(seqs, lr)
-		if err != nil {
-			return err
-		}
-		if epoch == 0 { // its first micro-batches ran before any update: rollout and trainer weights agree
-			probeMax = m.MaxLogProbDiff
-			metrics["logprob_diff_mean"] = m.MeanLogProbDiff
-			metrics["clip_frac"], metrics["grad_norm"], metrics["entropy"], metrics["ref_kl"] = m.ClipFrac, m.GradNorm, m.Entropy, m.RefKL
-			metrics["updates"] = float64(m.Updates)
-			if c.r.Algorithm.Name == "ppo" {
-				metrics["value_loss"], metrics["explained_variance"] = m.ValueLoss, m.ExplainedVariance
+	err = c.update(step, func(stop func(done, total int) bool) error { // finished, or discarded by a stop
+		for epoch := 0; epoch < max(r.Train.EpochsPerStep, 1); epoch++ {
+			m, err := c.tr.UpdateUntil(seqs, lr, stop)
+			if err != nil {
+				return err
 			}
+			if epoch == 0 { // its first micro-batches ran before any update: rollout and trainer weights agree
+				probeMax = m.MaxLogProbDiff
+				metrics["logprob_diff_mean"] = m.MeanLogProbDiff
+				metrics["clip_frac"], metrics["grad_norm"], metrics["entropy"], metrics["ref_kl"] = m.ClipFrac, m.GradNorm, m.Entropy, m.RefKL
+				metrics["updates"] = float64(m.Updates)
+				if c.r.Algorithm.Name == "ppo" {
+					metrics["value_loss"], metrics["explained_variance"] = m.ValueLoss, m.ExplainedVariance
+				}
+			}
+			loss = m.Loss
 		}
-		loss = m.Loss
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	metrics["loss"] = loss
 	metrics["logprob_diff_max"] = probeMax
@@ -635,41 +666,79 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	metrics["tokens_per_s"] = float64(st.Tokens) / max(st.StepTime.Seconds(), 1e-9)
 	c.emit(event.StepMetrics{Step: step, Metrics: metrics})
 
-	for _, t := range batch {
-		c.emit(c.trajectoryEvent(step, t))
-	}
-	if r.Eval.Every > 0 && step%r.Eval.Every == 0 {
-		if _, err := c.evaluate(ctx, step); err != nil {
-			return err
-		}
-	}
+	// The step is trained: its metrics and trajectories are kept whatever comes next (part of
+	// the save phase's time).
 	t0 = time.Now()
+	c.pass(step, event.PhaseSave)
+	trajs := make([]event.Trajectory, len(batch))
+	for i, t := range batch {
+		trajs[i] = c.trajectoryEvent(step, t, false)
+		c.emit(trajs[i])
+	}
 	if c.o.Store != nil {
 		if err := c.o.Store.PutMetrics(c.o.RunID, step, metrics); err != nil {
 			return err
 		}
-		var recs []store.TrajectoryRecord
-		for _, t := range batch {
-			data, _ := json.Marshal(c.trajectoryEvent(step, t))
-			recs = append(recs, store.TrajectoryRecord{Step: step, TaskID: t.task.ID, Sample: t.group*r.Rollout.GroupSize + t.sample,
-				Reward: t.reward.Total, Correct: t.summary.Correct, Hinted: t.hint != "", Data: data})
+		recs := make([]store.TrajectoryRecord, len(batch))
+		for i, t := range batch {
+			data, _ := json.Marshal(trajs[i])
+			recs[i] = store.TrajectoryRecord{Step: step, TaskID: t.task.ID, Sample: t.group*r.Rollout.GroupSize + t.sample,
+				Reward: t.reward.Total, Correct: t.summary.Correct, Hinted: t.hint != "", Data: data}
 		}
 		if err := c.o.Store.PutTrajectories(c.o.RunID, recs); err != nil {
 			return err
 		}
-		if r.Checkpoint.Every > 0 && step%r.Checkpoint.Every == 0 {
-			if err := c.save(ctx, step, false); err != nil {
-				return err
-			}
+	}
+	recorded := time.Since(t0)
+	c.clock.stepDone(c.stepSeconds(step) + recorded.Seconds())
+	if r.Eval.Every > 0 && step%r.Eval.Every == 0 && c.enter(step, event.PhaseEval) {
+		if _, err := c.evaluate(ctx, step); err != nil && !errors.Is(err, errStop) {
+			return err
+		}
+	}
+	t0 = time.Now().Add(-recorded)
+	c.pass(step, event.PhaseSave)
+	if c.o.Store != nil && r.Checkpoint.Every > 0 && step%r.Checkpoint.Every == 0 {
+		if err := c.save(ctx, step, false); err != nil {
+			return err
 		}
 	}
 	c.phase(step, "save", t0)
 	return c.storePhases(step)
 }
 
-func (c *Controller) trajectoryEvent(step int, t *traj) event.Trajectory {
+// stopOr is errStop when a stop abandoned (cancelled ctx, the generation's) the work that failed
+// with err, else err.
+func (c *Controller) stopOr(ctx context.Context, err error) error {
+	if errors.Is(err, errStop) || (ctx.Err() != nil && c.stopping()) {
+		return errStop
+	}
+	return err
+}
+
+// stepSeconds sums the phases of step timed so far (all of a training step's but its evaluation
+// and save when called before them).
+func (c *Controller) stepSeconds(step int) float64 {
+	if c.phasesStep != step {
+		return 0
+	}
+	var s float64
+	for name, v := range c.phases {
+		if name != event.PhaseEval {
+			s += v
+		}
+	}
+	return s
+}
+
+// trajectoryEvent is t as shown and stored; an evaluation's (eval) carries no token pieces, as it
+// has no advantages to colour them by.
+func (c *Controller) trajectoryEvent(step int, t *traj, eval bool) event.Trajectory {
 	e := event.Trajectory{Step: step, TaskID: t.task.ID, Prompt: t.task.Prompt, Group: t.group, Sample: t.sample, Turns: t.turns,
-		Reward: t.reward, Correct: t.summary.Correct, Hint: t.hint, Tokens: len(t.tokens), ToolErrors: t.summary.ToolErrors}
+		Reward: t.reward, Correct: t.summary.Correct, Hint: t.hint, Tokens: len(t.tokens), ToolErrors: t.summary.ToolErrors, Eval: eval}
+	if eval {
+		return e
+	}
 	for j := t.promptLen; j < len(t.tokens); j++ {
 		if t.mask[j] {
 			e.Pieces = append(e.Pieces, c.o.Tokenizer.Decode(t.tokens[j:j+1], false))
@@ -696,11 +765,12 @@ func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
 }
 
 // rollout runs every trajectory of the batch concurrently through the generator, reporting
-// progress as phase (rollout, or eval for the held-out tasks).
+// progress as phase (rollout, or eval for the held-out tasks: then each trajectory is emitted as
+// it finishes, and pass@k over the tasks complete so far).
 func (c *Controller) rollout(ctx context.Context, step int, phase string, batch []*traj, seed uint64, temperature float64) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(batch))
-	var done atomic.Int64
+	tk := c.newTracker(step, phase, batch)
 	// Each trajectory opens its session with its own ticket, so a lockstep generator admits them
 	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
 	// gives its ticket up.
@@ -714,7 +784,7 @@ func (c *Controller) rollout(ctx context.Context, step int, phase string, batch 
 				errs <- err
 				return
 			}
-			c.emit(event.Progress{Step: step, Phase: phase, Done: int(done.Add(1)), Total: len(batch)})
+			tk.finished(t)
 		}()
 	}
 	wg.Wait()
@@ -812,7 +882,8 @@ func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, te
 	return nil
 }
 
-// evaluate runs pass@k on the held-out tasks.
+// evaluate runs pass@k on the held-out tasks. A stop during it drops it (errStop): nothing of it
+// is emitted or stored but its trajectories and progress.
 func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error) {
 	r := c.r
 	t0 := time.Now()
@@ -823,8 +894,12 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 			batch = append(batch, &traj{task: task, group: i, sample: s})
 		}
 	}
+	c.noteEval(0, len(tasks))
 	if err := c.rollout(ctx, step, event.PhaseEval, batch, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
-		return event.Eval{}, err
+		return event.Eval{}, c.stopOr(ctx, err)
+	}
+	if !c.enter(step, event.PhaseEval) { // a stop came as the last trajectory finished: dropped as announced
+		return event.Eval{}, errStop
 	}
 	counts := make([][2]int, len(tasks))
 	for _, t := range batch {
@@ -862,6 +937,8 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 		}
 	}
 	c.phase(step, "eval", t0)
+	c.clock.evalDone(time.Since(t0).Seconds())
+	c.evals++
 	return ev, nil
 }
 
@@ -942,6 +1019,9 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	if err := c.o.Store.SaveCheckpoint(cp); err != nil {
 		return err
 	}
+	c.stopMu.Lock()
+	c.st.saved = step
+	c.stopMu.Unlock()
 	var size int64
 	for _, t := range ts {
 		size += int64(len(t.Data))

@@ -107,6 +107,10 @@ func TestControllerEndToEnd(t *testing.T) {
 	for e := range events {
 		counts[e.Type()]++
 		switch v := e.(type) {
+		case event.Trajectory:
+			if v.Eval {
+				counts["eval trajectory"]++
+			}
 		case event.Eval:
 			evals = append(evals, v)
 		case event.Phase:
@@ -136,8 +140,8 @@ func TestControllerEndToEnd(t *testing.T) {
 			t.Errorf("phase %s appeared %d times; want at least 2 (one per step)", p, phases[p])
 		}
 	}
-	// eval runs at the start (recipe eval.at_start) and after each step.
-	if counts["trajectory"] != 8 || counts["metrics"] != 2 || counts["eval"] != 3 || counts["checkpoint"] != 2 || end.Status != "finished" {
+	// eval runs at the start (recipe eval.at_start) and after each step, 2 tasks × 2 samples each.
+	if counts["trajectory"] != 8+12 || counts["eval trajectory"] != 12 || counts["metrics"] != 2 || counts["eval"] != 3 || counts["checkpoint"] != 2 || end.Status != "finished" {
 		t.Errorf("events %v, end %+v", counts, end)
 	}
 	// Each later evaluation reports its change since the first; on the same tasks the mean change
@@ -209,6 +213,11 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		c.onEmit = func(e event.Event) { // on the run's goroutine: the stop lands right after step stopAfter's update
+			if m, ok := e.(event.StepMetrics); ok && m.Step == stopAfter {
+				c.Stop("stopped by the user")
+			}
+		}
 		errc := make(chan error, 1)
 		go func() { errc <- c.Run(context.Background()); close(events) }()
 		metrics := map[int]map[string]float64{}
@@ -218,9 +227,6 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 			}
 			if m, ok := e.(event.StepMetrics); ok {
 				metrics[m.Step] = m.Metrics
-				if m.Step == stopAfter {
-					c.StopAfterStep()
-				}
 			}
 		}
 		if err := <-errc; err != nil {
@@ -258,22 +264,25 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	}
 }
 
-// TestPauseStopMarkBestExport drives the commands the workbench sends: a run paused before its
-// first step and asked to stop while paused runs exactly one step, ends "stopped by the user",
-// and its checkpoint can then be marked best and exported as a loadable folder.
+// TestPauseStopMarkBestExport drives the commands the workbench sends: a run paused during its
+// first step and asked to stop while it waits ends with that step, "stopped by the user", and
+// its checkpoint can then be marked best and exported as a loadable folder.
 func TestPauseStopMarkBestExport(t *testing.T) {
 	c, st, events := tinyRun(t, map[string]string{"run.max_steps": "3"})
-	c.Pause()
+	c.onEmit = func(e event.Event) { // on the run's goroutine: it pauses before step 2
+		if m, ok := e.(event.StepMetrics); ok && m.Step == 1 {
+			c.Pause()
+		}
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(context.Background()); close(events) }()
 	var steps []int
 	var end event.RunEnd
 	for e := range events {
 		switch v := e.(type) {
-		case event.Eval:
-			if v.Step == 0 { // the start evaluation ran; the loop now waits on the pause
-				c.StopAfterStep()
-				c.Resume()
+		case event.Checkpoint:
+			if v.Step == 1 { // step 1 is saved; the loop waits on the pause, or is about to
+				c.Stop("stopped by the user")
 			}
 		case event.StepMetrics:
 			steps = append(steps, v.Step)
@@ -284,8 +293,8 @@ func TestPauseStopMarkBestExport(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if len(steps) != 1 || end.Status != "stopped" || end.Reason != "stopped by the user" {
-		t.Fatalf("steps run %v, end %+v; want step 1 only, stopped by the user", steps, end)
+	if len(steps) != 1 || end.Status != "stopped" || end.Reason != "stopped by the user" || end.Checkpoint != 1 {
+		t.Fatalf("steps run %v, end %+v; want step 1 only, stopped by the user, checkpoint 1", steps, end)
 	}
 	if err := c.MarkBest(7); err == nil {
 		t.Error("marking a step without a checkpoint as best succeeded")

@@ -9,10 +9,14 @@ import (
 
 // referenceForward runs the frozen reference model over the step's trajectories: as the OPD
 // teacher on [prompt + hint + response] for every hinted trajectory, and on the trajectory itself
-// when the recipe has a KL term (loss or reward penalty).
+// when the recipe has a KL term (loss or reward penalty). A stop ends it between trajectories
+// (errStop): nothing is trained yet.
 func (c *Controller) referenceForward(batch []*traj) error {
 	kl := c.r.Algorithm.KLCoef > 0
 	for _, t := range batch {
+		if c.stopping() {
+			return errStop
+		}
 		if kl {
 			s, err := c.o.Reference.Score([][]int32{t.tokens})
 			if err != nil {

@@ -164,8 +164,10 @@ type Run struct {
 	RecipeYAML string    `json:"recipe_yaml"` // its content
 	RecipeHash string    `json:"recipe_hash"`
 	Created    time.Time `json:"created"`
-	Status     string    `json:"status"` // running | finished | stopped | failed
+	Status     string    `json:"status"` // running | finished | stopped | failed | aborted
 	StopReason string    `json:"stop_reason,omitempty"`
+	StopDetail string    `json:"stop_detail,omitempty"` // what the stop dropped ("the evaluation of step 15 was dropped …")
+	Ended      time.Time `json:"ended,omitzero"`        // when the run ended; zero while it runs
 	BestStep   int       `json:"best_step"`
 	BestPinned bool      `json:"best_pinned,omitempty"` // BestStep is the user's choice: kept by retention and across resume
 	TotalSteps int       `json:"total_steps"`

@@ -83,7 +83,7 @@ func TestList10k(t *testing.T) {
 	m.resize(120, 40)
 	press(m, "3")
 	v := screen(t, m, 120, 40)
-	if p := trajPaneOf(m); len(p.view) != 10024 || p.selected() != 10023 {
+	if p := trajPaneOf(m); len(p.view) != 10028 || p.selected() != 10027 { // 24 + 4 evaluation trajectories of sampleRun
 		t.Fatalf("list of %d, selected %d\n%s", len(p.view), p.selected(), v)
 	}
 }

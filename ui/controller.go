@@ -11,13 +11,20 @@ import (
 type Controller interface {
 	Pause() error
 	Resume() error
-	// StopAfterStep ends the run after the step in progress (the engine saves a checkpoint).
-	StopAfterStep() error
+	// Stop asks the run to stop at its next safe point, recording reason, and returns what it
+	// will do ("stopping now: the evaluation of step 0 is dropped; …"); "" when it has ended.
+	Stop(reason string) (string, error)
 	// MarkBest overrides the automatic choice of the best checkpoint.
 	MarkBest(step int) error
 	// Export writes a checkpoint out (e.g. as a HuggingFace folder) and says where.
 	Export(step int) (string, error)
 }
+
+// Why the workbench stops a run, as the run records it.
+const (
+	ReasonQuit = "quit from the workbench" // q or ctrl+c on a live run
+	ReasonStop = "stopped by the user"     // S, confirmed with y
+)
 
 // Action names a Controller command, for Supports.
 type Action string
@@ -35,7 +42,7 @@ const (
 type Funcs struct {
 	PauseFn    func()
 	ResumeFn   func()
-	StopFn     func()
+	StopFn     func(reason string) string
 	MarkBestFn func(step int) error
 	ExportFn   func(step int) (string, error)
 }
@@ -64,13 +71,12 @@ func (f Funcs) Resume() error {
 	return nil
 }
 
-// StopAfterStep calls StopFn.
-func (f Funcs) StopAfterStep() error {
+// Stop calls StopFn.
+func (f Funcs) Stop(reason string) (string, error) {
 	if f.StopFn == nil {
-		return unsupported(ActionStop)
+		return "", unsupported(ActionStop)
 	}
-	f.StopFn()
-	return nil
+	return f.StopFn(reason), nil
 }
 
 // MarkBest calls MarkBestFn.

@@ -433,10 +433,19 @@ func (p *curvesPane) render(w, h int) []string {
 	}
 	if len(legend) == 0 {
 		msg := "no evaluations yet: pass@k appears after the first eval"
+		if live := p.sh.data.evalLive; live != nil {
+			msg = fmt.Sprintf("the evaluation of step %d is running: %d of %d tasks done", live.Step, live.TasksDone, live.Tasks)
+			if s := evalSoFar(live); s != "" {
+				msg = fmt.Sprintf("the evaluation of step %d is running: so far %s", live.Step, s)
+			}
+		}
 		if p.metric > 0 {
 			msg = "no values of " + name + " yet"
 		}
-		return append(out, t.Faint.Render(fit(msg, w)))
+		for _, l := range wrap(msg, w) {
+			out = append(out, t.Faint.Render(fit(l, w)))
+		}
+		return out
 	}
 	chartH := h - 1 - len(legend) - 2 // the x axis and its labels take two rows
 	if chartH < 3 || w < 16 || maxStep <= minStep {

@@ -42,17 +42,21 @@ type runData struct {
 	started bool
 	end     *event.RunEnd
 
-	step      int                // the highest step seen
-	phaseSecs map[string]float64 // the last duration of each phase
-	stepDone  map[string]bool    // phases finished in the step now running
-	stepSecs  map[int]float64    // seconds per step, summed from its phases
-	progress  *event.Progress    // within the phase now running, nil when none
+	step       int                // the highest step seen
+	phaseSecs  map[string]float64 // the last duration of each phase
+	stepDone   map[string]bool    // phases finished in the step now running
+	stepSecs   map[int]float64    // seconds per step, summed from its phases
+	progress   *event.Progress    // within the phase now running, nil when none
+	evalLive   *event.Progress    // the evaluation in progress (pass@k so far), nil when none
+	runETA     float64            // the engine's latest estimate of the seconds left in the run; 0 none
+	etaAtLeast bool               // runETA is a lower bound
 
 	metrics    []event.StepMetrics
 	metricStep map[int]map[string]float64
 	trajs      []event.Trajectory
 	hinted     []int          // indices into trajs of hinted trajectories
-	perStep    map[int][2]int // step → {trajectories, hinted}
+	perStep    map[int][2]int // step → {training trajectories, hinted}
+	evalTrajs  int            // evaluation trajectories among trajs
 	evals      []event.Eval
 	ckpts      []event.Checkpoint
 	ledger     *event.Ledger
@@ -60,8 +64,10 @@ type runData struct {
 	alarms     []alarm
 	errs       []string
 
-	// the user's commands as confirmed by the controller
+	// the user's commands as confirmed by the controller; stopping also when the run announced a
+	// stop (stopMsg: what it will do)
 	paused, stopping bool
+	stopMsg          string
 	bestOverride     int // step marked best by the user, 0 when none
 
 	// the workbench's own process memory, sampled off the Update path (CPU backend view)
@@ -98,6 +104,9 @@ func (d *runData) apply(e event.Event) change {
 		if d.progress != nil && d.progress.Phase == v.Phase {
 			d.progress = nil
 		}
+		if v.Phase == event.PhaseEval {
+			d.evalLive = nil
+		}
 		return chPhase
 	case event.Progress:
 		if v.Step > d.step {
@@ -105,9 +114,25 @@ func (d *runData) apply(e event.Event) change {
 		}
 		p := v
 		d.progress = &p
+		if v.Phase == event.PhaseEval {
+			d.evalLive = &p
+		}
+		if v.RunETA > 0 {
+			d.runETA, d.etaAtLeast = v.RunETA, v.RunETAAtLeast
+		}
+		if v.Phase == event.PhaseEval {
+			return chPhase | chEval
+		}
 		return chPhase
+	case event.Stopping:
+		d.stopping, d.stopMsg = true, v.Message
+		return chControl
 	case event.Trajectory:
 		d.trajs = append(d.trajs, v)
+		if v.Eval {
+			d.evalTrajs++
+			return chTraj
+		}
 		c := d.perStep[v.Step]
 		c[0]++
 		if v.Hint != "" {
@@ -168,7 +193,7 @@ func (d *runData) apply(e event.Event) change {
 		return chAlarm
 	case event.RunEnd:
 		end := v
-		d.end, d.progress, d.paused = &end, nil, false
+		d.end, d.progress, d.evalLive, d.paused, d.stopping = &end, nil, nil, false, false
 		if v.Marked {
 			d.bestOverride = v.BestStep
 		}
@@ -240,6 +265,34 @@ func (d *runData) stepsDone() int {
 		n--
 	}
 	return max(n, 0)
+}
+
+// runLeft is the seconds left in the run as shown: the engine's latest estimate (atLeast: a lower
+// bound, no training step timed yet), else eta's; -1 when unknown or the run has ended.
+func (d *runData) runLeft() (secs float64, atLeast bool) {
+	if d.end != nil {
+		return -1, false
+	}
+	if d.runETA > 0 {
+		return d.runETA, d.etaAtLeast
+	}
+	return d.eta(), false
+}
+
+// phaseLeft is the phase in progress and the seconds left in it, from its progress ("" when none).
+func (d *runData) phaseLeft() (string, float64) {
+	if p := d.progress; p != nil && p.ETA > 0 && d.end == nil {
+		return p.Phase, p.ETA
+	}
+	return "", -1
+}
+
+// stopNote is what the run does about the stop asked for.
+func (d *runData) stopNote() string {
+	if d.stopMsg != "" {
+		return d.stopMsg
+	}
+	return "stopping"
 }
 
 // eta estimates the seconds left from the mean duration of the last five finished steps

@@ -9,19 +9,26 @@
 //     4 "Detail", 5 "Hints", 6 "Curves", 7 "Checkpoints". The first row lists them; the focused
 //     pane's frame title is "N Name" (e.g. "3 Trajectories · 640"), the focused tab "[N Name]".
 //   - tab / shift+tab cycle the panes, 1..7 jump, ? shows help (generated from the key table),
-//     esc goes back (closes help, clears a filter, leaves Detail), q and ctrl+c quit.
+//     esc goes back (closes help, clears a filter, leaves Detail), q and ctrl+c quit; on a live
+//     run that has not ended they first ask it to stop (Controller.Stop with ReasonQuit), and the
+//     caller waits for the run and says what it did.
 //   - In Trajectories, enter opens the selected trajectory in Detail; esc returns. / filters,
-//     s sorts, r reverses, f toggles follow-latest.
+//     s sorts, r reverses, f toggles follow-latest, e shows all / training only / evaluation only
+//     ("training only (e)" in the info line). The column "set" says "train" or "eval".
+//   - While a phase reports progress the header says "ETA <phase> <time>, run <time>" ("run ≥ …"
+//     before a training step is timed); an evaluation in progress shows "eval so far pass@1 …
+//     (n/N tasks)" on the strip's last row.
 //   - In Checkpoints, b (or space) marks the selected checkpoint best: its row then shows
 //     "★ manual" (the run's own choice shows "best*"); e exports it (the footer says where).
-//   - S (shift+s, any pane) asks "Stop the run after this step? (y/n)" in the footer; y confirms,
-//     after which the status line shows "stopping after this step"; n or esc cancels.
+//   - S (shift+s, any pane) asks "Stop the run now? It keeps its last trained step (y/n)" in the
+//     footer; y confirms, after which the status line shows "stopping" and the footer what the stop
+//     does ("stopping now: …"); n or esc cancels.
 //   - p pauses and resumes: the status line shows "paused".
 //   - An alarm shows at once in the status line as "!! ALARM kind at step N: …" and stays until
 //     a acknowledges it (A: all).
 //   - When the stream ends the status line shows "run finished" / "run stopped: reason" /
-//     "run failed: reason" (from the run's end event, else "run ended (stream closed)") and the
-//     workbench stays open until the user quits.
+//     "run failed: reason" (from the run's end event, else "run ended (stream closed)"), the
+//     Status pane's State the whole end (EndLine), and the workbench stays open until the user quits.
 //   - Several keys arriving in one terminal read (tmux send-keys "7" "b") act one by one.
 //   - With a nil Controller (the read-only view) the pause, stop, mark and export keys are
 //     hidden and the first row says "view (read-only)" when it has room.

@@ -27,9 +27,12 @@ type fakeCtrl struct {
 	err   error
 }
 
-func (f *fakeCtrl) Pause() error         { f.calls = append(f.calls, "pause"); return f.err }
-func (f *fakeCtrl) Resume() error        { f.calls = append(f.calls, "resume"); return f.err }
-func (f *fakeCtrl) StopAfterStep() error { f.calls = append(f.calls, "stop"); return f.err }
+func (f *fakeCtrl) Pause() error  { f.calls = append(f.calls, "pause"); return f.err }
+func (f *fakeCtrl) Resume() error { f.calls = append(f.calls, "resume"); return f.err }
+func (f *fakeCtrl) Stop(reason string) (string, error) {
+	f.calls = append(f.calls, "stop: "+reason)
+	return "stopping now: step 3's rollout is dropped; the checkpoint of step 2 is kept", f.err
+}
 func (f *fakeCtrl) MarkBest(step int) error {
 	f.calls = append(f.calls, fmt.Sprintf("best %d", step))
 	return f.err
@@ -101,6 +104,9 @@ func sampleRun() []event.Event {
 		for i := 0; i < 8; i++ {
 			evs = append(evs, trajectory(step, i))
 		}
+		if step == 3 {
+			evs = append(evs, evalProgress(3, 4)...)
+		}
 		if step >= 2 {
 			evs = append(evs, event.Eval{Step: step, PassAtK: map[int]float64{1: 0.21 + 0.06*float64(step), 4: 0.38 + 0.05*float64(step), 8: 0.47 + 0.04*float64(step)}, Best: step == 3},
 				event.Phase{Step: step, Phase: event.PhaseEval, Seconds: secs["eval"]})
@@ -110,7 +116,24 @@ func sampleRun() []event.Event {
 		evs = append(evs, event.Ledger{Backend: "xla:cuda", Components: map[string]int64{"weights": 2 << 30, "kv_cache": 6 << 30, "optimizer": 4 << 30, "activations": int64(2+step) << 30},
 			Budget: 20 << 30, DeviceUsed: uint64(17+step) << 30, DeviceTotal: 80 << 30, UtilPct: uint32(60 + 10*step)})
 	}
-	evs = append(evs, event.Progress{Step: 4, Phase: event.PhaseRollout, Done: 3, Total: 8})
+	evs = append(evs, event.Progress{Step: 4, Phase: event.PhaseRollout, Done: 3, Total: 8, ETA: 25, RunETA: 512})
+	return evs
+}
+
+// evalProgress is an evaluation of step as it runs, through its first n of 4 trajectories (2
+// held-out tasks × 2 samples): each trajectory, marked Eval, then its progress.
+func evalProgress(step, n int) []event.Event {
+	var evs []event.Event
+	for i := 0; i < n; i++ {
+		tr := trajectory(step, i)
+		tr.TaskID, tr.Group, tr.Sample, tr.Hint, tr.Pieces, tr.Advantages, tr.Eval = fmt.Sprintf("heldout-%04d", i/2), i/2, i%2, "", nil, nil, true
+		p := event.Progress{Step: step, Phase: event.PhaseEval, Done: i + 1, Total: 4, ETA: 30 - 7.5*float64(i+1), RunETA: 900 - 7.5*float64(i+1),
+			RunETAAtLeast: step == 0, Tasks: 2, TasksDone: (i + 1) / 2}
+		if p.TasksDone > 0 {
+			p.PassAtK = map[int]float64{1: 0.5, 4: 0.75}
+		}
+		evs = append(evs, tr, p)
+	}
 	return evs
 }
 

@@ -46,7 +46,7 @@ func JSONLines(w io.Writer, events <-chan event.Event) error {
 }
 
 // Plain writes one line per event for people reading a log; rollout progress is shown every
-// quarter of the batch.
+// quarter of the batch, an evaluation's every tenth (with pass@k so far), both with the ETA.
 func Plain(w io.Writer, events <-chan event.Event) error {
 	for e := range events {
 		line := PlainLine(e)
@@ -72,11 +72,30 @@ func PlainLine(e event.Event) string {
 	case event.Phase:
 		return fmt.Sprintf("step %d  %-9s %6.2fs", v.Step, v.Phase, v.Seconds)
 	case event.Progress:
-		quarter := max(1, v.Total/4)
-		if v.Done%quarter != 0 && v.Done != v.Total {
+		every := max(1, v.Total/4)
+		if v.Phase == event.PhaseEval {
+			every = max(1, v.Total/10)
+		}
+		if v.Done%every != 0 && v.Done != v.Total {
 			return ""
 		}
-		return fmt.Sprintf("step %d  %s %d/%d", v.Step, v.Phase, v.Done, v.Total)
+		line := fmt.Sprintf("step %d  %s %d/%d", v.Step, v.Phase, v.Done, v.Total)
+		if s := evalSoFar(&v); s != "" {
+			line += "  " + s
+		}
+		if v.ETA > 0 {
+			line += "  ETA " + v.Phase + " " + fmtSecs(v.ETA)
+		}
+		if v.RunETA > 0 {
+			at := ""
+			if v.RunETAAtLeast {
+				at = "≥ "
+			}
+			line += ", run " + at + fmtSecs(v.RunETA)
+		}
+		return line
+	case event.Stopping:
+		return v.Reason + ": " + v.Message
 	case event.Trajectory:
 		return ""
 	case event.StepMetrics:
@@ -139,16 +158,42 @@ func PlainLine(e event.Event) string {
 		}
 		return line
 	case event.RunEnd:
-		s := "run " + v.Status
-		if v.Reason != "" {
-			s += ": " + v.Reason
-		}
-		if v.Marked {
-			return s + fmt.Sprintf(" (best step %d, marked by hand)", v.BestStep)
-		}
-		return s + fmt.Sprintf(" (best step %d)", v.BestStep)
+		return EndLine(v)
 	case event.Error:
 		return "error: " + v.Message
 	}
 	return ""
+}
+
+// EndLine is a run's end for people: its status and reason, what a stop dropped, then the best
+// step (or why there is none) and the latest checkpoint. E.g. "run stopped: terminated (SIGTERM);
+// the evaluation of step 15 was dropped (40 of 128 tasks done); best step 15; last checkpoint:
+// step 15".
+func EndLine(e event.RunEnd) string {
+	s := "run " + e.Status
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	if e.Detail != "" {
+		s += "; " + e.Detail
+	}
+	switch {
+	case e.Marked:
+		s += fmt.Sprintf("; best step %d, marked by hand", e.BestStep)
+	case e.BestStep > 0:
+		s += fmt.Sprintf("; best step %d", e.BestStep)
+	case e.Evaluations == 0:
+		s += "; no evaluation ran, so no best step"
+	default:
+		s += "; no trained step evaluated better than the start"
+	}
+	switch {
+	case e.Checkpoint > 0:
+		s += fmt.Sprintf("; last checkpoint: step %d", e.Checkpoint)
+	case e.Step == 0:
+		s += "; no checkpoint (no step was trained)"
+	default:
+		s += "; no checkpoint"
+	}
+	return s
 }

@@ -54,7 +54,7 @@ type globalKeys struct {
 // listKeys move through a list (trajectories, hints, checkpoints) and act on its rows.
 type listKeys struct {
 	Up, Down, Top, Bottom, PageUp, PageDown, Open key.Binding
-	Filter, Sort, Reverse, Follow                 key.Binding
+	Filter, Sort, Reverse, Follow, Kind           key.Binding
 }
 
 // scrollKeys scroll a text view (detail, status).
@@ -112,13 +112,13 @@ func newScrollKeys() scrollKeys {
 func newKeyTable() *keyTable {
 	k := &keyTable{}
 	k.Global = globalKeys{
-		Quit:   bind("q", "quit", "q", "ctrl+c"),
+		Quit:   bind("q", "quit (a live run stops first: see the README's ways out)", "q", "ctrl+c"),
 		Help:   bind("?", "help", "?"),
 		Next:   bind("tab", "next pane", "tab"),
 		Prev:   bind("shift+tab", "previous pane", "shift+tab"),
 		Back:   bind("esc", "back", "esc"),
 		Pause:  bind("p", "pause / resume the run", "p"),
-		Stop:   bind("S", "stop the run after this step (asks y/n)", "S"),
+		Stop:   bind("S", "stop the run (asks y/n; the workbench stays open)", "S"),
 		Ack:    bind("a", "acknowledge the oldest alarm", "a"),
 		AckAll: bind("A", "acknowledge all alarms", "A"),
 	}
@@ -135,15 +135,16 @@ func newKeyTable() *keyTable {
 			PageUp:   bind("pgup", "page up", "pgup", "ctrl+b"),
 			PageDown: bind("pgdn", "page down", "pgdown", "ctrl+f"),
 			Open:     bind("enter", open, "enter"),
-			Filter:   bind("/", "filter (correct, wrong, hinted, err, step:N, reward>x, text)", "/"),
+			Filter:   bind("/", "filter (correct, wrong, hinted, err, eval, train, step:N, reward>x, text)", "/"),
 			Sort:     bind("s", "sort by the next column", "s"),
 			Reverse:  bind("r", "reverse the order", "r"),
 			Follow:   bind("f", "follow the latest", "f"),
+			Kind:     bind("e", "all / training / evaluation trajectories", "e"),
 		}
 	}
 	k.Trajs = list("open the trajectory")
 	k.Hints = list("open the hinted trajectory")
-	for _, b := range []*key.Binding{&k.Hints.Filter, &k.Hints.Sort, &k.Hints.Reverse, &k.Hints.Follow} {
+	for _, b := range []*key.Binding{&k.Hints.Filter, &k.Hints.Sort, &k.Hints.Reverse, &k.Hints.Follow, &k.Hints.Kind} {
 		b.SetEnabled(false)
 	}
 	k.Detail = detailKeys{
@@ -194,7 +195,7 @@ func (k *keyTable) section(p paneID) []key.Binding {
 	switch p {
 	case paneTrajs:
 		l := k.Trajs
-		return []key.Binding{l.Up, l.Down, l.Top, l.Bottom, l.PageUp, l.PageDown, l.Open, l.Filter, l.Sort, l.Reverse, l.Follow}
+		return []key.Binding{l.Up, l.Down, l.Top, l.Bottom, l.PageUp, l.PageDown, l.Open, l.Filter, l.Kind, l.Sort, l.Reverse, l.Follow}
 	case paneHints:
 		l := k.Hints
 		return []key.Binding{l.Up, l.Down, l.Top, l.Bottom, l.Open}

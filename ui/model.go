@@ -26,6 +26,8 @@ type config struct {
 	// memSample reads the process's memory (nil: procMemory); memEvery is how often (0: once).
 	memSample func() uint64
 	memEvery  time.Duration
+	// width, height: the size to draw at before (or without) the terminal's own; 0 waits for it
+	width, height int
 }
 
 // Root-level messages.
@@ -42,8 +44,8 @@ type (
 	ctrlMsg struct {
 		act  Action
 		step int
-		on   bool // pause: paused (true) or resumed
-		path string
+		on   bool   // pause: paused (true) or resumed
+		path string // export: where; stop: what the run will do
 		err  error
 	}
 )
@@ -97,6 +99,7 @@ type model struct {
 
 	memSample func() uint64
 	memEvery  time.Duration
+	size      [2]int // the size to draw at until the terminal says (config.width, height)
 }
 
 func newModel(c config) *model {
@@ -114,7 +117,8 @@ func newModel(c config) *model {
 	if sh.runID == "" {
 		sh.runID = sh.data.start.RunID
 	}
-	m := &model{sh: sh, events: c.events, memSample: c.memSample, memEvery: c.memEvery, focus: paneStatus, backTo: paneTrajs}
+	m := &model{sh: sh, events: c.events, memSample: c.memSample, memEvery: c.memEvery, focus: paneStatus, backTo: paneTrajs,
+		size: [2]int{c.width, c.height}}
 	if m.memSample == nil {
 		m.memSample = procMemory
 	}
@@ -137,6 +141,9 @@ func newModel(c config) *model {
 
 func (m *model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.sampleMem(0)}
+	if w, h := m.size[0], m.size[1]; w > 0 && h > 0 {
+		cmds = append(cmds, func() tea.Msg { return tea.WindowSizeMsg{Width: w, Height: h} })
+	}
 	if m.events != nil {
 		cmds = append(cmds, waitEvents(m.events))
 	}
@@ -261,7 +268,7 @@ func (m *model) setFocus(p paneID) {
 func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	g := &m.sh.keys.Global
 	if msg.String() == "ctrl+c" {
-		return tea.Quit
+		return m.quit()
 	}
 	if m.confirm != "" {
 		switch msg.String() {
@@ -281,7 +288,7 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	if m.showHelp {
 		switch {
 		case key.Matches(msg, g.Quit):
-			return tea.Quit
+			return m.quit()
 		case key.Matches(msg, g.Help), key.Matches(msg, g.Back):
 			m.showHelp = false
 		case msg.String() == "j" || msg.String() == "down":
@@ -293,7 +300,7 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, g.Quit):
-		return tea.Quit
+		return m.quit()
 	case key.Matches(msg, g.Help):
 		m.showHelp, m.helpTop = true, 0
 		return nil
@@ -347,6 +354,19 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 // ended reports whether the run can no longer take commands.
 func (m *model) ended() bool { return m.sh.data.end != nil || (m.streamEnd && m.events != nil) }
 
+// quit closes the workbench; a live run that has not ended is asked to stop first (at its next
+// safe point: the caller waits for it and says what it did).
+func (m *model) quit() tea.Cmd {
+	if m.ended() || !supports(m.sh.ctrl, ActionStop) {
+		return tea.Quit
+	}
+	c := m.sh.ctrl
+	return tea.Sequence(func() tea.Msg {
+		_, _ = c.Stop(ReasonQuit) // the announcement comes on the stream too; the caller prints it
+		return nil
+	}, tea.Quit)
+}
+
 func (m *model) pause() tea.Cmd {
 	if m.ended() {
 		m.note = "the run has ended"
@@ -362,7 +382,7 @@ func (m *model) pause() tea.Cmd {
 }
 
 // stopQuestion is the confirmation the stop key asks.
-const stopQuestion = "Stop the run after this step? (y/n)"
+const stopQuestion = "Stop the run now? It keeps its last trained step (y/n)"
 
 func (m *model) askStop() tea.Cmd {
 	switch {
@@ -370,13 +390,16 @@ func (m *model) askStop() tea.Cmd {
 		m.note = "the run has ended"
 		return nil
 	case m.sh.data.stopping:
-		m.note = "already stopping after this step"
+		m.note = "the run is already stopping — " + m.sh.data.stopNote()
 		return nil
 	}
 	c := m.sh.ctrl
 	m.confirm = stopQuestion
 	m.onConfirm = func() tea.Cmd {
-		return func() tea.Msg { return ctrlMsg{act: ActionStop, err: c.StopAfterStep()} }
+		return func() tea.Msg {
+			msg, err := c.Stop(ReasonStop)
+			return ctrlMsg{act: ActionStop, path: msg, err: err}
+		}
 	}
 	return nil
 }
@@ -398,7 +421,10 @@ func (m *model) controlled(r ctrlMsg) tea.Cmd {
 		}
 	case ActionStop:
 		d.stopping = true
-		m.note = "stopping after this step (a checkpoint is saved)"
+		if r.path != "" {
+			d.stopMsg = r.path
+		}
+		m.note = d.stopNote()
 	case ActionMarkBest:
 		d.bestOverride = r.step
 		m.note = fmt.Sprintf("step %d marked best", r.step)

@@ -3,6 +3,8 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,19 +47,19 @@ func TestFilter(t *testing.T) {
 	}
 	press(m, "enter")
 	v := screen(t, m, 120, 40)
-	if !strings.Contains(v, "filter: wrong step:2") || !strings.Contains(v, fmt.Sprintf("%d of 24", len(rows))) {
+	if !strings.Contains(v, "filter: wrong step:2") || !strings.Contains(v, fmt.Sprintf("%d of 28", len(rows))) {
 		t.Fatalf("the filter is not shown:\n%s", v)
 	}
 	// esc clears the filter, a second esc does nothing more in the list
 	press(m, "esc")
-	if n := len(shown(m)); n != 24 {
-		t.Fatalf("after esc the list has %d rows, want 24", n)
+	if n := len(shown(m)); n != 28 {
+		t.Fatalf("after esc the list has %d rows, want 28 (24 training, 4 evaluation)", n)
 	}
 	// esc while typing restores the previous filter
 	press(m, "/")
 	typeText(m, "hinted")
 	press(m, "esc")
-	if n := len(shown(m)); n != 24 || trajPaneOf(m).filter != "" {
+	if n := len(shown(m)); n != 28 || trajPaneOf(m).filter != "" {
 		t.Fatalf("esc while typing left filter %q with %d rows", trajPaneOf(m).filter, n)
 	}
 	// a bad term is reported, not applied
@@ -126,12 +128,12 @@ func TestFollow(t *testing.T) {
 	m := testModel(sampleRun(), &fakeCtrl{}, 80, 24)
 	p := trajPaneOf(m)
 	press(m, "3")
-	if !p.follow || p.selected() != 23 {
+	if !p.follow || p.selected() != 27 {
 		t.Fatalf("follow should start on and select the newest: follow=%v selected=%d", p.follow, p.selected())
 	}
 	m.Update(eventsMsg{events: []event.Event{trajectory(4, 0), trajectory(4, 1)}})
-	if p.selected() != 25 {
-		t.Fatalf("following: selected %d after two more, want 25", p.selected())
+	if p.selected() != 29 {
+		t.Fatalf("following: selected %d after two more, want 29", p.selected())
 	}
 	v := screen(t, m, 80, 24)
 	if !strings.Contains(v, "following latest") || !strings.Contains(v, "›     4") {
@@ -139,15 +141,15 @@ func TestFollow(t *testing.T) {
 	}
 	// moving the cursor stops following; new rows no longer move it
 	press(m, "k")
-	if p.follow || p.selected() != 24 {
+	if p.follow || p.selected() != 28 {
 		t.Fatalf("k: follow=%v selected=%d", p.follow, p.selected())
 	}
 	m.Update(eventsMsg{events: []event.Event{trajectory(4, 2)}})
-	if p.selected() != 24 {
+	if p.selected() != 28 {
 		t.Fatalf("not following: selection moved to %d", p.selected())
 	}
 	press(m, "f")
-	if !p.follow || p.selected() != 26 {
+	if !p.follow || p.selected() != 30 {
 		t.Fatalf("f: follow=%v selected=%d", p.follow, p.selected())
 	}
 	press(m, "f", "g")
@@ -207,7 +209,7 @@ func TestConfirmStop(t *testing.T) {
 			c := &fakeCtrl{}
 			m := testModel(sampleRun(), c, 80, 24)
 			press(m, "7", "S")
-			if v := screen(t, m, 80, 24); !strings.Contains(v, "Stop the run after this step? (y/n)") {
+			if v := screen(t, m, 80, 24); !strings.Contains(v, "Stop the run now?") {
 				t.Fatalf("S did not ask:\n%s", v)
 			}
 			// other keys wait for the answer
@@ -218,11 +220,11 @@ func TestConfirmStop(t *testing.T) {
 			press(m, answer)
 			v := screen(t, m, 80, 24)
 			if answer == "y" {
-				if len(c.calls) != 1 || c.calls[0] != "stop" || !m.sh.data.stopping {
+				if len(c.calls) != 1 || c.calls[0] != "stop: "+ReasonStop || !m.sh.data.stopping {
 					t.Fatalf("y: calls %v stopping %v", c.calls, m.sh.data.stopping)
 				}
-				if !strings.Contains(v, "stopping") {
-					t.Fatalf("the status line does not say stopping:\n%s", v)
+				if !strings.Contains(v, " stopping · ") || !strings.Contains(v, "stopping now: step 3's rollout is dropped") {
+					t.Fatalf("the status line does not say stopping, or the footer what the stop does:\n%s", v)
 				}
 				return
 			}
@@ -231,6 +233,105 @@ func TestConfirmStop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEvaluationOnScreen: while the start evaluation runs, before any step, its trajectories are
+// listed (marked eval; e shows only them or only the training ones), pass@k fills in as tasks
+// complete, and the header and the Status pane give the time left in the phase and the run.
+func TestEvaluationOnScreen(t *testing.T) {
+	evs := append(sampleRun()[:2], evalProgress(0, 3)...)
+	m := testModel(evs, &fakeCtrl{}, 120, 40)
+	v := screen(t, m, 120, 40)
+	for _, want := range []string{"▶eval 3/4", "ETA eval 7.50s, run ≥ 14m37s", "eval so far pass@1 0.500 · pass@4 0.750 (1/2 tasks)",
+		"Evaluation of step 0 in progress: 3 of 4 trajectories", "so far pass@1 0.500", "the evaluation of step 0 is", "running: so far pass@1 0.500 ·"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, v)
+		}
+	}
+	press(m, "3")
+	v = screen(t, m, 120, 40)
+	if !strings.Contains(v, "3 Trajectories · 3 (3 eval)") || !strings.Contains(v, "     0 eval  heldout-0001") {
+		t.Errorf("the evaluation's trajectories are not listed as such:\n%s", v)
+	}
+	for _, tc := range []struct {
+		keys  []string
+		shown int
+		info  string
+	}{
+		{[]string{"e"}, 0, "training only (e)"},
+		{[]string{"e"}, 3, "evaluation only (e)"},
+		{[]string{"e"}, 3, "/ filters"},
+		{[]string{"/", "t", "r", "a", "i", "n", "enter"}, 0, "filter: train"},
+		{[]string{"esc", "/", "e", "v", "a", "l", "enter"}, 3, "filter: eval"},
+	} {
+		press(m, tc.keys...)
+		if v := screen(t, m, 120, 40); len(shown(m)) != tc.shown || !strings.Contains(v, tc.info) {
+			t.Errorf("after %v: %d rows shown; want %d, and %q:\n%s", tc.keys, len(shown(m)), tc.shown, tc.info, v)
+		}
+	}
+}
+
+// TestQuitStopsALiveRun: q and ctrl+c close the workbench, asking a live run to stop first (the
+// command line then waits for it); a run that has ended, or a stored one, is only closed.
+func TestQuitStopsALiveRun(t *testing.T) {
+	ended := append(sampleRun(), event.RunEnd{Status: "finished", Reason: "all 4 steps done", Step: 4, Checkpoint: 4, Evaluations: 2})
+	for _, tc := range []struct {
+		name  string
+		evs   []event.Event
+		ctrl  bool
+		key   string
+		calls []string
+	}{
+		{name: "q on a live run", evs: sampleRun(), ctrl: true, key: "q", calls: []string{"stop: " + ReasonQuit}},
+		{name: "ctrl+c on a live run", evs: sampleRun(), ctrl: true, key: "ctrl+c", calls: []string{"stop: " + ReasonQuit}},
+		{name: "q in help", evs: sampleRun(), ctrl: true, key: "?q", calls: []string{"stop: " + ReasonQuit}},
+		{name: "q after the run ended", evs: ended, ctrl: true, key: "q"},
+		{name: "q on a stored run", evs: ended, key: "q"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &fakeCtrl{}
+			var ctrl Controller
+			if tc.ctrl {
+				ctrl = c
+			}
+			m := testModel(tc.evs, ctrl, 80, 24)
+			keys := []string{tc.key}
+			if tc.key == "?q" {
+				keys = []string{"?", "q"}
+			}
+			var quit bool
+			for _, k := range keys {
+				_, cmd := m.Update(keyMsg(k))
+				quit = quits(m, cmd)
+			}
+			if !quit || !slices.Equal(c.calls, tc.calls) {
+				t.Errorf("quit %v, calls %v; want quit, calls %v", quit, c.calls, tc.calls)
+			}
+		})
+	}
+}
+
+// quits runs cmd like run does and reports whether it ends in tea.Quit.
+func quits(m *model, cmd tea.Cmd) bool {
+	if cmd == nil {
+		return false
+	}
+	msg := cmd()
+	if v := reflect.ValueOf(msg); v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeFor[tea.Cmd]() {
+		q := false
+		for i := range v.Len() {
+			q = quits(m, v.Index(i).Interface().(tea.Cmd)) || q
+		}
+		return q
+	}
+	if _, ok := msg.(tea.QuitMsg); ok {
+		return true
+	}
+	if msg != nil {
+		_, next := m.Update(msg)
+		return quits(m, next)
+	}
+	return false
 }
 
 func TestMarkBestAndExport(t *testing.T) {
@@ -389,7 +490,7 @@ func TestTabCycle(t *testing.T) {
 		}
 	}
 	_, cmd := m.Update(keyMsg("q"))
-	if _, ok := cmd().(tea.QuitMsg); !ok {
+	if !quits(m, cmd) {
 		t.Fatal("q did not quit")
 	}
 }

@@ -28,6 +28,9 @@ type Options struct {
 	Input   io.Reader // nil = os.Stdin
 	Output  io.Writer // nil = os.Stdout
 	NoColor bool
+	// NoSignals leaves SIGINT and SIGTERM to the caller (a live run stops on them its own way);
+	// otherwise bubbletea quits on them.
+	NoSignals bool
 }
 
 // RunTUI runs the workbench (bubbletea on the alternate screen, with mouse cell motion) until
@@ -47,19 +50,32 @@ func RunTUI(ctx context.Context, o Options) error {
 	} else if r.ColorProfile() != termenv.Ascii {
 		r.HasDarkBackground() // ask the terminal now, before bubbletea reads the input
 	}
-	m := newModel(config{
+	c := config{
 		events: o.Events, initial: o.Initial, ctrl: o.Control, store: o.Store, runID: o.RunID,
 		renderer: r, noColor: noColor, memEvery: memEvery,
-	})
+	}
+	if f, ok := out.(*os.File); !ok || !charDevice(f) {
+		c.width, c.height = 120, 40 // no terminal to ask: draw at the size the screen captures use
+	}
+	m := newModel(c)
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(out), tea.WithAltScreen(), tea.WithMouseCellMotion()}
 	if o.Input != nil {
 		opts = append(opts, tea.WithInput(o.Input))
+	}
+	if o.NoSignals {
+		opts = append(opts, tea.WithoutSignalHandler())
 	}
 	_, err := tea.NewProgram(m, opts...).Run()
 	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return err
+}
+
+// charDevice reports whether f is a terminal (a character device).
+func charDevice(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // memEvery is how often the workbench samples its own memory (shown on the CPU backend).
@@ -161,7 +177,17 @@ func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
 	switch run.Status {
 	case "", "running":
 	default:
-		evs = append(evs, event.RunEnd{Status: run.Status, Reason: run.StopReason, BestStep: run.BestStep, Marked: run.BestPinned})
+		end := event.RunEnd{Status: run.Status, Reason: run.StopReason, BestStep: run.BestStep, Marked: run.BestPinned,
+			Detail: run.StopDetail, Evaluations: len(evals)}
+		for _, s := range order {
+			if steps[s].metrics != nil {
+				end.Step = s
+			}
+		}
+		if n := len(cps); n > 0 {
+			end.Checkpoint = cps[n-1].Step
+		}
+		evs = append(evs, end)
 	}
 	return evs, nil
 }

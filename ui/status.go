@@ -33,10 +33,8 @@ func (m *model) runState() (string, lipgloss.Style) {
 		return "stored run (no end recorded)", t.Warn
 	case m.streamEnd:
 		return "run ended (stream closed)", t.Accent
-	case d.stopping && d.paused:
-		return "paused · stopping after this step", t.Warn
 	case d.stopping:
-		return "stopping after this step", t.Warn
+		return "stopping", t.Warn
 	case d.paused:
 		return "paused", t.Warn
 	case !d.started:
@@ -68,13 +66,50 @@ func (m *model) runLine(w int) string {
 	if v, ok := d.lastMetric("tokens_per_s"); ok {
 		parts = append(parts, fmtRate(v)+" tok/s")
 	}
-	if eta := d.eta(); eta >= 0 && d.end == nil {
-		parts = append(parts, "ETA "+fmtSecs(eta))
+	if eta := etaText(d); eta != "" {
+		parts = append(parts, "ETA "+eta)
 	}
 	if d.start.Recipe != "" {
 		parts = append(parts, "recipe "+filepath.Base(d.start.Recipe))
 	}
 	return fit(" "+strings.Join(parts, t.Faint.Render(" · ")), w)
+}
+
+// etaText is the time left: of the phase in progress when it reports it, then of the run
+// ("eval 3m12s, run ≥ 9m05s"); "" when neither is known.
+func etaText(d *runData) string {
+	var parts []string
+	if ph, left := d.phaseLeft(); ph != "" {
+		parts = append(parts, ph+" "+fmtSecs(left))
+	}
+	if left, atLeast := d.runLeft(); left >= 0 {
+		s := fmtSecs(left)
+		if atLeast {
+			s = "≥ " + s
+		}
+		if len(parts) > 0 {
+			s = "run " + s
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// evalSoFar is pass@k over the tasks of the evaluation in progress done so far ("" before one is).
+func evalSoFar(p *event.Progress) string {
+	if p == nil || len(p.PassAtK) == 0 {
+		return ""
+	}
+	ks := make([]int, 0, len(p.PassAtK))
+	for k := range p.PassAtK {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("pass@%d %.3f", k, p.PassAtK[k])
+	}
+	return strings.Join(parts, " · ") + fmt.Sprintf(" (%d/%d tasks)", p.TasksDone, p.Tasks)
 }
 
 // phaseShort are the timeline's labels when the full names do not fit.
@@ -179,7 +214,9 @@ func orderedMetrics(m map[string]float64) []string {
 func (m *model) metricsLine(w int) string {
 	d, t := m.sh.data, m.sh.theme
 	var parts []string
-	if n := len(d.evals); n > 0 {
+	if s := evalSoFar(d.evalLive); s != "" {
+		parts = append(parts, "eval so far "+s)
+	} else if n := len(d.evals); n > 0 {
 		e := d.evals[n-1]
 		for _, k := range e.Ks() {
 			parts = append(parts, fmt.Sprintf("pass@%d %.3f", k, e.PassAtK[k]))
@@ -326,25 +363,27 @@ func (p *statusPane) render(w int) []string {
 	if v, ok := d.lastMetric("tokens_per_s"); ok {
 		kv("Tokens/s", fmtRate(v))
 	}
-	if eta := d.eta(); eta >= 0 {
-		kv("ETA", fmtSecs(eta))
+	if eta := etaText(d); eta != "" {
+		kv("ETA", eta)
 	}
 	var state []string
 	if d.paused {
 		state = append(state, "paused")
 	}
 	if d.stopping {
-		state = append(state, "stopping after this step")
+		state = append(state, d.stopNote())
 	}
 	if d.end != nil {
-		s := "run " + d.end.Status
-		if d.end.Reason != "" {
-			s += " (" + d.end.Reason + ")"
-		}
-		state = append(state, s)
+		state = append(state, EndLine(*d.end))
 	}
 	if len(state) > 0 {
-		kv("State", strings.Join(state, ", "))
+		for i, l := range wrap(strings.Join(state, ", "), max(w-10, 20)) {
+			if i == 0 {
+				kv("State", l)
+			} else {
+				add(strings.Repeat(" ", 10) + l)
+			}
+		}
 	}
 
 	if len(d.phaseSecs) > 0 {
@@ -397,6 +436,14 @@ func (p *statusPane) render(w int) []string {
 		}
 	}
 
+	if p := d.evalLive; p != nil {
+		head(fmt.Sprintf("Evaluation of step %d in progress: %d of %d trajectories", p.Step, p.Done, p.Total))
+		if s := evalSoFar(p); s != "" {
+			add("  so far " + s)
+		} else {
+			add(t.Faint.Render(fmt.Sprintf("  pass@k appears as tasks complete (0/%d tasks)", p.Tasks)))
+		}
+	}
 	if n := len(d.evals); n > 0 {
 		e := d.evals[n-1]
 		head(fmt.Sprintf("Evaluation (step %d)", e.Step))

@@ -13,8 +13,9 @@ import (
 )
 
 // filterSpec is a parsed filter: space-separated terms that must all hold. Terms: correct (ok),
-// wrong, hinted, unhinted, err (a tool error), step:N or step:N-M, reward>x / reward<x
-// (>=, <= too), task:TEXT; any other word must occur in the task id or the prompt.
+// wrong, hinted, unhinted, err (a tool error), eval (a held-out evaluation's), train (a training
+// step's), step:N or step:N-M, reward>x / reward<x (>=, <= too), task:TEXT; any other word must
+// occur in the task id or the prompt.
 type filterSpec struct {
 	preds []func(*event.Trajectory) bool
 }
@@ -37,6 +38,12 @@ func parseFilter(s string) (filterSpec, error) {
 			continue
 		case "err", "error", "errors":
 			f.preds = append(f.preds, func(t *event.Trajectory) bool { return t.ToolErrors > 0 })
+			continue
+		case "eval", "evaluation":
+			f.preds = append(f.preds, func(t *event.Trajectory) bool { return t.Eval })
+			continue
+		case "train", "training", "!eval":
+			f.preds = append(f.preds, func(t *event.Trajectory) bool { return !t.Eval })
 			continue
 		}
 		if v, ok := strings.CutPrefix(term, "step:"); ok {
@@ -163,6 +170,7 @@ type trajPane struct {
 	sortBy int
 	desc   bool
 	follow bool
+	kind   int // which trajectories: 0 all, 1 training, 2 evaluation (e cycles)
 
 	filter  string // the applied filter
 	spec    filterSpec
@@ -190,14 +198,14 @@ func (p *trajPane) refresh() {
 	}
 	if !p.dirty && p.sortBy == 0 && !p.desc {
 		for i := p.seen; i < len(trajs); i++ {
-			if p.spec.match(&trajs[i]) {
+			if p.shows(&trajs[i]) {
 				p.view = append(p.view, i)
 			}
 		}
 	} else {
 		p.view = p.view[:0]
 		for i := range trajs {
-			if p.spec.match(&trajs[i]) {
+			if p.shows(&trajs[i]) {
 				p.view = append(p.view, i)
 			}
 		}
@@ -217,6 +225,24 @@ func (p *trajPane) refresh() {
 		p.cur.cursor = p.positionOf(len(trajs) - 1)
 	}
 	p.cur.clampTo(len(p.view), p.rows())
+}
+
+// kinds are what e cycles through: every trajectory, the training steps', the evaluations'.
+var kinds = []string{"all", "training", "evaluation"}
+
+// shows reports whether t is listed: of the kind chosen and matching the filter.
+func (p *trajPane) shows(t *event.Trajectory) bool {
+	switch p.kind {
+	case 1:
+		if t.Eval {
+			return false
+		}
+	case 2:
+		if !t.Eval {
+			return false
+		}
+	}
+	return p.spec.match(t)
 }
 
 // positionOf returns the row showing trajectory idx, or the last row when it is filtered out.
@@ -358,6 +384,15 @@ func (p *trajPane) key(msg tea.KeyMsg) tea.Cmd {
 			p.cur.cursor = p.positionOf(sel)
 			p.cur.clampTo(len(p.view), p.rows())
 		}
+	case key.Matches(msg, k.Kind):
+		sel := p.selected()
+		p.kind = (p.kind + 1) % len(kinds)
+		p.dirty = true
+		p.refresh()
+		if !p.follow && sel >= 0 {
+			p.cur.cursor = p.positionOf(sel)
+			p.cur.clampTo(len(p.view), p.rows())
+		}
 	case key.Matches(msg, k.Follow):
 		p.follow = !p.follow
 		if p.follow {
@@ -370,10 +405,14 @@ func (p *trajPane) key(msg tea.KeyMsg) tea.Cmd {
 
 func (p *trajPane) Subtitle() string {
 	n := len(p.sh.data.trajs)
-	if p.filter != "" {
-		return fmt.Sprintf("%d of %d", len(p.view), n)
+	s := fmt.Sprintf("%d", n)
+	if p.filter != "" || p.kind != 0 {
+		s = fmt.Sprintf("%d of %d", len(p.view), n)
 	}
-	return fmt.Sprintf("%d", n)
+	if e := p.sh.data.evalTrajs; e > 0 {
+		s += fmt.Sprintf(" (%d eval)", e)
+	}
+	return s
 }
 
 // trajColumn is one column of the list.
@@ -393,6 +432,12 @@ func check(b bool) string {
 
 var allTrajColumns = []trajColumn{
 	{"step", 5, true, func(t *event.Trajectory) string { return strconv.Itoa(t.Step) }},
+	{"set", 5, false, func(t *event.Trajectory) string {
+		if t.Eval {
+			return "eval"
+		}
+		return "train"
+	}},
 	{"task", 0, false, func(t *event.Trajectory) string { return t.TaskID }},
 	{"#", 4, true, func(t *event.Trajectory) string { return strconv.Itoa(t.Sample) }},
 	{"reward", 7, true, func(t *event.Trajectory) string { return strconv.FormatFloat(t.Reward.Total, 'f', 3, 64) }},
@@ -409,7 +454,7 @@ var allTrajColumns = []trajColumn{
 }
 
 // dropOrder is the order columns go when the pane is narrow (indices into allTrajColumns).
-var dropOrder = []int{7, 2, 6, 5, 8}
+var dropOrder = []int{8, 3, 7, 6, 9, 1}
 
 // columns picks the columns that fit w (the task column takes what is left, at least 8).
 func columns(w int) ([]trajColumn, int) {
@@ -468,6 +513,9 @@ func (p *trajPane) View() string {
 		} else {
 			parts = append(parts, "follow off (f)")
 		}
+		if p.kind != 0 {
+			parts = append(parts, kinds[p.kind]+" only (e)")
+		}
 		if p.filter != "" {
 			parts = append(parts, "filter: "+p.filter+" (esc clears)")
 		} else {
@@ -498,8 +546,11 @@ func (p *trajPane) View() string {
 	trajs := p.sh.data.trajs
 	if len(p.view) == 0 {
 		msg := "no trajectories yet"
-		if p.filter != "" {
+		switch {
+		case p.filter != "":
 			msg = "no trajectory matches the filter"
+		case p.kind != 0:
+			msg = "no " + kinds[p.kind] + " trajectories yet (e shows the others)"
 		}
 		lines = append(lines, t.Faint.Render(fit("  "+msg, p.w)))
 	}

@@ -20,7 +20,9 @@ import (
 const recordingPath = "testdata/run.jsonl"
 
 func recordedRun() []event.Event {
-	return append(sampleRun(), event.RunEnd{Status: "stopped", Reason: "stopped by the user", BestStep: 3})
+	return append(sampleRun(),
+		event.Stopping{Step: 4, Phase: event.PhaseRollout, Reason: ReasonStop, Message: "stopping now: step 4's rollout is dropped; saving step 3", Save: 3},
+		event.RunEnd{Status: "stopped", Reason: ReasonStop, BestStep: 3, Detail: "step 4 was dropped during its rollout, before its update", Step: 3, Checkpoint: 3, Evaluations: 3})
 }
 
 func updating() bool {

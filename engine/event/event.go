@@ -79,6 +79,8 @@ type Trajectory struct {
 	// Pieces and Advantages are the response tokens' text and advantage, for the heat map.
 	Pieces     []string  `json:"pieces,omitempty"`
 	Advantages []float32 `json:"advantages,omitempty"`
+	// Eval marks a held-out evaluation trajectory (Step is the step evaluated); it trains nothing.
+	Eval bool `json:"eval,omitempty"`
 }
 
 // StepMetrics are one training step's numbers.
@@ -280,12 +282,38 @@ type Alarm struct {
 	Message   string  `json:"message"`
 }
 
-// Progress reports progress within a long phase.
+// Progress reports progress within a long phase (rollout, eval): one event per finished
+// trajectory, with the time left in the phase and in the run.
 type Progress struct {
 	Step  int    `json:"step"`
 	Phase string `json:"phase"`
 	Done  int    `json:"done"`
 	Total int    `json:"total"`
+	// ETA is the estimated seconds left in this phase, from its own pace; 0 when unknown.
+	ETA float64 `json:"eta_s,omitempty"`
+	// RunETA is the estimated seconds left in the run: this phase, the steps and evaluations
+	// still to come at the durations measured so far. RunETAAtLeast says it is a lower bound:
+	// no training step has been timed yet, so only generation is counted for the steps ahead.
+	RunETA        float64 `json:"run_eta_s,omitempty"`
+	RunETAAtLeast bool    `json:"run_eta_at_least,omitempty"`
+	// An evaluation fills pass@k in as its tasks complete: Tasks held-out tasks, TasksDone of
+	// them with every sample finished, PassAtK the unbiased estimate over those (nil until one is).
+	Tasks     int             `json:"tasks,omitempty"`
+	TasksDone int             `json:"tasks_done,omitempty"`
+	PassAtK   map[int]float64 `json:"pass_at_k,omitempty"`
+}
+
+// Stopping says, as soon as a stop is asked for or decided, what the run does before it ends:
+// what it drops (generation and evaluation are abandoned; an update is finished or discarded)
+// and which step's checkpoint it ends with.
+type Stopping struct {
+	Step   int    `json:"step"`            // the step in progress (0: the start evaluation)
+	Phase  string `json:"phase,omitempty"` // the phase in progress, "" between steps or while paused
+	Reason string `json:"reason"`          // why: "stopped by the user", "terminated (SIGTERM)", …
+	// Message is what happens, for people: "stopping now: the evaluation of step 0 is dropped; …".
+	Message string `json:"message"`
+	// Save is the step the run ends with a checkpoint of (0: no step was trained, none is saved).
+	Save int `json:"save"`
 }
 
 // RunEnd closes a run.
@@ -294,6 +322,15 @@ type RunEnd struct {
 	Reason   string `json:"reason,omitempty"`
 	BestStep int    `json:"best_step"`
 	Marked   bool   `json:"marked,omitempty"` // BestStep is the user's mark, not the automatic choice
+	// Detail says what a stop dropped ("the evaluation of step 15 was dropped (40 of 128 tasks
+	// done)"); "" when nothing was.
+	Detail string `json:"detail,omitempty"`
+	// Step is the last step trained; Checkpoint the step of the run's latest checkpoint (0: none).
+	Step       int `json:"step"`
+	Checkpoint int `json:"checkpoint"`
+	// Evaluations counts the evaluations the run finished (a resumed run's earlier ones too). With
+	// none, BestStep names no step: no evaluation chose one.
+	Evaluations int `json:"evaluations"`
 }
 
 // Error is a non-fatal problem worth showing.
@@ -311,6 +348,7 @@ func (Checkpoint) Type() string  { return "checkpoint" }
 func (Ledger) Type() string      { return "ledger" }
 func (Alarm) Type() string       { return "alarm" }
 func (Progress) Type() string    { return "progress" }
+func (Stopping) Type() string    { return "stopping" }
 func (RunEnd) Type() string      { return "run_end" }
 func (Error) Type() string       { return "error" }
 
@@ -358,6 +396,8 @@ func Unmarshal(line []byte) (Event, error) {
 		e = &Alarm{}
 	case "progress":
 		e = &Progress{}
+	case "stopping":
+		e = &Stopping{}
 	case "run_end":
 		e = &RunEnd{}
 	case "error":
@@ -373,7 +413,7 @@ func Unmarshal(line []byte) (Event, error) {
 	return deref(e), nil
 }
 
-const typeList = "run_start, phase, trajectory, metrics, eval, checkpoint, ledger, alarm, progress, run_end, error"
+const typeList = "run_start, phase, trajectory, metrics, eval, checkpoint, ledger, alarm, progress, stopping, run_end, error"
 
 func deref(e Event) Event {
 	switch v := e.(type) {
@@ -394,6 +434,8 @@ func deref(e Event) Event {
 	case *Alarm:
 		return *v
 	case *Progress:
+		return *v
+	case *Stopping:
 		return *v
 	case *RunEnd:
 		return *v

@@ -24,7 +24,12 @@ func TestRoundTrip(t *testing.T) {
 		Ledger{Backend: "cuda", Components: map[string]int64{"weights": 10, "kv_cache": 20}, Budget: 100, DeviceUsed: 60, DeviceTotal: 80, UtilPct: 93},
 		Alarm{Step: 3, Kind: AlarmLogProbMismatch, Value: 0.2, Threshold: 0.05, Message: "m"},
 		Progress{Step: 1, Phase: "rollout", Done: 3, Total: 64},
+		Progress{Step: 0, Phase: "eval", Done: 40, Total: 64, ETA: 12.5, RunETA: 300, RunETAAtLeast: true, Tasks: 8, TasksDone: 5,
+			PassAtK: map[int]float64{1: 0.25, 2: 0.4}},
+		Trajectory{Step: 0, TaskID: "heldout-0001", Turns: []Turn{{Assistant: "a"}}, Eval: true},
+		Stopping{Step: 3, Phase: "train", Reason: "terminated (SIGTERM)", Message: "stopping: finishing the update of step 3, then saving step 3", Save: 3},
 		RunEnd{Status: "stopped", Reason: "early stop", BestStep: 2},
+		RunEnd{Status: "stopped", Reason: "terminated (SIGTERM)", Detail: "the evaluation of step 4 was dropped", Step: 4, Checkpoint: 4, Evaluations: 2},
 		Error{Message: "x"},
 	}
 	for _, e := range events {

@@ -443,6 +443,17 @@ func (t *tally) result() Metrics {
 // and updates. The log-prob probe in the metrics covers the micro-batches run before the first
 // update, when trainer and rollout weights should agree.
 func (tr *Trainer) Update(seqs []Sequence, lr float64) (Metrics, error) {
+	return tr.UpdateUntil(seqs, lr, nil)
+}
+
+// ErrStopped is UpdateUntil's error when its stop function ended the update early.
+var ErrStopped = errors.New("train: update stopped")
+
+// UpdateUntil is Update that asks stop, before each micro-batch, whether to go on: stop(done,
+// total) with done of the call's total micro-batches finished. When stop returns true the
+// update ends there with ErrStopped; the AdamW updates already applied stay applied (Snapshot
+// and Restore undo them). A nil stop never stops.
+func (tr *Trainer) UpdateUntil(seqs []Sequence, lr float64, stop func(done, total int) bool) (Metrics, error) {
 	if len(seqs) == 0 {
 		return Metrics{}, errors.New("train: update with no sequences")
 	}
@@ -464,6 +475,10 @@ func (tr *Trainer) Update(seqs []Sequence, lr float64) (Metrics, error) {
 	}
 	startStep := tr.step
 	var t tally
+	var p *progress
+	if stop != nil {
+		p = &progress{stop: stop, total: (len(seqs) + rows - 1) / rows}
+	}
 	for start := 0; start < len(seqs); start += perUpdate {
 		var bs []*Batch
 		for _, mb := range microBatches(seqs[start:min(start+perUpdate, len(seqs))], rows) {
@@ -473,11 +488,29 @@ func (tr *Trainer) Update(seqs []Sequence, lr float64) (Metrics, error) {
 			}
 			bs = append(bs, b)
 		}
-		if err := tr.update(bs, lr, &t, tr.step == startStep); err != nil {
+		if err := tr.update(bs, lr, &t, tr.step == startStep, p); err != nil {
 			return t.result(), err
 		}
 	}
 	return t.result(), nil
+}
+
+// progress asks an update's stop function before each micro-batch; nil asks nothing.
+type progress struct {
+	stop        func(done, total int) bool
+	done, total int
+}
+
+// next reports whether the next micro-batch may run.
+func (p *progress) next() bool {
+	if p == nil {
+		return true
+	}
+	if p.stop(p.done, p.total) {
+		return false
+	}
+	p.done++
+	return true
 }
 
 // Step runs one update on a single packed micro-batch at learning rate lr and returns its
@@ -501,7 +534,7 @@ func (tr *Trainer) Step(b *Batch, lr float64) (Metrics, error) {
 		}
 	}
 	var t tally
-	err := tr.update([]*Batch{b}, lr, &t, true)
+	err := tr.update([]*Batch{b}, lr, &t, true, nil)
 	return t.result(), err
 }
 
@@ -529,11 +562,14 @@ func checkBatch(b *Batch, vocab int) error {
 
 // update runs one AdamW update over the micro-batches bs (gradients accumulated when more than
 // one), adding their metrics to t (to the probe as well when probe).
-func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool) error {
+func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool, p *progress) error {
 	denom := tr.denominator(bs)
 	if denom == 0 {
 		t.met.Skipped++
 		return nil
+	}
+	if !p.next() {
+		return ErrStopped
 	}
 	params := tr.params()
 	mom, vel := tr.moments()
@@ -551,6 +587,12 @@ func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool) error {
 	}
 	var acc []*tensors.Tensor
 	for i, b := range bs {
+		if i > 0 && !p.next() {
+			for _, a := range acc {
+				a.FinalizeAll()
+			}
+			return ErrStopped // nothing applied: the accumulated gradients are dropped
+		}
 		var out []*tensors.Tensor
 		var err error
 		if i == 0 {

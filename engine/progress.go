@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"agentrl/engine/event"
+	"agentrl/envs"
+)
+
+// tracker reports a generation phase's progress as its trajectories finish: one event.Progress
+// each, with the time left in the phase and the run; for an evaluation, the trajectory itself
+// (marked Eval) and pass@k over the held-out tasks whose samples have all finished.
+type tracker struct {
+	c     *Controller
+	step  int
+	phase string
+	total int
+	start time.Time
+
+	mu   sync.Mutex // orders the events: done counts up on the stream
+	done int
+	// evaluation only: per task (samples finished, correct), the samples each task needs, the
+	// tasks complete and the sum of their pass@k
+	counts    [][2]int
+	need      int
+	tasksDone int
+	sums      map[int]float64
+}
+
+func (c *Controller) newTracker(step int, phase string, batch []*traj) *tracker {
+	tk := &tracker{c: c, step: step, phase: phase, total: len(batch), start: time.Now()}
+	if phase == event.PhaseEval {
+		tk.need, tk.sums = c.r.Eval.NSamples, map[int]float64{}
+		for _, t := range batch {
+			for t.group >= len(tk.counts) {
+				tk.counts = append(tk.counts, [2]int{})
+			}
+		}
+	}
+	return tk
+}
+
+// shape is what the recipe has the run do, for the ETA.
+func (c *Controller) shape() shape {
+	r := c.r
+	return shape{maxSteps: r.Run.MaxSteps, evalEvery: r.Eval.Every, stepTrajs: r.BatchSize(),
+		evalTrajs: min(r.Eval.HeldoutTasks, len(c.heldout)) * r.Eval.NSamples}
+}
+
+// finished reports trajectory t done.
+func (tk *tracker) finished(t *traj) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	c := tk.c
+	tk.done++
+	elapsed := time.Since(tk.start).Seconds()
+	c.clock.pace(elapsed, tk.done)
+	p := event.Progress{Step: tk.step, Phase: tk.phase, Done: tk.done, Total: tk.total}
+	perTraj := elapsed / float64(tk.done)
+	phaseTotal := perTraj * float64(tk.total)
+	p.ETA = perTraj * float64(tk.total-tk.done)
+	p.RunETA, p.RunETAAtLeast = c.clock.left(c.shape(), tk.step, tk.phase, p.ETA, phaseTotal)
+	if tk.counts != nil {
+		n := &tk.counts[t.group]
+		n[0]++
+		if t.summary.Correct {
+			n[1]++
+		}
+		if n[0] == tk.need {
+			tk.tasksDone++
+			for _, k := range c.r.Eval.Ks {
+				if v, err := envs.PassAtK(n[0], n[1], k); err == nil {
+					tk.sums[k] += v
+				}
+			}
+			c.noteEval(tk.tasksDone, len(tk.counts))
+		}
+		p.Tasks, p.TasksDone = len(tk.counts), tk.tasksDone
+		if tk.tasksDone > 0 {
+			p.PassAtK = make(map[int]float64, len(tk.sums))
+			for k, v := range tk.sums {
+				p.PassAtK[k] = v / float64(tk.tasksDone)
+			}
+		}
+		c.emit(c.trajectoryEvent(tk.step, t, true))
+	}
+	c.emit(p)
+}

@@ -1,0 +1,257 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrl/engine/event"
+)
+
+// TestStopPlan: what a stop announces and keeps, from where the run is when it is asked for.
+func TestStopPlan(t *testing.T) {
+	ago := func(s float64) time.Time { return time.Now().Add(-time.Duration(s * float64(time.Second))) }
+	for _, tc := range []struct {
+		name    string
+		st      stopState
+		want    string
+		save    int
+		drop    bool
+		discard bool
+	}{
+		{name: "start evaluation", st: stopState{at: stage{0, event.PhaseEval}, evalDone: 12, evalTasks: 128},
+			want: "stopping now: the evaluation of step 0 is dropped (12 of 128 tasks done); no step is trained yet, so there is no checkpoint to save", drop: true},
+		{name: "evaluation after a step", st: stopState{at: stage{15, event.PhaseEval}, trained: 15, saved: 10, evalDone: 3, evalTasks: 4},
+			want: "stopping now: the evaluation of step 15 is dropped (3 of 4 tasks done); saving step 15", save: 15, drop: true},
+		{name: "rollout", st: stopState{at: stage{12, event.PhaseRollout}, trained: 11, saved: 11},
+			want: "stopping now: step 12's rollout is dropped; the checkpoint of step 11 is kept", save: 11, drop: true},
+		{name: "reference", st: stopState{at: stage{3, event.PhaseReference}, trained: 2},
+			want: "stopping: step 3 is dropped before its update; saving step 2", save: 2},
+		{name: "update with much to go", st: stopState{at: stage{12, event.PhaseTrain}, trained: 11, canDrop: true, updDone: 1, updTotal: 8, updStart: ago(1)},
+			want: "stopping now: the update of step 12 is discarded (the weights go back to step 11); saving step 11", save: 11, discard: true},
+		{name: "update nearly done", st: stopState{at: stage{12, event.PhaseTrain}, trained: 11, canDrop: true, updDone: 7, updTotal: 8, updStart: ago(7)},
+			want: "stopping: finishing the update of step 12 (about 1s), then saving step 12", save: 12},
+		{name: "update without a snapshot", st: stopState{at: stage{12, event.PhaseTrain}, trained: 11, updDone: 1, updTotal: 8, updStart: ago(1)},
+			want: "stopping: finishing the update of step 12 (about 7s), then saving step 12", save: 12},
+		{name: "update not timed yet", st: stopState{at: stage{1, event.PhaseTrain}, canDrop: true, updStart: time.Now()},
+			want: "stopping now: the update of step 1 is discarded (the weights go back to step 0); no step is trained yet, so there is no checkpoint to save", discard: true},
+		{name: "sync", st: stopState{at: stage{12, event.PhaseSync}, trained: 12, saved: 10},
+			want: "stopping: step 12 is trained; saving step 12", save: 12},
+		{name: "between steps", st: stopState{at: stage{4, ""}, trained: 4, saved: 4},
+			want: "stopping: the checkpoint of step 4 is kept", save: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Controller{finishWithin: finishWithin, st: tc.st}
+			s, drop := c.planLocked("terminated (SIGTERM)")
+			if s.Message != tc.want || s.Save != tc.save || drop != tc.drop || c.discard.Load() != tc.discard {
+				t.Errorf("got %q, save %d, drop %v, discard %v;\nwant %q, save %d, drop %v, discard %v",
+					s.Message, s.Save, drop, c.discard.Load(), tc.want, tc.save, tc.drop, tc.discard)
+			}
+			if s.Step != tc.st.at.step || s.Phase != tc.st.at.phase || s.Reason != "terminated (SIGTERM)" {
+				t.Errorf("announced %+v", s)
+			}
+		})
+	}
+}
+
+// TestStopWhereTheRunIs stops tiny runs at each kind of point (on the run's own goroutine, as an
+// event goes out or an update's micro-batch is about to run, so the point is exact) and checks
+// the announcement, the run's end event, and the store: status, reason and detail, what was
+// kept, and a loadable latest checkpoint.
+func TestStopWhereTheRunIs(t *testing.T) {
+	type stopAt struct {
+		progress *event.Progress // stop as this progress goes out
+		update   [2]int          // else as micro-batch update[1] of step update[0]'s update is about to run
+	}
+	for _, tc := range []struct {
+		name         string
+		over         map[string]string
+		at           stopAt
+		finishWithin time.Duration
+		cancel       bool // cancel Run's context instead of calling Stop
+		announce     string
+		status       string
+		reason       string
+		detail       string
+		steps        []int // steps whose metrics went out
+		evals        []int // steps with a stored evaluation
+		checkpoint   int   // the run's latest checkpoint, 0 none
+	}{
+		{name: "start evaluation", at: stopAt{progress: &event.Progress{Step: 0, Phase: event.PhaseEval, Done: 1}},
+			announce: "stopping now: the evaluation of step 0 is dropped (0 of 2 tasks done); no step is trained yet",
+			status:   "stopped", reason: "terminated (SIGTERM)", detail: "the evaluation of step 0 was dropped (0 of 2 tasks done)"},
+		{name: "rollout", over: map[string]string{"checkpoint.every": "0"}, at: stopAt{progress: &event.Progress{Step: 2, Phase: event.PhaseRollout, Done: 1}},
+			announce: "stopping now: step 2's rollout is dropped; saving step 1", status: "stopped", reason: "terminated (SIGTERM)",
+			detail: "step 2 was dropped during its rollout, before its update", steps: []int{1}, evals: []int{0, 1}, checkpoint: 1},
+		{name: "update discarded", over: map[string]string{"checkpoint.every": "0", "train.micro_batch": "1"}, at: stopAt{update: [2]int{2, 1}}, finishWithin: time.Nanosecond,
+			announce: "stopping now: the update of step 2 is discarded (the weights go back to step 1); saving step 1", status: "stopped",
+			reason: "terminated (SIGTERM)", detail: "the update of step 2 was discarded", steps: []int{1}, evals: []int{0, 1}, checkpoint: 1},
+		{name: "update finished", over: map[string]string{"train.micro_batch": "1"}, at: stopAt{update: [2]int{2, 1}}, finishWithin: time.Hour,
+			announce: "stopping: finishing the update of step 2", status: "stopped", reason: "terminated (SIGTERM)",
+			steps: []int{1, 2}, evals: []int{0, 1}, checkpoint: 2},
+		{name: "evaluation after a step", at: stopAt{progress: &event.Progress{Step: 1, Phase: event.PhaseEval, Done: 1}},
+			announce: "stopping now: the evaluation of step 1 is dropped", status: "stopped", reason: "terminated (SIGTERM)",
+			detail: "the evaluation of step 1 was dropped", steps: []int{1}, evals: []int{0}, checkpoint: 1},
+		{name: "context cancelled", at: stopAt{progress: &event.Progress{Step: 1, Phase: event.PhaseRollout, Done: 1}}, cancel: true,
+			announce: "stopping now: step 1's rollout is dropped; no step is trained yet", status: "stopped", reason: "interrupted",
+			detail: "step 1 was dropped during its rollout, before its update", evals: []int{0}},
+		{name: "early stop", over: map[string]string{"early_stop.patience": "1", "eval.at_start": "true"},
+			announce: "stopping: the checkpoint of step 1 is kept", status: "stopped", reason: "early stop: pass@1 did not improve for 1 evaluations",
+			steps: []int{1}, evals: []int{0, 1}, checkpoint: 1},
+		{name: "last step", announce: "finishing: the checkpoint of step 2 is kept", status: "finished", reason: "all 2 steps done",
+			steps: []int{1, 2}, evals: []int{0, 1, 2}, checkpoint: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, st, events := tinyRun(t, tc.over)
+			if tc.finishWithin > 0 {
+				c.finishWithin = tc.finishWithin
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stop := func() {
+				if tc.cancel {
+					cancel()
+					for !c.stopping() { // the context's stop runs on a goroutine of its own
+						time.Sleep(time.Millisecond)
+					}
+					return
+				}
+				c.Stop("terminated (SIGTERM)")
+			}
+			steps := 0
+			c.onEmit = func(e event.Event) {
+				switch v := e.(type) {
+				case event.StepMetrics:
+					steps = v.Step
+				case event.Progress:
+					if p := tc.at.progress; p != nil && v.Step == p.Step && v.Phase == p.Phase && v.Done == p.Done {
+						stop()
+					}
+				}
+			}
+			c.onUpdate = func(done, _ int) {
+				if tc.at.update[0] == steps+1 && tc.at.update[1] == done {
+					stop()
+				}
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- c.Run(ctx); close(events) }()
+			var announced []event.Stopping
+			var metrics, evals []int
+			var end event.RunEnd
+			for e := range events {
+				switch v := e.(type) {
+				case event.Stopping:
+					announced = append(announced, v)
+				case event.StepMetrics:
+					metrics = append(metrics, v.Step)
+				case event.Eval:
+					evals = append(evals, v.Step)
+				case event.RunEnd:
+					end = v
+				}
+			}
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			if len(announced) != 1 || !strings.HasPrefix(announced[0].Message, tc.announce) || announced[0].Reason != tc.reason {
+				t.Errorf("announced %+v; want one stop with %q… and reason %q", announced, tc.announce, tc.reason)
+			}
+			wantStep := 0
+			if n := len(tc.steps); n > 0 {
+				wantStep = tc.steps[n-1]
+			}
+			if end.Status != tc.status || end.Reason != tc.reason || !strings.HasPrefix(end.Detail, tc.detail) || (tc.detail == "") != (end.Detail == "") ||
+				end.Checkpoint != tc.checkpoint || end.Step != wantStep {
+				t.Errorf("end %+v; want %s, %q, detail %q…, checkpoint %d", end, tc.status, tc.reason, tc.detail, tc.checkpoint)
+			}
+			if !slices.Equal(metrics, tc.steps) || !slices.Equal(evals, tc.evals) {
+				t.Errorf("steps %v, evaluations %v went out; want %v, %v", metrics, evals, tc.steps, tc.evals)
+			}
+			run, err := st.GetRun("test-run")
+			if err != nil || run.Status != tc.status || run.StopReason != tc.reason || run.StopDetail != end.Detail || run.Ended.IsZero() {
+				t.Errorf("stored run %+v (%v); want %s, %q, detail %q, an end time", run, err, tc.status, tc.reason, end.Detail)
+			}
+			stored, err := st.Evals("test-run")
+			if err != nil || len(stored) != len(tc.evals) {
+				t.Errorf("%d evaluations stored (%v); want %d (a dropped one leaves none)", len(stored), err, len(tc.evals))
+			}
+			if tc.checkpoint == 0 {
+				if _, err := st.LatestCheckpoint("test-run"); err == nil {
+					t.Error("a checkpoint was stored, though no step was trained")
+				}
+				return
+			}
+			m, err := st.LatestCheckpoint("test-run")
+			if err != nil || m.Step != tc.checkpoint {
+				t.Fatalf("latest checkpoint %d (%v); want %d", m.Step, err, tc.checkpoint)
+			}
+			cp, err := st.LoadCheckpoint("test-run", m.Step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A discarded update leaves the weights and the AdamW moments of the step before: the
+			// update count saved is that of the steps kept (4 micro-batch updates per step here).
+			if tc.over["train.micro_batch"] == "1" {
+				if got, want := cp.Metrics["adam_step"], float64(4*tc.checkpoint); got != want {
+					t.Errorf("the checkpoint of step %d holds %v AdamW updates; want %v", m.Step, got, want)
+				}
+			}
+			if err := st.Verify("test-run", m.Step); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestEndWithoutEvaluations: a run that never evaluates ends naming no best step and its last
+// checkpoint.
+func TestEndWithoutEvaluations(t *testing.T) {
+	c, _, events := tinyRun(t, noEval(map[string]string{"run.max_steps": "1"}))
+	var end event.RunEnd
+	for _, e := range runEvents(t, c, events) {
+		if v, ok := e.(event.RunEnd); ok {
+			end = v
+		}
+	}
+	if end.Status != "finished" || end.Evaluations != 0 || end.BestStep != 0 || end.Checkpoint != 1 || end.Step != 1 {
+		t.Errorf("end %+v; want finished, no evaluation, no best step, checkpoint 1", end)
+	}
+}
+
+// TestClockLeft: the run's ETA from the steps and evaluations still to come.
+func TestClockLeft(t *testing.T) {
+	s := shape{maxSteps: 30, evalEvery: 15, stepTrajs: 64, evalTrajs: 2048}
+	for _, tc := range []struct {
+		name        string
+		k           *clock
+		step        int
+		phase       string
+		left, all   float64
+		want        float64
+		wantAtLeast bool
+	}{
+		// the start evaluation, nothing timed: its rest, 30 rollouts and 2 evaluations at its pace
+		{name: "start evaluation", k: &clock{perTraj: 0.05}, step: 0, phase: event.PhaseEval, left: 90, all: 102.4,
+			want: 90 + 30*64*0.05 + 2*102.4, wantAtLeast: true},
+		// mid-run rollout of step 16: the rest of the step, 14 steps, the evaluation of step 30
+		{name: "rollout", k: &clock{steps: []float64{10, 12, 10, 12, 10, 20}, evalSecs: 100, perTraj: 0.05}, step: 16, phase: event.PhaseRollout,
+			left: 1, all: 3, want: 1 + (12.8 - 3) + 14*12.8 + 100},
+		// the evaluation of step 15: 15 steps and one evaluation left
+		{name: "evaluation", k: &clock{steps: []float64{10}, evalSecs: 100, perTraj: 0.05}, step: 15, phase: event.PhaseEval,
+			left: 50, all: 100, want: 50 + 15*10 + 100},
+		// the rollout of step 15 counts that step's own evaluation
+		{name: "rollout before an evaluation", k: &clock{steps: []float64{10}, evalSecs: 100}, step: 15, phase: event.PhaseRollout,
+			left: 1, all: 3, want: 1 + 7 + 15*10 + 2*100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, atLeast := tc.k.left(s, tc.step, tc.phase, tc.left, tc.all)
+			if math.Abs(got-tc.want) > 1e-9 || atLeast != tc.wantAtLeast {
+				t.Errorf("got %v (at least %v); want %v (%v)", got, atLeast, tc.want, tc.wantAtLeast)
+			}
+		})
+	}
+}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"agentrl/engine/device"
+	"agentrl/engine/event"
+	"agentrl/store"
+)
+
+// stopBound is the claim: a signalled run exits within this long on the CPU recipe, wherever it is.
+const stopBound = 10 * time.Second
+
+// TestSignalsEndToEnd runs the built binary on the CPU recipe (recipes/retool.yaml on the built-in
+// model, --ui json) and signals it where the run is slowest to leave: during the start evaluation
+// (2,048 trajectories) and during a training step's update. It waits for the phase on the JSON
+// stream, then checks the exit status, the stop announced and the run's end on the stream, the
+// run's stored status, reason and end time, and that the store opens and its latest checkpoint
+// loads; and that the process exits within stopBound of the signal (measured and logged).
+func TestSignalsEndToEnd(t *testing.T) {
+	bin, env := buildForSignals(t)
+	inEval := func(e map[string]any) bool {
+		return e["type"] == "progress" && e["phase"] == "eval" && e["step"] == 0.0
+	}
+	inUpdate := func(e map[string]any) bool {
+		return e["type"] == "phase" && e["phase"] == "advantage" && e["step"] == 2.0
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		at       func(map[string]any) bool // the event after which the signals go
+		signals  []syscall.Signal
+		status   int
+		reason   string
+		announce []string // one of these is in the stop announced
+		stored   string   // the run's stored status
+	}{
+		{name: "SIGTERM during the start evaluation", at: inEval, signals: []syscall.Signal{syscall.SIGTERM}, status: 143,
+			reason: "terminated (SIGTERM)", announce: []string{"stopping now: the evaluation of step 0 is dropped"}, stored: "stopped"},
+		{name: "SIGTERM during training", args: []string{"--set", "eval.at_start=false"}, at: inUpdate, signals: []syscall.Signal{syscall.SIGTERM},
+			status: 143, reason: "terminated (SIGTERM)", stored: "stopped",
+			announce: []string{"the update of step 2 is discarded", "finishing the update of step 2", "step 2 is dropped before its update"}},
+		{name: "SIGHUP during the start evaluation", at: inEval, signals: []syscall.Signal{syscall.SIGHUP}, status: 129,
+			reason: "hung up (SIGHUP)", announce: []string{"stopping now: the evaluation of step 0 is dropped"}, stored: "stopped"},
+		{name: "Ctrl-C during the start evaluation", at: inEval, signals: []syscall.Signal{syscall.SIGINT}, status: 0,
+			reason: "interrupted (Ctrl-C)", announce: []string{"stopping now: the evaluation of step 0 is dropped"}, stored: "stopped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "runs.db")
+			cmd := exec.Command(bin, append([]string{"recipes/retool.yaml", "--ui", "json", "--store", db, "--run-name", "sig"}, tc.args...)...)
+			cmd.Env = env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill() //nolint:errcheck // a hung run: the test has failed already
+			lines := make(chan map[string]any, 1024)
+			go func() {
+				sc := bufio.NewScanner(stdout)
+				sc.Buffer(make([]byte, 1<<20), 16<<20)
+				for sc.Scan() {
+					var e map[string]any
+					if json.Unmarshal(sc.Bytes(), &e) == nil {
+						lines <- e
+					}
+				}
+				close(lines)
+			}()
+			// start-up and the phase: a generous limit, only against a hung run
+			for wait := time.After(5 * time.Minute); ; {
+				var e map[string]any
+				var ok bool
+				select {
+				case e, ok = <-lines:
+				case <-wait:
+					t.Fatalf("the phase never came; stderr:\n%s", stderr.String())
+				}
+				if !ok {
+					t.Fatalf("the run ended before the phase; stderr:\n%s", stderr.String())
+				}
+				if tc.at(e) {
+					if e["type"] == "progress" && (e["eta_s"] == nil || e["run_eta_s"] == nil || e["tasks"] != 128.0) {
+						t.Errorf("the evaluation's progress has no ETA or tasks: %v", e)
+					}
+					break
+				}
+			}
+			sent := time.Now()
+			for _, sig := range tc.signals {
+				if err := cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stopping, end map[string]any
+			var announced time.Duration
+			for e := range lines { // the rest of the stream, to its end
+				switch e["type"] {
+				case "stopping":
+					stopping, announced = e, time.Since(sent)
+				case "run_end":
+					end = e
+				}
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			var werr error
+			select {
+			case werr = <-exited:
+			case <-time.After(stopBound + 10*time.Second):
+				t.Fatalf("still running %v after the signal", time.Since(sent))
+			}
+			took := time.Since(sent)
+			t.Logf("%s: %q announced %v after the signal, the process exited %v after it", tc.name, stopping["message"], announced.Round(time.Millisecond), took.Round(time.Millisecond))
+			if took > stopBound {
+				t.Errorf("the process exited %v after the signal; want within %v", took, stopBound)
+			}
+			status := 0
+			var ee *exec.ExitError
+			if errors.As(werr, &ee) {
+				status = ee.ExitCode()
+			} else if werr != nil {
+				t.Fatal(werr)
+			}
+			if status != tc.status {
+				t.Errorf("exit status %d; want %d; stderr:\n%s", status, tc.status, stderr.String())
+			}
+			if stopping == nil || stopping["reason"] != tc.reason || !containsAny(stopping["message"], tc.announce) {
+				t.Errorf("announced %v; want reason %q and one of %q", stopping, tc.reason, tc.announce)
+			}
+			if end == nil || end["status"] != "stopped" || end["reason"] != tc.reason {
+				t.Errorf("run end %v; want stopped, %q", end, tc.reason)
+			}
+			checkStored(t, db, tc.stored, tc.reason, end)
+		})
+	}
+}
+
+// buildForSignals builds the binary and the environment it runs in: this process's matrix kernels,
+// named so that it does not stop to measure them, on the Go backend.
+func buildForSignals(t *testing.T) (bin string, env []string) {
+	t.Helper()
+	bin = filepath.Join(t.TempDir(), "agentrl-tui")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin, append(append(os.Environ(), device.ActiveKernels(os.Getenv).Env()...), "GOMLX_BACKEND="+device.GoConfig)
+}
+
+// checkStored opens the store read-only and checks the one run in it: its status, reason and end
+// time, and that its latest checkpoint, when there is one, loads and is the one end names.
+func checkStored(t *testing.T, db, status, reason string, end map[string]any) {
+	t.Helper()
+	st, err := store.Open(db, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.Runs()
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("store holds %d runs (%v); want 1", len(runs), err)
+	}
+	r := runs[0]
+	if r.Status != status || r.StopReason != reason || r.Ended.IsZero() {
+		t.Errorf("stored run: status %q, reason %q, ended %v; want %s, %q, an end time", r.Status, r.StopReason, r.Ended, status, reason)
+	}
+	m, err := st.LatestCheckpoint(r.ID)
+	switch {
+	case err == nil:
+		cp, err := st.LoadCheckpoint(r.ID, m.Step)
+		if err != nil || st.Verify(r.ID, m.Step) != nil || len(cp.Weights) == 0 {
+			t.Errorf("the latest checkpoint (step %d) does not load: %v", m.Step, err)
+		}
+		if end != nil && end["checkpoint"] != float64(m.Step) {
+			t.Errorf("the run end names checkpoint %v, the store's latest is %d", end["checkpoint"], m.Step)
+		}
+	case end != nil && end["checkpoint"] != 0.0:
+		t.Errorf("the run end names checkpoint %v, the store has none (%v)", end["checkpoint"], err)
+	}
+	var ev event.RunEnd // the stream's run end reads back as the event it is
+	if b, _ := json.Marshal(end); end != nil && json.Unmarshal(b, &ev) != nil {
+		t.Errorf("run end %v does not read as an event", end)
+	}
+}
+
+// TestSecondCtrlCAborts: a second Ctrl-C aborts a run that cannot finish stopping — here its
+// output is stalled (a full pipe nobody reads, as a paused pager leaves it): the process exits
+// 130 at once, the run is recorded as aborted and the store opens. The test fills the pipe and
+// sends the second SIGINT once the process has taken the first (its pending signals say so).
+func TestSecondCtrlCAborts(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the pipe's fill and the process's pending signals the Linux way")
+	}
+	bin, env := buildForSignals(t)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const fSetPipeSz, fionread = 1031, 0x541B
+	size, _, errno := syscall.Syscall(syscall.SYS_FCNTL, r.Fd(), fSetPipeSz, 4096)
+	if errno != 0 {
+		t.Fatalf("F_SETPIPE_SZ: %v", errno)
+	}
+	cmd := exec.Command(bin, "recipes/retool.yaml", "--ui", "json", "--store", db, "--run-name", "sig")
+	cmd.Env, cmd.Stdout = env, w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer cmd.Process.Kill() //nolint:errcheck // a hung run: the test has failed already
+	br := bufio.NewReaderSize(r, 1<<20)
+	for { // start-up and the start evaluation's first progress
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("the run ended before its evaluation (%v); stderr:\n%s", err, stderr.String())
+		}
+		if bytes.Contains(line, []byte(`"type":"progress","step":0,"phase":"eval"`)) {
+			break
+		}
+	}
+	// Read no more: the pipe fills and the run's output stalls. Bounded only against a hung run.
+	poll := func(what string, ok func() bool) {
+		t.Helper()
+		for end := time.Now().Add(5 * time.Minute); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("%s never happened; stderr:\n%s", what, stderr.String())
+			}
+		}
+	}
+	// Stalled: the pipe holds half its size or more and the process has written nothing for 3 s
+	// while its evaluation, which finishes trajectories many times a second, goes on.
+	var last string
+	var since time.Time
+	poll("a stalled output", func() bool {
+		var n int32
+		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, r.Fd(), fionread, uintptr(unsafe.Pointer(&n)))
+		io, _ := os.ReadFile(fmt.Sprintf("/proc/%d/io", cmd.Process.Pid))
+		now := fmt.Sprint(n, " ", wchar(string(io)))
+		if now != last {
+			last, since = now, time.Now()
+		}
+		return errno == 0 && uintptr(n) >= size/2 && time.Since(since) > 3*time.Second
+	})
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	poll("the first SIGINT taken", func() bool { return !sigintPending(cmd.Process.Pid) })
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-exited:
+	case <-time.After(stopBound + 10*time.Second):
+		t.Fatalf("still running %v after the second SIGINT", time.Since(sent))
+	}
+	t.Logf("the process exited %v after the second SIGINT", time.Since(sent).Round(time.Millisecond))
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit %v; want status 130; stderr:\n%s", werr, stderr.String())
+	}
+	if want := "agentrl-tui: aborted by a second Ctrl-C: aborted "; !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "no checkpoint") {
+		t.Errorf("stderr lacks %q… no checkpoint:\n%s", want, stderr.String())
+	}
+	checkStored(t, db, "aborted", "aborted by a second Ctrl-C", nil)
+}
+
+// wchar is the bytes written so far, from /proc/PID/io.
+func wchar(io string) string {
+	for _, line := range strings.Split(io, "\n") {
+		if v, ok := strings.CutPrefix(line, "wchar:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// sigintPending reads whether SIGINT waits to be taken by process pid (its or a thread's pending set).
+func sigintPending(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && (k == "SigPnd" || k == "ShdPnd") {
+			if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&(1<<(uint(syscall.SIGINT)-1)) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containsAny reports whether s (a string) contains one of subs.
+func containsAny(s any, subs []string) bool {
+	str, _ := s.(string)
+	for _, sub := range subs {
+		if strings.Contains(str, sub) {
+			return true
+		}
+	}
+	return false
+}
