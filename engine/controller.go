@@ -134,10 +134,16 @@ func New(o Options) (*Controller, error) {
 	}
 	var err error
 	lim := retool.Limits{Timeout: r.Env.Timeout, MaxOutputBytes: r.Env.Limits.MaxOutputBytes, MaxSteps: uint64(r.Env.Limits.MaxSteps), MaxMemoryMB: r.Env.Limits.MaxMemoryMB}
-	if c.exec, err = retool.NewExecutor(r.Env.Executor, lim, r.Env.Session); err != nil {
-		return nil, err
+	// A nil module list means the default modules; an empty one (modules: []) means none.
+	sb := retool.Sandbox{Isolation: r.Env.Sandbox.Isolation, Python: r.Env.Sandbox.Python,
+		Modules: r.Env.Sandbox.Modules, Workers: int(r.Env.Sandbox.Workers)}
+	if sb.Modules != nil {
+		sb.Modules = append([]string{}, sb.Modules...)
 	}
-	c.pool = retool.NewPool(2)
+	if c.exec, err = retool.NewExecutorSandbox(r.Env.Executor, lim, r.Env.Session, sb); err != nil {
+		return nil, err // strict isolation the machine cannot give: the refusal says what to enable
+	}
+	c.pool = retool.NewPool(sb.WorkerCount())
 	switch r.Env.Tasks.Source {
 	case "jsonl":
 		all, err := envs.LoadJSONL(r.Env.Tasks.JSONL.Path, envs.Fields{ID: r.Env.Tasks.JSONL.IDField, Prompt: r.Env.Tasks.JSONL.PromptField, Answer: r.Env.Tasks.JSONL.AnswerField})
@@ -443,7 +449,8 @@ type traj struct {
 // records its end; see stop.go for what a stop keeps.
 func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.r
-	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path, Kernels: c.o.Kernels}
+	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path, Kernels: c.o.Kernels,
+		Sandbox: sandboxLine(c.exec)}
 	if c.o.Store != nil && c.o.Resume != nil {
 		run, err := c.o.Store.GetRun(c.o.RunID)
 		if err != nil {
@@ -547,9 +554,11 @@ func (c *Controller) step(ctx context.Context, step int) error {
 			batch = append(batch, &traj{task: task, group: i, sample: s})
 		}
 	}
+	queued := c.pool.QueueWait()
 	if err := c.rollout(ctx, step, event.PhaseRollout, batch, rng.Uint64(), r.Rollout.Temperature); err != nil {
 		return c.stopOr(ctx, err)
 	}
+	toolQueue := (c.pool.QueueWait() - queued).Seconds() // trajectories' time waiting for a sandbox worker
 	c.phase(step, "rollout", t0)
 	for _, t := range batch {
 		if t.drift != "" {
@@ -597,7 +606,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	c.phase(step, "advantage", t0)
 
 	t0 = time.Now()
-	metrics := map[string]float64{"switch_to_train_s": switchToTrain}
+	metrics := map[string]float64{"switch_to_train_s": switchToTrain, "tool_queue_s": toolQueue}
 	lr := train.Schedule{Base: r.Train.LR, Warmup: r.Train.WarmupSteps, Total: r.Run.MaxSteps, Kind: r.Train.Schedule, MinRatio: r.Train.MinLRRatio}.At(step)
 	metrics["lr"] = lr
 	seqs := make([]train.Sequence, len(batch))
@@ -1116,4 +1125,13 @@ func (c *Controller) restoreValueHead(cp *store.Checkpoint, src string) error {
 		m, v = nil, nil // moments start from zero
 	}
 	return c.tr.SetValueHead(values, m, v)
+}
+
+// sandboxLine is the isolation model-written code runs under, for RunStart: the python executor's
+// own description ("strict: …" or "NONE …"), "" for the Starlark executor (no files, no network).
+func sandboxLine(e retool.Executor) string {
+	if p, ok := e.(interface{ Isolation() string }); ok {
+		return p.Isolation()
+	}
+	return ""
 }

@@ -126,6 +126,9 @@ func TestControllerEndToEnd(t *testing.T) {
 			if v.Metrics["logprob_diff_max"] > 1e-3 {
 				t.Errorf("step %d: rollout/trainer log-prob mismatch %.2g with synced weights", v.Step, v.Metrics["logprob_diff_max"])
 			}
+			if q, ok := v.Metrics["tool_queue_s"]; !ok || q < 0 {
+				t.Errorf("step %d: tool_queue_s = %v, %v; want the time trajectories waited for a sandbox worker", v.Step, q, ok)
+			}
 		case event.RunEnd:
 			end = v
 		case event.Alarm:

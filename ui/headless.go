@@ -68,6 +68,9 @@ func PlainLine(e event.Event) string {
 		if v.Kernels != "" {
 			line += "; " + v.Kernels
 		}
+		if strings.HasPrefix(v.Sandbox, "NONE") {
+			line += "; SANDBOX ISOLATION NONE: model-written code can read your files and reach the network"
+		}
 		return line
 	case event.Phase:
 		return fmt.Sprintf("step %d  %-9s %6.2fs", v.Step, v.Phase, v.Seconds)

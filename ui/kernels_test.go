@@ -29,3 +29,31 @@ func TestKernelsShown(t *testing.T) {
 		t.Errorf("plain line without kernels: %q", got)
 	}
 }
+
+// TestSandboxShown: the Status pane names the sandbox's isolation, as an alarm when the recipe
+// turned it off, and the plain run line says so too; the Starlark executor (no sandbox line) shows none.
+func TestSandboxShown(t *testing.T) {
+	for _, tc := range []struct {
+		sandbox, pane, plain string
+	}{
+		{"strict: own user, mount, PID, network, IPC and UTS namespaces", "Sandbox   strict isolation", ""},
+		{"NONE (env.sandbox.isolation: none): the code can read every file this user can", "Sandbox   isolation NONE: model code can read your files", "SANDBOX ISOLATION NONE"},
+		{"", "", ""},
+	} {
+		start := event.RunStart{RunID: "r", Name: "cpu", Recipe: "retool.yaml", TotalSteps: 2, Backend: "go", Sandbox: tc.sandbox}
+		if got := PlainLine(start); (tc.plain == "") == strings.Contains(got, "SANDBOX") || !strings.Contains(got, tc.plain) {
+			t.Errorf("sandbox %q: plain line %q; want %q in it", tc.sandbox, got, tc.plain)
+		}
+		m := testModel([]event.Event{start}, nil, 120, 40)
+		run(m, m.Init())
+		press(m, "1")
+		v := screen(t, m, 120, 40)
+		if tc.pane == "" {
+			if strings.Contains(v, "Sandbox") {
+				t.Errorf("no sandbox, yet the Status pane shows one:\n%s", v)
+			}
+		} else if !strings.Contains(v, tc.pane) {
+			t.Errorf("sandbox %q: the Status pane lacks %q:\n%s", tc.sandbox, tc.pane, v)
+		}
+	}
+}

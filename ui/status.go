@@ -355,6 +355,14 @@ func (p *statusPane) render(w int) []string {
 			}
 		}
 	}
+	if sb := d.start.Sandbox; sb != "" {
+		// Model-written code with the user's files and network in reach must not be missed.
+		style, text := t.Faint, "strict isolation (own namespaces, no network, no host files)"
+		if strings.HasPrefix(sb, "NONE") {
+			style, text = t.Alarm, "isolation NONE: model code can read your files and reach the network"
+		}
+		kv("Sandbox", style.Render(fit(text, max(w-10, 20))))
+	}
 	steps := fmt.Sprintf("%d", d.step)
 	if d.start.TotalSteps > 0 {
 		steps += fmt.Sprintf(" of %d", d.start.TotalSteps)

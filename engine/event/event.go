@@ -28,6 +28,9 @@ type RunStart struct {
 	// Kernels is the Go backend's matrix kernel set and why it was chosen ("avx512 kernels,
 	// measured fastest on this CPU (…)"); empty on a GPU.
 	Kernels string `json:"kernels,omitempty"`
+	// Sandbox is the isolation model-written code runs under (the python executor's description,
+	// "NONE …" when the recipe turned it off); empty for the Starlark executor.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Phase names, in the order a step runs them.
