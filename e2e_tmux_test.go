@@ -130,16 +130,8 @@ func TestTUIEndToEndInTmux(t *testing.T) {
 	s.keys("q")
 	s.waitFor("exit", 30*time.Second, "EXIT=0", "run stopped: stopped by the user; ", "; last checkpoint: step ")
 
-	st, err := store.Open(db, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, r := storedRun(t, db)
 	defer st.Close()
-	runs, err := st.Runs()
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("store holds %d runs (%v); want 1", len(runs), err)
-	}
-	r := runs[0]
 	if r.Status != "stopped" || r.StopReason != "stopped by the user" || r.BestStep != marked {
 		t.Errorf("stored run: status %q, reason %q, best step %d; want stopped, stopped by the user, %d", r.Status, r.StopReason, r.BestStep, marked)
 	}

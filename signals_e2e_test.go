@@ -120,14 +120,7 @@ func TestSignalsEndToEnd(t *testing.T) {
 					end = e
 				}
 			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			var werr error
-			select {
-			case werr = <-exited:
-			case <-time.After(stopBound + 10*time.Second):
-				t.Fatalf("still running %v after the signal", time.Since(sent))
-			}
+			werr := waitExit(t, cmd, sent, "the signal")
 			took := time.Since(sent)
 			t.Logf("%s: %q announced %v after the signal, the process exited %v after it", tc.name, stopping["message"], announced.Round(time.Millisecond), took.Round(time.Millisecond))
 			if took > stopBound {
@@ -169,16 +162,8 @@ func buildForSignals(t *testing.T) (bin string, env []string) {
 // time, and that its latest checkpoint, when there is one, loads and is the one end names.
 func checkStored(t *testing.T, db, status, reason string, end map[string]any) {
 	t.Helper()
-	st, err := store.Open(db, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, r := storedRun(t, db)
 	defer st.Close()
-	runs, err := st.Runs()
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("store holds %d runs (%v); want 1", len(runs), err)
-	}
-	r := runs[0]
 	if r.Status != status || r.StopReason != reason || r.Ended.IsZero() {
 		t.Errorf("stored run: status %q, reason %q, ended %v; want %s, %q, an end time", r.Status, r.StopReason, r.Ended, status, reason)
 	}
@@ -271,14 +256,7 @@ func TestSecondCtrlCAborts(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	var werr error
-	select {
-	case werr = <-exited:
-	case <-time.After(stopBound + 10*time.Second):
-		t.Fatalf("still running %v after the second SIGINT", time.Since(sent))
-	}
+	werr := waitExit(t, cmd, sent, "the second SIGINT")
 	t.Logf("the process exited %v after the second SIGINT", time.Since(sent).Round(time.Millisecond))
 	var ee *exec.ExitError
 	if !errors.As(werr, &ee) || ee.ExitCode() != 130 {
@@ -326,4 +304,35 @@ func containsAny(s any, subs []string) bool {
 		}
 	}
 	return false
+}
+
+// waitExit waits for cmd, signalled at sent, to exit, failing the test if it runs on past the
+// claim's bound plus a margin for a loaded machine; what names the signal in the failure.
+func waitExit(t *testing.T, cmd *exec.Cmd, sent time.Time, what string) error {
+	t.Helper()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(stopBound + 10*time.Second):
+		t.Fatalf("still running %v after %s", time.Since(sent), what)
+		return nil
+	}
+}
+
+// storedRun opens the store read-only and returns it (the caller closes it) with the one run it
+// holds, failing the test when it holds another number of runs.
+func storedRun(t *testing.T, db string) (*store.Store, store.Run) {
+	t.Helper()
+	st, err := store.Open(db, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := st.Runs()
+	if err != nil || len(runs) != 1 {
+		st.Close()
+		t.Fatalf("store holds %d runs (%v); want 1", len(runs), err)
+	}
+	return st, runs[0]
 }
