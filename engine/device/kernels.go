@@ -20,10 +20,11 @@ import (
 // another set means another process.
 //
 // Which set is fastest depends on the CPU, not only on what it supports: on an AVX-512 AMD EPYC
-// the AVX-512 kernels train about twice as fast as the portable ones, while on an AVX-512 Intel
-// Xeon (and an AVX2-only EPYC) the SIMD kernels made every step about three times slower (the
-// scalar code after them, math.Exp above all, runs with the vector registers' upper halves dirty:
-// gomlx/compute v0.1.6 never clears them). So the binary measures, once per CPU model, GoMLX
+// the AVX-512 kernels train about three times as fast as the portable ones, while on an AVX-512
+// Intel Xeon the SIMD kernels decoded 2.6x and trained 1.4x slower (and on an AVX2-only EPYC
+// generation was slower too). The likely cause: the scalar code after them, math.Exp above all,
+// runs with the vector registers' upper halves dirty (gomlx/compute v0.1.6 never clears them),
+// which AMD CPUs do not pay for; not reproduced here, so the choice is measured, not inferred. So the binary measures, once per CPU model, GoMLX
 // version and model shape, and runs with the fastest set (see ChooseKernels).
 type KernelSet string
 
