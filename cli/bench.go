@@ -78,6 +78,17 @@ func reportReference(w io.Writer, v engine.Versus) {
 	}
 }
 
+// printBench prints a bench result (after why its reference was skipped or failed, on stderr):
+// as JSON with --json, else for a person.
+func (f *benchModelFlags) printBench(env Env, v engine.Versus, res interface{ Write(io.Writer) }) error {
+	reportReference(env.Stderr, v)
+	if f.asJSON {
+		return writeJSON(env.Stdout, res)
+	}
+	res.Write(env.Stdout)
+	return nil
+}
+
 // benchRolloutCommand measures generation: tokens/s, ms/step, slot occupancy, memory traffic.
 func benchRolloutCommand(env Env) *cobra.Command {
 	var f benchModelFlags
@@ -103,12 +114,7 @@ the Go backend), on a GPU transformers' generate.`,
 				return err
 			}
 			res.Kernels = chosenKernels(cmd)
-			reportReference(env.Stderr, res.Versus)
-			if f.asJSON {
-				return writeJSON(env.Stdout, res)
-			}
-			res.Write(env.Stdout)
-			return nil
+			return f.printBench(env, res.Versus, res)
 		},
 	}
 	f.register(cmd)
@@ -148,12 +154,7 @@ and the ratio is printed.`,
 				return err
 			}
 			res.Kernels = chosenKernels(cmd)
-			reportReference(env.Stderr, res.Versus)
-			if f.asJSON {
-				return writeJSON(env.Stdout, res)
-			}
-			res.Write(env.Stdout)
-			return nil
+			return f.printBench(env, res.Versus, res)
 		},
 	}
 	f.register(cmd)

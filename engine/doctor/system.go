@@ -115,17 +115,19 @@ func systemSandbox() SandboxInfo {
 	if data, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(data)) == "0" && !s.Root {
 		s.UserNS = ""
 	}
-	// Without isolation only to see the interpreter and which modules import; the strict sandbox
-	// is what a run gets, and its refusal (what is missing, how to enable it) is the error.
-	if open, err := retool.NewPythonSandbox(retool.Limits{}, false, retool.Sandbox{Isolation: retool.IsolationNone}); err == nil {
-		s.Python = open.Interpreter
-		s.Modules, s.Missing = open.Modules()
-	}
+	// The strict sandbox is what a run gets; when the machine refuses it (the error says what is
+	// missing and how to enable it), the interpreter and its modules are still worth reporting,
+	// so they are looked up without isolation.
 	p, err := retool.NewPythonSandbox(retool.Limits{}, false, retool.Sandbox{})
 	if err != nil {
 		s.PythonErr = err
+		if open, oerr := retool.NewPythonSandbox(retool.Limits{}, false, retool.Sandbox{Isolation: retool.IsolationNone}); oerr == nil {
+			s.Python = open.Interpreter
+			s.Modules, s.Missing = open.Modules()
+		}
 		return s
 	}
+	s.Modules, s.Missing = p.Modules()
 	s.Python, s.Isolation = p.Interpreter, p.Isolation()
 	return s
 }

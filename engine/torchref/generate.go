@@ -24,13 +24,14 @@ type GenerateResult struct {
 // lengths as bc, with python (a python3 that has torch, transformers and CUDA). It is the
 // reference `bench rollout` compares with on a GPU; cpu.py (Run) is the one on the CPU.
 func Generate(ctx context.Context, python string, c *model.Config, dtype string, bc rollout.BenchConfig) (*GenerateResult, error) {
-	spec := map[string]any{
-		"model_type": string(c.Family), "vocab_size": c.VocabSize, "hidden_size": c.HiddenSize,
-		"intermediate_size": c.IntermediateSize, "num_hidden_layers": c.NumLayers,
-		"num_attention_heads": c.NumHeads, "num_key_value_heads": c.NumKVHeads, "head_dim": c.HeadDim,
-		"tie_word_embeddings": c.TieWordEmbeddings, "dtype": dtype,
-		"slots": bc.Gen.Slots, "sequences": bc.Sequences, "prompt_len": bc.PromptLen, "new_tokens": bc.NewTokens,
-	}
+	spec := struct {
+		model.Config
+		DType     string `json:"dtype"`
+		Slots     int    `json:"slots"`
+		Sequences int    `json:"sequences"`
+		PromptLen int    `json:"prompt_len"`
+		NewTokens int    `json:"new_tokens"`
+	}{*c, dtype, bc.Gen.Slots, bc.Sequences, bc.PromptLen, bc.NewTokens}
 	var r GenerateResult
 	if err := runScript(ctx, python, generateScript, spec, &r); err != nil {
 		return nil, err

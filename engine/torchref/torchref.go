@@ -28,22 +28,12 @@ const Auto = "auto"
 // Debian's python3-torch installs torch).
 func Candidates() []string { return []string{"python3", "/usr/bin/python3"} }
 
-// Spec is what cpu.py runs: the model's shape and numerics, the threads torch may use, and the
-// work to time (Decode, Train, or both). Weights and CheckIDs serve the tests: a safetensors file
-// (or folder) to load instead of random weights, and ids whose next-token log-probs to print.
+// Spec is what cpu.py runs: the model's shape and numerics (the config's own JSON fields, as in
+// config.json), the threads torch may use, and the work to time (Decode, Train, or both). Weights
+// and CheckIDs serve the tests: a safetensors file (or folder) to load instead of random weights,
+// and ids whose next-token log-probs to print.
 type Spec struct {
-	Family            string  `json:"model_type"`
-	VocabSize         int     `json:"vocab_size"`
-	HiddenSize        int     `json:"hidden_size"`
-	IntermediateSize  int     `json:"intermediate_size"`
-	NumLayers         int     `json:"num_hidden_layers"`
-	NumHeads          int     `json:"num_attention_heads"`
-	NumKVHeads        int     `json:"num_key_value_heads"`
-	HeadDim           int     `json:"head_dim"`
-	RMSNormEps        float64 `json:"rms_norm_eps"`
-	RopeTheta         float64 `json:"rope_theta"`
-	TieWordEmbeddings bool    `json:"tie_word_embeddings"`
-	AttentionBias     bool    `json:"attention_bias"`
+	model.Config
 
 	Threads int `json:"threads"`
 	Seed    int `json:"seed"`
@@ -77,10 +67,7 @@ type Train struct {
 
 // NewSpec is the spec of model shape c with torch on threads threads and no work yet.
 func NewSpec(c *model.Config, threads int) Spec {
-	return Spec{Family: string(c.Family), VocabSize: c.VocabSize, HiddenSize: c.HiddenSize,
-		IntermediateSize: c.IntermediateSize, NumLayers: c.NumLayers, NumHeads: c.NumHeads,
-		NumKVHeads: c.NumKVHeads, HeadDim: c.HeadDim, RMSNormEps: c.RMSNormEps, RopeTheta: c.RopeTheta,
-		TieWordEmbeddings: c.TieWordEmbeddings, AttentionBias: c.AttentionBias, Threads: threads, Seed: 1}
+	return Spec{Config: *c, Threads: threads, Seed: 1}
 }
 
 // Result is what cpu.py measured, and with which python and torch.
