@@ -97,7 +97,7 @@ func startInTmux(t *testing.T, name, db string, env ...string) *tmuxSession {
 func TestTUIEndToEndInTmux(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "runs.db")
 	s := startInTmux(t, "e2e", db, "AGENTRL_ROLLOUT_TASKS_PER_STEP=2", "AGENTRL_ROLLOUT_GROUP_SIZE=4",
-		"AGENTRL_EVAL_HELDOUT_TASKS=4", "AGENTRL_EVAL_N_SAMPLES=2", "AGENTRL_EVAL_KS=1,2", "AGENTRL_EVAL_EVERY=1",
+		"AGENTRL_EVAL_HELDOUT_TASKS=4", "AGENTRL_EVAL_N_SAMPLES=2", "AGENTRL_EVAL_KS=1,2", "AGENTRL_EVAL_EVERY=1", "AGENTRL_EVAL_VALIDATION_TASKS=2", "AGENTRL_EVAL_VALIDATION_SAMPLES=2",
 		"AGENTRL_CHECKPOINT_EVERY=1", "AGENTRL_EARLY_STOP_PATIENCE=0", "AGENTRL_EARLY_STOP_MAX_DROP=0")
 
 	s.waitFor("the workbench", time.Minute, "[1 Status]")
@@ -128,7 +128,11 @@ func TestTUIEndToEndInTmux(t *testing.T) {
 	s.waitFor("stopping", 10*time.Second, "stopping")
 	s.waitFor("run stopped", 3*time.Minute, "run stopped")
 	s.keys("q")
-	s.waitFor("exit", 30*time.Second, "EXIT=0", "run stopped: stopped by the user; ", "; last checkpoint: step ")
+	// The closing line is longer than the pane is wide: read it with tmux's wrapped lines joined.
+	s.waitUntil("exit (EXIT=0 after the run's closing line)", 30*time.Second, func(string) bool {
+		j := s.tmux("capture-pane", "-p", "-J", "-t", "e2e")
+		return strings.Contains(j, "EXIT=0") && strings.Contains(j, "run stopped: stopped by the user; ") && strings.Contains(j, "; last checkpoint: step ")
+	})
 
 	st, r := storedRun(t, db)
 	defer st.Close()

@@ -20,6 +20,7 @@ func TestGOMLXBackendGoRunsRecipe(t *testing.T) {
 	for k, v := range map[string]string{
 		"AGENTRL_ROLLOUT_TASKS_PER_STEP": "2", "AGENTRL_ROLLOUT_GROUP_SIZE": "4", "AGENTRL_EVAL_HELDOUT_TASKS": "2",
 		"AGENTRL_EVAL_N_SAMPLES": "2", "AGENTRL_EVAL_KS": "1,2", "AGENTRL_CHECKPOINT_EVERY": "1",
+		"AGENTRL_EVAL_VALIDATION_TASKS": "2", "AGENTRL_EVAL_VALIDATION_SAMPLES": "2",
 	} {
 		t.Setenv(k, v)
 	}

@@ -62,6 +62,7 @@ this way).`,
 	fl.IntVar(&o.Steps, "steps", 300, "optimizer steps")
 	fl.IntVar(&o.Batch, "batch", 16, "sequences per step")
 	fl.Float64Var(&o.LR, "lr", 3e-3, "peak learning rate (warm-up then cosine)")
+	fl.Float64Var(&o.HintShare, "hint-share", 0, "share of demonstrations with a bridge thought in the prompt (the rules hint for a flawed attempt, then the fix); 0: none")
 	fl.Uint64Var(&seed, "seed", 1, "seed")
 	return cmd
 }

@@ -50,10 +50,16 @@ func compareCommand(env Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "compare --store PATH RUN_A RUN_B [--step S] [--json]",
-		Short: "two runs' held-out pass@k task by task: A − B ± paired standard error",
+		Short: "two runs' (or two recipes' seeds') held-out pass@k: A − B ± paired standard error",
 		Long: `Sets two runs' held-out pass@k side by side at the last step both evaluated (or --step), with
 A − B task by task and its paired standard error (per task, A's pass@k minus B's; their standard
-deviation over √tasks). Runs evaluated on other tasks are refused.`,
+deviation over √tasks). Runs evaluated on other tasks are refused.
+
+Several seeds at once: give comma-separated lists, seed i of A paired with seed i of B,
+  agentrl-tui compare --store runs/agentrl.db A1,A2,A3 B1,B2,B3
+Each pair is compared as above, each run's change since its own step-0 evaluation is added, and
+the last table gives, per k, the mean over the seeds ± their spread / √n (the standard error of
+an n-seed mean): A − B, A's change and B's change.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
@@ -64,6 +70,18 @@ deviation over √tasks). Runs evaluated on other tasks are refused.`,
 				return err
 			}
 			defer st.Close()
+			as, bs := splitRuns(args[0]), splitRuns(args[1])
+			if len(as) > 1 || len(bs) > 1 {
+				sc, err := engine.CompareSeeds(st, as, bs, step)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(env.Stdout, sc)
+				}
+				printSeedComparison(env.Stdout, sc)
+				return nil
+			}
 			c, err := engine.CompareRuns(st, args[0], args[1], step)
 			if err != nil {
 				return err

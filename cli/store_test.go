@@ -72,6 +72,7 @@ func TestRecipeRunJSON(t *testing.T) {
 		"AGENTRL_ROLLOUT_TASKS_PER_STEP": "2", "AGENTRL_ROLLOUT_GROUP_SIZE": "2", "AGENTRL_ROLLOUT_MAX_NEW_TOKENS": "12",
 		"AGENTRL_ROLLOUT_MAX_TOTAL_TOKENS": "128", "AGENTRL_EVAL_HELDOUT_TASKS": "2", "AGENTRL_EVAL_N_SAMPLES": "2",
 		"AGENTRL_EVAL_KS": "1,2", "AGENTRL_ENV_TASKS_TRAIN_SIZE": "8", "AGENTRL_ENV_TASKS_HELDOUT_SIZE": "4",
+		"AGENTRL_EVAL_VALIDATION_TASKS": "2", "AGENTRL_EVAL_VALIDATION_SAMPLES": "2",
 	} {
 		t.Setenv(k, v)
 	}
@@ -124,6 +125,7 @@ func TestBuiltinRecipeShortRun(t *testing.T) {
 	for k, v := range map[string]string{
 		"AGENTRL_ROLLOUT_TASKS_PER_STEP": "2", "AGENTRL_ROLLOUT_GROUP_SIZE": "4", "AGENTRL_EVAL_HELDOUT_TASKS": "4",
 		"AGENTRL_EVAL_N_SAMPLES": "2", "AGENTRL_EVAL_KS": "1,2", "AGENTRL_EVAL_EVERY": "2", "AGENTRL_CHECKPOINT_EVERY": "1",
+		"AGENTRL_EVAL_VALIDATION_TASKS": "2", "AGENTRL_EVAL_VALIDATION_SAMPLES": "2",
 	} {
 		t.Setenv(k, v)
 	}
@@ -235,5 +237,46 @@ func TestCompareErrors(t *testing.T) {
 	out, err := runCmd(t, "compare", "--store", dbPath, "a", "a")
 	if err != nil || !strings.Contains(out, "pass@1     0.500   0.500  +0.000 ± 0.000") {
 		t.Errorf("a run against itself: %v\n%s", err, out)
+	}
+}
+
+// TestCompareSeedsCommand: comma-separated run lists compare seed by seed and print the n-seed
+// means; a per-run row and the summary come from the same stored counts.
+func TestCompareSeedsCommand(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "runs.db")
+	st, err := store.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, correct := range map[string]int{"a1": 2, "a2": 1, "b1": 1, "b2": 1} {
+		if err := st.PutRun(store.Run{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		for step, c := range map[int]int{0: 0, 5: correct} {
+			e := store.Eval{Step: step, PassAtK: map[int]float64{1: float64(c) / 2}, Tasks: "f",
+				Counts: [][2]int{{2, c}, {2, c}}}
+			if err := st.PutEval(id, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st.Close()
+	out, err := runCmd(t, "compare", "--store", dbPath, "a1,a2", "b1,b2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// Pair 1: 1.0 − 0.5; pair 2: 0.5 − 0.5. Mean +0.250, spread/√2 = 0.354/1.414 = 0.250.
+	for _, want := range []string{
+		"seed pair 1: A a1, B b1, step 5, 2 held-out tasks",
+		"pass@1     1.000   0.500  +0.500 ± 0.000   +1.000 ± 0.000   +0.500 ± 0.000",
+		"mean of 2 seeds ± spread / √2",
+		"pass@1   0.750 ± 0.250    0.500 ± 0.000    +0.250 ± 0.250   +0.750 ± 0.250   +0.500 ± 0.000",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compare a1,a2 b1,b2: no line with %q in\n%s", want, out)
+		}
+	}
+	if _, err := runCmd(t, "compare", "--store", dbPath, "a1,a2", "b1"); err == nil || !strings.Contains(err.Error(), "2 A runs and 1 B runs") {
+		t.Errorf("unequal lists: %v", err)
 	}
 }

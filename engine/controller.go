@@ -67,11 +67,13 @@ type Controller struct {
 	offload    bool // AdamW moments wait in host memory during rollout
 	judge      *selfJudge
 	hinter     retool.Hinter // nil: no hints
+	probe      hintProbe     // the step's hint-usefulness probe (reference phase)
 	scorer     retool.Scorer // nil: no process reward
 	exec       retool.Executor
 	pool       *retool.Pool
 	train      []envs.Task
 	heldout    []envs.Task
+	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them
 	weights    retool.Weights
 	pauseMu    sync.Mutex
 	paused     chan struct{} // non-nil while paused; closed on resume
@@ -151,10 +153,14 @@ func New(o Options) (*Controller, error) {
 			return nil, err
 		}
 		n := min(r.Env.Tasks.HeldoutSize, len(all)/2)
-		c.heldout, c.train = all[:n], all[n:]
+		v := min(r.Eval.ValidationTasks, (len(all)-n)/2)
+		c.heldout, c.validation, c.train = all[:n], all[n:n+v], all[n+v:]
 	default:
-		c.train, c.heldout, err = retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}.Split(r.Env.Tasks.TrainSize, r.Env.Tasks.HeldoutSize)
-		if err != nil {
+		syn := retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}
+		if c.train, c.heldout, err = syn.Split(r.Env.Tasks.TrainSize, r.Env.Tasks.HeldoutSize); err != nil {
+			return nil, err
+		}
+		if c.validation, err = syn.Validation(r.Eval.ValidationTasks, c.train); err != nil {
 			return nil, err
 		}
 	}
@@ -436,6 +442,7 @@ type traj struct {
 	reward    envs.Reward
 	summary   retool.Summary
 	hint      string
+	hintCut   string // hintShortened or hintDropped when the hinter's text did not fit, else ""
 	adv       []float32
 	ref       []float32 // the reference model's log-prob of each token (KL term), nil without one
 	teacher   []float32 // the teacher's log-prob of each response token given the hint, nil unhinted
@@ -668,6 +675,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	metrics["reward_mean"] = meanReward / float64(len(batch))
 	metrics["accuracy"] = correct / float64(len(batch))
 	metrics["hinted_share"] = float64(hinted) / float64(len(batch))
+	c.hintMetrics(step, batch, metrics)
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
 		metrics["judge_unparsed"] = float64(c.judge.unparsed.Swap(0)) // replies with no usable \boxed{}
 	}
@@ -762,11 +770,7 @@ func (c *Controller) trajectoryEvent(step int, t *traj, eval bool) event.Traject
 // prompt renders the opening messages with the generation prompt; a hint (bridge thought) is
 // appended to the user's problem for the teacher.
 func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
-	user := task.Prompt
-	if hint != "" {
-		user += "\n\nHint: " + hint
-	}
-	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: retool.SystemFor(c.r.Env.Observation.Format)}, {Role: "user", Content: user}}, nil, true)
+	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: retool.SystemFor(c.r.Env.Observation.Format)}, {Role: "user", Content: retool.WithHint(task.Prompt, hint)}}, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -907,6 +911,13 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	if err := c.rollout(ctx, step, event.PhaseEval, batch, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
 		return event.Eval{}, c.stopOr(ctx, err)
 	}
+	var val map[int]float64
+	if len(c.validation) > 0 {
+		var err error
+		if val, err = c.validate(ctx, step); err != nil {
+			return event.Eval{}, c.stopOr(ctx, err)
+		}
+	}
 	if !c.enter(step, event.PhaseEval) { // a stop came as the last trajectory finished: dropped as announced
 		return event.Eval{}, errStop
 	}
@@ -928,9 +939,13 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	case c.first.Tasks == fp:
 		ev.Since, ev.Change = c.first.Step, event.ChangeSince(c.first.Counts, counts, r.Eval.Ks)
 	}
+	choose := ev.PassAtK
+	if val != nil {
+		ev.Validation, choose = val, val
+	}
 	var k int
 	if _, err := fmt.Sscanf(r.EarlyStop.Metric, "pass@%d", &k); err == nil {
-		if v := ev.PassAtK[k]; v > c.best {
+		if v := choose[k]; v > c.best {
 			c.best, c.bestStep, c.sinceBest, ev.Best = v, step, 0, true
 		} else {
 			c.sinceBest++
@@ -941,7 +956,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	}
 	c.emit(ev)
 	if c.o.Store != nil {
-		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK, ByLevel: ev.ByLevel, Counts: counts, Tasks: fp}); err != nil {
+		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK, ByLevel: ev.ByLevel, Counts: counts, Tasks: fp, Validation: ev.Validation}); err != nil {
 			return ev, err
 		}
 	}
@@ -949,6 +964,40 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	c.clock.evalDone(time.Since(t0).Seconds())
 	c.evals++
 	return ev, nil
+}
+
+// validate samples the validation tasks (eval.validation_samples each) and returns their pass@k
+// for the ks the samples allow. Its trajectories are not shown or stored: they choose, not report.
+func (c *Controller) validate(ctx context.Context, step int) (map[int]float64, error) {
+	r := c.r
+	var batch []*traj
+	for i, task := range c.validation {
+		for s := 0; s < r.Eval.ValidationSamples; s++ {
+			batch = append(batch, &traj{task: task, group: i, sample: s})
+		}
+	}
+	if err := c.rollout(ctx, step, event.PhaseValidate, batch, uint64(r.Run.Seed)*1_000_003+uint64(step)+500_009, r.Eval.Temperature); err != nil {
+		return nil, err
+	}
+	counts := make([][2]int, len(c.validation))
+	for _, t := range batch {
+		counts[t.group][0]++
+		if t.summary.Correct {
+			counts[t.group][1]++
+		}
+	}
+	out := map[int]float64{}
+	for _, k := range r.Eval.Ks {
+		if k > r.Eval.ValidationSamples {
+			break
+		}
+		v, err := envs.MeanPassAtK(counts, k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 // passAtK is the eval event for per-task (samples, correct) counts: pass@k over all tasks, and

@@ -73,6 +73,7 @@ func tinyRunOn(t *testing.T, st *store.Store, extra map[string]string, resume *s
 		"run.max_steps": "2", "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_turns": "2",
 		"rollout.max_new_tokens": "12", "rollout.max_total_tokens": "128", "eval.every": "1", "eval.heldout_tasks": "2",
 		"eval.n_samples": "2", "eval.ks": "1,2", "checkpoint.every": "1", "env.tasks.train_size": "8", "env.tasks.heldout_size": "4", "early_stop.patience": "10",
+		"eval.validation_tasks": "2", "eval.validation_samples": "2",
 	}
 	for k, v := range extra {
 		over[k] = v
@@ -197,6 +198,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		"rollout.max_new_tokens": "10", "rollout.max_total_tokens": "128", "eval.every": "1", "eval.at_start": "true",
 		"eval.heldout_tasks": "2", "eval.n_samples": "2", "eval.ks": "1,2", "checkpoint.every": "1",
 		"env.tasks.train_size": "8", "env.tasks.heldout_size": "4", "early_stop.patience": "10", "train.lr": "0.01",
+		"eval.validation_tasks": "2", "eval.validation_samples": "2",
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -150,7 +150,7 @@ func (c *Controller) hindsight(ctx context.Context, batch []*traj) error {
 		if err != nil {
 			return err
 		}
-		batch[i].hint = c.limitHint(h)
+		batch[i].hint, batch[i].hintCut = c.fitHint(h)
 		return nil
 	})
 }
@@ -186,19 +186,32 @@ func (c *Controller) judgeAll(ctx context.Context, onGenerator bool, n int, fn f
 	return firstErr
 }
 
-// limitHint cuts a hint to hinter.max_hint_tokens tokens of the policy's tokenizer, at a word
-// boundary when there is one.
-func (c *Controller) limitHint(h string) string {
-	n := c.r.Hinter.MaxHintTokens
-	ids := c.o.Tokenizer.Encode(h)
-	if n <= 0 || len(ids) <= n {
-		return h
+// Why a hint was changed to fit hinter.max_hint_tokens (traj.hintCut).
+const (
+	hintShortened = "shortened" // its last sentences left out
+	hintDropped   = "dropped"   // not even its first sentence fits
+)
+
+// fitHint keeps a hint within hinter.max_hint_tokens tokens of the policy's tokenizer without
+// ever cutting a sentence: the whole hint when it fits, else its longest run of leading sentences
+// that fits (hintShortened), else nothing (hintDropped). A cut hint would hand the teacher a
+// clause without its instruction ("The final answer does not match the printed result:").
+func (c *Controller) fitHint(h string) (hint, cut string) {
+	return wholeHint(c.o.Tokenizer, h, c.r.Hinter.MaxHintTokens)
+}
+
+func wholeHint(tok *tokenizer.Tokenizer, h string, n int) (hint, cut string) {
+	h = strings.TrimSpace(h)
+	if n <= 0 || h == "" {
+		return h, ""
 	}
-	cut := c.o.Tokenizer.Decode(ids[:n], false)
-	if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
-		cut = cut[:i]
+	switch hint = retool.LeadingSentences(h, func(s string) bool { return len(tok.Encode(s)) <= n }); hint {
+	case h:
+		return hint, ""
+	case "":
+		return "", hintDropped
 	}
-	return strings.TrimSpace(cut)
+	return hint, hintShortened
 }
 
 // transcript is the trajectory after the prompt as the judge reads it: each assistant turn and

@@ -46,7 +46,9 @@ func (c *Controller) referenceForward(batch []*traj) error {
 			t.teacher[j] = s.NextLogProbs[0][len(tp)+j-t.promptLen-1]
 		}
 	}
-	return nil
+	var err error
+	c.probe, err = c.measureHintLift(batch)
+	return err
 }
 
 // advantages sets each trajectory's per-token advantages from the recipe's algorithm: the group

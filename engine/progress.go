@@ -45,7 +45,7 @@ func (c *Controller) newTracker(step int, phase string, batch []*traj) *tracker 
 func (c *Controller) shape() shape {
 	r := c.r
 	return shape{maxSteps: r.Run.MaxSteps, evalEvery: r.Eval.Every, stepTrajs: r.BatchSize(),
-		evalTrajs: min(r.Eval.HeldoutTasks, len(c.heldout)) * r.Eval.NSamples}
+		evalTrajs: min(r.Eval.HeldoutTasks, len(c.heldout))*r.Eval.NSamples + len(c.validation)*r.Eval.ValidationSamples}
 }
 
 // finished reports trajectory t done.

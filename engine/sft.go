@@ -32,7 +32,12 @@ type SFTOptions struct {
 	Batch    int    // sequences per step (default 16)
 	LR       float64
 	Seed     uint64
-	Log      io.Writer // progress lines
+	// HintShare is the share of demonstrations conditioned on a bridge thought (default 0, none):
+	// the hint the rules hinter writes for a flawed first attempt, in the user message where the
+	// controller puts it, followed by the corrected trajectory, so that a reference model reads
+	// [prompt + hint] as familiar text that points to the fix (README: what 0.25 did).
+	HintShare float64
+	Log       io.Writer // progress lines
 }
 
 // SFT builds the demonstrations, trains the tokenizer and the model, and writes the folder.
@@ -51,6 +56,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	if o.LR == 0 {
 		o.LR = 3e-3
 	}
+
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -67,19 +73,28 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	rng := rand.New(rand.NewPCG(o.Seed, 17))
 	var convs [][]tokenizer.Message
 	var texts []string
+	hinted := 0
 	for _, t := range tasks {
-		kind := retool.DemoTool
+		kind, user := retool.DemoTool, t.Prompt
 		switch x := rng.Float64(); {
 		case x < 0.2:
 			kind = retool.DemoRecover
 		case x < 0.3:
 			kind = retool.DemoDirect
 		}
+		if o.HintShare > 0 && rng.Float64() < o.HintShare { // a bridge thought for a flawed attempt, then the fix (no draw when off: the shipped model's stream)
+			h, err := retool.FlawedAttemptHint(ctx, t, retool.Flaws[rng.IntN(len(retool.Flaws))], sess, rng)
+			if err != nil {
+				return err
+			}
+			kind, user = retool.DemoTool, retool.WithHint(t.Prompt, h)
+			hinted++
+		}
 		demo, err := retool.Demonstration(ctx, t, kind, sess, retool.FormatInterpreter)
 		if err != nil {
 			return err
 		}
-		conv := []tokenizer.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: t.Prompt}}
+		conv := []tokenizer.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: user}}
 		for _, m := range demo {
 			conv = append(conv, tokenizer.Message{Role: m.Role, Content: m.Content})
 		}
@@ -93,7 +108,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		}
 		convs, texts = append(convs, conv), append(texts, text.String())
 	}
-	fmt.Fprintf(o.Log, "sft: %d demonstrations in %.1fs\n", len(texts), time.Since(t0).Seconds())
+	fmt.Fprintf(o.Log, "sft: %d demonstrations (%d with a bridge thought) in %.1fs\n", len(texts), hinted, time.Since(t0).Seconds())
 	doc, err := tokenizer.Train(texts, o.Vocab, tokenizer.ChatSpecials())
 	if err != nil {
 		return err

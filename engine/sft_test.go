@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"agentrl/engine/device"
@@ -49,5 +50,24 @@ func TestSFTWritesLoadableModel(t *testing.T) {
 	}
 	if got := tok.Decode(s.Tokens, false); got[len(got)-len(`\boxed{4}<|im_end|>`):] != `\boxed{4}<|im_end|>` {
 		t.Errorf("sequence ends %q", got)
+	}
+}
+
+// TestSFTHintedDemonstrations: with --hint-share 1 every demonstration's user message carries the
+// rules hint for a flawed attempt, where the controller puts hints, and the log says how many.
+func TestSFTHintedDemonstrations(t *testing.T) {
+	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, _ := device.NewGo(device.GoConfig)
+	var log strings.Builder
+	out := filepath.Join(t.TempDir(), "hinted")
+	if err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: out, Examples: 20, Vocab: 300, Hidden: 32,
+		Layers: 1, Steps: 1, Batch: 2, HintShare: 1, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "20 demonstrations (20 with a bridge thought)") {
+		t.Errorf("log:\n%s", log.String())
 	}
 }

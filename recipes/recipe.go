@@ -346,6 +346,12 @@ type Eval struct {
 	Temperature float64 `mapstructure:"temperature" json:"temperature"`
 	// AtStart also evaluates before the first step (the starting point the run is compared to).
 	AtStart bool `mapstructure:"at_start" json:"at_start"`
+	// ValidationTasks is the number of validation tasks, disjoint from the training and held-out
+	// tasks, evaluated with each evaluation: early stopping and the best checkpoint are chosen on
+	// them, so the held-out pass@k stays a report. 0 chooses on the held-out tasks.
+	ValidationTasks int `mapstructure:"validation_tasks" json:"validation_tasks"`
+	// ValidationSamples is the number of samples per validation task.
+	ValidationSamples int `mapstructure:"validation_samples" json:"validation_samples"`
 }
 
 // EarlyStop stops a run whose evaluation metric stopped improving. It needs eval.every > 0.
@@ -422,14 +428,14 @@ func Default() *Recipe {
 			KLCoef: 0, KLEstimator: "k3", KLMode: "loss", EntropyCoef: 0, Aggregation: "token-mean",
 			OPDLambda: 0.5, GAEGamma: 1.0, GAELambda: 0.95, ValueCoef: 0.5,
 		},
-		Hinter: Hinter{Kind: "none", Endpoint: "", Model: "", APIKeyEnv: "OPENAI_API_KEY", MaxHintTokens: 48},
+		Hinter: Hinter{Kind: "none", Endpoint: "", Model: "", APIKeyEnv: "OPENAI_API_KEY", MaxHintTokens: 128},
 		PRM:    PRM{Kind: "none"},
 		Train: Train{
 			LR: 1e-5, WarmupSteps: 2, Schedule: "constant", MinLRRatio: 0.1, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, GradClip: 1.0, MicroBatch: 0, GradAccumulation: 0,
 			GradientCheckpointing: false, EpochsPerStep: 1,
 		},
-		Eval:       Eval{Every: 5, Ks: []int{1, 2, 4, 8}, NSamples: 8, HeldoutTasks: 64, Temperature: 1.0, AtStart: true},
+		Eval:       Eval{Every: 5, Ks: []int{1, 2, 4, 8}, NSamples: 8, HeldoutTasks: 64, Temperature: 1.0, AtStart: true, ValidationSamples: 8},
 		EarlyStop:  EarlyStop{Metric: "pass@1", Patience: 0, MaxDrop: 0},
 		Checkpoint: Checkpoint{Every: 10, KeepBest: 1, KeepLast: 2, SaveOptimizer: true},
 		UI:         UI{Mode: "auto"},

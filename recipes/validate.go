@@ -482,6 +482,8 @@ func (c *checker) eval() {
 	c.atLeast("eval.every", e.Every, 0)
 	c.atLeast("eval.n_samples", e.NSamples, 1)
 	c.atLeast("eval.heldout_tasks", e.HeldoutTasks, 1)
+	c.between("eval.validation_tasks", e.ValidationTasks, 0, 4096)
+	c.atLeast("eval.validation_samples", e.ValidationSamples, 1)
 	c.interval("eval.temperature", e.Temperature, 0, 5, true, false)
 	if len(e.Ks) == 0 {
 		c.failf("eval.ks", "is empty; want the k of pass@k, e.g. [1, 2, 4, 8]")
@@ -504,6 +506,11 @@ func (c *checker) eval() {
 			c.fail([]string{"eval.n_samples", "eval.ks"}, fmt.Sprintf(
 				"eval.n_samples %d is less than the largest k in eval.ks (%d); pass@k needs at least k samples per task", e.NSamples, maxK))
 		}
+	}
+	var k int
+	if _, err := fmt.Sscanf(c.r.EarlyStop.Metric, "pass@%d", &k); err == nil && e.ValidationTasks > 0 && k > e.ValidationSamples && e.ValidationSamples >= 1 {
+		c.fail([]string{"eval.validation_samples", "early_stop.metric"}, fmt.Sprintf(
+			"eval.validation_samples %d is less than the k of early_stop.metric %s, which is chosen on the validation tasks; raise eval.validation_samples to at least %d", e.ValidationSamples, c.r.EarlyStop.Metric, k))
 	}
 	if e.HeldoutTasks > c.r.Env.Tasks.HeldoutSize && c.r.Env.Tasks.HeldoutSize >= 1 {
 		c.fail([]string{"eval.heldout_tasks", "env.tasks.heldout_size"}, fmt.Sprintf(

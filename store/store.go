@@ -290,6 +290,9 @@ type Eval struct {
 	// Tasks fingerprints the evaluated tasks (their prompts and answers, in order), so counts are
 	// compared only between evaluations of the same tasks.
 	Tasks string `json:"tasks,omitempty"`
+	// Validation is pass@k on the validation tasks, which chose the best checkpoint and when to
+	// stop; absent when the run had none.
+	Validation map[int]float64 `json:"validation,omitempty"`
 }
 
 // PutEval records an evaluation.

@@ -129,6 +129,15 @@ func PlainLine(e event.Event) string {
 			}
 			line += fmt.Sprintf("\nstep %d  eval level %s: %s", v.Step, l, strings.Join(parts, " "))
 		}
+		if len(v.Validation) > 0 {
+			parts = parts[:0]
+			for _, k := range v.Ks() {
+				if p, ok := v.Validation[k]; ok {
+					parts = append(parts, fmt.Sprintf("pass@%d=%.3f", k, p))
+				}
+			}
+			line += fmt.Sprintf("\nstep %d  eval validation (chooses the best checkpoint and when to stop): %s", v.Step, strings.Join(parts, " "))
+		}
 		if len(v.Change) > 0 {
 			parts = parts[:0]
 			for _, k := range v.Ks() {
@@ -142,7 +151,7 @@ func PlainLine(e event.Event) string {
 	case event.Checkpoint:
 		return fmt.Sprintf("step %d  checkpoint %.1f MB", v.Step, float64(v.Bytes)/1e6)
 	case event.Alarm:
-		return fmt.Sprintf("step %d  ALARM %s: %s (%.3g > %.3g)", v.Step, v.Kind, v.Message, v.Value, v.Threshold)
+		return fmt.Sprintf("step %d  ALARM %s: %s (%s)", v.Step, v.Kind, v.Message, v.Compare())
 	case event.Ledger:
 		names := make([]string, 0, len(v.Components))
 		var total int64

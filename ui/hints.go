@@ -122,7 +122,8 @@ func (p *hintsPane) View() string {
 		bw := max(min(p.w-30, 30), 1)
 		for i := len(steps) - 1; i >= 0 && i >= len(steps)-n; i-- {
 			c := d.perStep[steps[i]]
-			lines = append(lines, fit(fmt.Sprintf("  step %-4d %s %3.0f%%  %d/%d", steps[i], t.Hint.Render(bar(shares[i], bw)), 100*shares[i], c[1], c[0]), p.w))
+			lines = append(lines, fit(fmt.Sprintf("  step %-4d %s %3.0f%%  %d/%d%s", steps[i], t.Hint.Render(bar(shares[i], bw)), 100*shares[i], c[1], c[0],
+				probeText(d.metricStep[steps[i]])), p.w))
 		}
 		for len(lines) < n+1 {
 			lines = append(lines, fit("", p.w))
@@ -150,4 +151,17 @@ func (p *hintsPane) View() string {
 		lines = append(lines, row)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// probeText is a step's hint-usefulness probe for its row: the hint's lift of a correct
+// continuation where one was measured, else teacher − student on the hinted responses; "" when the
+// step has neither.
+func probeText(m map[string]float64) string {
+	if v, ok := m["hint_lift"]; ok {
+		return fmt.Sprintf("  lift %+.3f", v)
+	}
+	if v, ok := m["hint_gain"]; ok {
+		return fmt.Sprintf("  teacher−student %+.3f", v)
+	}
+	return ""
 }

@@ -47,7 +47,7 @@ func liveRun(t *testing.T, over map[string]string) (*engine.Controller, *store.S
 		"run.max_steps": "6", "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_turns": "2",
 		"rollout.max_new_tokens": "12", "rollout.max_total_tokens": "128", "eval.every": "1", "eval.heldout_tasks": "2",
 		"eval.n_samples": "2", "eval.ks": "1,2", "checkpoint.every": "1", "env.tasks.train_size": "16", "env.tasks.heldout_size": "4",
-		"early_stop.patience": "0", "early_stop.max_drop": "0",
+		"early_stop.patience": "0", "early_stop.max_drop": "0", "eval.validation_tasks": "2", "eval.validation_samples": "2",
 	}
 	for k, v := range over {
 		fields[k] = v

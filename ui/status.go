@@ -244,7 +244,7 @@ func (m *model) alarmLine(w int, extra string) string {
 	d, t := m.sh.data, m.sh.theme
 	un := d.unacked()
 	a := un[0]
-	s := fmt.Sprintf(" !! ALARM %s at step %d: %s (%.3g > %.3g)", a.Kind, a.Step, a.Message, a.Value, a.Threshold)
+	s := fmt.Sprintf(" !! ALARM %s at step %d: %s (%s)", a.Kind, a.Step, a.Message, a.Compare())
 	if a.Count > 1 {
 		s += fmt.Sprintf(" ×%d", a.Count)
 	}
@@ -485,7 +485,7 @@ func (p *statusPane) render(w int) []string {
 	if len(d.alarms) > 0 {
 		head("Alarms (a acknowledges the oldest, A all)")
 		for _, a := range d.alarms {
-			s := fmt.Sprintf("step %d %s %.3g > %.3g", a.Step, a.Kind, a.Value, a.Threshold)
+			s := fmt.Sprintf("step %d %s %s", a.Step, a.Kind, a.Compare())
 			if a.Count > 1 {
 				s += fmt.Sprintf(" ×%d", a.Count)
 			}

@@ -43,6 +43,8 @@ const (
 	PhaseSync      = "sync"
 	PhaseEval      = "eval"
 	PhaseSave      = "save"
+	// PhaseValidate names the progress of an evaluation's validation tasks (part of PhaseEval).
+	PhaseValidate = "validate"
 )
 
 // Phases lists the phase names in the order a step runs them.
@@ -106,6 +108,9 @@ type Eval struct {
 	// Nil on the first evaluation.
 	Change map[int]Delta
 	Since  int
+	// Validation is pass@k on the validation tasks (eval.validation_tasks), on which the best
+	// checkpoint and early stopping are chosen; nil without them (then they are chosen on PassAtK).
+	Validation map[int]float64 `json:",omitempty"`
 }
 
 // Delta is a change and its standard error.
@@ -274,6 +279,7 @@ const (
 	AlarmLogProbMismatch = "logprob_mismatch"
 	AlarmTokenDrift      = "token_drift"
 	AlarmStaleWeights    = "stale_weights"
+	AlarmHintUseless     = "hint_useless"
 )
 
 // Alarm is a correctness probe past its threshold.
@@ -283,6 +289,16 @@ type Alarm struct {
 	Value     float64 `json:"value"`
 	Threshold float64 `json:"threshold"`
 	Message   string  `json:"message"`
+	// Below marks a probe that alarms at or below its threshold (hint_useless) rather than above.
+	Below bool `json:"below,omitempty"`
+}
+
+// Compare is the value against the threshold as the alarm reads: "1.2 > 0" or "-0.4 ≤ 0".
+func (a Alarm) Compare() string {
+	if a.Below {
+		return fmt.Sprintf("%.3g ≤ %.3g", a.Value, a.Threshold)
+	}
+	return fmt.Sprintf("%.3g > %.3g", a.Value, a.Threshold)
 }
 
 // Progress reports progress within a long phase (rollout, eval): one event per finished

@@ -24,10 +24,11 @@ func RulesHint(s Summary) string {
 	case s.Killed > 0 && !s.Recovered:
 		return "The code hit a resource limit; keep the computation small and print only the final number."
 	case s.ToolErrors > 0 && !s.Recovered:
-		msg := lastErrorLine(s.LastError)
-		if m := errorNameRE.FindStringSubmatch(msg); m != nil {
+		full := lastErrorLine(s.LastError)
+		msg := clipQuote(full)
+		if m := errorNameRE.FindStringSubmatch(full); m != nil {
 			switch {
-			case strings.Contains(m[1], "NameError") || strings.Contains(msg, "undefined"):
+			case strings.Contains(m[1], "NameError") || strings.Contains(full, "undefined"):
 				return fmt.Sprintf("The code failed with %q: define every name before using it, then run it again.", msg)
 			case strings.Contains(m[1], "SyntaxError"):
 				return fmt.Sprintf("The code had a syntax error (%q): fix the syntax and run it again.", msg)
@@ -49,9 +50,24 @@ func RulesHint(s Summary) string {
 	}
 }
 
+// maxQuotedError bounds the error text a rules hint quotes, in characters, so that the hint's
+// instruction always fits hinter.max_hint_tokens (128 tokens of the built-in tokenizer hold every
+// rules hint with a quote this long).
+const maxQuotedError = 48
+
+// lastErrorLine is the error's last line: Python's exception line.
 func lastErrorLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// clipQuote bounds an error line a hint quotes to maxQuotedError characters: a longer one keeps
+// its start, where the exception's name is, and ends in "…".
+func clipQuote(line string) string {
+	if r := []rune(line); len(r) > maxQuotedError {
+		return string(r[:maxQuotedError-1]) + "…"
+	}
+	return line
 }
 
 // RulesProcessScore is a process reward in [0, 1] from the trajectory's facts: it credits using
@@ -73,4 +89,35 @@ func RulesProcessScore(s Summary) float64 {
 		score += 0.2
 	}
 	return score
+}
+
+// LeadingSentences returns the longest run of s's leading whole sentences for which fits holds:
+// s itself when it fits, "" when not even its first sentence does. Sentences end at '.', '!' or
+// '?' followed by white space or the end of s, outside double quotes (a quoted error message may
+// hold periods).
+func LeadingSentences(s string, fits func(string) bool) string {
+	s = strings.TrimSpace(s)
+	if fits(s) {
+		return s
+	}
+	var ends []int
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++ // an escaped character, such as \" inside a quoted message
+		case '"':
+			quoted = !quoted
+		case '.', '!', '?':
+			if !quoted && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n') {
+				ends = append(ends, i+1)
+			}
+		}
+	}
+	for i := len(ends) - 1; i >= 0; i-- {
+		if head := strings.TrimSpace(s[:ends[i]]); fits(head) {
+			return head
+		}
+	}
+	return ""
 }

@@ -163,7 +163,10 @@ func ParseJudgeHint(reply, answer string, maxChars int) (hint string, ok bool) {
 	if content == "" || chatTokenRE.MatchString(content) || RevealsAnswer(content, answer) {
 		return "", false
 	}
-	content = cutWords(content, maxChars)
+	if maxChars > 0 {
+		// Whole sentences only: a hint cut mid-sentence loses the instruction at its end.
+		content = LeadingSentences(content, func(s string) bool { return utf8.RuneCountInString(s) <= maxChars })
+	}
 	if !strings.ContainsFunc(content, unicode.IsLetter) {
 		return "", false
 	}
@@ -178,22 +181,6 @@ func trimQuotes(s string) string {
 		}
 	}
 	return s
-}
-
-// cutWords cuts s (single-spaced) to at most max runes, at the last space that fits when the cut
-// falls inside a word (a single overlong word is cut where it must), dropping trailing spaces
-// and , ; : - – —.
-func cutWords(s string, max int) string {
-	if max <= 0 || utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	i := runeOffset(s, max)
-	if s[i] != ' ' {
-		if j := strings.LastIndexByte(s[:i], ' '); j > 0 {
-			i = j
-		}
-	}
-	return strings.TrimRight(s[:i], " ,;:-–—")
 }
 
 // hintNumRE finds numbers in a hint: integers, decimals (.5 too) and fractions a/b, spaces

@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"agentrl/envs"
 )
@@ -59,11 +58,12 @@ func TestParseJudgeHint(t *testing.T) {
 		{"collapse whitespace", "\\boxed{  Check\n\nthe\t units  }", "42", 0, "Check the units", true},
 		{"think skipped", `<think>maybe \boxed{-1}</think>\boxed{Count the even terms only.}`, "42", 0, "Count the even terms only.", true},
 		{"think unclosed", `<think>the hint is \boxed{Count the even terms only.}`, "42", 0, "", false},
-		{"cut at word", `\boxed{Check the loop bounds before summing.}`, "42", 20, "Check the loop", true},
-		{"cut at space", `\boxed{Check the loop bounds before summing.}`, "42", 14, "Check the loop", true},
-		{"cut drops comma", `\boxed{First, check the loop.}`, "42", 8, "First", true},
-		{"cut long word", `\boxed{Supercalifragilistic}`, "42", 5, "Super", true},
-		{"cut long", `\boxed{` + long + `}`, "42", 100, "", true}, // want checked below by length
+		{"cut at sentence", `\boxed{Check the loop bounds. Then sum.}`, "42", 25, "Check the loop bounds.", true},
+		{"cut keeps two", `\boxed{Check the bounds. Sum them! Then box it?}`, "42", 32, "Check the bounds. Sum them!", true},
+		{"decimal is no end", `\boxed{Use 0.5 as the rate. Then round.}`, "42", 30, "Use 0.5 as the rate.", true},
+		{"quoted period is no end", `\boxed{Fix "a. b" first. Then run.}`, "42", 20, `Fix "a. b" first.`, true},
+		{"one long sentence dropped", `\boxed{Check the loop bounds before summing.}`, "42", 20, "", false},
+		{"cut long", `\boxed{` + long + `}`, "42", 100, "", false},
 		{"no box", "Check the loop bounds.", "42", 0, "", false},
 		{"empty box", `\boxed{}`, "42", 0, "", false},
 		{"blank box", `\boxed{   }`, "42", 0, "", false},
@@ -82,12 +82,6 @@ func TestParseJudgeHint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := ParseJudgeHint(tc.reply, tc.answer, tc.maxChars)
-			if tc.name == "cut long" {
-				if !ok || utf8.RuneCountInString(got) > tc.maxChars || !strings.HasPrefix(long, got) || strings.HasSuffix(got, " ") || !strings.HasPrefix(long[len(got):], " ") {
-					t.Errorf("got %q, %v; want a prefix of at most %d characters ending at a word", got, ok, tc.maxChars)
-				}
-				return
-			}
 			if got != tc.want || ok != tc.ok {
 				t.Errorf("got %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}

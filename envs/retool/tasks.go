@@ -67,6 +67,36 @@ func (s Synthetic) Split(nTrain, nHeld int) (train, held []envs.Task, err error)
 	return train, held, nil
 }
 
+// Validation returns n validation tasks, disjoint from both splits: drawn from a stream of their
+// own for the seed, from the training side of the hash split (never a held-out problem), skipping
+// every problem in train. Split's lists do not depend on n.
+func (s Synthetic) Validation(n int, train []envs.Task) ([]envs.Task, error) {
+	if len(s.Levels) == 0 {
+		s.Levels = []int{1, 2, 3}
+	}
+	rng := rand.New(rand.NewPCG(s.Seed, 0x9e3779b97f4a7c15))
+	seen := map[string]bool{}
+	for _, t := range train {
+		seen[t.Prompt] = true
+	}
+	var val []envs.Task
+	for misses := 0; len(val) < n && misses < 20000; { // 20,000 draws in a row with nothing new: the levels are used up
+		t := generate(rng, s.Levels[rng.IntN(len(s.Levels))])
+		if seen[t.Prompt] || heldOut(t.Prompt) {
+			misses++
+			continue
+		}
+		misses = 0
+		seen[t.Prompt] = true
+		t.ID = fmt.Sprintf("val-%04d", len(val))
+		val = append(val, t)
+	}
+	if len(val) < n {
+		return nil, fmt.Errorf("levels %v give only %d validation problems apart from the training and held-out ones; lower eval.validation_tasks", s.Levels, len(val))
+	}
+	return val, nil
+}
+
 // generate makes one problem of a level: prompt, answer and the reference code (Meta["code"]).
 func generate(rng *rand.Rand, level int) envs.Task {
 	r := func(lo, hi int64) int64 { return lo + rng.Int64N(hi-lo+1) }

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"agentrl/engine/event"
+	"agentrl/engine/tokenizer"
+	"agentrl/envs/retool"
+	"agentrl/recipes"
+)
+
+// rulesHintCases trigger every branch of the rules hinter, error messages at and past the quoted
+// length included.
+var rulesHintCases = []retool.Summary{
+	{ToolCalls: 1, Timeouts: 1, LastError: "timeout"},
+	{ToolCalls: 1, Killed: 1},
+	{ToolCalls: 1, ToolErrors: 1, LastError: "Traceback (most recent call last):\n  File \"<code>\", line 3\nNameError: name 'total_sum_of_all_the_values' is not defined"},
+	{ToolCalls: 1, ToolErrors: 1, LastError: "  File \"<code>\", line 1\n    print(1 +\nSyntaxError: '(' was never closed because the line ended early"},
+	{ToolCalls: 1, ToolErrors: 1, LastError: "ZeroDivisionError: division by zero, while computing the ratio of the two sums given"},
+	{ToolCalls: 1, ToolErrors: 1, LastError: "the code did something odd that is no exception at all but still failed to run properly"},
+	{ToolCalls: 1, ToolErrors: 1, LastError: "code.star:3:5: undefined: x"},
+	{FormatErrors: 1},
+	{ToolCalls: 1},
+	{Answered: true},
+	{ToolCalls: 1, Answered: true, Answer: "12", LastOutput: "12"},
+	{ToolCalls: 1, Answered: true, Answer: "12", LastOutput: "13"},
+}
+
+// TestRulesHintsAreWhole renders every rules hint with the built-in tokenizer and with Qwen3's and
+// checks that, at both ReTool recipes' hinter.max_hint_tokens, the teacher gets the whole hint,
+// ending in its instruction's full stop.
+func TestRulesHintsAreWhole(t *testing.T) {
+	toks := map[string]string{"built-in": filepath.Join("..", BuiltinSourceDir), "qwen3": filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer")}
+	for _, name := range []string{"retool.yaml", "retool-baseline.yaml"} {
+		r, err := recipes.Load(filepath.Join("..", "recipes", name), recipes.Options{IgnoreEnv: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tname, dir := range toks {
+			tok, err := tokenizer.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range rulesHintCases {
+				h := retool.RulesHint(s)
+				got, cut := wholeHint(tok, h, r.Hinter.MaxHintTokens)
+				if h == "" || got != h || cut != "" || !strings.HasSuffix(got, ".") {
+					t.Errorf("%s, %s tokenizer (%d tokens of %d): hint %q reaches the teacher as %q (%s)", name, tname,
+						len(tok.Encode(h)), r.Hinter.MaxHintTokens, h, got, cut)
+				}
+			}
+		}
+	}
+}
+
+// TestWholeHint: a hint over the budget loses whole trailing sentences, never part of one, and one
+// whose first sentence does not fit is dropped.
+func TestWholeHint(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := "Print the sum first. Then copy the printed number into the box."
+	first := len(tok.Encode("Print the sum first."))
+	for _, tc := range []struct {
+		name, hint string
+		n          int
+		want, cut  string
+	}{
+		{"fits", two, 64, two, ""},
+		{"second sentence left out", two, first, "Print the sum first.", hintShortened},
+		{"first sentence too long", two, first - 1, "", hintDropped},
+		{"no budget", two, 0, two, ""},
+		{"empty", "", 8, "", ""},
+	} {
+		if got, cut := wholeHint(tok, tc.hint, tc.n); got != tc.want || cut != tc.cut {
+			t.Errorf("%s: got %q (%q); want %q (%q)", tc.name, got, cut, tc.want, tc.cut)
+		}
+	}
+}
+
+// TestRunHintsWhole runs a step of the Hybrid recipe and checks what reached the teacher: every
+// hint a whole rules hint, none shortened or dropped, the usefulness probe in the step's metrics
+// and its alarm raised exactly when the probe is at or below zero.
+func TestRunHintsWhole(t *testing.T) {
+	c, _, events := tinyRun(t, map[string]string{"run.max_steps": "1", "eval.at_start": "false"})
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(context.Background()); close(events) }()
+	whole := map[string]bool{}
+	for _, s := range rulesHintCases {
+		whole[retool.RulesHint(s)] = true
+	}
+	hinted, alarms := 0, 0
+	var metrics map[string]float64
+	for e := range events {
+		switch v := e.(type) {
+		case event.Trajectory:
+			if v.Hint != "" {
+				hinted++
+				if !strings.HasSuffix(v.Hint, ".") {
+					t.Errorf("trajectory %s #%d: hint %q does not end a sentence", v.TaskID, v.Sample, v.Hint)
+				}
+			}
+		case event.StepMetrics:
+			metrics = v.Metrics
+		case event.Alarm:
+			if v.Kind == event.AlarmHintUseless {
+				alarms++
+			}
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if hinted == 0 {
+		t.Fatal("no hinted trajectory: a random model's attempts should all earn a rules hint")
+	}
+	if metrics["hints_shortened"] != 0 || metrics["hints_dropped"] != 0 {
+		t.Errorf("hints shortened %v, dropped %v; want none at max_hint_tokens 128", metrics["hints_shortened"], metrics["hints_dropped"])
+	}
+	gain, ok := metrics["hint_gain"]
+	if !ok || math.IsNaN(gain) {
+		t.Fatalf("no hint_gain in %v", metrics)
+	}
+	probe := gain
+	if lift, ok := metrics["hint_lift"]; ok {
+		probe = lift
+	}
+	if want := map[bool]int{true: 1, false: 0}[probe <= 0]; alarms != want {
+		t.Errorf("probe %+.4f: %d hint_useless alarms, want %d", probe, alarms, want)
+	}
+}

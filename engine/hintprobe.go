@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"fmt"
+
+	"agentrl/engine/event"
+)
+
+// maxLiftProbes bounds the hinted trajectories whose hint lift is measured per step: each costs
+// one or two reference forwards.
+const maxLiftProbes = 8
+
+// hintProbe is what the usefulness probe measured in a step's reference phase.
+type hintProbe struct {
+	lift   float64 // mean over probed trajectories of the hint's lift of a correct continuation
+	probed int     // trajectories with a correct sibling whose lift was measured
+}
+
+// measureHintLift asks, for up to maxLiftProbes hinted trajectories that have a correct sibling
+// in their group (a known right continuation of the same task), how much the hint raises the
+// reference model's log-prob of that sibling's response: the mean over its policy tokens of
+// log p_ref(token | prompt + hint) − log p_ref(token | prompt). A hint that helps makes the right
+// answer more likely; one the teacher cannot read leaves it flat or lowers it.
+func (c *Controller) measureHintLift(batch []*traj) (hintProbe, error) {
+	var p hintProbe
+	plain := map[*traj][]float32{} // a sibling's response log-probs without a hint, computed once
+	for _, t := range batch {
+		if p.probed == maxLiftProbes {
+			break
+		}
+		if c.stopping() {
+			return p, errStop
+		}
+		if t.hint == "" || t.summary.Correct {
+			continue
+		}
+		var u *traj
+		for _, s := range batch {
+			if s.group == t.group && s.summary.Correct {
+				u = s
+				break
+			}
+		}
+		if u == nil {
+			continue
+		}
+		with, err := c.responseLogProbs(u, t.hint)
+		if err != nil {
+			return p, err
+		}
+		without, ok := plain[u]
+		if !ok {
+			if without, err = c.responseLogProbs(u, ""); err != nil {
+				return p, err
+			}
+			plain[u] = without
+		}
+		var sum float64
+		var n int
+		for j := range with {
+			if u.mask[u.promptLen+j] {
+				sum += float64(with[j] - without[j])
+				n++
+			}
+		}
+		if n > 0 {
+			p.lift += sum / float64(n)
+			p.probed++
+		}
+	}
+	if p.probed > 0 {
+		p.lift /= float64(p.probed)
+	}
+	return p, nil
+}
+
+// responseLogProbs scores u's response after u's task prompt rendered with hint ("" for none):
+// the reference model's log-prob of each token from u.promptLen on.
+func (c *Controller) responseLogProbs(u *traj, hint string) ([]float32, error) {
+	tp, err := c.prompt(u.task, hint)
+	if err != nil {
+		return nil, err
+	}
+	resp := u.tokens[u.promptLen:]
+	s, err := c.o.Reference.Score([][]int32{append(append([]int32{}, tp...), resp...)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, len(resp))
+	for j := range resp {
+		out[j] = s.NextLogProbs[0][len(tp)+j-1]
+	}
+	return out, nil
+}
+
+// hintMetrics adds the step's hint figures: how many hints were shortened or dropped to fit
+// hinter.max_hint_tokens, and the usefulness probe — hint_gain, the mean teacher − student
+// log-prob over hinted responses, and hint_lift (measureHintLift) where a group had a correct
+// sample. A probe at or below zero raises the hint_useless alarm: the teacher signal is then noise
+// that centring and clipping hide, and the run is outcome-only GRPO at a teacher's cost.
+func (c *Controller) hintMetrics(step int, batch []*traj, metrics map[string]float64) {
+	var shortened, dropped, hinted int
+	var gain float64
+	for _, t := range batch {
+		switch t.hintCut {
+		case hintShortened:
+			shortened++
+		case hintDropped:
+			dropped++
+		}
+		if t.teacher == nil {
+			continue
+		}
+		var sum float64
+		var n int
+		for j := t.promptLen; j < len(t.tokens); j++ {
+			if t.mask[j] {
+				sum += float64(t.teacher[j] - t.lps[j])
+				n++
+			}
+		}
+		if n > 0 {
+			gain += sum / float64(n)
+			hinted++
+		}
+	}
+	if c.hinter == nil {
+		return
+	}
+	metrics["hints_shortened"], metrics["hints_dropped"] = float64(shortened), float64(dropped)
+	if hinted == 0 {
+		return
+	}
+	metrics["hint_gain"] = gain / float64(hinted)
+	probe, what := metrics["hint_gain"], "hint_gain, teacher − student log-prob on hinted responses"
+	if c.probe.probed > 0 {
+		metrics["hint_lift"], metrics["hint_lift_probed"] = c.probe.lift, float64(c.probe.probed)
+		probe, what = c.probe.lift, "hint_lift, the hint's effect on the reference's log-prob of a correct sample"
+	}
+	if probe <= 0 {
+		c.emit(event.Alarm{Step: step, Kind: event.AlarmHintUseless, Value: probe, Threshold: 0, Below: true,
+			Message: fmt.Sprintf("hints do not help the teacher (%s): the OPD term is noise and the run is GRPO at extra cost", what)})
+	}
+}

@@ -1,0 +1,63 @@
+package retool
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+
+	"agentrl/envs"
+)
+
+// WithHint is the user message of a task whose prompt carries a bridge thought: where the
+// controller puts a hint for the teacher, and where hint-conditioned demonstrations put it.
+func WithHint(prompt, hint string) string {
+	if hint == "" {
+		return prompt
+	}
+	return prompt + "\n\nHint: " + hint
+}
+
+// Flaws a hinted demonstration's first attempt can have: each is a failure the rules hinter
+// writes a bridge thought for.
+var Flaws = []string{"wrong_copy", "computed_else", "guessed", "name_error", "no_answer", "format", "timeout"}
+
+// FlawedAttemptHint is the bridge thought the rules hinter writes for a first attempt at t with
+// the named flaw: the Summary such an attempt ends with, through RulesHint. A name error runs the
+// task's code with an undefined name through s, so the hint quotes the interpreter's own message.
+func FlawedAttemptHint(ctx context.Context, t envs.Task, flaw string, s Session, rng *rand.Rand) (string, error) {
+	var sum Summary
+	switch flaw {
+	case "wrong_copy": // the code printed the answer, the box holds another number
+		wrong := t.Answer
+		if a, ok := new(big.Int).SetString(t.Answer, 10); ok {
+			wrong = a.Add(a, big.NewInt(int64(1+rng.IntN(9)))).String()
+		} else {
+			wrong += "1"
+		}
+		sum = Summary{ToolCalls: 1, Answered: true, Answer: wrong, LastOutput: t.Answer}
+	case "computed_else": // the box copies the output, the code computed something else
+		sum = Summary{ToolCalls: 1, Answered: true, Answer: "0", LastOutput: "0"}
+	case "guessed":
+		sum = Summary{Answered: true}
+	case "name_error":
+		r := s.Run(ctx, "print(undefined_name)")
+		if r.Status != StatusError {
+			return "", fmt.Errorf("task %s: code with an undefined name did not fail (%s)", t.ID, r.Status)
+		}
+		sum = Summary{ToolCalls: 1, ToolErrors: 1, LastError: lastLines(r.Output, 2)}
+	case "no_answer":
+		sum = Summary{ToolCalls: 1}
+	case "format":
+		sum = Summary{FormatErrors: 1}
+	case "timeout":
+		sum = Summary{ToolCalls: 1, Timeouts: 1, LastError: "timeout"}
+	default:
+		return "", fmt.Errorf("flaw %q is not one of %v", flaw, Flaws)
+	}
+	h := RulesHint(sum)
+	if h == "" {
+		return "", fmt.Errorf("task %s: no rules hint for flaw %s", t.ID, flaw)
+	}
+	return h, nil
+}
