@@ -34,6 +34,8 @@ type benchModelFlags struct {
 	bf                        backendFlags
 	dir, shape, dtype, python string
 	asJSON                    bool
+	attention                 string // bench train's --attention ("" for rollout: auto)
+	attentionBlock            int
 }
 
 func (f *benchModelFlags) register(cmd *cobra.Command) {
@@ -65,7 +67,11 @@ func (f *benchModelFlags) load(w io.Writer, verb string) (*model.Model, *device.
 			return nil, nil, fmt.Errorf("bench %s: %w", verb, err)
 		}
 	}
-	m, err := engine.BenchModel(choice, f.dir, f.shape, dt)
+	attn, err := model.ParseAttention(f.attention)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench %s: %w", verb, err)
+	}
+	m, err := engine.BenchModelWith(choice, f.dir, f.shape, model.Options{Compute: dt, Attention: attn, AttentionBlock: f.attentionBlock})
 	return m, choice, err
 }
 
@@ -129,6 +135,8 @@ the Go backend), on a GPU transformers' generate.`,
 // benchTrainCommand measures one training update: tokens/s, micro-step, share of the peak.
 func benchTrainCommand(env Env) *cobra.Command {
 	var f benchModelFlags
+	var seqLen int
+	var peak bool
 	c := train.BenchConfig{Seed: 1}
 	cmd := &cobra.Command{
 		Use:   "train (--model DIR | --shape NAME) [--sequences 64 --length 256 --prompt 96 --micro-batch 8 --updates 2] [--json] [--torch-python PATH]",
@@ -141,12 +149,21 @@ recipe's update (recipes/retool.yaml: 64 trajectories, micro-batch 8). It report
 of the peak, which is the best float32 matmul of this backend measured in the same run (not the
 hardware's peak; the output says so). On the Go backend, when a python3 with torch is found,
 PyTorch eager (engine/torchref/cpu.py) runs the same update on the same shape with as many threads
-and the ratio is printed.`,
+and the ratio is printed. --seq-len N runs one micro-step of one sequence of N tokens and reports
+peak_bytes: the memory the update added at its peak (the Go heap on the Go backend, NVML's used
+memory on a GPU); --attention picks the attention path (auto: fused on a GPU in bf16, chunked
+beyond one block, dense below).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if seqLen > 0 {
+				c.Sequences, c.MicroBatch, c.Length, c.Prompt = 1, 1, seqLen, min(c.Prompt, seqLen/4)
+			}
 			m, choice, err := f.load(env.Stderr, "train")
 			if err != nil {
 				return err
+			}
+			if seqLen > 0 || peak {
+				c.Peak = engine.PeakMeter(choice.Kind)
 			}
 			defer m.Close()
 			res, err := engine.BenchTrain(context.Background(), m, choice.Kind, c, f.python)
@@ -165,6 +182,10 @@ and the ratio is printed.`,
 	fl.IntVar(&c.MicroBatch, "micro-batch", 8, "sequences per forward/backward pass and AdamW update (the CPU recipe's auto)")
 	fl.IntVar(&c.Updates, "updates", 2, "timed updates after the first; the best is reported")
 	fl.IntVar(&c.LogitsChunk, "logits-chunk", 32, "positions projected onto the vocabulary at once, as in a recipe run")
+	fl.IntVar(&seqLen, "seq-len", 0, "one micro-step of one sequence of N tokens (sets --sequences 1 --micro-batch 1 --length N, a prompt of at most N/4) and its peak_bytes")
+	fl.BoolVar(&peak, "peak", false, "measure peak_bytes of one more update (implied by --seq-len)")
+	fl.StringVar(&f.attention, "attention", "auto", "attention over whole sequences: auto, dense, chunked, fused")
+	fl.IntVar(&f.attentionBlock, "attention-block", 0, "query block of chunked attention (0: the default)")
 	return cmd
 }
 

@@ -23,7 +23,12 @@ type benchTrainJSON struct {
 	ReferenceTokensPerSec float64 `json:"reference_tokens_per_s"`
 	Ratio                 float64 `json:"ratio"`
 	ReferenceSkipped      string  `json:"reference_skipped"`
-	Reference             *struct {
+	Compiles              struct {
+		Programs int                        `json:"programs"`
+		Seconds  float64                    `json:"seconds"`
+		Kinds    map[string]json.RawMessage `json:"kinds"`
+	} `json:"compiles"`
+	Reference *struct {
 		Torch   string `json:"torch"`
 		Threads int    `json:"threads"`
 	} `json:"reference"`
@@ -60,6 +65,9 @@ func TestBenchTrainJSON(t *testing.T) {
 			}
 			if r.PeakFLOPs <= 0 || !strings.Contains(r.PeakSource, "matmul of this backend") || math.Abs(r.PeakShare-r.FLOPsPerSec/r.PeakFLOPs) > 1e-9 {
 				t.Errorf("peak %v (%q), share %v; want > 0, named as this backend's matmul, flops_per_s ÷ peak", r.PeakFLOPs, r.PeakSource, r.PeakShare)
+			}
+			if c := r.Compiles; c.Programs != 1 || c.Seconds <= 0 || c.Kinds["train"] == nil {
+				t.Errorf("compiles %+v; want 1 program (the fused micro-step, kind train) in > 0 s", c)
 			}
 			if !tc.torch {
 				if r.Reference != nil || r.Ratio != 0 || r.ReferenceSkipped == "" {

@@ -138,6 +138,23 @@ func TestPlanJSON(t *testing.T) {
 	}
 }
 
+// plan --set changes a recipe field for the plan only: 8-bit LoRA shows in the options line.
+func TestPlanSet(t *testing.T) {
+	out, err := runCmd(t, "plan", recipe("retool.yaml"), "--shape", "qwen3-4b", "--vram", "24GiB",
+		"--set", "train.lora.rank=16", "--set", "train.optimizer_bits=8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "options: LoRA rank 16 on q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj") ||
+		!strings.Contains(out, "8-bit AdamW moments (blocks of 256)") || !strings.Contains(out, "base_weights") {
+		t.Errorf("plan --set train.lora.rank=16 --set train.optimizer_bits=8:\n%s", out)
+	}
+	if _, err := runCmd(t, "plan", recipe("retool.yaml"), "--shape", "qwen3-4b", "--set", "train.lora.rank"); err == nil ||
+		!strings.Contains(err.Error(), `--set "train.lora.rank": want section.field=value`) {
+		t.Errorf("malformed --set: %v", err)
+	}
+}
+
 // TestBadInputErrors: each bad invocation fails with a message naming what is wrong.
 func TestBadInputErrors(t *testing.T) {
 	for _, tc := range []struct {

@@ -18,8 +18,9 @@ import (
 func planCommand(env Env) *cobra.Command {
 	var dir, shape, vram string
 	var asJSON bool
+	var set runFlags // only --set
 	cmd := &cobra.Command{
-		Use:               "plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--json]",
+		Use:               "plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--set section.field=value] [--json]",
 		Short:             "the GPU memory ledger per phase, KV slots and micro-batch; runs nothing",
 		Args:              oneArg,
 		ValidArgsFunction: recipeFiles,
@@ -27,7 +28,11 @@ func planCommand(env Env) *cobra.Command {
 			if len(args) == 0 {
 				return errors.New("plan: give a recipe, e.g. agentrl-tui plan recipes/retool.yaml --shape qwen3-4b --vram 96GiB")
 			}
-			r, err := recipes.Load(args[0], recipes.Options{})
+			over, err := set.overrides()
+			if err != nil {
+				return err
+			}
+			r, err := recipes.Load(args[0], recipes.Options{Overrides: over})
 			if err != nil {
 				return err
 			}
@@ -58,6 +63,7 @@ func planCommand(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&shape, "shape", "", "a known shape instead of --model: "+knownShapes())
 	cmd.Flags().StringVar(&vram, "vram", "", "device memory budget, e.g. 24GiB (default: the recipe's memory.vram, auto = free GPU memory)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	cmd.Flags().StringArrayVar(&set.set, "set", nil, "set any recipe field: --set rollout.max_total_tokens=8192 (repeatable)")
 	return cmd
 }
 

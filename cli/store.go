@@ -140,17 +140,22 @@ func viewCommand(env Env) *cobra.Command {
 	return cmd
 }
 
-// exportCommand writes a checkpoint as a HuggingFace folder.
+// exportCommand writes a checkpoint as a HuggingFace folder, or a LoRA run's as a PEFT one.
 func exportCommand(env Env) *cobra.Command {
 	var path, run string
 	var step int
+	var peft bool
 	cmd := &cobra.Command{
-		Use:   "export --store PATH --run RUN [--step S] OUT_DIR",
+		Use:   "export --store PATH --run RUN [--step S] [--peft] OUT_DIR",
 		Short: "write a checkpoint as a HuggingFace folder (config.json, model.safetensors, tokenizer files)",
-		Args:  oneArg,
+		Long: "Writes a checkpoint as a HuggingFace folder (config.json, model.safetensors, tokenizer files); a LoRA\n" +
+			"run's checkpoint is written with its adapters merged into the base weights. With --peft a LoRA run's\n" +
+			"checkpoint is written as a PEFT adapter folder instead (adapter_config.json, adapter_model.safetensors),\n" +
+			"to load with peft.PeftModel.from_pretrained(base_model, OUT_DIR).",
+		Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if run == "" || len(args) == 0 {
-				return errors.New("export: usage: agentrl-tui export --store PATH --run RUN [--step S] OUT_DIR")
+				return errors.New("export: usage: agentrl-tui export --store PATH --run RUN [--step S] [--peft] OUT_DIR")
 			}
 			s, err := store.Open(path, store.Options{ReadOnly: true})
 			if err != nil {
@@ -164,7 +169,11 @@ func exportCommand(env Env) *cobra.Command {
 				}
 				step = m.Step
 			}
-			if err := s.Export(run, step, args[0]); err != nil {
+			export := s.Export
+			if peft {
+				export = s.ExportPEFT
+			}
+			if err := export(run, step, args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "exported %s step %d to %s\n", run, step, args[0])
@@ -174,5 +183,6 @@ func exportCommand(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&path, "store", defaultStore, "the store file")
 	cmd.Flags().StringVar(&run, "run", "", "run id (agentrl-tui runs lists them)")
 	cmd.Flags().IntVar(&step, "step", -1, "checkpoint step (default: the latest)")
+	cmd.Flags().BoolVar(&peft, "peft", false, "write a LoRA run's adapters as a PEFT folder instead of the merged model")
 	return cmd
 }

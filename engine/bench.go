@@ -14,6 +14,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/compiles"
 	"agentrl/engine/device"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
@@ -25,14 +26,39 @@ import (
 // BenchModel loads the model a benchmark runs: a HuggingFace folder, or (dir empty) a known shape
 // with random weights (ledger.KnownShape names them).
 func BenchModel(choice *device.Choice, dir, shape string, dt dtypes.DType) (*model.Model, error) {
+	return BenchModelWith(choice, dir, shape, model.Options{Compute: dt})
+}
+
+// BenchModelWith is BenchModel with every model option (attention, its block) given.
+func BenchModelWith(choice *device.Choice, dir, shape string, opts model.Options) (*model.Model, error) {
 	if dir != "" {
-		return model.Load(choice.Backend, dir, model.Options{Compute: dt})
+		return model.Load(choice.Backend, dir, opts)
 	}
 	sh, err := ledger.KnownShape(shape)
 	if err != nil {
 		return nil, err
 	}
-	return model.New(choice.Backend, model.RandomParams(ConfigFromShape(sh), 1, 0.02), model.Options{Compute: dt})
+	return model.New(choice.Backend, model.RandomParams(ConfigFromShape(sh), 1, 0.02), opts)
+}
+
+// PeakMeter is train.BenchConfig.Peak for a backend of kind: the Go heap on the Go backend (its
+// buffers are Go slices), else NVML's used memory of GPU 0, else the process's resident peak
+// (device.StartPeak says why).
+func PeakMeter(kind string) func() func() (int64, string) {
+	return func() func() (int64, string) {
+		var mon *device.Monitor
+		if kind != device.Go {
+			mon = device.NewMonitor()
+		}
+		p := device.StartPeak(kind == device.Go, mon)
+		return func() (int64, string) {
+			b, s := p.Stop()
+			if mon != nil {
+				mon.Close()
+			}
+			return b, s
+		}
+	}
 }
 
 // ConfigFromShape turns a ledger shape into a model config (random-weight benchmarks).
@@ -115,6 +141,8 @@ type RolloutBench struct {
 	// Kernels is the CPU matrix-kernel set the process ran and why (see `agentrl-tui kernels`);
 	// "" on a GPU.
 	Kernels string `json:"kernels,omitempty"`
+	// Compiles are the programs the generator compiled (one per step shape) and their seconds.
+	Compiles compiles.Snapshot `json:"compiles"`
 	Versus
 }
 
@@ -123,11 +151,13 @@ type RolloutBench struct {
 // (a path, torchref.Auto, or empty to skip) finds one with torch: on the CPU the eager reference
 // (engine/torchref) with as many threads as the Go backend, on a GPU transformers' generate.
 func BenchRollout(ctx context.Context, m *model.Model, kind string, bc rollout.BenchConfig, torchPython string) (*RolloutBench, error) {
+	cc := compiles.NewCounter()
+	bc.Gen.Compiles = cc
 	res, err := rollout.Bench(ctx, m, bc)
 	if err != nil {
 		return nil, err
 	}
-	out := &RolloutBench{BenchResult: res}
+	out := &RolloutBench{BenchResult: res, Compiles: cc.Snapshot()}
 	if kind == device.Go {
 		out.Bandwidth, out.BandwidthSource = rollout.HostBandwidth(), "host memcpy measured in this run"
 		slots := bc.Gen.Slots
@@ -172,6 +202,7 @@ func (b *RolloutBench) Write(w io.Writer) {
 		fmt.Fprintf(w, "kernels: %s\n", b.Kernels)
 	}
 	b.BenchResult.Write(w, b.Bandwidth, b.BandwidthSource)
+	fmt.Fprintf(w, "compiled %s\n", b.Compiles)
 	if t := b.Torch; t != nil {
 		fmt.Fprintf(w, "PyTorch %s generate on %s: %.1f tokens/s; this engine / PyTorch = %.2f\n",
 			t.Torch, t.Device, t.TokensPerSec, b.Ratio)
@@ -192,6 +223,9 @@ type TrainBench struct {
 	PeakShare  float64 `json:"peak_share"` // flops_per_s ÷ peak_flops
 	// Kernels is the CPU matrix-kernel set the process ran and why; "" on a GPU.
 	Kernels string `json:"kernels,omitempty"`
+	// Compiles are the programs the trainer compiled (one per graph and micro-batch shape) and
+	// their seconds, out of the first update's compile_s.
+	Compiles compiles.Snapshot `json:"compiles"`
 	Versus
 }
 
@@ -199,11 +233,13 @@ type TrainBench struct {
 // backend when torchPython finds a python with torch, times the PyTorch eager reference on the
 // same shape, batch, micro-batches and trained tokens with as many threads as the Go backend.
 func BenchTrain(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, torchPython string) (*TrainBench, error) {
+	cc := compiles.NewCounter()
+	c.Compiles = cc
 	res, err := train.Bench(m, c)
 	if err != nil {
 		return nil, err
 	}
-	out := &TrainBench{BenchResult: res, Backend: kind}
+	out := &TrainBench{BenchResult: res, Backend: kind, Compiles: cc.Snapshot()}
 	sizes := []int{512, 1024}
 	if kind != device.Go {
 		sizes = []int{4096, 8192}
@@ -239,6 +275,7 @@ func (b *TrainBench) Write(w io.Writer) {
 		fmt.Fprintf(w, "backend %s, %d threads (GOMAXPROCS)\n", b.Backend, b.Threads)
 	}
 	b.BenchResult.Write(w)
+	fmt.Fprintf(w, "compiled %s\n", b.Compiles)
 	fmt.Fprintf(w, "arithmetic %.2f GFLOP/s = %.2f%% of %.1f GFLOP/s, the peak taken as the %s\n",
 		b.FLOPsPerSec/1e9, 100*b.PeakShare, b.PeakFLOPs/1e9, b.PeakSource)
 	if r := b.Reference; r != nil && r.Train != nil {

@@ -84,6 +84,10 @@ func TestBenchTrain(t *testing.T) {
 				t.Errorf("tokens/s %v, FLOP/s %v, peak %v (%q), share %v; want all > 0 and a source", res.TokensPerSec, res.FLOPsPerSec, res.PeakFLOPs, res.PeakSource, res.PeakShare)
 			}
 			checkVersus(t, res.Versus, res.TokensPerSec, tc.torch)
+			// One micro-batch shape (rows × the length bucket 16), one fused step: one program.
+			if cs := res.Compiles; cs.Programs != 1 || cs.Kinds["train"].Programs != 1 || cs.Seconds <= 0 {
+				t.Errorf("compiled %s; want 1 program (train 1) in > 0 s", cs)
+			}
 			if tc.torch {
 				if r := res.Reference; r.Train.TrainedTokens != res.TrainedTokens || r.Params != m.Config.NumParams() || r.Threads != res.Threads {
 					t.Errorf("reference trained %d tokens with %d parameters on %d threads; want the engine's %d, %d, %d",
@@ -115,5 +119,27 @@ func TestBenchRolloutReference(t *testing.T) {
 	checkVersus(t, res.Versus, res.TokensPerSec, true)
 	if d := res.Reference.Decode; d.Tokens != int(res.Tokens) {
 		t.Errorf("reference sampled %d tokens; want the engine's %d", d.Tokens, res.Tokens)
+	}
+}
+
+// TestBenchRolloutCompiles: bench rollout reports the generator's programs, one per step shape:
+// decode (chunk 1) and prefill (chunks 16 and 64) at the one attention bucket of a 16-row cache.
+func TestBenchRolloutCompiles(t *testing.T) {
+	choice, err := device.Open(device.Request{Kind: device.Go})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := BenchModel(choice, filepath.Join("..", "testdata", "fixtures", "qwen3-tiny"), "", dtypes.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	bc := rollout.BenchConfig{Sequences: 3, PromptLen: 4, NewTokens: 5, Seed: 1, Gen: rollout.Config{Slots: 2}}
+	res, err := BenchRollout(context.Background(), m, choice.Kind, bc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := res.Compiles; cs.Programs != 3 || cs.Kinds["decode"].Programs != 1 || cs.Kinds["prefill"].Programs != 2 {
+		t.Errorf("compiled %s; want 3 programs (decode 1, prefill 2)", cs)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/compiles"
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/ledger"
@@ -55,6 +56,9 @@ type Options struct {
 	// the AdamW moments wait during rollout. nil, or a plan without a budget (the CPU backend):
 	// at most 16 slots, one micro-batch per update pass, moments kept in place.
 	Plan *ledger.Plan
+	// Compiles counts the programs the run compiles (see compilebudget.go); nil: the controller keeps
+	// its own.
+	Compiles *compiles.Counter
 }
 
 // Controller runs one recipe.
@@ -65,6 +69,7 @@ type Controller struct {
 	infer      *inferenceCopy // the generator's weights: the master weights cast, rebuilt by each sync
 	tr         *train.Trainer
 	offload    bool // AdamW moments wait in host memory during rollout
+	masterHost bool // the float32 master weights wait in host memory during rollout and the reference forward
 	judge      *selfJudge
 	hinter     retool.Hinter // nil: no hints
 	probe      hintProbe     // the step's hint-usefulness probe (reference phase)
@@ -109,6 +114,8 @@ type Controller struct {
 	end          event.RunEnd   // the run's end, once Run returned
 	clock        clock          // step and evaluation times, for the ETA
 	evals        int            // evaluations finished (a resumed run's stored ones too)
+	compiles     *compiles.Counter
+	compiled     compiles.Snapshot // the counter at the last step's metrics
 }
 
 // New prepares the generator, trainer, executor and task sets.
@@ -121,6 +128,7 @@ func New(o Options) (*Controller, error) {
 		o.LogProbAlarm = 1e-3
 	}
 	c := &Controller{o: o, r: r, best: -1, start: 1, finishWithin: finishWithin}
+	c.countCompiles()
 	var ok bool
 	if c.imEnd, ok = o.Tokenizer.TokenID("<|im_end|>"); !ok {
 		return nil, errors.New("engine: the tokenizer has no <|im_end|> token (a Qwen chat tokenizer is needed)")
@@ -167,11 +175,12 @@ func New(o Options) (*Controller, error) {
 	c.weights = retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
 	slots, micro := int(r.Memory.KVSlots), int(r.Train.MicroBatch)
 	c.offload = r.Memory.OptimizerOffload == "host"
+	c.masterHost = r.Memory.MasterOffload == "host"
 	if p := o.Plan; p != nil && p.Budget > 0 {
 		if !p.Fits {
 			return nil, fmt.Errorf("engine: the recipe does not fit the device's %s: %s (see agentrl-tui plan)", recipes.FormatGiB(p.Budget), p.Reason)
 		}
-		slots, micro, c.offload = p.KVSlots, p.MicroBatch, p.MomentsOnHost
+		slots, micro, c.offload, c.masterHost = p.KVSlots, p.MicroBatch, p.MomentsOnHost, p.MasterOnHost
 	}
 	// No budget to size against (the CPU backend): more decode lanes than the cores can feed
 	// only lengthen each step, and 8-row micro-batches are where the recipes were measured.
@@ -187,6 +196,8 @@ func New(o Options) (*Controller, error) {
 		LR: r.Train.LR, WeightDecay: r.Train.WeightDecay, Beta1: r.Train.Beta1, Beta2: r.Train.Beta2, Eps: r.Train.Eps,
 		GradClip: r.Train.GradClip, MicroBatch: micro, GradAccumulation: int(r.Train.GradAccumulation),
 		GradientCheckpointing: r.Train.GradientCheckpointing, LogitsChunk: 32, ValueCoef: valueCoef(r),
+		OptimizerBits: r.Train.OptimizerBits,
+		Compiles:      c.compiles,
 	})
 	if err != nil {
 		return nil, err
@@ -197,7 +208,7 @@ func New(o Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	if c.infer, err = newInferenceCopy(o.Policy); err != nil {
+	if c.infer, err = newInferenceCopy(o.Policy, c.compiles); err != nil {
 		c.tr.Close()
 		return nil, err
 	}
@@ -206,6 +217,7 @@ func New(o Options) (*Controller, error) {
 		Truncation: r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
 		Decode:     func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
 		Lockstep:   r.Rollout.Deterministic,
+		Compiles:   c.compiles,
 	})
 	if err != nil {
 		c.infer.close()
@@ -218,6 +230,18 @@ func New(o Options) (*Controller, error) {
 			return nil, err
 		}
 	}
+	// What waits during rollout leaves the device now: offloaded master weights (the inference
+	// copy is built) and the reference copy, which comes in only for the reference forward.
+	if c.masterHost {
+		if err := c.tr.OffloadMaster(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := referenceToHost(o.Reference); err != nil {
+		c.Close()
+		return nil, err
+	}
 	c.judge = &selfJudge{c: c}
 	if c.hinter, c.scorer, err = c.newHinter(); err != nil {
 		c.Close()
@@ -229,7 +253,7 @@ func New(o Options) (*Controller, error) {
 // restore loads a checkpoint's weights, moments and bookkeeping.
 func (c *Controller) restore(cp *store.Checkpoint) error {
 	src := fmt.Sprintf("checkpoint %s/%d", cp.Run, cp.Step)
-	if err := c.o.Policy.Params.SetFromTensors(cp.Weights, src); err != nil {
+	if err := c.setWeights(cp.Weights, src); err != nil {
 		return err
 	}
 	byName := map[string]*safetensors.Tensor{}
@@ -238,19 +262,18 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 	}
 	// The model's moments are there when the checkpoint saved the optimizer (ppo's value head
 	// is kept in the same file, so the file alone says nothing).
-	if _, saved := byName["m."+c.o.Policy.Params.Specs[0].Name]; saved {
+	if _, saved := byName["m."+c.tr.TrainedSpecs()[0].Name]; saved {
 		var m, v []*tensors.Tensor
-		for _, spec := range c.o.Policy.Params.Specs {
+		for _, spec := range c.tr.TrainedSpecs() { // a LoRA run's: the adapters
 			for _, pre := range []string{"m.", "v."} {
 				t, ok := byName[pre+spec.Name]
 				if !ok {
 					return fmt.Errorf("%s: optimizer moment %s%s is missing", src, pre, spec.Name)
 				}
-				vals, err := t.Float32()
+				tt, err := momentFrom(t, spec.Dims, src)
 				if err != nil {
 					return err
 				}
-				tt := tensors.FromFlatDataAndDimensions(vals, spec.Dims...)
 				if pre == "m." {
 					m = append(m, tt)
 				} else {
@@ -374,19 +397,30 @@ func (c *Controller) Export(step int) (string, error) {
 // ledger reports what the engine holds on the device, by component, with NVML's reading of the
 // whole device when there is one (ok=false on the CPU backend: then only the components count).
 func (c *Controller) ledger() event.Ledger {
-	params := c.o.Policy.Params.Bytes()
+	params, base := c.paramBytes()
 	cfg := c.gen.Config()
 	l := event.Ledger{Backend: c.o.Backend, Components: map[string]int64{
-		"master weights":    params,
 		"inference weights": c.infer.bytes(),
-		"reference weights": c.o.Reference.Params.Bytes(),
 		"KV cache":          model.CacheBytes(c.o.Policy.Config, c.o.Policy.Options().Compute, cfg.Slots, cfg.MaxLen),
 	}}
-	moments := "AdamW moments"
-	if c.offload {
-		moments = "AdamW moments (host)"
+	// Where each waiting component is now, from the tensors themselves: "NAME (host)" for the
+	// part in host memory.
+	put := func(name string, onDevice, total int64) {
+		if onDevice > 0 {
+			l.Components[name] = onDevice
+		}
+		if total > onDevice {
+			l.Components[name+" (host)"] = total - onDevice
+		}
 	}
-	l.Components[moments] = 2 * params // float32 m and v, one of each per parameter
+	fp := c.tr.Footprint()
+	put("master weights", fp.MasterWeights, params)
+	put("AdamW moments", fp.OptimizerMoments, fp.OptimizerMoments+fp.HostMoments)
+	if base > 0 { // LoRA: one frozen base, the reference being that base with the adapters off
+		l.Components["base weights"] = base
+	} else {
+		put("reference weights", deviceBytes(c.o.Reference.Params.Values), c.o.Reference.Params.Bytes())
+	}
 	if c.o.Monitor != nil {
 		if rd, ok := c.o.Monitor.Read(); ok {
 			l.DeviceUsed, l.DeviceTotal, l.UtilPct = rd.UsedBytes, rd.TotalBytes, rd.UtilPct
@@ -457,7 +491,7 @@ type traj struct {
 func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.r
 	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path, Kernels: c.o.Kernels,
-		Sandbox: sandboxLine(c.exec)}
+		Sandbox: sandboxLine(c.exec), Compiles: byKind(c.compiles.Snapshot())}
 	if c.o.Store != nil && c.o.Resume != nil {
 		run, err := c.o.Store.GetRun(c.o.RunID)
 		if err != nil {
@@ -593,13 +627,19 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	if !c.enter(step, event.PhaseReference) {
 		return errStop
 	}
-	if err := c.toTrain(step); err != nil {
+	if err := c.toReference(step); err != nil {
 		return err
 	}
 	switchToTrain := time.Since(t0).Seconds()
 	if err := c.referenceForward(batch); err != nil {
+		_ = c.toTrain(step) // a consistent device for what follows the error (save, close)
 		return err
 	}
+	t1 := time.Now()
+	if err := c.toTrain(step); err != nil {
+		return err
+	}
+	switchToTrain += time.Since(t1).Seconds()
 	c.phase(step, "reference", t0)
 
 	t0 = time.Now()
@@ -681,7 +721,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	}
 	st := c.gen.Stats()
 	metrics["tokens_per_s"] = float64(st.Tokens) / max(st.StepTime.Seconds(), 1e-9)
-	c.emit(event.StepMetrics{Step: step, Metrics: metrics})
+	c.emit(event.StepMetrics{Step: step, Metrics: metrics, Compiles: c.compileMetrics(metrics)})
 
 	// The step is trained: its metrics and trajectories are kept whatever comes next (part of
 	// the save phase's time).
@@ -1050,18 +1090,14 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	cp := &store.Checkpoint{Manifest: store.Manifest{Run: c.o.RunID, Step: step, RecipeHash: c.r.Hash(),
 		DataPosition: int64(step * c.r.Rollout.TasksPerStep),
 		Metrics:      map[string]float64{"best": c.best, "best_step": float64(c.bestStep), "since_best": float64(c.sinceBest), "adam_step": float64(adamStep)}},
-		Weights: ts, FileData: c.o.ModelFiles}
+		Weights: ts, FileData: c.checkpointFiles()}
 	if c.r.Checkpoint.SaveOptimizer {
-		for i, spec := range c.o.Policy.Params.Specs {
+		for i, spec := range c.tr.TrainedSpecs() { // a LoRA run's: the adapters
 			for _, pair := range []struct {
 				prefix string
 				t      *tensors.Tensor
 			}{{"m.", m[i]}, {"v.", v[i]}} {
-				vals, err := tensors.CopyFlatData[float32](pair.t)
-				if err != nil {
-					return err
-				}
-				st, err := safetensors.FromFloat32(pair.prefix+spec.Name, spec.Dims, vals, safetensors.F32)
+				st, err := momentTensor(pair.prefix+spec.Name, spec.Dims, pair.t)
 				if err != nil {
 					return err
 				}

@@ -12,7 +12,6 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/ledger"
-	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/recipes"
 	"agentrl/store"
@@ -74,11 +73,7 @@ func Open(l Launch) (sess *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	policy, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
-	if err != nil {
-		return nil, err
-	}
-	reference, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
+	policy, reference, err := loadPolicy(choice.Backend, dir, dt, r)
 	if err != nil {
 		return nil, err
 	}

@@ -169,15 +169,35 @@ func divideGroupStd(adv, rewards []float64, groups []int, eps float64) {
 	}
 }
 
-// toTrain switches the time-shared device to the training phase: the KV cache and the inference
-// weights are freed (the ledger's train phase holds neither) and offloaded AdamW moments come
-// back to the device.
-func (c *Controller) toTrain(step int) error {
+// toReference switches the time-shared device from rollout to the reference forward: the KV cache
+// and the inference weights are freed (neither phase after rollout holds them) and the reference
+// weights come onto the device. Master weights and moments that wait on the host stay there: the
+// ledger's reference phase holds the reference copy instead of them.
+func (c *Controller) toReference(step int) error {
 	if err := c.gen.ReleaseCache(); err != nil {
-		return fmt.Errorf("engine: step %d: entering training: %w", step, err)
+		return fmt.Errorf("engine: step %d: entering the reference forward: %w", step, err)
 	}
 	if !c.skipsSync(step) {
 		c.infer.release()
+	}
+	if c.r.UsesReference() {
+		if err := referenceToDevice(c.o.Reference); err != nil {
+			return fmt.Errorf("engine: step %d: %w", step, err)
+		}
+	}
+	return nil
+}
+
+// toTrain switches to the update once the reference forward is done: the reference weights go
+// back to host memory, then offloaded master weights and AdamW moments come onto the device.
+func (c *Controller) toTrain(step int) error {
+	if err := referenceToHost(c.o.Reference); err != nil {
+		return fmt.Errorf("engine: step %d: %w", step, err)
+	}
+	if c.masterHost {
+		if err := c.tr.RestoreMaster(); err != nil {
+			return fmt.Errorf("engine: step %d: entering training: %w", step, err)
+		}
 	}
 	if c.offload {
 		if err := c.tr.RestoreMoments(); err != nil {
@@ -188,8 +208,9 @@ func (c *Controller) toTrain(step int) error {
 }
 
 // toRollout is the sync after an update: offloaded moments go to host memory, the inference
-// weights are rebuilt from the master weights on the device and checked against them, and the
-// KV cache is allocated again. It returns max |inference − cast(master)|, 0 when in sync.
+// weights are rebuilt from the master weights on the device and checked against them, offloaded
+// master weights then go to host memory, and the KV cache is allocated again. It returns
+// max |inference − cast(master)|, 0 when in sync.
 func (c *Controller) toRollout(step int) (float64, error) {
 	if c.offload {
 		if err := c.tr.OffloadMoments(); err != nil {
@@ -204,6 +225,11 @@ func (c *Controller) toRollout(step int) (float64, error) {
 	diff, err := c.infer.check()
 	if err != nil {
 		return 0, err
+	}
+	if c.masterHost {
+		if err := c.tr.OffloadMaster(); err != nil {
+			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
+		}
 	}
 	if err := c.gen.RestoreCache(); err != nil {
 		return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)

@@ -8,6 +8,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/compiles"
 	"agentrl/engine/model"
 )
 
@@ -15,18 +16,28 @@ import (
 // updates, cast to the compute dtype (bfloat16 on a GPU). The time-shared device holds it during
 // rollout only: entering the training phase frees it (the ledger counts it in rollout, not in
 // train) and the sync after the update rebuilds it from the master weights, on the device.
+//
+// With LoRA only the adapters are copied and synced: the generator's model holds the frozen
+// base tensors themselves (shared with the trainer and the reference model, never freed here)
+// and runs the adapters in its graph, so a sync moves rank·(in + out) values per projection
+// rather than the whole model, and no second copy of the base exists. (Merging the adapters
+// into an inference copy of the base would make decoding a little cheaper but cost a full
+// second copy of the weights on the device and a full-size sync.)
 type inferenceCopy struct {
-	master *model.Model // the trainer's model: float32 master weights
-	model  *model.Model // the generator's model: the same config, the inference weights
-	cast   *Exec        // master weights → compute dtype, one output per parameter
-	diff   *Exec        // max |inference − cast(master)| over every parameter, a float32 scalar
+	master *model.Model   // the trainer's model: float32 master weights
+	model  *model.Model   // the generator's model: the same config, the inference weights
+	synced []int          // the parameters copied and synced: all, or a LoRA model's adapters
+	cast   *compiles.Exec // synced master weights → compute dtype, one output per parameter
+	diff   *compiles.Exec // max |inference − cast(master)| over the synced parameters, a float32 scalar
 }
 
-// newInferenceCopy builds the inference copy of master's current weights.
-func newInferenceCopy(master *model.Model) (*inferenceCopy, error) {
-	np := len(master.Params.Specs)
+// newInferenceCopy builds the inference copy of master's current weights; cc counts the sync's
+// programs (kind "sync": the cast and the check) and the copy's own (kind "inference").
+func newInferenceCopy(master *model.Model, cc *compiles.Counter) (*inferenceCopy, error) {
+	synced := master.Params.TrainableIndices()
+	np := len(synced)
 	dt := master.Options().Compute
-	cast, err := NewExec(master.Backend, func(in []*Node) []*Node {
+	cast, err := compiles.NewExec(master.Backend, cc, "sync", func(in []*Node) []*Node {
 		out := make([]*Node, np)
 		for i, p := range in {
 			if p.DType() == dt {
@@ -40,7 +51,7 @@ func newInferenceCopy(master *model.Model) (*inferenceCopy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: preparing the weight sync: %w", err)
 	}
-	diff, err := NewExec(master.Backend, func(in []*Node) *Node {
+	diff, err := compiles.NewExec(master.Backend, cc, "sync", func(in []*Node) *Node {
 		inf, mas := in[:np], in[np:]
 		var worst *Node
 		for i := range inf {
@@ -58,13 +69,17 @@ func newInferenceCopy(master *model.Model) (*inferenceCopy, error) {
 		cast.Finalize()
 		return nil, fmt.Errorf("engine: preparing the weight-sync check: %w", err)
 	}
-	c := &inferenceCopy{master: master, cast: cast.WithName("weight_sync"), diff: diff.WithName("weight_sync_check")}
+	c := &inferenceCopy{master: master, synced: synced, cast: cast.WithName("weight_sync"), diff: diff.WithName("weight_sync_check")}
 	values, err := c.castMaster()
 	if err != nil {
 		c.close()
 		return nil, err
 	}
-	p, err := master.Params.Sibling(values)
+	all := append([]*tensors.Tensor{}, master.Params.Values...) // a LoRA base: shared
+	for k, i := range synced {
+		all[i] = values[k]
+	}
+	p, err := master.Params.Sibling(all)
 	if err != nil {
 		c.close()
 		return nil, err
@@ -73,14 +88,15 @@ func newInferenceCopy(master *model.Model) (*inferenceCopy, error) {
 		c.close()
 		return nil, err
 	}
+	c.model.CountCompiles(cc, "inference")
 	return c, nil
 }
 
 // castMaster runs the cast graph on the master weights.
 func (c *inferenceCopy) castMaster() ([]*tensors.Tensor, error) {
-	in := make([]any, len(c.master.Params.Values))
-	for i, v := range c.master.Params.Values {
-		in[i] = v
+	in := make([]any, len(c.synced))
+	for k, i := range c.synced {
+		in[k] = c.master.Params.Values[i]
 	}
 	out, err := c.cast.Call(in...)
 	if err != nil {
@@ -91,8 +107,8 @@ func (c *inferenceCopy) castMaster() ([]*tensors.Tensor, error) {
 
 // release frees the inference weights (entering the training phase).
 func (c *inferenceCopy) release() {
-	for i, v := range c.model.Params.Values {
-		if v != nil {
+	for _, i := range c.synced {
+		if v := c.model.Params.Values[i]; v != nil {
 			v.FinalizeAll()
 			c.model.Params.Values[i] = nil
 		}
@@ -101,7 +117,7 @@ func (c *inferenceCopy) release() {
 
 // released says whether the inference weights are freed.
 func (c *inferenceCopy) released() bool {
-	return len(c.model.Params.Values) > 0 && c.model.Params.Values[0] == nil
+	return len(c.synced) > 0 && c.model.Params.Values[c.synced[0]] == nil
 }
 
 // refresh rebuilds the inference weights from the master weights (the sync after an update),
@@ -112,7 +128,9 @@ func (c *inferenceCopy) refresh() error {
 		return err
 	}
 	c.release()
-	copy(c.model.Params.Values, values)
+	for k, i := range c.synced {
+		c.model.Params.Values[i] = values[k]
+	}
 	return nil
 }
 
@@ -121,12 +139,12 @@ func (c *inferenceCopy) check() (float64, error) {
 	if c.released() {
 		return 0, errors.New("engine: weight-sync check: the inference weights are released")
 	}
-	in := make([]any, 0, 2*len(c.master.Params.Values))
-	for _, v := range c.model.Params.Values {
-		in = append(in, v)
+	in := make([]any, 0, 2*len(c.synced))
+	for _, i := range c.synced {
+		in = append(in, c.model.Params.Values[i])
 	}
-	for _, v := range c.master.Params.Values {
-		in = append(in, v)
+	for _, i := range c.synced {
+		in = append(in, c.master.Params.Values[i])
 	}
 	out, err := c.diff.Call(in...)
 	if err != nil {
@@ -136,11 +154,11 @@ func (c *inferenceCopy) check() (float64, error) {
 	return float64(tensors.ToScalar[float32](out[0])), nil
 }
 
-// bytes is the size of the inference weights in the compute dtype.
+// bytes is the size of the inference weights in the compute dtype (a LoRA model's adapters).
 func (c *inferenceCopy) bytes() int64 {
 	var n int64
-	for _, s := range c.master.Params.Specs {
-		n += int64(s.Size()) * int64(c.master.Options().Compute.Size())
+	for _, i := range c.synced {
+		n += int64(c.master.Params.Specs[i].Size()) * int64(c.master.Options().Compute.Size())
 	}
 	return n
 }

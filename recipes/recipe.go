@@ -91,6 +91,10 @@ type Memory struct {
 	// the rollout phase still fits with the most slots, else on the host), "device" or "host".
 	// During training they are always on the device.
 	OptimizerOffload string `mapstructure:"optimizer_offload" json:"optimizer_offload"`
+	// MasterOffload says where the float32 master weights live during rollout (and the reference
+	// forward): "auto" (on the host only when rollout cannot reach its most KV slots otherwise,
+	// decided after the moments), "device" or "host". During the update they are on the device.
+	MasterOffload string `mapstructure:"master_offload" json:"master_offload"`
 }
 
 // Rollout controls generation.
@@ -330,6 +334,25 @@ type Train struct {
 	GradientCheckpointing bool `mapstructure:"gradient_checkpointing" json:"gradient_checkpointing"`
 	// EpochsPerStep is the number of passes over a step's trajectories (1 = strictly on-policy).
 	EpochsPerStep int `mapstructure:"epochs_per_step" json:"epochs_per_step"`
+	// OptimizerBits is the precision of the AdamW moments: 32 (float32) or 8 (block-wise 8-bit:
+	// m linear in int8, v logarithmic in √v, one float32 scale per 256 values; a quarter of the
+	// memory, updates within a few percent of float32's).
+	OptimizerBits int `mapstructure:"optimizer_bits" json:"optimizer_bits"`
+	// LoRA trains low-rank adapters on a frozen base instead of every weight; rank 0 is off.
+	LoRA LoRA `mapstructure:"lora" json:"lora"`
+}
+
+// LoRA configures low-rank adapters: W x + (alpha ÷ rank)·B A x on each targeted projection,
+// A [rank, in] and B [out, rank]. The base stays frozen in the compute dtype, shared by rollout,
+// training and the reference (the base with the adapters off).
+type LoRA struct {
+	// Rank is the adapters' rank; 0 trains every weight (no adapters).
+	Rank int `mapstructure:"rank" json:"rank"`
+	// Alpha scales the adapters' output by alpha ÷ rank, > 0.
+	Alpha float64 `mapstructure:"alpha" json:"alpha"`
+	// Targets are the projections that get adapters, from q_proj, k_proj, v_proj, o_proj,
+	// gate_proj, up_proj and down_proj.
+	Targets []string `mapstructure:"targets" json:"targets"`
 }
 
 // Eval controls pass@k evaluation on held-out tasks.
@@ -405,7 +428,7 @@ func Default() *Recipe {
 		Run:     Run{Name: "", Seed: 1, MaxSteps: 40, Store: "runs/agentrl.db"},
 		Model:   Model{Path: "", DType: "auto"},
 		Backend: Backend{Kind: "auto", Plugin: ""},
-		Memory:  Memory{VRAM: "auto", KVSlots: 0, OptimizerOffload: "auto"},
+		Memory:  Memory{VRAM: "auto", KVSlots: 0, OptimizerOffload: "auto", MasterOffload: "auto"},
 		Rollout: Rollout{
 			TasksPerStep: 8, GroupSize: 8, MaxTurns: 3, MaxNewTokens: 96, MaxTotalTokens: 512,
 			Temperature: 1.0, TopP: 1.0, TopK: 0, Stop: []string{}, Deterministic: true,
@@ -433,7 +456,8 @@ func Default() *Recipe {
 		Train: Train{
 			LR: 1e-5, WarmupSteps: 2, Schedule: "constant", MinLRRatio: 0.1, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, GradClip: 1.0, MicroBatch: 0, GradAccumulation: 0,
-			GradientCheckpointing: false, EpochsPerStep: 1,
+			GradientCheckpointing: false, EpochsPerStep: 1, OptimizerBits: 32,
+			LoRA: LoRA{Rank: 0, Alpha: 16, Targets: []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
 		},
 		Eval:       Eval{Every: 5, Ks: []int{1, 2, 4, 8}, NSamples: 8, HeldoutTasks: 64, Temperature: 1.0, AtStart: true, ValidationSamples: 8},
 		EarlyStop:  EarlyStop{Metric: "pass@1", Patience: 0, MaxDrop: 0},

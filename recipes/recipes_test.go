@@ -259,3 +259,37 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+// The seed's recipes (Qwen3-4B at 16K tokens) load, list every field with a comment, and differ
+// from each other only in the LoRA settings, the learning rate and the name.
+func TestSeedRecipes(t *testing.T) {
+	loaded := map[string]*Recipe{}
+	for _, path := range []string{"retool-qwen3-4b.yaml", "retool-qwen3-4b-lora.yaml"} {
+		r, err := Load(path, Options{IgnoreEnv: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded[path] = r
+		if r.Rollout.MaxTotalTokens != 16384 || r.Model.DType != "bf16" || !r.Train.GradientCheckpointing || r.Algorithm.Name != "hybrid" {
+			t.Errorf("%s: %d tokens, dtype %s, checkpointing %v, %s; want the seed's 16K bf16 Hybrid run with checkpointing",
+				path, r.Rollout.MaxTotalTokens, r.Model.DType, r.Train.GradientCheckpointing, r.Algorithm.Name)
+		}
+		lines := leafLines(t, path)
+		for _, key := range Keys() {
+			if line, ok := lines[key]; !ok {
+				t.Errorf("%s does not list %s", path, key)
+			} else if !strings.Contains(line, "#") {
+				t.Errorf("%s: %s has no comment", path, key)
+			}
+		}
+	}
+	full, lora := loaded["retool-qwen3-4b.yaml"], loaded["retool-qwen3-4b-lora.yaml"]
+	if full.Train.LoRA.Rank != 0 || lora.Train.LoRA.Rank == 0 {
+		t.Errorf("lora ranks %d and %d; want a full fine-tune and a LoRA run", full.Train.LoRA.Rank, lora.Train.LoRA.Rank)
+	}
+	a, b := *full, *lora
+	a.Run.Name, a.Train.LR, a.Train.LoRA, a.Train.OptimizerBits = b.Run.Name, b.Train.LR, b.Train.LoRA, b.Train.OptimizerBits
+	if a.Hash() != b.Hash() {
+		t.Errorf("the two seed recipes differ in more than the name, lr and LoRA settings")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,6 +215,7 @@ func (c *checker) memory() {
 	}
 	c.auto("memory.kv_slots", m.KVSlots)
 	c.oneOf("memory.optimizer_offload", m.OptimizerOffload, "auto", "device", "host")
+	c.oneOf("memory.master_offload", m.MasterOffload, "auto", "device", "host")
 }
 
 func (c *checker) rollout() {
@@ -458,6 +460,10 @@ func (c *checker) train() {
 	c.auto("train.micro_batch", t.MicroBatch)
 	c.auto("train.grad_accumulation", t.GradAccumulation)
 	c.between("train.epochs_per_step", t.EpochsPerStep, 1, 16)
+	if t.OptimizerBits != 32 && t.OptimizerBits != 8 {
+		c.failf("train.optimizer_bits", "is %d; want 32 (float32 AdamW moments) or 8 (block-wise 8-bit)", t.OptimizerBits)
+	}
+	c.lora()
 	batch := c.r.BatchSize()
 	if batch < 1 {
 		return
@@ -474,6 +480,30 @@ func (c *checker) train() {
 	case ga > batch:
 		c.fail([]string{"train.grad_accumulation"}, fmt.Sprintf(
 			"train.grad_accumulation %d is more than the %d sequences a step produces (rollout.tasks_per_step × rollout.group_size)", ga, batch))
+	}
+}
+
+// lora checks train.lora: a rank ≥ 0, alpha > 0 and, with adapters, known distinct targets.
+func (c *checker) lora() {
+	l := c.r.Train.LoRA
+	c.atLeast("train.lora.rank", l.Rank, 0)
+	c.interval("train.lora.alpha", l.Alpha, 0, math.Inf(1), true, true)
+	if l.Rank == 0 {
+		return
+	}
+	if len(l.Targets) == 0 {
+		c.failf("train.lora.targets", "is empty but train.lora.rank is %d; list projections such as [q_proj, v_proj], or set the rank to 0", l.Rank)
+	}
+	known := []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+	seen := map[string]bool{}
+	for _, t := range l.Targets {
+		switch {
+		case !slices.Contains(known, t):
+			c.failf("train.lora.targets", "%q is not a projection; want some of %s", t, strings.Join(known, ", "))
+		case seen[t]:
+			c.failf("train.lora.targets", "lists %q twice", t)
+		}
+		seen[t] = true
 	}
 }
 

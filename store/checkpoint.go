@@ -393,16 +393,29 @@ func (s *Store) BlobCount() (int, error) {
 }
 
 // Export writes a checkpoint as a HuggingFace folder: config.json and the other stored files
-// byte for byte, and model.safetensors (float tensors as stored).
+// byte for byte, and model.safetensors (float tensors as stored). A LoRA run's checkpoint is
+// written merged: each adapter pair folded into its projection (see peft.go).
 func (s *Store) Export(run string, step int, dir string) error {
 	cp, err := s.LoadCheckpoint(run, step)
 	if err != nil {
 		return err
 	}
-	if err := safetensors.WriteDir(dir, map[string]string{"format": "pt"}, cp.Weights, 0); err != nil {
+	src := fmt.Sprintf("store %s: checkpoint %s/%d", s.path, run, step)
+	weights := cp.Weights
+	if lc, ok, err := loraConfig(cp, src); err != nil {
+		return err
+	} else if ok {
+		if weights, err = mergeLoRA(cp.Weights, lc.LoRAAlpha/float64(lc.R), src); err != nil {
+			return err
+		}
+	}
+	if err := safetensors.WriteDir(dir, map[string]string{"format": "pt"}, weights, 0); err != nil {
 		return err
 	}
 	for name, data := range cp.FileData {
+		if name == AdapterConfigFile {
+			continue // the merged model has no adapters
+		}
 		if filepath.Base(name) != name {
 			return fmt.Errorf("store %s: checkpoint %s/%d holds file %q with a path; refusing to write outside %s", s.path, run, step, name, dir)
 		}

@@ -82,7 +82,8 @@ func trajectory(step, i int) event.Trajectory {
 // evaluations, checkpoints and one alarm, stopped in the middle of step 4's rollout.
 func sampleRun() []event.Event {
 	evs := []event.Event{
-		event.RunStart{RunID: "r-20250101-abc", Name: "retool-qwen-0.5b", Recipe: "recipes/retool.yaml", TotalSteps: 10, Backend: "xla:cuda", Model: "Qwen/Qwen2.5-0.5B-Instruct"},
+		event.RunStart{RunID: "r-20250101-abc", Name: "retool-qwen-0.5b", Recipe: "recipes/retool.yaml", TotalSteps: 10, Backend: "xla:cuda", Model: "Qwen/Qwen2.5-0.5B-Instruct",
+			Compiles: map[string]event.Compiled{"decode": {Programs: 8, Seconds: 4.1}, "prefill": {Programs: 16, Seconds: 9.8}}},
 		event.Ledger{Backend: "xla:cuda", Components: map[string]int64{"weights": 2 << 30, "kv_cache": 6 << 30, "optimizer": 4 << 30, "activations": 3 << 30}, Budget: 20 << 30, DeviceUsed: 18 << 30, DeviceTotal: 80 << 30, UtilPct: 71},
 		event.Eval{Step: 0, PassAtK: map[int]float64{1: 0.21, 4: 0.38, 8: 0.47}},
 	}
@@ -100,7 +101,9 @@ func sampleRun() []event.Event {
 		}
 		evs = append(evs, event.StepMetrics{Step: step, Metrics: map[string]float64{
 			"reward_mean": 0.2 + 0.1*float64(step), "accuracy": 0.3 + 0.05*float64(step), "hinted_share": 0.25, "loss": 0.9 - 0.1*float64(step),
-			"grad_norm": 1.2, "clip_frac": 0.02, "lr": 1e-6, "tokens_per_s": 1500 + 100*float64(step), "logprob_diff_max": 0.01}})
+			"grad_norm": 1.2, "clip_frac": 0.02, "lr": 1e-6, "tokens_per_s": 1500 + 100*float64(step), "logprob_diff_max": 0.01},
+			Compiles: map[string]event.Compiled{"decode": {Programs: 8, Seconds: 4.1}, "prefill": {Programs: 16, Seconds: 9.8},
+				"reference": {Programs: 3, Seconds: 2.2}, "train": {Programs: 2, Seconds: 6.5}, "sync": {Programs: 2, Seconds: 0.4}}})
 		for i := 0; i < 8; i++ {
 			evs = append(evs, trajectory(step, i))
 		}

@@ -371,6 +371,18 @@ func (p *statusPane) render(w int) []string {
 	if v, ok := d.lastMetric("tokens_per_s"); ok {
 		kv("Tokens/s", fmtRate(v))
 	}
+	if text, late, ok := compiledText(d); ok {
+		for i, l := range wrap(text, max(w-10, 20)) {
+			if i == 0 {
+				kv("Compiled", l)
+			} else {
+				add(strings.Repeat(" ", 10) + l)
+			}
+		}
+		if late != "" {
+			add(strings.Repeat(" ", 10) + t.Warn.Render(fit(late, max(w-10, 20))))
+		}
+	}
 	if eta := etaText(d); eta != "" {
 		kv("ETA", eta)
 	}

@@ -31,6 +31,15 @@ type RunStart struct {
 	// Sandbox is the isolation model-written code runs under (the python executor's description,
 	// "NONE …" when the recipe turned it off); empty for the Starlark executor.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Compiles are the programs compiled before the run started (the generator's steps), by kind.
+	Compiles map[string]Compiled `json:"compiles,omitempty"`
+}
+
+// Compiled is what one kind of compiled program cost: how many distinct programs (one per input
+// shape signature of an executable) and the seconds spent building and compiling them.
+type Compiled struct {
+	Programs int     `json:"programs"`
+	Seconds  float64 `json:"seconds"`
 }
 
 // Phase names, in the order a step runs them.
@@ -92,6 +101,9 @@ type Trajectory struct {
 type StepMetrics struct {
 	Step    int                `json:"step"`
 	Metrics map[string]float64 `json:"metrics"`
+	// Compiles are the programs compiled so far in the run, by kind (Metrics has the totals:
+	// compiles, compiles_new, compile_s, compile_total_s).
+	Compiles map[string]Compiled `json:"compiles,omitempty"`
 }
 
 // Eval is pass@k on the held-out tasks.

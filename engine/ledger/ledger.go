@@ -6,19 +6,23 @@
 //
 // # Phases
 //
-// Rollout holds the inference weights (compute dtype), the KV cache, the reference weights when
-// the recipe needs them (KL term or OPD teacher), the float32 master weights (always resident, so
-// a switch never copies them), the AdamW moments unless they are offloaded to host memory, the
-// sampler's workspace and the runtime reserve.
+// Rollout holds the inference weights (compute dtype), the KV cache, the sampler's workspace and
+// the runtime reserve, plus the float32 master weights and the AdamW moments unless they wait in
+// host memory (memory.master_offload, memory.optimizer_offload). The reference copy is never on
+// the device during rollout.
 //
-// Train holds the master weights, their float32 gradients, the AdamW moments, the reference
-// weights when needed, the activations of one micro-batch and the runtime reserve. The KV cache
-// is freed on entry and so is the inference copy: the sync after the update frees the gradients,
-// moves the moments to the host when offloaded, and only then rebuilds the inference copy from the
-// master weights, so the sync never holds more than rollout does. The teacher/reference forward
-// runs in this phase without gradients; its activations are below the training micro-batch's.
+// Reference (when the recipe needs a reference: KL term or OPD teacher) runs between rollout and
+// the update: the KV cache and the inference copy are freed, the reference weights come onto the
+// device for one forward without gradients (one sequence at a time), then go back to the host —
+// before offloaded master weights and moments come in, so the reference copy and the update never
+// share the device.
 //
-// Peak (Plan.Total) is the larger phase.
+// Train holds the master weights, their float32 gradients, the AdamW moments, the activations of
+// one micro-batch and the runtime reserve. The sync after the update frees the gradients, moves
+// offloaded moments to the host, rebuilds the inference copy from the master weights and only
+// then moves offloaded master weights to the host, so the sync never holds more than rollout does.
+//
+// 8-bit moments and LoRA change these sizes: see options.go. Peak (Plan.Total) is the largest phase.
 //
 // # Estimates
 //
@@ -26,9 +30,16 @@
 // dtype (b bytes): the layer input and its RMSNorm output (2H), q, k and v (q+2kv, with q = heads ×
 // head_dim and kv = kv_heads × head_dim), q and k after RoPE (q+kv), q and k before their RMSNorm
 // (q+kv, qwen3 only), the attention output (q), the residual and its RMSNorm output (2H), and the
-// SwiGLU gate, up, activation and product (4I) — plus the attention probabilities, heads × S per
-// token, once in float32 for the softmax and once in the compute dtype for the value product
-// (heads × S × (4+b) bytes, S = sequence length; the model's attention is dense).
+// SwiGLU gate, up, activation and product (4I) — plus what the attention path keeps
+// (Settings.Attention, as engine/model chooses it): chunked attention (the Go backend beyond one
+// block) keeps the packed q, k, v its gradient reads (+kv over the list) and recomputes each block's
+// probabilities in the backward pass, holding BlocksInFlight blocks of B × heads × block × S scores
+// at a time, (8+b) bytes each (measured on the Go backend in float32: three float32 buffers per
+// block; a transient of one layer, linear in S); fused flash attention (XLA CUDA in bf16/f16) keeps
+// the softmax statistics (heads × 4 bytes); dense attention (sequences of one block or less) keeps
+// the probabilities of every token, heads × S, once in float32 for the softmax and once in the
+// compute dtype (heads × S × (4+b) bytes, S = sequence length). Rollout's decode and prefill over
+// the KV cache are dense.
 //
 // Without gradient checkpointing a micro-batch of T tokens holds T × (layers + 1) × that (one extra
 // layer for the gradients in flight) plus the float32 softmax of the vocabulary projection for
@@ -61,6 +72,7 @@ const (
 // Component names, the keys of Plan.Components.
 const (
 	InferenceWeights = "inference_weights"
+	BaseWeights      = "base_weights" // LoRA's frozen base, shared by every phase
 	KVCache          = "kv_cache"
 	ReferenceWeights = "reference_weights"
 	MasterWeights    = "master_weights"
@@ -73,11 +85,11 @@ const (
 
 // componentOrder is the order tables list components in.
 func componentOrder() []string {
-	return []string{InferenceWeights, ReferenceWeights, MasterWeights, Gradients, OptimizerMoments,
+	return []string{InferenceWeights, BaseWeights, ReferenceWeights, MasterWeights, Gradients, OptimizerMoments,
 		KVCache, Activations, SamplerWorkspace, Runtime}
 }
 
-// Offload modes of the optimizer moments during rollout.
+// Offload modes of the optimizer moments and of the master weights during rollout.
 const (
 	OffloadAuto   = "auto"   // on the device when rollout still fits with the most slots, else host
 	OffloadDevice = "device" // always on the device
@@ -98,10 +110,25 @@ type Settings struct {
 	MicroBatch int
 	// MaxMicroBatch bounds the choice.
 	MaxMicroBatch int
-	// Offload is OffloadAuto, OffloadDevice or OffloadHost.
+	// Offload (the AdamW moments) is OffloadAuto, OffloadDevice or OffloadHost.
 	Offload string
+	// MasterOffload (the float32 master weights) is OffloadAuto, OffloadDevice or OffloadHost;
+	// "" is OffloadDevice.
+	MasterOffload string
+	// OptimizerBits is 32 (float32 moments) or 8 (block-wise 8-bit, see options.go); 0 is 32.
+	OptimizerBits int
+	// LoRARank > 0 trains rank-LoRARank adapters on a frozen base (see options.go); 0 trains
+	// every weight.
+	LoRARank int
+	// LoRATargets lists the projections with adapters, comma-separated ("" = all seven).
+	LoRATargets string
 	// GradientCheckpointing recomputes activations in the backward pass.
 	GradientCheckpointing bool
+	// Attention is the training attention path, AttentionDense, AttentionChunked or AttentionFused;
+	// "" is fused in bf16 (ComputeBytes 2, a GPU), else chunked beyond one block, else dense.
+	Attention string
+	// AttentionBlock is chunked attention's query block; 0 is DefaultAttentionBlock.
+	AttentionBlock int
 	// Reference keeps a frozen copy of the initial weights (KL term or OPD teacher).
 	Reference bool
 	// ValueHead adds PPO's value head (hidden + 1 trainable parameters).
@@ -127,6 +154,20 @@ func (s Settings) validate() error {
 	default:
 		bad = append(bad, fmt.Sprintf("offload %q is not one of auto, device, host", s.Offload))
 	}
+	switch s.MasterOffload {
+	case "", OffloadAuto, OffloadDevice, OffloadHost:
+	default:
+		bad = append(bad, fmt.Sprintf("master offload %q is not one of auto, device, host", s.MasterOffload))
+	}
+	if s.OptimizerBits != 0 && s.OptimizerBits != 32 && s.OptimizerBits != 8 {
+		bad = append(bad, fmt.Sprintf("optimizer bits %d is not 32 or 8", s.OptimizerBits))
+	}
+	if s.LoRARank < 0 {
+		bad = append(bad, fmt.Sprintf("lora rank %d is negative", s.LoRARank))
+	}
+	if _, err := loraTargets(s.LoRATargets); err != nil {
+		bad = append(bad, err.Error())
+	}
 	if len(bad) > 0 {
 		return fmt.Errorf("ledger settings: %s", strings.Join(bad, "; "))
 	}
@@ -135,9 +176,10 @@ func (s Settings) validate() error {
 
 // Phase is what one phase holds on the device.
 type Phase struct {
-	Name  string           // "rollout" or "train"
+	Name  string           // "rollout", "reference" or "train"
 	Bytes int64            // their sum
 	Holds map[string]int64 // component → bytes, only what the phase holds
+	Host  map[string]int64 // component → bytes waiting in host memory during the phase
 }
 
 // Plan is the ledger's answer for one shape, settings and budget.
@@ -152,16 +194,22 @@ type Plan struct {
 	// Components is the device bytes of each component at the chosen sizes (at 1 slot or
 	// micro-batch where nothing fits), each at its largest over the phases.
 	Components map[string]int64
-	// Rollout and Train are the two phases.
-	Rollout, Train Phase
-	// Total is the peak: the larger phase.
+	// Rollout, Reference and Train are the phases; Reference is empty (0 bytes) when the recipe
+	// needs no reference model.
+	Rollout, Reference, Train Phase
+	// Total is the peak: the largest phase.
 	Total int64
 	// Budget is the device memory budget; 0 means unlimited.
 	Budget int64
 	// MomentsOnHost is true when the optimizer moments leave the device during rollout.
 	MomentsOnHost bool
-	// HostBytes is the host memory the offloaded moments take.
+	// MasterOnHost is true when the float32 master weights leave the device during rollout.
+	MasterOnHost bool
+	// HostBytes is the host memory of what waits off the device during rollout: the offloaded
+	// moments and master weights and the reference copy.
 	HostBytes int64
+	// Trainable is the number of trained parameters (LoRA: the adapters'; ppo: + the value head).
+	Trainable int64
 	// Reason explains, when Fits is false, which phase is too big and its largest component.
 	Reason string
 	// Shape, Params and Settings are the inputs, for display.
@@ -176,27 +224,17 @@ type sizer struct {
 	st                Settings
 	params, trainable int64
 	b                 int64
+	targets           []string // LoRA's targeted projections
 }
 
+// newSizer expects validated settings (the LoRA targets parse).
 func newSizer(sh Shape, st Settings) sizer {
 	z := sizer{sh: sh, st: st, params: sh.Params(), b: int64(st.ComputeBytes)}
-	z.trainable = z.params
-	if st.ValueHead {
-		z.trainable += int64(sh.Hidden) + 1
+	z.targets, _ = loraTargets(st.LoRATargets)
+	for _, n := range z.trainableSizes() {
+		z.trainable += n
 	}
 	return z
-}
-
-func (z sizer) inference() int64 { return z.params * z.b }
-func (z sizer) master() int64    { return z.trainable * 4 }
-func (z sizer) grads() int64     { return z.trainable * 4 }
-func (z sizer) moments() int64   { return z.trainable * 8 }
-
-func (z sizer) reference() int64 {
-	if !z.st.Reference {
-		return 0
-	}
-	return z.params * z.b
 }
 
 // kvCache is 2 (K and V) × layers × kv_heads × head_dim × slot length × slots × dtype bytes.
@@ -204,8 +242,37 @@ func (z sizer) kvCache(slots int) int64 {
 	return 2 * int64(z.sh.Layers) * int64(z.sh.KVHeads) * int64(z.sh.HeadDim) * int64(z.st.SeqLen) * int64(slots) * z.b
 }
 
-// layerBytes is one decoder layer's saved activations per token, attending over s positions.
-func (z sizer) layerBytes(s int) int64 {
+// Attention paths (Settings.Attention), as engine/model names them.
+const (
+	AttentionDense   = "dense"
+	AttentionChunked = "chunked"
+	AttentionFused   = "fused"
+	// DefaultAttentionBlock and BlocksInFlight are engine/model's: the query block of chunked
+	// attention and how many blocks run at once.
+	DefaultAttentionBlock = 256
+	BlocksInFlight        = 2
+)
+
+// attention is the path training takes (Settings.Attention resolved) and its query block.
+func (z sizer) attention() (string, int64) {
+	block := z.st.AttentionBlock
+	if block <= 0 {
+		block = DefaultAttentionBlock
+	}
+	switch {
+	case z.st.Attention != "":
+		return z.st.Attention, int64(block)
+	case z.b == 2:
+		return AttentionFused, int64(block)
+	case z.st.SeqLen > block:
+		return AttentionChunked, int64(block)
+	}
+	return AttentionDense, int64(block)
+}
+
+// layerBytes is one decoder layer's saved activations per token over s positions when attention
+// takes path (see the package comment).
+func (z sizer) layerBytes(path string, s int) int64 {
 	h, i := int64(z.sh.Hidden), int64(z.sh.Intermediate)
 	q := int64(z.sh.Heads * z.sh.HeadDim)
 	kv := int64(z.sh.KVHeads * z.sh.HeadDim)
@@ -213,61 +280,48 @@ func (z sizer) layerBytes(s int) int64 {
 	if z.sh.Family == "qwen3" {
 		elems += q + kv
 	}
+	switch path {
+	case AttentionChunked:
+		return (elems + kv) * z.b
+	case AttentionFused:
+		return elems*z.b + int64(z.sh.Heads)*4
+	}
 	return elems*z.b + int64(z.sh.Heads)*int64(s)*(4+z.b)
+}
+
+// attentionTransient is what attention holds beyond the saved activations while one layer runs,
+// for m sequences: chunked, BlocksInFlight blocks of m × heads × block × S scores at (8+b) bytes.
+func (z sizer) attentionTransient(m int) int64 {
+	path, block := z.attention()
+	if path != AttentionChunked {
+		return 0
+	}
+	s := int64(z.st.SeqLen)
+	return BlocksInFlight * int64(m) * int64(z.sh.Heads) * min(block, s) * s * (8 + z.b)
 }
 
 // activations of one training micro-batch of m sequences (see the package comment).
 func (z sizer) activations(m int) int64 {
 	t := int64(m) * int64(z.st.SeqLen)
 	l := int64(z.sh.Layers)
-	layer := z.layerBytes(z.st.SeqLen)
+	path, _ := z.attention()
+	layer := z.layerBytes(path, z.st.SeqLen)
 	chunk := min(t, LogitChunkTokens) * int64(z.sh.Vocab) * 4
 	final := t * 2 * int64(z.sh.Hidden) * z.b
 	if z.st.GradientCheckpointing {
-		return t*l*int64(z.sh.Hidden)*z.b + 2*t*layer + final + 3*chunk
+		return t*l*int64(z.sh.Hidden)*z.b + 2*t*layer + final + 3*chunk + z.attentionTransient(m)
 	}
-	return t*(l+1)*layer + final + t*int64(z.sh.Vocab)*4 + 2*chunk
+	return t*(l+1)*layer + final + t*int64(z.sh.Vocab)*4 + 2*chunk + z.attentionTransient(m)
 }
 
 // sampler is the larger of a decode step over all slots (logits, probabilities and sort buffers
 // for top-p over the vocabulary; one layer's temporaries per slot) and a prefill chunk.
 func (z sizer) sampler(slots int) int64 {
 	v := int64(z.sh.Vocab)
-	layer := z.layerBytes(z.st.SeqLen)
+	layer := z.layerBytes(AttentionDense, z.st.SeqLen)
 	decode := int64(slots) * (3*v*4 + layer)
 	prefill := PrefillChunkTokens*(layer+2*int64(z.sh.Hidden)*z.b) + 3*v*4
 	return max(decode, prefill)
-}
-
-func (z sizer) rollout(slots int, momentsOnDevice bool) Phase {
-	p := Phase{Name: "rollout", Holds: map[string]int64{
-		InferenceWeights: z.inference(),
-		KVCache:          z.kvCache(slots),
-		MasterWeights:    z.master(),
-		SamplerWorkspace: z.sampler(slots),
-		Runtime:          RuntimeReserve,
-	}}
-	if z.st.Reference {
-		p.Holds[ReferenceWeights] = z.reference()
-	}
-	if momentsOnDevice {
-		p.Holds[OptimizerMoments] = z.moments()
-	}
-	return p.summed()
-}
-
-func (z sizer) train(micro int) Phase {
-	p := Phase{Name: "train", Holds: map[string]int64{
-		MasterWeights:    z.master(),
-		Gradients:        z.grads(),
-		OptimizerMoments: z.moments(),
-		Activations:      z.activations(micro),
-		Runtime:          RuntimeReserve,
-	}}
-	if z.st.Reference {
-		p.Holds[ReferenceWeights] = z.reference()
-	}
-	return p.summed()
 }
 
 func (p Phase) summed() Phase {
@@ -324,7 +378,7 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 		return nil, fmt.Errorf("memory budget %d bytes is negative", budget)
 	}
 	z := newSizer(shape, st)
-	p := &Plan{Budget: budget, Shape: shape, Params: z.params, Settings: st}
+	p := &Plan{Budget: budget, Shape: shape, Params: z.params, Trainable: z.trainable, Settings: st}
 	fits := func(b int64) bool { return budget == 0 || b <= budget }
 
 	maxSlots, maxMicro := st.MaxKVSlots, st.MaxMicroBatch
@@ -335,32 +389,27 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 		maxMicro = st.MicroBatch
 	}
 
-	onDevice := true
-	switch st.Offload {
-	case OffloadHost:
-		onDevice = false
-	case OffloadAuto:
-		onDevice = fits(z.rollout(maxSlots, true).Bytes)
-	}
-	p.MomentsOnHost = !onDevice
-	if p.MomentsOnHost {
-		p.HostBytes = z.moments()
-	}
+	w := z.placement(maxSlots, fits)
+	p.MomentsOnHost, p.MasterOnHost = w.momentsOnHost, w.masterOnHost
+	p.Reference = z.referencePhase(w)
 
 	var reasons []string
 	if budget == 0 {
 		p.KVSlots, p.MicroBatch = maxSlots, maxMicro
 	} else {
-		rolloutCost := func(n int) int64 { return z.rollout(n, onDevice).Bytes }
+		rolloutCost := func(n int) int64 { return z.rollout(n, w).Bytes }
 		trainCost := func(n int) int64 { return z.train(n).Bytes }
 		p.KVSlots = most(maxSlots, budget, rolloutCost)
 		p.MicroBatch = most(maxMicro, budget, trainCost)
 		if st.KVSlots > 0 && p.KVSlots < st.KVSlots {
-			reasons = append(reasons, tooBig(z.rollout(st.KVSlots, onDevice), budget,
+			reasons = append(reasons, tooBig(z.rollout(st.KVSlots, w), budget,
 				fmt.Sprintf("%d KV slots (fixed; %s)", st.KVSlots, fitCount(p.KVSlots, "slot"))))
 			p.KVSlots = 0
 		} else if p.KVSlots == 0 {
-			reasons = append(reasons, tooBig(z.rollout(1, onDevice), budget, "1 KV slot"))
+			reasons = append(reasons, tooBig(z.rollout(1, w), budget, "1 KV slot"))
+		}
+		if p.Reference.Bytes > budget {
+			reasons = append(reasons, tooBig(p.Reference, budget, "1 sequence"))
 		}
 		if st.MicroBatch > 0 && p.MicroBatch < st.MicroBatch {
 			reasons = append(reasons, tooBig(z.train(st.MicroBatch), budget,
@@ -381,11 +430,14 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 	if micro == 0 {
 		micro = max(st.MicroBatch, 1)
 	}
-	p.Rollout, p.Train = z.rollout(slots, onDevice), z.train(micro)
-	p.Total = max(p.Rollout.Bytes, p.Train.Bytes)
+	p.Rollout, p.Train = z.rollout(slots, w), z.train(micro)
+	p.Total = max(p.Rollout.Bytes, p.Reference.Bytes, p.Train.Bytes)
 	p.Components = map[string]int64{}
 	for _, n := range componentOrder() {
-		p.Components[n] = max(p.Rollout.Holds[n], p.Train.Holds[n])
+		p.Components[n] = max(p.Rollout.Holds[n], p.Reference.Holds[n], p.Train.Holds[n])
+	}
+	for _, b := range p.Rollout.Host {
+		p.HostBytes += b
 	}
 	return p, nil
 }

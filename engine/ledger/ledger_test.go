@@ -120,21 +120,32 @@ func TestHandComputedComponents(t *testing.T) {
 	// 10·32·4 = 1280, two chunk buffers 2·1280 = 2560: 15680.
 	// Checkpointing: layer inputs 10·2·8·2 = 320, two layers 2·10·384 = 7680, final 320, three
 	// chunk buffers 3840: 12160.
+	// Fused attention keeps the softmax statistics instead of the probabilities, 2 heads · 4 = 8
+	// bytes: 272 per token per layer; 10·3·272 + 320 + 1280 + 2560 = 12320, and with checkpointing
+	// 320 + 2·10·272 + 320 + 3840 = 9920.
+	// Chunked attention in blocks of 4 keeps the packed q, k, v (+kv = 4 values, 8 bytes): 272 as
+	// well, plus two blocks in flight of 2 heads · 4 queries · 10 keys at 8+2 bytes = 1600:
+	// 12320 + 1600 = 13920.
 	tests := []struct {
-		name string
-		ckpt bool
-		want map[string]int64
+		name      string
+		ckpt      bool
+		attention string
+		block     int
+		want      map[string]int64
 	}{
-		{"no checkpointing", false, map[string]int64{
+		{"no checkpointing", false, AttentionDense, 0, map[string]int64{
 			InferenceWeights: 2928, ReferenceWeights: 2928, MasterWeights: 5856, Gradients: 5856,
 			OptimizerMoments: 11712, Activations: 15680, Runtime: RuntimeReserve,
 			KVCache: 2 * 2 * 1 * 4 * 10 * 3 * 2, // 2 · layers · kv heads · head_dim · len · slots · bytes = 960
 		}},
-		{"checkpointing", true, map[string]int64{Activations: 12160, KVCache: 960}},
+		{"checkpointing", true, AttentionDense, 0, map[string]int64{Activations: 12160, KVCache: 960}},
+		{"fused", false, "", 0, map[string]int64{Activations: 12320}}, // bf16: fused by default
+		{"fused, checkpointing", true, AttentionFused, 0, map[string]int64{Activations: 9920}},
+		{"chunked", false, AttentionChunked, 4, map[string]int64{Activations: 13920}},
 	}
 	for _, tt := range tests {
 		st := Settings{ComputeBytes: 2, SeqLen: 10, KVSlots: 3, MicroBatch: 1, Offload: OffloadDevice,
-			GradientCheckpointing: tt.ckpt, Reference: true}
+			GradientCheckpointing: tt.ckpt, Reference: true, Attention: tt.attention, AttentionBlock: tt.block}
 		p, err := Compute(sh, st, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -144,19 +155,25 @@ func TestHandComputedComponents(t *testing.T) {
 				t.Errorf("%s: %s = %d; want %d", tt.name, name, got, want)
 			}
 		}
-		// Phase totals are the sums of what each phase holds.
+		// Phase totals are the sums of what each phase holds; the reference copy is on the device
+		// only in the reference phase.
 		wantTrain := p.Components[MasterWeights] + p.Components[Gradients] + p.Components[OptimizerMoments] +
-			p.Components[ReferenceWeights] + p.Components[Activations] + RuntimeReserve
+			p.Train.Holds[Activations] + RuntimeReserve
 		if p.Train.Bytes != wantTrain {
 			t.Errorf("%s: train phase %d; want %d", tt.name, p.Train.Bytes, wantTrain)
 		}
-		wantRollout := p.Components[InferenceWeights] + p.Components[KVCache] + p.Components[ReferenceWeights] +
+		wantRollout := p.Components[InferenceWeights] + p.Components[KVCache] +
 			p.Components[MasterWeights] + p.Components[OptimizerMoments] + p.Components[SamplerWorkspace] + RuntimeReserve
 		if p.Rollout.Bytes != wantRollout {
 			t.Errorf("%s: rollout phase %d; want %d", tt.name, p.Rollout.Bytes, wantRollout)
 		}
-		if p.Total != max(wantTrain, wantRollout) {
-			t.Errorf("%s: total %d; want the larger phase", tt.name, p.Total)
+		wantRef := p.Components[ReferenceWeights] + p.Components[MasterWeights] + p.Components[OptimizerMoments] +
+			p.Reference.Holds[Activations] + RuntimeReserve
+		if p.Reference.Bytes != wantRef {
+			t.Errorf("%s: reference phase %d; want %d", tt.name, p.Reference.Bytes, wantRef)
+		}
+		if p.Total != max(wantTrain, wantRollout, wantRef) {
+			t.Errorf("%s: total %d; want the largest phase", tt.name, p.Total)
 		}
 	}
 }
@@ -208,8 +225,12 @@ func TestDoesNotFit(t *testing.T) {
 	if p.Fits || p.KVSlots != 0 || p.MicroBatch != 0 {
 		t.Fatalf("4B in 24 GiB: fits %v, slots %d, micro %d; want neither phase to fit", p.Fits, p.KVSlots, p.MicroBatch)
 	}
-	want := "the rollout phase needs 31.75 GiB at 1 KV slot but the budget is 24.00 GiB; its largest part is master_weights (14.98 GiB); " +
-		"the train phase needs 77.90 GiB at micro-batch 1 but the budget is 24.00 GiB; its largest part is optimizer_moments (29.97 GiB)"
+	// bf16 plans fused attention: no heads × S × 6 bytes per token and layer (32 × 4096 × 6 = 0.75 MiB),
+	// so the reference forward (4096 tokens × one layer) is 3 GiB below the dense 28.75 GiB and the
+	// checkpointed train phase (two layers' worth) 6 GiB below the dense 70.40 GiB.
+	want := "the rollout phase needs 24.26 GiB at 1 KV slot but the budget is 24.00 GiB; its largest part is master_weights (14.98 GiB); " +
+		"the reference phase needs 25.75 GiB at 1 sequence but the budget is 24.00 GiB; its largest part is master_weights (14.98 GiB); " +
+		"the train phase needs 64.41 GiB at micro-batch 1 but the budget is 24.00 GiB; its largest part is optimizer_moments (29.97 GiB)"
 	if p.Reason != want {
 		t.Errorf("reason:\n%s\nwant:\n%s", p.Reason, want)
 	}
@@ -221,14 +242,14 @@ func TestDoesNotFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Fits || p.KVSlots != 0 || !strings.Contains(p.Reason, "at 200 KV slots (fixed; at most 42 slots fit)") ||
+	if p.Fits || p.KVSlots != 0 || !strings.Contains(p.Reason, "at 200 KV slots (fixed; at most 44 slots fit)") ||
 		!strings.Contains(p.Reason, "largest part is kv_cache") {
 		t.Errorf("fixed 200 slots in 24 GiB: fits %v, reason %q", p.Fits, p.Reason)
 	}
 	fixed = realistic()
 	fixed.MicroBatch = 64
 	p, _ = Compute(small, fixed, 24<<30)
-	if p.Fits || p.MicroBatch != 0 || !strings.Contains(p.Reason, "at micro-batch 64 (fixed; at most 3 sequences fit)") ||
+	if p.Fits || p.MicroBatch != 0 || !strings.Contains(p.Reason, "at micro-batch 64 (fixed; at most 19 sequences fit)") || // 3 with dense attention
 		!strings.Contains(p.Reason, "largest part is activations") {
 		t.Errorf("fixed micro-batch 64 in 24 GiB: fits %v, reason %q", p.Fits, p.Reason)
 	}
@@ -259,7 +280,8 @@ func TestOffload(t *testing.T) {
 		if p.MomentsOnHost != tt.onHost || inRollout == tt.onHost {
 			t.Errorf("%s at %d GiB: on host %v (in rollout %v); want on host %v", tt.mode, tt.budget>>30, p.MomentsOnHost, inRollout, tt.onHost)
 		}
-		if tt.onHost && p.HostBytes != moments || !tt.onHost && p.HostBytes != 0 {
+		// The reference copy waits on the host during rollout whatever the moments do.
+		if ref := sh.Params() * 2; tt.onHost && p.HostBytes != moments+ref || !tt.onHost && p.HostBytes != ref {
 			t.Errorf("%s: host bytes %d", tt.mode, p.HostBytes)
 		}
 		if p.Train.Holds[OptimizerMoments] != moments {
@@ -279,7 +301,7 @@ func TestJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := buf.String()
-	if !regexp.MustCompile(`^\{"fits":true,"kv_slots":42,"micro_batch":3,"components":\{[^}]*\},"total":\d+,`).MatchString(js) {
+	if !regexp.MustCompile(`^\{"fits":true,"kv_slots":\d+,"micro_batch":\d+,"components":\{[^}]*\},"total":\d+,`).MatchString(js) {
 		t.Errorf("JSON does not start with fits, kv_slots, micro_batch, components, total:\n%s", js)
 	}
 	var got struct {
@@ -313,16 +335,20 @@ func TestTable(t *testing.T) {
 	tab := p.Table()
 	for _, want := range []string{
 		"memory plan: qwen3-4b (4.02B parameters, bf16 compute), sequences of 4096 tokens, budget 96.00 GiB",
-		"  optimizer_moments              -    29.97 GiB  on the host during rollout (29.97 GiB of host memory)",
-		"  kv_cache               64.69 GiB            -  115 slots × 4096 tokens",
-		"fits: 115 KV slots (auto, at most 256), micro-batch 3 (auto, at most 256); peak 95.95 GiB in rollout",
+		"                           rollout    reference        train",
+		"  reference_weights           host     7.49 GiB         host  on the device only for the reference forward",
+		"  optimizer_moments           host         host    29.97 GiB  on the host during rollout and the reference forward",
+		"  kv_cache               72.00 GiB            -            -  128 slots × 4096 tokens",
+		"host memory during rollout: 37.46 GiB",
+		"options: moments on the host during rollout (auto); reference weights on the device only for the reference forward; gradient checkpointing",
+		"fits: 128 KV slots (auto, at most 256), micro-batch 19 (auto, at most 256); peak 95.80 GiB in rollout", // 4 with dense attention
 	} {
 		if !strings.Contains(tab, want) {
 			t.Errorf("table lacks %q:\n%s", want, tab)
 		}
 	}
 	p, _ = Compute(sh, realistic(), 24<<30)
-	if tab2 := p.Table(); !strings.Contains(tab2, "\ndoes not fit: the rollout phase needs 31.75 GiB") ||
+	if tab2 := p.Table(); !strings.Contains(tab2, "\ndoes not fit: the rollout phase needs 24.26 GiB") ||
 		!strings.Contains(tab2, "1 slot × 4096 tokens") {
 		t.Errorf("table of a plan that does not fit:\n%s", tab2)
 	}
@@ -421,12 +447,17 @@ func loadRecipe(t *testing.T, overrides map[string]string) *recipes.Recipe {
 func TestSettingsFor(t *testing.T) {
 	r := loadRecipe(t, map[string]string{"train.grad_accumulation": "4"})
 	st := SettingsFor(r, "cuda")
-	want := Settings{ComputeBytes: 2, SeqLen: 512, MaxKVSlots: 64, MaxMicroBatch: 16, Offload: "auto", Reference: true}
+	want := Settings{ComputeBytes: 2, SeqLen: 512, MaxKVSlots: 64, MaxMicroBatch: 16, Offload: "auto", MasterOffload: "auto",
+		OptimizerBits: 32, LoRATargets: "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", Reference: true,
+		Attention: AttentionFused}
 	if st != want {
 		t.Errorf("got %+v; want %+v", st, want)
 	}
-	if SettingsFor(r, "go").ComputeBytes != 4 {
-		t.Errorf("auto dtype on the go backend should be f32")
+	if st := SettingsFor(r, "go"); st.ComputeBytes != 4 || st.Attention != AttentionChunked {
+		t.Errorf("auto dtype on the go backend should be f32 with chunked attention at 512 tokens; got %d bytes, %s", st.ComputeBytes, st.Attention)
+	}
+	if st := SettingsFor(loadRecipe(t, map[string]string{"rollout.max_total_tokens": "256", "model.dtype": "f32"}), "cuda"); st.Attention != AttentionDense {
+		t.Errorf("f32 on cuda at 256 tokens: attention %s; want dense (no fused op in f32, one block)", st.Attention)
 	}
 	base := loadRecipe(t, map[string]string{"algorithm.name": "ppo", "hinter.kind": "none", "prm.kind": "none",
 		"reward.process": "0", "memory.kv_slots": "8", "train.micro_batch": "2", "model.dtype": "f32"})

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"strings"
 
 	"agentrl/recipes"
 )
@@ -32,10 +33,28 @@ func SettingsFor(r *recipes.Recipe, backend string) Settings {
 		MicroBatch:            int(r.Train.MicroBatch),
 		MaxMicroBatch:         maxMicro,
 		Offload:               r.Memory.OptimizerOffload,
+		MasterOffload:         r.Memory.MasterOffload,
+		OptimizerBits:         r.Train.OptimizerBits,
+		LoRARank:              r.Train.LoRA.Rank,
+		LoRATargets:           strings.Join(r.Train.LoRA.Targets, ","),
 		GradientCheckpointing: r.Train.GradientCheckpointing,
+		Attention:             attentionFor(backend, cb, r.Rollout.MaxTotalTokens),
 		Reference:             r.UsesReference(),
 		ValueHead:             r.Algorithm.Name == "ppo",
 	}
+}
+
+// attentionFor is the attention path engine/model's auto takes for sequences of seqLen tokens in
+// cb-byte compute on backend: fused flash attention on a GPU in bf16 (the op takes half precision
+// only), else chunked beyond one block, else dense.
+func attentionFor(backend string, cb, seqLen int) string {
+	switch {
+	case backend != "go" && cb == 2:
+		return AttentionFused
+	case seqLen > DefaultAttentionBlock:
+		return AttentionChunked
+	}
+	return AttentionDense
 }
 
 // Request gathers what `agentrl-tui plan RECIPE [--model DIR] [--shape NAME] [--vram SIZE]` needs.

@@ -13,7 +13,8 @@ func gib(b int64) string { return recipes.FormatGiB(b) }
 
 // MarshalJSON writes {"fits", "kv_slots", "micro_batch", "components", "total"} first, in that
 // order, then extra keys: "budget" (0 = unlimited), "phases" {"rollout", "train"} in bytes,
-// "params", "moments_on_host", "host_bytes", "reason" and "shape".
+// "params", "trainable", "moments_on_host", "master_on_host", "host_bytes", "reason" and "shape".
+// "phases" has "reference" only when the recipe needs a reference model.
 func (p *Plan) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Fits          bool             `json:"fits"`
@@ -24,15 +25,32 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Budget        int64            `json:"budget"`
 		Phases        map[string]int64 `json:"phases"`
 		Params        int64            `json:"params"`
+		Trainable     int64            `json:"trainable"`
 		MomentsOnHost bool             `json:"moments_on_host"`
+		MasterOnHost  bool             `json:"master_on_host"`
 		HostBytes     int64            `json:"host_bytes"`
 		Reason        string           `json:"reason,omitempty"`
 		Shape         string           `json:"shape"`
 	}{
 		p.Fits, p.KVSlots, p.MicroBatch, p.Components, p.Total, p.Budget,
-		map[string]int64{"rollout": p.Rollout.Bytes, "train": p.Train.Bytes},
-		p.Params, p.MomentsOnHost, p.HostBytes, p.Reason, p.Shape.Name,
+		p.phaseBytes(), p.Params, p.Trainable, p.MomentsOnHost, p.MasterOnHost, p.HostBytes, p.Reason, p.Shape.Name,
 	})
+}
+
+// phases are the phases the plan has: rollout, the reference forward when there is one, train.
+func (p *Plan) phases() []Phase {
+	if p.Reference.Bytes > 0 {
+		return []Phase{p.Rollout, p.Reference, p.Train}
+	}
+	return []Phase{p.Rollout, p.Train}
+}
+
+func (p *Plan) phaseBytes() map[string]int64 {
+	out := map[string]int64{}
+	for _, ph := range p.phases() {
+		out[ph.Name] = ph.Bytes
+	}
+	return out
 }
 
 // WriteJSON writes the plan as one JSON object and a newline.
@@ -45,8 +63,9 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// Table renders the plan for people: each component in GiB (two decimals) per phase, the phase
-// totals, then the verdict.
+// Table renders the plan for people: each component in GiB (two decimals) per phase ("host" where
+// it waits in host memory, "-" where the phase does not hold it), the phase totals, the options
+// that change what the phases hold, then the verdict.
 func (p *Plan) Table() string {
 	var b strings.Builder
 	st := p.Settings
@@ -60,23 +79,40 @@ func (p *Plan) Table() string {
 	}
 	fmt.Fprintf(&b, "memory plan: %s (%s parameters, %s compute), sequences of %d tokens, budget %s\n",
 		p.Shape.Name, humanCount(p.Params), dtype, st.SeqLen, budget)
-	row := func(name, a, c, note string) {
-		fmt.Fprintf(&b, "  %-19s %12s %12s  %s\n", name, a, c, note)
-	}
-	cell := func(ph Phase, n string) string {
-		if v, ok := ph.Holds[n]; ok {
-			return gib(v)
+	phases := p.phases()
+	row := func(name string, cells []string, note string) {
+		fmt.Fprintf(&b, "  %-19s", name)
+		for _, c := range cells {
+			fmt.Fprintf(&b, " %12s", c)
 		}
-		return "-"
+		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(note, " "))
 	}
-	row("", "rollout", "train", "")
+	cells := func(f func(Phase) string) []string {
+		out := make([]string, len(phases))
+		for i, ph := range phases {
+			out[i] = f(ph)
+		}
+		return out
+	}
+	row("", cells(func(ph Phase) string { return ph.Name }), "")
 	for _, n := range componentOrder() {
+		held := false
+		for _, ph := range phases {
+			_, d := ph.Holds[n]
+			_, h := ph.Host[n]
+			held = held || d || h
+		}
+		if !held && n != KVCache && n != Activations {
+			continue
+		}
 		note := ""
 		switch {
-		case n == OptimizerMoments && p.MomentsOnHost:
-			note = fmt.Sprintf("on the host during rollout (%s of host memory)", gib(p.HostBytes))
-		case n == ReferenceWeights && !st.Reference:
-			continue
+		case n == OptimizerMoments && p.MomentsOnHost || n == MasterWeights && p.MasterOnHost:
+			note = "on the host during rollout and the reference forward"
+		case n == ReferenceWeights && p.Reference.Holds[n] > 0:
+			note = "on the device only for the reference forward"
+		case n == BaseWeights:
+			note = "LoRA's frozen base, shared by every phase"
 		case n == KVCache:
 			note = fmt.Sprintf("%s × %d tokens", plural(p.shownSlots(), "slot"), st.SeqLen)
 		case n == Activations:
@@ -84,17 +120,34 @@ func (p *Plan) Table() string {
 			if st.GradientCheckpointing {
 				note += ", gradient checkpointing"
 			}
+			if p.Reference.Bytes > 0 {
+				note += "; reference: 1 sequence, no gradients"
+			}
 		}
-		row(n, cell(p.Rollout, n), cell(p.Train, n), note)
+		row(n, cells(func(ph Phase) string {
+			if v, ok := ph.Holds[n]; ok {
+				return gib(v)
+			}
+			if _, ok := ph.Host[n]; ok {
+				return "host"
+			}
+			return "-"
+		}), note)
 	}
-	row("total", gib(p.Rollout.Bytes), gib(p.Train.Bytes), "")
-	peak := "rollout"
-	if p.Train.Bytes > p.Rollout.Bytes {
-		peak = "train"
+	row("total", cells(func(ph Phase) string { return gib(ph.Bytes) }), "")
+	if p.HostBytes > 0 {
+		fmt.Fprintf(&b, "host memory during rollout: %s\n", gib(p.HostBytes))
+	}
+	fmt.Fprintf(&b, "options: %s\n", p.options())
+	peak := p.Rollout
+	for _, ph := range phases {
+		if ph.Bytes > peak.Bytes {
+			peak = ph
+		}
 	}
 	if p.Fits {
 		fmt.Fprintf(&b, "fits: %d KV slots (%s), micro-batch %d (%s); peak %s in %s\n",
-			p.KVSlots, asked(st.KVSlots, st.MaxKVSlots), p.MicroBatch, asked(st.MicroBatch, st.MaxMicroBatch), gib(p.Total), peak)
+			p.KVSlots, asked(st.KVSlots, st.MaxKVSlots), p.MicroBatch, asked(st.MicroBatch, st.MaxMicroBatch), gib(p.Total), peak.Name)
 	} else {
 		fmt.Fprintf(&b, "does not fit: %s\n", p.Reason)
 	}
@@ -172,7 +225,7 @@ func Matrix(shapes []Shape, budgets []int64, st Settings) (string, error) {
 				continue
 			}
 			var over []string
-			for _, ph := range []Phase{p.Rollout, p.Train} {
+			for _, ph := range p.phases() {
 				if ph.Bytes > bg {
 					over = append(over, fmt.Sprintf("%s %s", ph.Name, gib(ph.Bytes)))
 				}
@@ -182,4 +235,36 @@ func Matrix(shapes []Shape, budgets []int64, st Settings) (string, error) {
 		b.WriteString("\n")
 	}
 	return b.String(), nil
+}
+
+// options lists, for the table, the settings that change what the phases hold.
+func (p *Plan) options() string {
+	st := p.Settings
+	var on []string
+	if st.LoRARank > 0 {
+		targets, _ := loraTargets(st.LoRATargets)
+		on = append(on, fmt.Sprintf("LoRA rank %d on %s (%s trained parameters; base shared by every phase)",
+			st.LoRARank, strings.Join(targets, ","), humanCount(p.Trainable)))
+	}
+	if st.OptimizerBits == 8 {
+		on = append(on, fmt.Sprintf("8-bit AdamW moments (blocks of %d)", MomentBlock))
+	}
+	for _, o := range []struct {
+		what, mode string
+		onHost     bool
+	}{{"master weights", st.MasterOffload, p.MasterOnHost}, {"moments", st.Offload, p.MomentsOnHost}} {
+		if o.onHost {
+			on = append(on, fmt.Sprintf("%s on the host during rollout (%s)", o.what, o.mode))
+		}
+	}
+	if p.Reference.Holds[ReferenceWeights] > 0 {
+		on = append(on, "reference weights on the device only for the reference forward")
+	}
+	if st.GradientCheckpointing {
+		on = append(on, "gradient checkpointing")
+	}
+	if len(on) == 0 {
+		return "none"
+	}
+	return strings.Join(on, "; ")
 }

@@ -46,6 +46,9 @@ type Config struct {
 	// EOSTokenIDs lists end-of-sequence ids (config.json holds a number, a list or null).
 	EOSTokenIDs []int32 `json:"eos_token_id,omitempty"`
 	BOSTokenID  *int32  `json:"bos_token_id,omitempty"`
+	// LoRA adds low-rank adapters after the base parameters (see lora.go); it is not part of
+	// config.json.
+	LoRA LoRA `json:"-"`
 }
 
 // rawConfig mirrors config.json loosely enough to accept both formats.

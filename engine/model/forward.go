@@ -16,6 +16,10 @@ type Net struct {
 	// Differentiated marks a net whose graph is differentiated (the trainer's loss): attention's
 	// softmax then carries its closed-form gradient (see softmax).
 	Differentiated bool
+	// Attention is how Forward attends over whole sequences ("" is auto, see ChooseAttention),
+	// AttentionBlock the query block of the chunked path (0: DefaultAttentionBlock).
+	Attention      AttentionKind
+	AttentionBlock int
 	params         map[string]*Node
 	g              *Graph
 }
@@ -47,10 +51,14 @@ func (n *Net) w(name string) *Node {
 	return p
 }
 
-// linear computes x·Wᵀ (+ b) for HF's [out, in] weight layout. x: [..., in] → [..., out].
+// linear computes x·Wᵀ (+ the LoRA adapter's output, when W has one) (+ b) for HF's [out, in]
+// weight layout. x: [..., in] → [..., out].
 func (n *Net) linear(x *Node, weight, bias string) *Node {
 	w := n.w(weight)
 	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	if d := n.loraDelta(x, weight); d != nil {
+		y = Add(y, d)
+	}
 	if bias != "" {
 		y = Add(y, ExpandLeftToRank(n.w(bias), y.Rank()))
 	}
@@ -189,7 +197,7 @@ func (n *Net) Forward(ids, positions *Node) *Node {
 	rope := n.NewRope(positions)
 	for l := 0; l < n.Config.NumLayers; l++ {
 		q, k, v := n.QKV(l, n.LayerPre(l, x), rope)
-		x = n.LayerPost(l, x, n.Attend(q, k, v, positions, positions))
+		x = n.LayerPost(l, x, n.SelfAttend(q, k, v, positions))
 	}
 	return n.rmsNorm(x, nameNorm)
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"agentrl/engine/compiles"
 )
 
 // Options tune how a Model computes.
@@ -18,6 +20,10 @@ type Options struct {
 	Compute dtypes.DType
 	// LogitsChunk bounds the positions projected onto the vocabulary at once (default 256).
 	LogitsChunk int
+	// Attention is how whole-sequence forwards attend (default auto, see ChooseAttention), and
+	// AttentionBlock the chunked path's query block (default DefaultAttentionBlock).
+	Attention      AttentionKind
+	AttentionBlock int
 }
 
 // Model is a loaded transformer bound to a backend, with its compiled executables.
@@ -28,8 +34,8 @@ type Model struct {
 	Backend compute.Backend
 	opts    Options
 
-	scoreExec  *Exec
-	logitsExec *Exec
+	scoreExec  *compiles.Exec
+	logitsExec *compiles.Exec
 }
 
 // Load reads config.json and the safetensors weights of a HuggingFace folder.
@@ -56,14 +62,23 @@ func New(backend compute.Backend, p *Params, opts Options) (*Model, error) {
 	if opts.LogitsChunk <= 0 {
 		opts.LogitsChunk = 256
 	}
+	if opts.Attention == "" {
+		opts.Attention = AttentionAuto
+	}
+	if _, err := ParseAttention(string(opts.Attention)); err != nil {
+		return nil, err
+	}
+	if opts.AttentionBlock <= 0 {
+		opts.AttentionBlock = DefaultAttentionBlock
+	}
 	if err := CheckComputeDType(backend, opts.Compute); err != nil {
 		return nil, err
 	}
 	m := &Model{Config: p.Config, Params: p, Backend: backend, opts: opts}
 	np := len(p.Specs)
 	var err error
-	m.scoreExec, err = NewExec(backend, func(in []*Node) []*Node {
-		net := NewNet(m.Config, opts.Compute, in[:np])
+	m.scoreExec, err = compiles.NewExec(backend, nil, "", func(in []*Node) []*Node {
+		net := m.NewNet(opts.Compute, in[:np])
 		ids, pos, targets := in[np], in[np+1], in[np+2]
 		lp, am := net.TokenLogProbs(net.Forward(ids, pos), targets, opts.LogitsChunk)
 		return []*Node{lp, am}
@@ -71,8 +86,8 @@ func New(backend compute.Backend, p *Params, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building score graph: %w", err)
 	}
-	m.logitsExec, err = NewExec(backend, func(in []*Node) []*Node {
-		net := NewNet(m.Config, opts.Compute, in[:np])
+	m.logitsExec, err = compiles.NewExec(backend, nil, "", func(in []*Node) []*Node {
+		net := m.NewNet(opts.Compute, in[:np])
 		return []*Node{net.Logits(net.Forward(in[np], in[np+1]))}
 	})
 	if err != nil {
@@ -83,6 +98,20 @@ func New(backend compute.Backend, p *Params, opts Options) (*Model, error) {
 
 // Options returns the effective options.
 func (m *Model) Options() Options { return m.opts }
+
+// NewNet binds parameter nodes (ParamShapes order) like NewNet, with the model's attention options.
+func (m *Model) NewNet(compute dtypes.DType, paramNodes []*Node) *Net {
+	n := NewNet(m.Config, compute, paramNodes)
+	n.Attention, n.AttentionBlock = m.opts.Attention, m.opts.AttentionBlock
+	return n
+}
+
+// CountCompiles makes c count the programs Score and Logits compile from now on, under kind (c nil:
+// none counted, the default).
+func (m *Model) CountCompiles(c *compiles.Counter, kind string) {
+	m.scoreExec.Count(c, kind)
+	m.logitsExec.Count(c, kind)
+}
 
 // Close releases compiled executables.
 func (m *Model) Close() {
@@ -117,7 +146,7 @@ func padded(seqs [][]int32, l int) (ids, pos []int32) {
 	return ids, pos
 }
 
-func (m *Model) call(e *Exec, extra ...any) ([]*tensors.Tensor, error) {
+func (m *Model) call(e *compiles.Exec, extra ...any) ([]*tensors.Tensor, error) {
 	args := make([]any, 0, len(m.Params.Values)+len(extra))
 	for _, v := range m.Params.Values {
 		args = append(args, v)

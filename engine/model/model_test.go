@@ -64,66 +64,71 @@ func readGolden(t *testing.T, name string) golden {
 const tol = 1e-4
 
 // TestFixtureParity checks every golden case of every fixture model on the Go backend in float32:
-// logits and log-probs within 1e-4 of HF, argmax and greedy continuations identical.
+// logits and log-probs within 1e-4 of HF, argmax and greedy continuations identical — with the
+// automatic attention (dense at these lengths) and with chunked attention in blocks of 3 queries.
 func TestFixtureParity(t *testing.T) {
 	backend := goBackend(t)
 	for _, name := range fixtureModels {
-		t.Run(name, func(t *testing.T) {
-			g := readGolden(t, name)
-			m, err := Load(backend, fixtureDir(name), Options{Compute: dtypes.Float32})
-			if err != nil {
-				t.Fatal(err)
+		for _, opts := range []Options{{Compute: dtypes.Float32}, {Compute: dtypes.Float32, Attention: AttentionChunked, AttentionBlock: 3}} {
+			t.Run(name+"/"+string(opts.Attention), func(t *testing.T) { fixtureParity(t, backend, name, opts) })
+		}
+	}
+}
+
+func fixtureParity(t *testing.T, backend compute.Backend, name string, opts Options) {
+	g := readGolden(t, name)
+	m, err := Load(backend, fixtureDir(name), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for ci, c := range g.Cases {
+		logits, err := m.Logits(c.InputIDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := logits[len(logits)-1]
+		for i, want := range c.LastLogitsFirst16 {
+			if d := math.Abs(float64(last[i]) - want); d > tol {
+				t.Errorf("case %d: last logits[%d] = %.7f; want %.7f (diff %.2g)", ci, i, last[i], want, d)
 			}
-			defer m.Close()
-			for ci, c := range g.Cases {
-				logits, err := m.Logits(c.InputIDs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				last := logits[len(logits)-1]
-				for i, want := range c.LastLogitsFirst16 {
-					if d := math.Abs(float64(last[i]) - want); d > tol {
-						t.Errorf("case %d: last logits[%d] = %.7f; want %.7f (diff %.2g)", ci, i, last[i], want, d)
-					}
-				}
-				for p, want := range c.LogitsSumPerPos {
-					var sum float64
-					for _, v := range logits[p] {
-						sum += float64(v)
-					}
-					if d := math.Abs(sum - want); d > tol {
-						t.Errorf("case %d: sum of logits at position %d = %.7f; want %.7f", ci, p, sum, want)
-					}
-				}
-				s, err := m.Score([][]int32{c.InputIDs})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for p, want := range c.ArgmaxPerPos {
-					if s.Argmax[0][p] != want {
-						t.Errorf("case %d: argmax at %d = %d; want %d", ci, p, s.Argmax[0][p], want)
-					}
-				}
-				if len(s.NextLogProbs[0]) != len(c.NextTokenLogprobs) {
-					t.Fatalf("case %d: %d next-token log-probs; want %d", ci, len(s.NextLogProbs[0]), len(c.NextTokenLogprobs))
-				}
-				for p, want := range c.NextTokenLogprobs {
-					if d := math.Abs(float64(s.NextLogProbs[0][p]) - want); d > tol {
-						t.Errorf("case %d: log p(ids[%d]) = %.7f; want %.7f", ci, p+1, s.NextLogProbs[0][p], want)
-					}
-				}
-				greedy, err := m.Greedy(c.InputIDs, len(c.GreedyContinuation))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, want := range c.GreedyContinuation {
-					if greedy[i] != want {
-						t.Errorf("case %d: greedy = %v; want %v", ci, greedy, c.GreedyContinuation)
-						break
-					}
-				}
+		}
+		for p, want := range c.LogitsSumPerPos {
+			var sum float64
+			for _, v := range logits[p] {
+				sum += float64(v)
 			}
-		})
+			if d := math.Abs(sum - want); d > tol {
+				t.Errorf("case %d: sum of logits at position %d = %.7f; want %.7f", ci, p, sum, want)
+			}
+		}
+		s, err := m.Score([][]int32{c.InputIDs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range c.ArgmaxPerPos {
+			if s.Argmax[0][p] != want {
+				t.Errorf("case %d: argmax at %d = %d; want %d", ci, p, s.Argmax[0][p], want)
+			}
+		}
+		if len(s.NextLogProbs[0]) != len(c.NextTokenLogprobs) {
+			t.Fatalf("case %d: %d next-token log-probs; want %d", ci, len(s.NextLogProbs[0]), len(c.NextTokenLogprobs))
+		}
+		for p, want := range c.NextTokenLogprobs {
+			if d := math.Abs(float64(s.NextLogProbs[0][p]) - want); d > tol {
+				t.Errorf("case %d: log p(ids[%d]) = %.7f; want %.7f", ci, p+1, s.NextLogProbs[0][p], want)
+			}
+		}
+		greedy, err := m.Greedy(c.InputIDs, len(c.GreedyContinuation))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range c.GreedyContinuation {
+			if greedy[i] != want {
+				t.Errorf("case %d: greedy = %v; want %v", ci, greedy, c.GreedyContinuation)
+				break
+			}
+		}
 	}
 }
 

@@ -87,7 +87,7 @@ func ParamShapes(c *Config) []ParamSpec {
 	if !c.TieWordEmbeddings {
 		specs = append(specs, ParamSpec{nameLMHead, []int{c.VocabSize, h}})
 	}
-	return specs
+	return append(specs, loraShapes(c)...)
 }
 
 // Params holds the model's weights as float32 tensors in ParamShapes order. They are the master
@@ -222,7 +222,7 @@ func (p *Params) SetFromTensors(ts []*safetensors.Tensor, source string) error {
 func (p *Params) Tensors(dt safetensors.DType) ([]*safetensors.Tensor, error) {
 	out := make([]*safetensors.Tensor, 0, len(p.Specs))
 	for i, s := range p.Specs {
-		v, err := tensors.CopyFlatData[float32](p.Values[i])
+		v, err := float32Data(p.Values[i]) // a LoRA base is held in the compute dtype
 		if err != nil {
 			return nil, fmt.Errorf("parameter %s: %w", s.Name, err)
 		}

@@ -14,6 +14,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/compiles"
 	"agentrl/engine/model"
 )
 
@@ -41,6 +42,9 @@ type Config struct {
 	// on when tool calls return, and a CPU's kernels round differently for different step shapes,
 	// so a run drifts. The cost is idle device time while a session runs its tool.
 	Lockstep bool
+	// Compiles counts the step programs New compiles: kind "decode" for chunk 1, "prefill" for
+	// the longer chunks, one per (chunk, bucket, truncation) (nil: not counted).
+	Compiles *compiles.Counter
 }
 
 func (c *Config) fill() error {
@@ -136,7 +140,7 @@ type Generator struct {
 	m       *model.Model
 	cfg     Config
 	compute dtypes.DType
-	execs   map[stepKey]*Exec
+	execs   map[stepKey]*compiles.Exec
 	caches  []*tensors.Tensor
 
 	mu      sync.Mutex
@@ -209,7 +213,7 @@ func New(m *model.Model, cfg Config) (*Generator, error) {
 		return nil, err
 	}
 	cfg.TopKMax = min(cfg.TopKMax, m.Config.VocabSize)
-	g := &Generator{m: m, cfg: cfg, compute: m.Options().Compute, execs: map[stepKey]*Exec{}, done: make(chan struct{}), skipped: map[int64]bool{}}
+	g := &Generator{m: m, cfg: cfg, compute: m.Options().Compute, execs: map[stepKey]*compiles.Exec{}, done: make(chan struct{}), skipped: map[int64]bool{}}
 	g.cond = sync.NewCond(&g.mu)
 	for i := 0; i < cfg.Slots; i++ {
 		g.slots = append(g.slots, &slot{id: i})
@@ -246,7 +250,11 @@ func (g *Generator) compile(k stepKey) error {
 	nc := 2 * g.m.Config.NumLayers
 	kMax := g.cfg.TopKMax
 	indexed := g.indexed(k)
-	e, err := NewExec(g.m.Backend, func(in []*Node) []*Node {
+	kind := "prefill"
+	if c == 1 {
+		kind = "decode"
+	}
+	e, err := compiles.NewExec(g.m.Backend, g.cfg.Compiles, kind, func(in []*Node) []*Node {
 		net := model.NewNet(g.m.Config, g.compute, in[:np])
 		tokens, positions, last := in[np], in[np+1], in[np+2]
 		caches := in[np+3 : np+3+nc]
@@ -314,11 +322,7 @@ func (g *Generator) run(k stepKey, in stepInputs) ([]int32, []float32, error) {
 		tensors.FromFlatDataAndDimensions(in.positions, s, c),
 		tensors.FromFlatDataAndDimensions(in.last, s))
 	for _, t := range g.caches {
-		d, err := DonateTensorBuffer(t, g.m.Backend, 0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("donating KV cache: %w", err)
-		}
-		args = append(args, d)
+		args = append(args, compiles.Donate(t))
 	}
 	args = append(args,
 		tensors.FromFlatDataAndDimensions(in.temp, s),

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"agentrl/engine/compiles"
 	"agentrl/engine/model"
 )
 
@@ -22,6 +23,12 @@ type BenchConfig struct {
 	Updates     int    `json:"updates"`
 	LogitsChunk int    `json:"logits_chunk"`
 	Seed        uint64 `json:"seed"`
+	// Compiles counts the trainer's programs (nil: not counted).
+	Compiles *compiles.Counter `json:"-"`
+	// Peak, when set, starts a peak-memory measurement and returns the function that stops it
+	// (bytes above the start, and what was measured; see device.StartPeak): one more update runs
+	// under it, after the timed ones.
+	Peak func() (stop func() (int64, string)) `json:"-"`
 }
 
 // BenchResult is what one Bench measured.
@@ -38,6 +45,10 @@ type BenchResult struct {
 	// attention), for the share of the machine's peak.
 	FLOPs       float64 `json:"flops"`
 	FLOPsPerSec float64 `json:"flops_per_s"` // FLOPs ÷ UpdateSeconds
+	// PeakBytes is the memory one update added at its peak (with BenchConfig.Peak),
+	// PeakBytesSource what was measured.
+	PeakBytes       int64  `json:"peak_bytes,omitempty"`
+	PeakBytesSource string `json:"peak_bytes_source,omitempty"`
 }
 
 // Bench measures the policy-gradient update of the CPU recipe's shape on m: random tokens, the
@@ -55,25 +66,12 @@ func Bench(m *model.Model, c BenchConfig) (*BenchResult, error) {
 		c.MicroBatch = c.Sequences
 	}
 	tr, err := New(m, Config{LR: 1e-5, GradClip: 1, WeightDecay: 0.01, EntropyCoef: 0.01, MicroBatch: c.MicroBatch,
-		GradAccumulation: 1, LogitsChunk: c.LogitsChunk})
+		GradAccumulation: 1, LogitsChunk: c.LogitsChunk, Compiles: c.Compiles})
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	rng := rand.New(rand.NewPCG(c.Seed, 2))
-	seqs := make([]Sequence, c.Sequences)
-	for i := range seqs {
-		s := Sequence{Tokens: make([]int32, c.Length), LossMask: make([]bool, c.Length),
-			OldLogProbs: make([]float32, c.Length), Advantages: make([]float32, c.Length)}
-		adv := float32(rng.NormFloat64())
-		for j := range s.Tokens {
-			s.Tokens[j] = int32(rng.IntN(m.Config.VocabSize))
-			if j >= c.Prompt {
-				s.LossMask[j], s.OldLogProbs[j], s.Advantages[j] = true, -float32(rng.Float64()*3), adv
-			}
-		}
-		seqs[i] = s
-	}
+	seqs := benchSequences(m.Config.VocabSize, c)
 	t0 := time.Now()
 	if _, err := tr.Update(seqs, 1e-5); err != nil {
 		return nil, err
@@ -88,6 +86,14 @@ func Bench(m *model.Model, c BenchConfig) (*BenchResult, error) {
 		}
 		best = min(best, time.Since(t))
 	}
+	if c.Peak != nil {
+		stop := c.Peak()
+		_, err := tr.Update(seqs, 1e-5)
+		res.PeakBytes, res.PeakBytesSource = stop()
+		if err != nil {
+			return nil, err
+		}
+	}
 	passes := (c.Sequences + c.MicroBatch - 1) / c.MicroBatch
 	res.UpdateSeconds = best.Seconds()
 	res.TokensPerSec = float64(res.TrainedTokens) / res.UpdateSeconds
@@ -95,6 +101,26 @@ func Bench(m *model.Model, c BenchConfig) (*BenchResult, error) {
 	res.FLOPs = updateFLOPs(m.Config, c.Sequences, c.Length)
 	res.FLOPsPerSec = res.FLOPs / res.UpdateSeconds
 	return res, nil
+}
+
+// benchSequences are c.Sequences random sequences of c.Length tokens over a vocabulary of vocab,
+// trained after the first c.Prompt, with random old log-probs and one random advantage each.
+func benchSequences(vocab int, c BenchConfig) []Sequence {
+	rng := rand.New(rand.NewPCG(c.Seed, 2))
+	seqs := make([]Sequence, c.Sequences)
+	for i := range seqs {
+		s := Sequence{Tokens: make([]int32, c.Length), LossMask: make([]bool, c.Length),
+			OldLogProbs: make([]float32, c.Length), Advantages: make([]float32, c.Length)}
+		adv := float32(rng.NormFloat64())
+		for j := range s.Tokens {
+			s.Tokens[j] = int32(rng.IntN(vocab))
+			if j >= c.Prompt {
+				s.LossMask[j], s.OldLogProbs[j], s.Advantages[j] = true, -float32(rng.Float64()*3), adv
+			}
+		}
+		seqs[i] = s
+	}
+	return seqs
 }
 
 // updateFLOPs counts one update's multiply-adds as 2 FLOPs: forward and backward (≈ 3 forwards)
@@ -114,4 +140,7 @@ func (r *BenchResult) Write(w io.Writer) {
 		c.Sequences, c.Length, c.Prompt, r.TrainedTokens, c.MicroBatch, r.UpdateSeconds, r.TokensPerSec)
 	fmt.Fprintf(w, "micro-step %.1f ms, compile + first update %.1fs, %.2f GFLOP per update (%.2f GFLOP/s)\n",
 		r.MicroStepMs, r.CompileTime, r.FLOPs/1e9, r.FLOPsPerSec/1e9)
+	if r.PeakBytesSource != "" {
+		fmt.Fprintf(w, "peak memory of one update: %.1f MiB (%s)\n", float64(r.PeakBytes)/(1<<20), r.PeakBytesSource)
+	}
 }

@@ -3,6 +3,8 @@ package train
 import (
 	"fmt"
 	"math"
+
+	"agentrl/engine/compiles"
 )
 
 // DefaultLogitChunkTokens is the most tokens (micro-batch rows × positions) whose float32
@@ -34,6 +36,11 @@ type Config struct {
 	Beta1, Beta2    float64 // default 0.9, 0.999
 	Eps             float64 // default 1e-8
 	GradClip        float64 // global-norm clip (0 = off)
+	// OptimizerBits is the AdamW moments' storage: 32 (float32) or 8 (block-wise 8-bit, see
+	// optim8.go and MomentShape); 0 is 32.
+	OptimizerBits int
+	// Compiles counts the programs the trainer compiles (see compileKind); nil: not counted.
+	Compiles *compiles.Counter
 
 	// MicroBatch is the number of sequences per forward/backward pass in Update; every pass has
 	// exactly this many rows (short ones are padded) so that one compiled graph per length bucket
@@ -88,6 +95,9 @@ func (c *Config) fill() error {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return bad(f.name, f.v, "a finite value ≥ 0 (0 picks the default)")
 		}
+	}
+	if c.OptimizerBits != 0 && c.OptimizerBits != 32 && c.OptimizerBits != 8 {
+		return bad("OptimizerBits", c.OptimizerBits, "32 or 8")
 	}
 	if c.ClipLow >= 1 {
 		return bad("ClipLow", c.ClipLow, "a value below 1 (the ratio is clipped at 1 − ClipLow)")

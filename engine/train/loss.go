@@ -177,7 +177,7 @@ func forward(net *model.Net, normWeight, ids, positions *Node, checkpoint bool) 
 	for l := 0; l < net.Config.NumLayers; l++ {
 		x = x.Checkpoint()
 		q, k, v := net.QKV(l, net.LayerPre(l, x), rope)
-		x = net.LayerPost(l, x, net.Attend(q, k, v, positions, positions))
+		x = net.LayerPost(l, x, net.SelfAttend(q, k, v, positions))
 	}
 	return finalNorm(net, x.StopCheckpoint(), normWeight)
 }

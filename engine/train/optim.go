@@ -30,6 +30,10 @@ func GlobalNorm(grads []*Node) *Node {
 // Weight decay is decoupled (it does not pass through the moments) and skips 1-D parameters —
 // RMSNorm weights and biases — whose decay would only fight their scale. lr and t are float32
 // scalars. It returns the new parameters and moments and the pre-clip global norm.
+//
+// Moments stored in 8 bits (int8, MomentShape with Config.OptimizerBits 8; see optim8.go) are
+// dequantised before the step and quantised after it; float32 ones (the value head's always) are
+// used as they are.
 func AdamW(c *Config, params, grads, mom, vel []*Node, lr, t *Node) (newP, newM, newV []*Node, gnorm *Node) {
 	g := params[0].Graph()
 	gnorm = GlobalNorm(grads)
@@ -41,13 +45,21 @@ func AdamW(c *Config, params, grads, mom, vel []*Node, lr, t *Node) (newP, newM,
 	bc2 := OneMinus(Pow(Scalar(g, dtypes.Float32, c.Beta2), t))
 	for i, p := range params {
 		gr := Mul(grads[i], scale)
-		m := Add(MulScalar(mom[i], c.Beta1), MulScalar(gr, 1-c.Beta1))
-		v := Add(MulScalar(vel[i], c.Beta2), MulScalar(Square(gr), 1-c.Beta2))
+		m0, v0 := mom[i], vel[i]
+		q8 := m0.DType() == dtypes.Int8
+		if q8 {
+			m0, v0 = DequantizeSigned(m0, p.Shape()), DequantizeSqrtLog(v0, p.Shape())
+		}
+		m := Add(MulScalar(m0, c.Beta1), MulScalar(gr, 1-c.Beta1))
+		v := Add(MulScalar(v0, c.Beta2), MulScalar(Square(gr), 1-c.Beta2))
 		upd := Div(Div(m, bc1), AddScalar(Sqrt(Div(v, bc2)), c.Eps))
 		if c.WeightDecay > 0 && p.Rank() > 1 {
 			upd = Add(upd, MulScalar(p, c.WeightDecay))
 		}
 		newP = append(newP, Sub(p, Mul(lr, upd)))
+		if q8 {
+			m, v = QuantizeSigned(m), QuantizeSqrtLog(v)
+		}
 		newM, newV = append(newM, m), append(newV, v)
 	}
 	return newP, newM, newV, gnorm

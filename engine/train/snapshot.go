@@ -73,9 +73,9 @@ func (s *Snapshot) Free() {
 // free) the ones the trainer holds, and the update count is the snapshot's. The snapshot is
 // used up.
 func (tr *Trainer) Restore(s *Snapshot) error {
-	np := len(tr.m.Params.Values)
-	if len(s.params) != np+tr.nh || len(s.m) != len(s.params) || len(s.v) != len(s.params) {
-		return fmt.Errorf("train: a snapshot of %d tensors for %d trained parameters", len(s.params), np+tr.nh)
+	nk := tr.numTrained()
+	if len(s.params) != nk || len(s.m) != len(s.params) || len(s.v) != len(s.params) {
+		return fmt.Errorf("train: a snapshot of %d tensors for %d trained parameters", len(s.params), nk)
 	}
 	for _, group := range [][]*tensors.Tensor{s.params, s.m, s.v} {
 		for i, t := range group {
@@ -84,11 +84,16 @@ func (tr *Trainer) Restore(s *Snapshot) error {
 			}
 		}
 	}
-	for k, dst := range [][]*tensors.Tensor{tr.m.Params.Values, tr.head, tr.mom, tr.headMom, tr.vel, tr.headVel} {
-		src := [][]*tensors.Tensor{s.params, s.m, s.v}[k/2]
+	for _, t := range tr.params() {
+		t.FinalizeAll()
+	}
+	tr.setTrained(s.params)
+	nm := len(tr.train) // the model's trained parameters, then the value head's
+	for k, dst := range [][]*tensors.Tensor{tr.mom, tr.headMom, tr.vel, tr.headVel} {
+		src := [][]*tensors.Tensor{s.m, s.v}[k/2]
 		base := 0
 		if k%2 == 1 {
-			base = np
+			base = nm
 		}
 		for i := range dst {
 			if dst[i] != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -80,7 +81,8 @@ type Trainer struct {
 	cfg     Config
 	compute dtypes.DType
 	normIdx int               // index of model.norm.weight among the parameters
-	mom     []*tensors.Tensor // AdamW first moments, one per parameter
+	train   []int             // the trained model parameters (all, or a LoRA model's adapters): lora.go
+	mom     []*tensors.Tensor // AdamW first moments, one per trained model parameter
 	vel     []*tensors.Tensor // second moments
 	step    int               // AdamW updates made (the bias-correction t)
 
@@ -101,13 +103,16 @@ func New(m *model.Model, cfg Config) (*Trainer, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	tr := &Trainer{m: m, cfg: cfg, compute: m.Options().Compute, normIdx: -1}
+	tr := &Trainer{m: m, cfg: cfg, compute: m.Options().Compute, normIdx: -1, train: m.Params.TrainableIndices()}
 	for i, s := range m.Params.Specs {
 		if s.Name == "model.norm.weight" {
 			tr.normIdx = i
 		}
-		tr.mom = append(tr.mom, tensors.FromShape(s.Shape()))
-		tr.vel = append(tr.vel, tensors.FromShape(s.Shape()))
+		if !slices.Contains(tr.train, i) {
+			continue // a frozen LoRA base has no moments
+		}
+		tr.mom = append(tr.mom, tensors.FromShape(MomentShape(cfg.OptimizerBits, s.Shape())))
+		tr.vel = append(tr.vel, tensors.FromShape(MomentShape(cfg.OptimizerBits, s.Shape())))
 	}
 	if tr.normIdx < 0 && cfg.GradientCheckpointing {
 		return nil, errors.New("train: the model has no model.norm.weight parameter, which gradient checkpointing needs")
@@ -121,7 +126,8 @@ func New(m *model.Model, cfg Config) (*Trainer, error) {
 		}
 	}
 	np := len(m.Params.Specs)
-	nt, nd := np+tr.nh, tr.numData() // trained parameters (model, then value head); data inputs
+	// graph parameters (model, then value head), the trained ones among them, data inputs
+	nt, nk, nd := np+tr.nh, tr.numTrained(), tr.numData()
 	var buildErr error
 	build := func(name string, fn func(in []*Node) []*Node) *Exec {
 		e, err := NewExec(m.Backend, fn)
@@ -132,42 +138,43 @@ func New(m *model.Model, cfg Config) (*Trainer, error) {
 		return e.WithName(name)
 	}
 	tr.fused = build("train_fused", func(in []*Node) []*Node {
-		params, mom, vel, d := in[:nt], in[nt:2*nt], in[2*nt:3*nt], in[3*nt:]
+		params, mom, vel, d := in[:nt], in[nt:nt+nk], in[nt+nk:nt+2*nk], in[nt+2*nk:]
 		out := tr.lossGraph(params, d[:nd])
-		grads := Gradient(out.Loss, params...)
-		newP, newM, newV, gnorm := tr.adamW(params, grads, mom, vel, d[nd], d[nd+1])
+		trained := tr.trainedNodes(params)
+		grads := Gradient(out.Loss, trained...)
+		newP, newM, newV, gnorm := tr.adamW(trained, grads, mom, vel, d[nd], d[nd+1])
 		res := append(append(append([]*Node{}, newP...), newM...), newV...)
 		return append(res, out.metrics(), gnorm)
 	})
 	tr.gradFirst = build("train_grad", func(in []*Node) []*Node {
 		params, d := in[:nt], in[nt:]
 		out := tr.lossGraph(params, d)
-		return append(Gradient(out.Loss, params...), out.metrics())
+		return append(Gradient(out.Loss, tr.trainedNodes(params)...), out.metrics())
 	})
 	tr.gradNext = build("train_grad_accumulate", func(in []*Node) []*Node {
-		params, acc, d := in[:nt], in[nt:2*nt], in[2*nt:]
+		params, acc, d := in[:nt], in[nt:nt+nk], in[nt+nk:]
 		out := tr.lossGraph(params, d)
-		grads := Gradient(out.Loss, params...)
-		res := make([]*Node, nt, nt+1)
+		grads := Gradient(out.Loss, tr.trainedNodes(params)...)
+		res := make([]*Node, nk, nk+1)
 		for i := range grads {
 			res[i] = Add(acc[i], grads[i])
 		}
 		return append(res, out.metrics())
 	})
 	tr.apply = build("train_apply", func(in []*Node) []*Node {
-		params, acc, mom, vel, rest := in[:nt], in[nt:2*nt], in[2*nt:3*nt], in[3*nt:4*nt], in[4*nt:]
+		params, acc, mom, vel, rest := in[:nk], in[nk:2*nk], in[2*nk:3*nk], in[3*nk:4*nk], in[4*nk:]
 		newP, newM, newV, gnorm := tr.adamW(params, acc, mom, vel, rest[0], rest[1])
 		return append(append(append(newP, newM...), newV...), gnorm)
 	})
 	tr.logprob = build("train_logprob", func(in []*Node) []*Node {
-		net := model.NewNet(m.Config, tr.compute, in[:np])
+		net := tr.m.NewNet(tr.compute, in[:np])
 		ids := in[np]
 		lp, _ := TokenStats(net, net.Forward(ids, in[np+1]), in[np+2], tr.cfg.chunkFor(ids.Shape().Dim(0)), false, false)
 		return []*Node{lp}
 	})
 	if tr.nh > 0 {
 		tr.value = build("train_value", func(in []*Node) []*Node {
-			net := model.NewNet(m.Config, tr.compute, in[:np])
+			net := tr.m.NewNet(tr.compute, in[:np])
 			return []*Node{valueOf(net.Forward(in[nt], in[nt+1]), in[np], in[np+1], false)}
 		})
 	}
@@ -214,7 +221,7 @@ type stepOutputs struct {
 // the value head's) and the data inputs (numData of them).
 func (tr *Trainer) lossGraph(params, d []*Node) stepOutputs {
 	np := len(tr.m.Params.Specs)
-	net := model.NewNet(tr.m.Config, tr.compute, params[:np])
+	net := tr.m.NewNet(tr.compute, params[:np])
 	net.Differentiated = true
 	ids, pos, targets := d[0], d[1], d[2]
 	var norm *Node
@@ -257,9 +264,14 @@ func metricVector(o LossOutputs) *Node {
 	return Stack(v, 0)
 }
 
-// params are the trained parameter tensors: the model's, then the value head's.
+// params are the trained parameter tensors: the model's (a LoRA model's adapters), then the
+// value head's.
 func (tr *Trainer) params() []*tensors.Tensor {
-	return append(append([]*tensors.Tensor{}, tr.m.Params.Values...), tr.head...)
+	out := make([]*tensors.Tensor, 0, tr.numTrained())
+	for _, i := range tr.train {
+		out = append(out, tr.m.Params.Values[i])
+	}
+	return append(out, tr.head...)
 }
 
 // moments are the AdamW moments of params, in the same order.
@@ -299,7 +311,7 @@ func (tr *Trainer) run(e *Exec, args []arg) ([]*tensors.Tensor, error) {
 	for i, a := range args {
 		shp[i] = a.t.Shape()
 	}
-	if _, err := e.Compile(shp...); err != nil {
+	if err := tr.cfg.Compiles.Compile(e, tr.compileKind(e), shp...); err != nil {
 		return nil, fmt.Errorf("train: compiling %s: %w", e.Name(), err)
 	}
 	in := make([]any, len(args))
@@ -576,7 +588,7 @@ func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool, p *prog
 	nt := len(params)
 	lrT, stepT := tensors.FromScalar(float32(lr)), tensors.FromScalar(float32(tr.step+1))
 	if len(bs) == 1 {
-		args := append(append(append(tensorArgs(params, true), tensorArgs(mom, true)...), tensorArgs(vel, true)...), tr.dataArgs(bs[0], denom)...)
+		args := append(append(append(tr.paramArgs(true), tensorArgs(mom, true)...), tensorArgs(vel, true)...), tr.dataArgs(bs[0], denom)...)
 		out, err := tr.run(tr.fused, append(args, arg{lrT, true}, arg{stepT, true}))
 		if err != nil {
 			return err
@@ -596,9 +608,9 @@ func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool, p *prog
 		var out []*tensors.Tensor
 		var err error
 		if i == 0 {
-			out, err = tr.run(tr.gradFirst, append(tensorArgs(params, false), tr.dataArgs(b, denom)...))
+			out, err = tr.run(tr.gradFirst, append(tr.paramArgs(false), tr.dataArgs(b, denom)...))
 		} else {
-			out, err = tr.run(tr.gradNext, append(append(tensorArgs(params, false), tensorArgs(acc, true)...), tr.dataArgs(b, denom)...))
+			out, err = tr.run(tr.gradNext, append(append(tr.paramArgs(false), tensorArgs(acc, true)...), tr.dataArgs(b, denom)...))
 		}
 		if err != nil {
 			return err
@@ -619,15 +631,12 @@ func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool, p *prog
 // adopt installs updated parameters and moments ([params, m, v] in params order, the model's then
 // the value head's; the old ones were donated).
 func (tr *Trainer) adopt(out []*tensors.Tensor) {
-	np := len(tr.m.Params.Values)
-	nt := np + tr.nh
-	for k, dst := range [][]*tensors.Tensor{tr.m.Params.Values, tr.head, tr.mom, tr.headMom, tr.vel, tr.headVel} {
-		base := (k / 2) * nt
-		if k%2 == 1 {
-			base += np
-		}
-		copy(dst, out[base:base+len(dst)])
-	}
+	nk, nm := tr.numTrained(), len(tr.train)
+	tr.setTrained(out[:nk])
+	copy(tr.mom, out[nk:nk+nm])
+	copy(tr.headMom, out[nk+nm:2*nk])
+	copy(tr.vel, out[2*nk:2*nk+nm])
+	copy(tr.headVel, out[2*nk+nm:3*nk])
 	tr.step++
 }
 
@@ -723,30 +732,31 @@ func (tr *Trainer) sameShape(p *model.Params) error {
 		return fmt.Errorf("train: %d parameter tensors for a model of %d", len(p.Values), len(want))
 	}
 	for i, s := range want {
-		if p.Values[i] == nil || !p.Values[i].Shape().Equal(s.Shape()) {
+		if p.Values[i] == nil || !slices.Equal(p.Values[i].Shape().Dimensions, s.Dims) { // a LoRA base is in the compute dtype
 			return fmt.Errorf("train: parameter %s does not have shape %v; score with a model of the policy's shape", s.Name, s.Dims)
 		}
 	}
 	return nil
 }
 
-// Moments returns the AdamW first and second moments (in parameter order) and the update count,
+// Moments returns the AdamW first and second moments (in TrainedSpecs order) and the update count,
 // for checkpoints. The tensors stay the trainer's and are valid until the next update.
 func (tr *Trainer) Moments() (m, v []*tensors.Tensor, step int) { return tr.mom, tr.vel, tr.step }
 
 // SetMoments restores moments and the update count saved by Moments (resume). The trainer takes
 // the tensors over and frees the ones it held.
 func (tr *Trainer) SetMoments(m, v []*tensors.Tensor, step int) error {
-	n := len(tr.m.Params.Specs)
+	specs := tr.TrainedSpecs()
+	n := len(specs)
 	if len(m) != n || len(v) != n {
 		return fmt.Errorf("train: %d first and %d second moment tensors for %d parameters; save them with Moments", len(m), len(v), n)
 	}
 	if step < 0 {
 		return fmt.Errorf("train: update count %d; want ≥ 0", step)
 	}
-	for i, s := range tr.m.Params.Specs {
-		if m[i] == nil || v[i] == nil || !m[i].Shape().Equal(s.Shape()) || !v[i].Shape().Equal(s.Shape()) {
-			return fmt.Errorf("train: moments of %s are missing or not shaped %s", s.Name, s.Shape())
+	for i, s := range specs {
+		if m[i] == nil || v[i] == nil || !m[i].Shape().Equal(MomentShape(tr.cfg.OptimizerBits, s.Shape())) || !v[i].Shape().Equal(MomentShape(tr.cfg.OptimizerBits, s.Shape())) {
+			return fmt.Errorf("train: moments of %s are missing or not shaped %s", s.Name, MomentShape(tr.cfg.OptimizerBits, s.Shape()))
 		}
 	}
 	for i := range tr.mom {
@@ -790,10 +800,10 @@ func (tr *Trainer) RestoreMoments() error {
 
 // paramName is the name of trained parameter i (params order: the model's, then the value head's).
 func (tr *Trainer) paramName(i int) string {
-	if np := len(tr.m.Params.Specs); i >= np {
-		return []string{ValueHeadWeight, ValueHeadBias}[i-np]
+	if nm := len(tr.train); i >= nm {
+		return []string{ValueHeadWeight, ValueHeadBias}[i-nm]
 	}
-	return tr.m.Params.Specs[i].Name
+	return tr.m.Params.Specs[tr.train[i]].Name
 }
 
 // Footprint is what the trainer keeps between calls, in bytes, by memory-ledger component.

@@ -1,0 +1,122 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"agentrl/engine/device"
+	"agentrl/engine/ledger"
+	"agentrl/engine/model"
+)
+
+// TestChunkedAttentionGradients: the trainer's loss and every parameter gradient are the same with
+// chunked attention (blocks of 3 queries over padded rows of 16) as with dense attention, with and
+// without gradient checkpointing (which recomputes the blocks inside the custom gradient), within
+// 1e-5 relative in float32.
+func TestChunkedAttentionGradients(t *testing.T) {
+	dense := tinyModel(t, 13)
+	chunked, err := model.New(dense.Backend, dense.Params, model.Options{Attention: model.AttentionChunked, AttentionBlock: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ckpt := range []bool{false, true} {
+		cfg := Config{KLCoef: 0.05, EntropyCoef: 0.01, GradientCheckpointing: ckpt, LogitsChunk: 4}
+		trD, err := New(dense, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trC, err := New(chunked, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := gradBatch(t, trD, tinyModel(t, 14))
+		l1, g1 := lossAndGrad(t, trD, dense.Params.Values, b)
+		l2, g2 := lossAndGrad(t, trC, dense.Params.Values, b)
+		if math.Abs(l1-l2) > 1e-6 {
+			t.Errorf("checkpointing %v: loss %.8f dense, %.8f chunked", ckpt, l1, l2)
+		}
+		for i := range g1 {
+			for j := range g1[i] {
+				if math.Abs(float64(g1[i][j]-g2[i][j])) > 1e-5*(1+math.Abs(float64(g1[i][j]))) {
+					t.Fatalf("checkpointing %v: gradient of %s[%d]: %.7g dense, %.7g chunked", ckpt, dense.Params.Specs[i].Name, j, g1[i][j], g2[i][j])
+				}
+			}
+		}
+		trD.Close()
+		trC.Close()
+	}
+}
+
+// TestTrainPeakLinearInS measures the peak memory of one training micro-step (one sequence, the
+// ReTool trainer's settings, chunked attention in blocks of 256) of a small random model (2
+// layers, hidden 128, 2 query heads over 1 KV head of 32) at S = 1K, 2K, 4K and 8K tokens on the
+// Go backend: the Go heap above what was live before the step, at GOGC=2 (device.StartPeak).
+// Each doubling of S must about double the peak (ratio in [1.6, 2.5]; dense attention's S² term
+// gives ~3.5 between 4K and 8K here: 1186 MiB at 4K), and every peak must be within 25 % of the
+// ledger's prediction for this shape in float32 with chunked attention: the train phase's
+// activations (saved per layer, the log-prob head, two blocks of scores in flight) plus the
+// float32 gradients — what a step allocates; the master weights and AdamW moments exist before it
+// and are in the baseline. The figures depend on the graph, not the machine's speed.
+func TestTrainPeakLinearInS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a training step at 8K tokens takes seconds")
+	}
+	backend, err := device.NewGo(device.GoConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &model.Config{Family: model.Qwen3, VocabSize: 512, HiddenSize: 128, IntermediateSize: 256, NumLayers: 2,
+		NumHeads: 2, NumKVHeads: 1, HeadDim: 32, RMSNormEps: 1e-6, RopeTheta: 1e4, MaxPositions: 1 << 14, TieWordEmbeddings: true}
+	m, err := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{Attention: model.AttentionChunked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	shape := ledger.Shape{Name: "small", Family: "qwen3", Layers: 2, Hidden: 128, Intermediate: 256, Heads: 2, KVHeads: 1,
+		HeadDim: 32, Vocab: 512, Tied: true}
+	var prev int64
+	for _, s := range []int{1024, 2048, 4096, 8192} {
+		peak := stepPeak(t, m, s)
+		plan, err := ledger.Compute(shape, ledger.Settings{ComputeBytes: 4, SeqLen: s, KVSlots: 1, MicroBatch: 1,
+			Offload: ledger.OffloadDevice, Attention: ledger.AttentionChunked}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := plan.Train.Holds[ledger.Activations] + plan.Train.Holds[ledger.Gradients]
+		t.Logf("S=%d: peak %s, ledger %s (%+.0f%%)", s, mib(peak), mib(want), 100*(float64(peak)/float64(want)-1))
+		if r := float64(peak) / float64(want); r < 0.75 || r > 1.25 {
+			t.Errorf("S=%d: measured peak %s is %.2f× the ledger's %s; want within 25%%", s, mib(peak), r, mib(want))
+		}
+		if prev > 0 && s > 2048 {
+			if r := float64(peak) / float64(prev); r < 1.6 || r > 2.5 {
+				t.Errorf("S=%d: peak %s is %.2f× the peak at S=%d; want about 2 (linear in S)", s, mib(peak), r, s/2)
+			}
+		}
+		prev = peak
+	}
+}
+
+// stepPeak is the peak bytes of one update of one random sequence of s tokens (after one that
+// compiles the graphs).
+func stepPeak(t *testing.T, m *model.Model, s int) int64 {
+	t.Helper()
+	tr, err := New(m, Config{LR: 1e-5, GradClip: 1, WeightDecay: 0.01, EntropyCoef: 0.01, MicroBatch: 1, GradAccumulation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	seqs := benchSequences(m.Config.VocabSize, BenchConfig{Sequences: 1, Length: s, Prompt: 96, Seed: 1})
+	if _, err := tr.Update(seqs, 1e-5); err != nil {
+		t.Fatal(err)
+	}
+	p := device.StartPeak(true, nil)
+	_, err = tr.Update(seqs, 1e-5)
+	peak, _ := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return peak
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
