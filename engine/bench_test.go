@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 
 	"agentrl/engine/device"
+	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/torchref"
 	"agentrl/engine/train"
@@ -98,10 +99,10 @@ func TestBenchTrain(t *testing.T) {
 	}
 }
 
-// TestBenchRolloutReference: on the CPU, bench rollout runs the eager reference on the same
-// requests (skipped when /usr/bin/python3 has no torch).
-func TestBenchRolloutReference(t *testing.T) {
-	python := systemTorch(t)
+// tinyRolloutBench opens the Go backend and the tiny Qwen3 fixture for bench rollout: 3 sequences
+// of 4 prompt and 5 new tokens on 2 slots.
+func tinyRolloutBench(t *testing.T) (*device.Choice, *model.Model, rollout.BenchConfig) {
+	t.Helper()
 	choice, err := device.Open(device.Request{Kind: device.Go})
 	if err != nil {
 		t.Fatal(err)
@@ -110,8 +111,15 @@ func TestBenchRolloutReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	bc := rollout.BenchConfig{Sequences: 3, PromptLen: 4, NewTokens: 5, Seed: 1, Gen: rollout.Config{Slots: 2}}
+	t.Cleanup(m.Close)
+	return choice, m, rollout.BenchConfig{Sequences: 3, PromptLen: 4, NewTokens: 5, Seed: 1, Gen: rollout.Config{Slots: 2}}
+}
+
+// TestBenchRolloutReference: on the CPU, bench rollout runs the eager reference on the same
+// requests (skipped when /usr/bin/python3 has no torch).
+func TestBenchRolloutReference(t *testing.T) {
+	python := systemTorch(t)
+	choice, m, bc := tinyRolloutBench(t)
 	res, err := BenchRollout(context.Background(), m, choice.Kind, bc, python)
 	if err != nil {
 		t.Fatal(err)
@@ -125,16 +133,7 @@ func TestBenchRolloutReference(t *testing.T) {
 // TestBenchRolloutCompiles: bench rollout reports the generator's programs, one per step shape:
 // decode (chunk 1) and prefill (chunks 16 and 64) at the one attention bucket of a 16-row cache.
 func TestBenchRolloutCompiles(t *testing.T) {
-	choice, err := device.Open(device.Request{Kind: device.Go})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := BenchModel(choice, filepath.Join("..", "testdata", "fixtures", "qwen3-tiny"), "", dtypes.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	bc := rollout.BenchConfig{Sequences: 3, PromptLen: 4, NewTokens: 5, Seed: 1, Gen: rollout.Config{Slots: 2}}
+	choice, m, bc := tinyRolloutBench(t)
 	res, err := BenchRollout(context.Background(), m, choice.Kind, bc, "")
 	if err != nil {
 		t.Fatal(err)

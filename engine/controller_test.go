@@ -182,6 +182,33 @@ func TestControllerEndToEnd(t *testing.T) {
 	}
 }
 
+// runStoppedAfter runs c to its end, stopping it right after step stopAfter's update (0: never;
+// on the run's goroutine, so the stop lands there), shows every event to see (nil: none), and
+// returns each step's metrics.
+func runStoppedAfter(t *testing.T, c *Controller, events chan event.Event, stopAfter int, see func(event.Event)) map[int]map[string]float64 {
+	t.Helper()
+	c.onEmit = func(e event.Event) {
+		if m, ok := e.(event.StepMetrics); ok && m.Step == stopAfter {
+			c.Stop("stopped by the user")
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(context.Background()); close(events) }()
+	metrics := map[int]map[string]float64{}
+	for e := range events {
+		if see != nil {
+			see(e)
+		}
+		if m, ok := e.(event.StepMetrics); ok {
+			metrics[m.Step] = m.Metrics
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return metrics
+}
+
 // TestResumeMatchesUninterrupted: a run stopped after step 1 and resumed from its checkpoint
 // (weights, AdamW moments, data position) produces the same step-2 metrics as a run that went
 // straight through, on the CPU backend.
@@ -218,26 +245,11 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		c.onEmit = func(e event.Event) { // on the run's goroutine: the stop lands right after step stopAfter's update
-			if m, ok := e.(event.StepMetrics); ok && m.Step == stopAfter {
-				c.Stop("stopped by the user")
-			}
-		}
-		errc := make(chan error, 1)
-		go func() { errc <- c.Run(context.Background()); close(events) }()
-		metrics := map[int]map[string]float64{}
-		for e := range events {
+		return runStoppedAfter(t, c, events, stopAfter, func(e event.Event) {
 			if ev, ok := e.(event.Eval); ok {
 				changes[fmt.Sprint(id, ev.Step)] = ev.Change
 			}
-			if m, ok := e.(event.StepMetrics); ok {
-				metrics[m.Step] = m.Metrics
-			}
-		}
-		if err := <-errc; err != nil {
-			t.Fatal(err)
-		}
-		return metrics
+		})
 	}
 	straight := run("straight", nil, 0)
 	first := run("interrupted", nil, 1)

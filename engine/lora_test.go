@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -229,23 +228,7 @@ func TestLoRAResumeMatchesUninterrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		c.onEmit = func(e event.Event) {
-			if m, ok := e.(event.StepMetrics); ok && m.Step == stopAfter {
-				c.Stop("stopped by the user")
-			}
-		}
-		errc := make(chan error, 1)
-		go func() { errc <- c.Run(context.Background()); close(events) }()
-		metrics := map[int]map[string]float64{}
-		for e := range events {
-			if m, ok := e.(event.StepMetrics); ok {
-				metrics[m.Step] = m.Metrics
-			}
-		}
-		if err := <-errc; err != nil {
-			t.Fatal(err)
-		}
-		return metrics
+		return runStoppedAfter(t, c, events, stopAfter, nil)
 	}
 	straight := run("straight", nil, 0)
 	run("interrupted", nil, 1)

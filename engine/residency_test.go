@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -56,23 +55,7 @@ func TestOffloadedRunsMatch(t *testing.T) {
 		if l := c.ledger(); l.Components["reference weights"] != 0 {
 			t.Errorf("%s: the reference weights are on the device during rollout: %v", id, l.Components)
 		}
-		c.onEmit = func(e event.Event) {
-			if m, ok := e.(event.StepMetrics); ok && m.Step == stopAfter {
-				c.Stop("stopped by the user")
-			}
-		}
-		errc := make(chan error, 1)
-		go func() { errc <- c.Run(context.Background()); close(events) }()
-		metrics := map[int]map[string]float64{}
-		for e := range events {
-			if m, ok := e.(event.StepMetrics); ok {
-				metrics[m.Step] = m.Metrics
-			}
-		}
-		if err := <-errc; err != nil {
-			t.Fatal(err)
-		}
-		return metrics
+		return runStoppedAfter(t, c, events, stopAfter, nil)
 	}
 	same := func(what string, a, b map[int]map[string]float64) {
 		for _, k := range []string{"loss", "reward_mean", "grad_norm", "logprob_diff_max", "sync_diff_max"} {
