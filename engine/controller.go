@@ -238,7 +238,7 @@ func New(o Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	if err := referenceToHost(o.Reference); err != nil {
+	if err := c.moveReference(false); err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -228,6 +228,15 @@ func TestLoRAResumeMatchesUninterrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		// The reference is the policy's own base: moving "the reference copy" off the device
+		// for rollout must leave the base the policy decodes with where it is.
+		var all int64
+		for _, v := range policy.Params.Values {
+			all += int64(v.Memory())
+		}
+		if on := deviceBytes(policy.Params.Values); on != all {
+			t.Errorf("%s: %d of the policy's %d weight bytes on the device after New; want all", id, on, all)
+		}
 		return runStoppedAfter(t, c, events, stopAfter, nil)
 	}
 	straight := run("straight", nil, 0)

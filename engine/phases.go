@@ -181,7 +181,7 @@ func (c *Controller) toReference(step int) error {
 		c.infer.release()
 	}
 	if c.r.UsesReference() {
-		if err := referenceToDevice(c.o.Reference); err != nil {
+		if err := c.moveReference(true); err != nil {
 			return fmt.Errorf("engine: step %d: %w", step, err)
 		}
 	}
@@ -191,7 +191,7 @@ func (c *Controller) toReference(step int) error {
 // toTrain switches to the update once the reference forward is done: the reference weights go
 // back to host memory, then offloaded master weights and AdamW moments come onto the device.
 func (c *Controller) toTrain(step int) error {
-	if err := referenceToHost(c.o.Reference); err != nil {
+	if err := c.moveReference(false); err != nil {
 		return fmt.Errorf("engine: step %d: %w", step, err)
 	}
 	if c.masterHost {

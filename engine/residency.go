@@ -13,6 +13,19 @@ import (
 // and the update (the ledger's reference phase): rollout and the update never hold it. On the go
 // backend host and device are the same memory, but the moves are the ones a GPU makes.
 
+// moveReference puts the reference copy on the device (toDevice) or in host memory. A LoRA run's
+// reference is the policy's own frozen base with the adapters off, which rollout and training use
+// too: it stays where it is.
+func (c *Controller) moveReference(toDevice bool) error {
+	if c.r.Train.LoRA.Rank > 0 {
+		return nil
+	}
+	if toDevice {
+		return referenceToDevice(c.o.Reference)
+	}
+	return referenceToHost(c.o.Reference)
+}
+
 // referenceToDevice brings the reference weights onto the device for the reference forward.
 func referenceToDevice(m *model.Model) error {
 	for i, t := range m.Params.Values {
