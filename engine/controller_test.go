@@ -38,6 +38,13 @@ func testTokenizer(t *testing.T) *tokenizer.Tokenizer {
 	return tok
 }
 
+// tinyConfig is the one-layer Qwen3 shape the controller tests run with random weights, over
+// tok's vocabulary.
+func tinyConfig(tok *tokenizer.Tokenizer) *model.Config {
+	return &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 16, IntermediateSize: 32, NumLayers: 1,
+		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+}
+
 // tinyRun builds a controller for a short run of the ReTool recipe on a tiny random model with the
 // built-in tokenizer, storing into a fresh store; extra overrides the recipe fields given.
 func tinyRun(t *testing.T, extra map[string]string) (*Controller, *store.Store, chan event.Event) {
@@ -59,8 +66,7 @@ func tinyRunOn(t *testing.T, st *store.Store, extra map[string]string, resume *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 16, IntermediateSize: 32, NumLayers: 1,
-		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+	cfg := tinyConfig(tok)
 	policy, err := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -218,8 +224,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 16, IntermediateSize: 32, NumLayers: 1,
-		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+	cfg := tinyConfig(tok)
 	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: map[string]string{
 		"run.max_steps": "2", "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_turns": "2",
 		"rollout.max_new_tokens": "10", "rollout.max_total_tokens": "128", "eval.every": "1", "eval.at_start": "true",

@@ -199,8 +199,7 @@ func TestLoRAResumeMatchesUninterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 16, IntermediateSize: 32, NumLayers: 1,
-		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+	cfg := tinyConfig(tok)
 	r, err := recipes.Load(filepath.Join("..", "recipes", "retool-baseline.yaml"), recipes.Options{IgnoreEnv: true, Overrides: map[string]string{
 		"run.max_steps": "2", "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_turns": "2",
 		"rollout.max_new_tokens": "10", "rollout.max_total_tokens": "128", "eval.every": "1", "eval.at_start": "false",

@@ -21,8 +21,7 @@ func TestOffloadedRunsMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 16, IntermediateSize: 32, NumLayers: 1,
-		NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+	cfg := tinyConfig(tok)
 	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
