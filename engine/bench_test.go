@@ -63,15 +63,7 @@ func TestBenchTrain(t *testing.T) {
 			if tc.torch {
 				python = systemTorch(t)
 			}
-			choice, err := device.Open(device.Request{Kind: device.Go})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := BenchModel(choice, filepath.Join("..", "testdata", "fixtures", "qwen3-tiny"), "", dtypes.Float32)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			choice, m := tinyBenchModel(t)
 			res, err := BenchTrain(context.Background(), m, choice.Kind, tc.config, python)
 			if err != nil {
 				t.Fatal(err)
@@ -99,9 +91,8 @@ func TestBenchTrain(t *testing.T) {
 	}
 }
 
-// tinyRolloutBench opens the Go backend and the tiny Qwen3 fixture for bench rollout: 3 sequences
-// of 4 prompt and 5 new tokens on 2 slots.
-func tinyRolloutBench(t *testing.T) (*device.Choice, *model.Model, rollout.BenchConfig) {
+// tinyBenchModel opens the Go backend and the tiny Qwen3 fixture, closed when the test ends.
+func tinyBenchModel(t *testing.T) (*device.Choice, *model.Model) {
 	t.Helper()
 	choice, err := device.Open(device.Request{Kind: device.Go})
 	if err != nil {
@@ -112,6 +103,14 @@ func tinyRolloutBench(t *testing.T) (*device.Choice, *model.Model, rollout.Bench
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
+	return choice, m
+}
+
+// tinyRolloutBench is tinyBenchModel with a bench rollout of 3 sequences of 4 prompt and 5 new
+// tokens on 2 slots.
+func tinyRolloutBench(t *testing.T) (*device.Choice, *model.Model, rollout.BenchConfig) {
+	t.Helper()
+	choice, m := tinyBenchModel(t)
 	return choice, m, rollout.BenchConfig{Sequences: 3, PromptLen: 4, NewTokens: 5, Seed: 1, Gen: rollout.Config{Slots: 2}}
 }
 

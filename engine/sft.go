@@ -53,6 +53,9 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	def(&o.Layers, 4)
 	def(&o.Steps, 300)
 	def(&o.Batch, 16)
+	if !(o.HintShare >= 0 && o.HintShare <= 1) { // NaN too
+		return fmt.Errorf("sft: --hint-share %v is not a share of the demonstrations; want 0 (none) to 1 (all)", o.HintShare)
+	}
 	if o.LR == 0 {
 		o.LR = 3e-3
 	}

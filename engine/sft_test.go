@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,5 +70,21 @@ func TestSFTHintedDemonstrations(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "20 demonstrations (20 with a bridge thought)") {
 		t.Errorf("log:\n%s", log.String())
+	}
+}
+
+// TestSFTRejectsHintShare: a share outside [0, 1] is refused with the flag's name and range,
+// before any demonstration is built.
+func TestSFTRejectsHintShare(t *testing.T) {
+	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, _ := device.NewGo(device.GoConfig)
+	for _, share := range []float64{-0.5, 1.5, math.NaN()} {
+		err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: t.TempDir(), HintShare: share})
+		if err == nil || !strings.Contains(err.Error(), "--hint-share") || !strings.Contains(err.Error(), "want 0 (none) to 1 (all)") {
+			t.Errorf("hint share %v: %v", share, err)
+		}
 	}
 }
