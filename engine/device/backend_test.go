@@ -1,54 +1,27 @@
 package device
 
 import (
+	"agentrl/engine/device/devicetest"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // fakeEnv is an in-memory environment: files that exist, variables, and a GPU answer.
 type fakeEnv struct {
 	vars  map[string]string
-	files map[string]bool // path → isDir
+	files devicetest.Files
 	gpu   bool
 	sites []string
 }
 
-type fakeInfo struct {
-	name string
-	dir  bool
-}
-
-func (f fakeInfo) Name() string       { return f.name }
-func (f fakeInfo) Size() int64        { return 0 }
-func (f fakeInfo) Mode() fs.FileMode  { return 0 }
-func (f fakeInfo) ModTime() time.Time { return time.Time{} }
-func (f fakeInfo) IsDir() bool        { return f.dir }
-func (f fakeInfo) Sys() any           { return nil }
-
 func (e *fakeEnv) env() Env {
 	return Env{
-		Getenv: func(k string) string { return e.vars[k] },
-		Setenv: func(k, v string) error { e.vars[k] = v; return nil },
-		Glob: func(pattern string) ([]string, error) {
-			var out []string
-			for p := range e.files {
-				if ok, _ := filepath.Match(pattern, p); ok {
-					out = append(out, p)
-				}
-			}
-			return out, nil
-		},
-		Stat: func(p string) (os.FileInfo, error) {
-			if dir, ok := e.files[p]; ok {
-				return fakeInfo{filepath.Base(p), dir}, nil
-			}
-			return nil, os.ErrNotExist
-		},
+		Getenv:   func(k string) string { return e.vars[k] },
+		Setenv:   func(k, v string) error { e.vars[k] = v; return nil },
+		Glob:     e.files.Glob,
+		Stat:     e.files.Stat,
 		HasGPU:   func() (bool, string) { return e.gpu, "fake" },
 		SitePkgs: func() []string { return e.sites },
 	}

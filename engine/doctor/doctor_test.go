@@ -5,14 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"agentrl/engine/device"
+	"agentrl/engine/device/devicetest"
 	"agentrl/engine/model"
 	"agentrl/recipes"
 )
@@ -20,7 +19,7 @@ import (
 // fakeMachine is a machine made of answers: files that exist, a GPU or not, what opening the
 // backend gives, a python or not.
 type fakeMachine struct {
-	files   map[string]bool // path → is a folder
+	files   devicetest.Files
 	vars    map[string]string
 	sites   []string
 	gpu     device.GPUInfo
@@ -29,18 +28,6 @@ type fakeMachine struct {
 	python  bool // a python with torch and transformers
 	sandbox SandboxInfo
 }
-
-type fakeInfo struct {
-	name string
-	dir  bool
-}
-
-func (f fakeInfo) Name() string       { return f.name }
-func (f fakeInfo) Size() int64        { return 0 }
-func (f fakeInfo) Mode() fs.FileMode  { return 0 }
-func (f fakeInfo) ModTime() time.Time { return time.Time{} }
-func (f fakeInfo) IsDir() bool        { return f.dir }
-func (f fakeInfo) Sys() any           { return nil }
 
 const site = "/opt/torch/.venv/lib/python3.12/site-packages"
 
@@ -71,23 +58,10 @@ func (m fakeMachine) has(path string) bool { _, ok := m.files[path]; return ok }
 func (m fakeMachine) env() Env {
 	return Env{
 		Device: device.Env{
-			Getenv: func(k string) string { return m.vars[k] },
-			Setenv: func(string, string) error { return nil },
-			Glob: func(pattern string) ([]string, error) {
-				var out []string
-				for p := range m.files {
-					if ok, _ := filepath.Match(pattern, p); ok {
-						out = append(out, p)
-					}
-				}
-				return out, nil
-			},
-			Stat: func(p string) (os.FileInfo, error) {
-				if dir, ok := m.files[p]; ok {
-					return fakeInfo{filepath.Base(p), dir}, nil
-				}
-				return nil, os.ErrNotExist
-			},
+			Getenv:   func(k string) string { return m.vars[k] },
+			Setenv:   func(string, string) error { return nil },
+			Glob:     m.files.Glob,
+			Stat:     m.files.Stat,
 			HasGPU:   func() (bool, string) { return m.gpu.Seen, m.gpu.Reason },
 			SitePkgs: func() []string { return m.sites },
 		},
