@@ -272,9 +272,12 @@ func (r *GPUReport) train(dir string) {
 	}
 	row := &TrainRow{Sequences: res.Config.Sequences, Length: res.Config.Length, TokensPerSec: res.TokensPerSec,
 		MicroStepMs: res.MicroStepMs, PeakShare: res.PeakShare, CompileSecs: res.CompileTime}
+	// The PyTorch reference is optional (a machine without torch still gets its own figures): when
+	// its step did not run, the row says why instead of the report counting a missing output.
 	var ref torchref.Result
+	_, statErr := os.Stat(filepath.Join(dir, TorchTrainFile))
 	switch {
-	case r.read(dir, TorchTrainFile, &ref) && ref.Train != nil:
+	case statErr == nil && r.read(dir, TorchTrainFile, &ref) && ref.Train != nil:
 		row.RefTokensPerS = ref.Train.TokensPerSec
 		row.Ratio = res.TokensPerSec / ref.Train.TokensPerSec
 		row.Reference = fmt.Sprintf("PyTorch %s eager on %s", ref.Torch, ref.Device)

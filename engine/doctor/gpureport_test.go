@@ -144,8 +144,8 @@ func TestBuildReport(t *testing.T) {
 			edit:   func(f map[string]any) { delete(f, TorchTrainFile) },
 			wantOK: true,
 			check: func(t *testing.T, r *GPUReport) {
-				if r.Train == nil || r.Train.Ratio != 0 || !strings.Contains(r.Train.Reference, "no python with torch") {
-					t.Errorf("train %+v; want no ratio and why", r.Train)
+				if r.Train == nil || r.Train.Ratio != 0 || !strings.Contains(r.Train.Reference, "no python with torch") || len(r.Missing) > 0 {
+					t.Errorf("train %+v, missing %v; want no ratio, why, and nothing counted missing", r.Train, r.Missing)
 				}
 			},
 		},
