@@ -23,7 +23,7 @@ func sftCommand(env Env) *cobra.Command {
 	var seed uint64
 	o := engine.SFTOptions{}
 	cmd := &cobra.Command{
-		Use:   "sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N]",
+		Use:   "sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR]",
 		Short: "supervised warm-up: a tokenizer and a small Qwen3-shaped model trained on tool-use demonstrations",
 		Long: `Writes a HuggingFace folder: executed tool-use demonstrations from the recipe's task set, a
 tokenizer trained on them and a small Qwen3-shaped model (make builtin rebuilds testdata/builtin
@@ -63,6 +63,7 @@ this way).`,
 	fl.IntVar(&o.Batch, "batch", 16, "sequences per step")
 	fl.Float64Var(&o.LR, "lr", 3e-3, "peak learning rate (warm-up then cosine)")
 	fl.Float64Var(&o.HintShare, "hint-share", 0, "share of demonstrations with a bridge thought in the prompt (the rules hint for a flawed attempt, then the fix); 0: none")
+	fl.StringVar(&o.Init, "init", "", "continue from this HF folder's model and tokenizer (keeps the vocabulary) instead of training both from scratch")
 	fl.Uint64Var(&seed, "seed", 1, "seed")
 	return cmd
 }

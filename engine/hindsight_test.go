@@ -28,6 +28,8 @@ var rulesHintCases = []retool.Summary{
 	{Answered: true},
 	{ToolCalls: 1, Answered: true, Answer: "12", LastOutput: "12"},
 	{ToolCalls: 1, Answered: true, Answer: "12", LastOutput: "13"},
+	{ToolCalls: 1, Answered: true, Answer: "123456789012345678901234567890123456789012345678901234567890", LastOutput: "line one\n3.14159265358979323846264338327950288419716939937510582097494459"},
+	{ToolCalls: 1, Answered: true, Answer: "?", LastOutput: ""},
 }
 
 // TestRulesHintsAreWhole renders every rules hint with the built-in tokenizer and with Qwen3's and

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,7 +39,12 @@ type SFTOptions struct {
 	// controller puts it, followed by the corrected trajectory, so that a reference model reads
 	// [prompt + hint] as familiar text that points to the fix (README: what 0.25 did).
 	HintShare float64
-	Log       io.Writer // progress lines
+	// Init, when set, continues from that HF folder's model and tokenizer instead of training a
+	// tokenizer and a model from scratch: the vocabulary (and so everything the model already
+	// reads) stays, and only the demonstrations' mixture changes. Vocab, Hidden and Layers are
+	// then the folder's.
+	Init string
+	Log  io.Writer // progress lines
 }
 
 // SFT builds the demonstrations, trains the tokenizer and the model, and writes the folder.
@@ -112,13 +119,19 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		convs, texts = append(convs, conv), append(texts, text.String())
 	}
 	fmt.Fprintf(o.Log, "sft: %d demonstrations (%d with a bridge thought) in %.1fs\n", len(texts), hinted, time.Since(t0).Seconds())
-	doc, err := tokenizer.Train(texts, o.Vocab, tokenizer.ChatSpecials())
-	if err != nil {
-		return err
-	}
-	tok, err := tokenizer.Parse(doc)
-	if err != nil {
-		return err
+	var doc []byte
+	var tok *tokenizer.Tokenizer
+	if o.Init != "" {
+		if tok, err = tokenizer.Load(o.Init); err != nil {
+			return fmt.Errorf("sft: --init %s: %w", o.Init, err)
+		}
+	} else {
+		if doc, err = tokenizer.Train(texts, o.Vocab, tokenizer.ChatSpecials()); err != nil {
+			return err
+		}
+		if tok, err = tokenizer.Parse(doc); err != nil {
+			return err
+		}
 	}
 	var seqs []train.Sequence
 	for _, conv := range convs {
@@ -131,13 +144,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		return fmt.Errorf("sft: no demonstration fits rollout.max_total_tokens %d", r.Rollout.MaxTotalTokens)
 	}
 	fmt.Fprintf(o.Log, "sft: tokenizer of %d ids; %d sequences\n", tok.VocabSize(), len(seqs))
-	heads := max(2, o.Hidden/32)
-	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: o.Hidden, IntermediateSize: 2 * o.Hidden,
-		NumLayers: o.Layers, NumHeads: heads, NumKVHeads: max(1, heads/2), HeadDim: 32, RMSNormEps: 1e-6, RopeTheta: 10000,
-		MaxPositions: 1024, TieWordEmbeddings: true, DType: "float32"}
-	imEnd, _ := tok.TokenID("<|im_end|>")
-	cfg.EOSTokenIDs = []int32{imEnd}
-	m, err := model.New(o.Backend, model.RandomParams(cfg, o.Seed, 0.02), model.Options{})
+	m, err := sftModel(o, tok)
 	if err != nil {
 		return err
 	}
@@ -166,7 +173,41 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	if err := m.Params.Save(o.Out, safetensors.F32); err != nil {
 		return err
 	}
-	return tokenizer.WriteTrained(o.Out, doc)
+	if o.Init == "" {
+		return tokenizer.WriteTrained(o.Out, doc)
+	}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		data, err := os.ReadFile(filepath.Join(o.Init, name))
+		if err != nil {
+			return fmt.Errorf("sft: --init %s: %w", o.Init, err)
+		}
+		if err := os.WriteFile(filepath.Join(o.Out, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sftModel is the model SFT trains: o.Init's, or a new small Qwen3-shaped one with random
+// weights over tok's vocabulary.
+func sftModel(o SFTOptions, tok *tokenizer.Tokenizer) (*model.Model, error) {
+	if o.Init != "" {
+		m, err := model.Load(o.Backend, o.Init, model.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
+		}
+		if m.Config.VocabSize < tok.VocabSize() {
+			return nil, fmt.Errorf("sft: --init %s: the model has %d token ids, its tokenizer %d", o.Init, m.Config.VocabSize, tok.VocabSize())
+		}
+		return m, nil
+	}
+	heads := max(2, o.Hidden/32)
+	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: o.Hidden, IntermediateSize: 2 * o.Hidden,
+		NumLayers: o.Layers, NumHeads: heads, NumKVHeads: max(1, heads/2), HeadDim: 32, RMSNormEps: 1e-6, RopeTheta: 10000,
+		MaxPositions: 1024, TieWordEmbeddings: true, DType: "float32"}
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	cfg.EOSTokenIDs = []int32{imEnd}
+	return model.New(o.Backend, model.RandomParams(cfg, o.Seed, 0.02), model.Options{})
 }
 
 // piece is a stretch of a trajectory's text; policy pieces are the model's own tokens.

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/recipes"
+	"agentrl/store/safetensors"
 )
 
 // TestSFTWritesLoadableModel runs a very small SFT and checks that its folder loads as a model and
@@ -86,5 +89,69 @@ func TestSFTRejectsHintShare(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--hint-share") || !strings.Contains(err.Error(), "want 0 (none) to 1 (all)") {
 			t.Errorf("hint share %v: %v", share, err)
 		}
+	}
+}
+
+// TestSFTContinuesFromInit: with Init the run keeps that folder's tokenizer files byte for byte and
+// its model's shape (the vocabulary, width and depth asked for are ignored), and starts from its
+// weights: three steps at a small learning rate move the weights by a few times the rate and no more
+// (a model drawn afresh would be 0.02-scale noise away); a folder without a model is refused.
+func TestSFTContinuesFromInit(t *testing.T) {
+	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, _ := device.NewGo(device.GoConfig)
+	base := filepath.Join(t.TempDir(), "base")
+	if err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: base, Examples: 30, Vocab: 300, Hidden: 32, Layers: 1, Steps: 1, Batch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	weights := func(dir string) map[string][]float32 {
+		t.Helper()
+		m, err := model.Load(backend, dir, model.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Config.NumLayers != 1 || m.Config.HiddenSize != 32 {
+			t.Fatalf("%s: %d layers of width %d; want the init's 1 × 32", dir, m.Config.NumLayers, m.Config.HiddenSize)
+		}
+		ts, err := m.Params.Tensors(safetensors.F32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]float32{}
+		for _, x := range ts {
+			if out[x.Name], err = x.Float32(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	before := weights(base)
+	out := filepath.Join(t.TempDir(), "continued")
+	const lr = 1e-4
+	if err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: out, Examples: 30, Vocab: 500, Hidden: 64, Layers: 2,
+		Steps: 3, Batch: 2, LR: lr, HintShare: 0.5, Init: base}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		a, _ := os.ReadFile(filepath.Join(base, name))
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs from the init's (%v)", name, err)
+		}
+	}
+	var moved float64
+	for name, w := range weights(out) {
+		for i, v := range w {
+			moved = max(moved, math.Abs(float64(v-before[name][i])))
+		}
+	}
+	if moved == 0 || moved > 20*lr {
+		t.Errorf("three steps at lr %g moved the weights by at most %g; want above 0 and within 20 × lr", lr, moved)
+	}
+	err = SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: t.TempDir(), Examples: 10, Steps: 1, Batch: 2, Init: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "--init") {
+		t.Errorf("an init folder without a model: %v; want an error naming --init and the folder", err)
 	}
 }

@@ -24,7 +24,7 @@ func RulesHint(s Summary) string {
 	case s.Killed > 0 && !s.Recovered:
 		return "The code hit a resource limit; keep the computation small and print only the final number."
 	case s.ToolErrors > 0 && !s.Recovered:
-		full := lastErrorLine(s.LastError)
+		full := lastLine(s.LastError)
 		msg := clipQuote(full)
 		if m := errorNameRE.FindStringSubmatch(full); m != nil {
 			switch {
@@ -45,6 +45,12 @@ func RulesHint(s Summary) string {
 	case s.LastOutput != "" && s.Answer == s.LastOutput:
 		// The answer copies the output faithfully: the code itself computed the wrong thing.
 		return "The code computed something else than the question asks: use exactly its numbers and operation in the code, then copy the printed result."
+	case s.LastOutput != "" && s.Answer != "":
+		// A copying slip: the hint names both numbers, so a teacher that reads it knows which
+		// digits of the answer are wrong and what they should be (the trajectory's own output,
+		// not the reference answer).
+		printed := clipNumber(lastLine(s.LastOutput))
+		return fmt.Sprintf("The code printed %s but the final answer was %s: copy the printed number, %s, into \\boxed{}.", printed, clipNumber(s.Answer), printed)
 	default:
 		return "The final answer does not match the printed result: copy the number the code printed into \\boxed{}."
 	}
@@ -55,8 +61,20 @@ func RulesHint(s Summary) string {
 // rules hint with a quote this long).
 const maxQuotedError = 48
 
-// lastErrorLine is the error's last line: Python's exception line.
-func lastErrorLine(s string) string {
+// maxQuotedNumber bounds a printed result or an answer a rules hint names, in characters (the
+// hint names the printed one twice).
+const maxQuotedNumber = 24
+
+// clipNumber bounds a result a hint names to maxQuotedNumber characters, keeping its start.
+func clipNumber(s string) string {
+	if r := []rune(s); len(r) > maxQuotedNumber {
+		return string(r[:maxQuotedNumber-1]) + "…"
+	}
+	return s
+}
+
+// lastLine is the last line of s, trimmed: Python's exception line for an error.
+func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }

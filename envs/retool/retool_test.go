@@ -792,7 +792,7 @@ func TestRulesHintAndProcessScore(t *testing.T) {
 		{"format", Summary{FormatErrors: 2}, "<code>", 0.3},
 		{"no answer", Summary{ToolCalls: 1}, `\boxed{answer}`, 0.8},
 		{"guessed wrong", Summary{Answered: true}, "compute the answer with code", 0.6},
-		{"wrong after clean run", Summary{ToolCalls: 1, Answered: true, Answer: "22671080", LastOutput: "22671880"}, "copy the number", 1},
+		{"wrong after clean run", Summary{ToolCalls: 1, Answered: true, Answer: "22671080", LastOutput: "22671880"}, "copy the printed number, 22671880, into", 1},
 		{"copied a wrong computation", Summary{ToolCalls: 1, Answered: true, Answer: "9802", LastOutput: "9802"}, "exactly its numbers and operation", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -59,7 +59,7 @@ func TestFlawedAttemptHint(t *testing.T) {
 	}
 	task := envs.Task{ID: "t", Prompt: "What is 77 + 87?", Answer: "164"}
 	rng := rand.New(rand.NewPCG(1, 2))
-	want := map[string]string{"wrong_copy": "does not match the printed result", "computed_else": "computed something else",
+	want := map[string]string{"wrong_copy": "copy the printed number, 164,", "computed_else": "computed something else",
 		"guessed": "Do not guess", "name_error": "undefined_name", "no_answer": "Finish by giving", "format": "Write code between",
 		"timeout": "ran too long"}
 	for _, flaw := range Flaws {
