@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -129,5 +130,40 @@ func TestExternalHash(t *testing.T) {
 	a.Env.External.Env["A"] = "3"
 	if a.Hash() == b.Hash() {
 		t.Errorf("a changed variable did not change the hash")
+	}
+}
+
+// TestAgentRecipe: recipes/agent-retool.yaml loads from the repository root (its agent folder is
+// relative to it), documents every field, and is retool-baseline.yaml's budget through the agent.
+func TestAgentRecipe(t *testing.T) {
+	base, err := Load("retool-baseline.yaml", Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := leafLines(t, "agent-retool.yaml")
+	for _, key := range Keys() {
+		if line, ok := lines[key]; !ok {
+			t.Errorf("agent-retool.yaml does not list %s", key)
+		} else if !strings.Contains(line, "#") {
+			t.Errorf("agent-retool.yaml: %s has no comment", key)
+		}
+	}
+	t.Chdir("..")
+	r, err := Load("recipes/agent-retool.yaml", Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diff []string
+	for _, f := range newSchema().leaves {
+		if !reflect.DeepEqual(f.value(r).Interface(), f.value(base).Interface()) {
+			diff = append(diff, f.key)
+		}
+	}
+	want := []string{"run.name", "rollout.deterministic", "env.name", "env.external.command", "env.external.dir", "env.external.env"}
+	if !reflect.DeepEqual(diff, want) {
+		t.Errorf("agent-retool.yaml differs from retool-baseline.yaml in %v; want exactly %v", diff, want)
+	}
+	if r.Env.Name != "external" || r.Env.External.Env["AGENTRL_AGENT_TOOLS"] != "none" || r.Rollout.Deterministic {
+		t.Errorf("agent-retool.yaml: env.name %s, agent env %v, deterministic %v", r.Env.Name, r.Env.External.Env, r.Rollout.Deterministic)
 	}
 }
