@@ -163,6 +163,10 @@ func Resolve(command []string, dir string) (string, error) {
 	return filepath.Abs(path)
 }
 
+// killWait bounds the wait for SIGKILLed processes to die: only one stuck in the kernel (D state)
+// takes that long.
+const killWait = 5 * time.Second
+
 // maxEnvTask is the longest task JSON also put in AGENTRL_TASK (Linux refuses a single variable
 // over 128 KiB); longer tasks are on stdin only.
 const maxEnvTask = 64 << 10
@@ -265,7 +269,7 @@ func run(ctx context.Context, cfg Config, path string, task envs.Task, baseURL, 
 	// pipes they held. A process that left the group (setsid) may still hold one: stop reading
 	// after the grace period.
 	signalGroup(pgid, sigKill)
-	waitGroupGone(pgid, cfg.Grace)
+	waitGroupGone(pgid, killWait)
 	done := make(chan struct{})
 	go func() { pumps.Wait(); close(done) }()
 	select {

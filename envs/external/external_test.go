@@ -48,7 +48,7 @@ func TestResults(t *testing.T) {
 			drop: DropCrashed, dropped: []string{"crashed: exit status 3", `stderr ends "boom: the model is gone"`}, exit: 3, stderrEnd: "boom: the model is gone\n"},
 		{name: "crash after printing a result", cfg: sh(`echo '{"reward": 1}'; exit 1`), drop: DropCrashed, dropped: []string{"exit status 1"}, exit: 1},
 		{name: "killed by a signal", cfg: sh(`kill -SEGV $$`), drop: DropCrashed, dropped: []string{"crashed: killed by SIGSEGV"}, exit: -1, signal: "SIGSEGV"},
-		{name: "hang past the timeout", cfg: Config{Command: []string{"sleep", "1000"}, Timeout: 150 * time.Millisecond, Grace: 100 * time.Millisecond},
+		{name: "hang past the timeout", cfg: Config{Command: []string{"sleep", "1000"}, Timeout: 150 * time.Millisecond, Grace: 10 * time.Second},
 			drop: DropTimeout, dropped: []string{"timed out after 150ms", "killed"}, exit: -1, signal: "SIGTERM"},
 		{name: "no output", cfg: sh(`true`), drop: DropNoResult, dropped: []string{"printed no result", `{"answer": "42"}`}},
 		{name: "only blank lines", cfg: sh(`printf '\n  \n\n'`), drop: DropNoResult},

@@ -53,7 +53,10 @@ func TestNoStrayProcesses(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := Config{Command: []string{"./grandchild.sh", tt.mode}, Dir: "testdata", Env: map[string]string{"FIFO": fifo},
-				Timeout: tt.timeout, Grace: 100 * time.Millisecond}
+				Timeout: tt.timeout, Grace: 10 * time.Second}
+			if tt.mode == "stubborn" {
+				cfg.Grace = 100 * time.Millisecond // it ignores SIGTERM: no point waiting long
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			type outcome struct {
