@@ -72,6 +72,8 @@ const (
 	DropCancelled Drop = "cancelled"  // the caller's context ended; killed
 	DropNoResult  Drop = "no_result"  // exited 0 without a non-empty stdout line
 	DropBadResult Drop = "bad_result" // the last line is not a usable result object
+	// DropNotStarted comes with Run's error: the program could not be found or started.
+	DropNotStarted Drop = "not_started"
 )
 
 // Result is what one agent run gave.
@@ -190,7 +192,7 @@ func (c Config) withDefaults() Config {
 func Run(ctx context.Context, cfg Config, task envs.Task, baseURL, apiKey string) (Result, error) {
 	path, err := Resolve(cfg.Command, cfg.Dir)
 	if err != nil {
-		return Result{ExitCode: -1}, err
+		return notStarted(err), err
 	}
 	return run(ctx, cfg.withDefaults(), path, task, baseURL, apiKey)
 }
@@ -214,7 +216,8 @@ func run(ctx context.Context, cfg Config, path string, task envs.Task, baseURL, 
 		r, w, err := os.Pipe()
 		if err != nil {
 			closeAll(pipes[:])
-			return Result{ExitCode: -1}, fmt.Errorf("agent pipes: %w", err)
+			err = fmt.Errorf("agent pipes: %w", err)
+			return notStarted(err), err
 		}
 		pipes[i] = [2]*os.File{r, w}
 	}
@@ -231,7 +234,8 @@ func run(ctx context.Context, cfg Config, path string, task envs.Task, baseURL, 
 		stdinW.Close()
 		stdoutR.Close()
 		stderrR.Close()
-		return Result{ExitCode: -1}, fmt.Errorf("starting agent %s: %w", strings.Join(cfg.Command, " "), err)
+		err = fmt.Errorf("starting agent %s: %w", strings.Join(cfg.Command, " "), err)
+		return notStarted(err), err
 	}
 	pgid := cmd.Process.Pid
 
@@ -306,6 +310,10 @@ func run(ctx context.Context, cfg Config, path string, task envs.Task, baseURL, 
 	}
 	parseResult(&res, lastLine(out.String()))
 	return res, nil
+}
+
+func notStarted(err error) Result {
+	return Result{ExitCode: -1, Drop: DropNotStarted, Dropped: "not started: " + err.Error()}
 }
 
 // terminate stops the agent's group: SIGTERM, then SIGKILL after grace, and waits for the agent

@@ -196,9 +196,12 @@ func TestStartErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Run(context.Background(), tt.cfg, testTask, "", "")
+			res, err := Run(context.Background(), tt.cfg, testTask, "", "")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v; want an error containing %q", err, tt.want)
+			}
+			if res.Usable() || res.Drop != DropNotStarted || !strings.Contains(res.Dropped, tt.want) {
+				t.Errorf("result %+v; want not started, saying why", res)
 			}
 		})
 	}
