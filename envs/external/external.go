@@ -53,13 +53,13 @@ type Config struct {
 	// MaxStdout is how many bytes of the end of stdout are kept to find the result line in;
 	// 0 means 1 MiB. The result line must fit.
 	MaxStdout int
-	// HiddenMeta lists task meta keys the agent must not see; nil means DefaultHiddenMeta.
+	// HiddenMeta lists task meta keys the agent must not see; nil means DefaultHiddenMeta().
 	HiddenMeta []string
 }
 
-// DefaultHiddenMeta are the meta keys that can give the answer away (retool's synthetic tasks
+// DefaultHiddenMeta returns the meta keys that can give the answer away (retool's synthetic tasks
 // keep the reference program in "code").
-var DefaultHiddenMeta = []string{"answer", "code", "solution"}
+func DefaultHiddenMeta() []string { return []string{"answer", "code", "solution"} }
 
 // Drop says why a trajectory's agent gave nothing usable.
 type Drop string
@@ -104,10 +104,10 @@ type Result struct {
 func (r Result) Usable() bool { return r.Drop == DropNone }
 
 // TaskJSON is the task as the agent sees it: {"id", "prompt", "meta"}, never the reference answer;
-// meta leaves out the hidden keys (nil: DefaultHiddenMeta) and any value equal to the answer.
+// meta leaves out the hidden keys (nil: DefaultHiddenMeta()) and any value equal to the answer.
 func TaskJSON(t envs.Task, hidden []string) []byte {
 	if hidden == nil {
-		hidden = DefaultHiddenMeta
+		hidden = DefaultHiddenMeta()
 	}
 	meta := map[string]string{}
 	for k, v := range t.Meta {
