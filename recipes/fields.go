@@ -20,6 +20,7 @@ const (
 	kAuto // AutoInt: "auto" or an integer
 	kInts
 	kStrings
+	kStringMap // map[string]string: names (case kept) to values
 )
 
 // want describes what a field of this kind accepts, for error messages.
@@ -39,6 +40,8 @@ func (k kind) want() string {
 		return "a list of integers such as [1, 2, 4, 8]"
 	case kStrings:
 		return `a list of strings such as ["</code>"]`
+	case kStringMap:
+		return "a mapping of names to values such as {NODE_ENV: production}"
 	default:
 		return "a string"
 	}
@@ -100,6 +103,8 @@ func (s *schema) walk(t reflect.Type, prefix string, index []int) {
 			s.leaves = append(s.leaves, field{key, kInts, idx})
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
 			s.leaves = append(s.leaves, field{key, kStrings, idx})
+		case ft.Kind() == reflect.Map && ft.Key().Kind() == reflect.String && ft.Elem().Kind() == reflect.String:
+			s.leaves = append(s.leaves, field{key, kStringMap, idx})
 		default:
 			// A new field type must be taught to the loader; fail loudly in tests.
 			panic("recipes: unsupported field type " + ft.String() + " for " + key)

@@ -21,9 +21,14 @@ func (r *Recipe) CanonicalJSON() []byte {
 	c.Rollout.Stop = nonNil(c.Rollout.Stop)
 	c.Eval.Ks = nonNil(c.Eval.Ks)
 	c.Env.Tasks.Synthetic.Levels = nonNil(c.Env.Tasks.Synthetic.Levels)
+	c.Env.External.Command = nonNil(c.Env.External.Command)
+	if c.Env.External.Env == nil {
+		c.Env.External.Env = map[string]string{}
+	}
 	data, err := json.Marshal(&c)
 	if err != nil {
-		// A Recipe holds only strings, numbers, booleans and slices of them: Marshal cannot fail.
+		// A Recipe holds only strings, numbers, booleans, slices of them and maps of strings:
+		// Marshal cannot fail (it sorts map keys, so the JSON is canonical).
 		return []byte(err.Error())
 	}
 	return data

@@ -45,9 +45,10 @@ func Load(path string, opts Options) (*Recipe, error) {
 // Parse is Load for YAML already in memory; name is used in error messages in place of a path.
 func Parse(name string, data []byte, opts Options) (*Recipe, error) {
 	l := &loader{
-		sch: newSchema(),
-		loc: locator{file: name, lines: map[string]int{}, sources: map[string]string{}},
-		bad: map[string]bool{},
+		sch:  newSchema(),
+		loc:  locator{file: name, lines: map[string]int{}, sources: map[string]string{}},
+		bad:  map[string]bool{},
+		maps: map[string]map[string]string{},
 	}
 	config, err := l.readYAML(data)
 	if err != nil {
@@ -61,7 +62,9 @@ func Parse(name string, data []byte, opts Options) (*Recipe, error) {
 
 	v := viper.New()
 	for _, f := range l.sch.leaves {
-		v.SetDefault(f.key, f.value(Default()).Interface())
+		if f.kind != kStringMap { // viper lower-cases map keys: l.maps holds them instead
+			v.SetDefault(f.key, f.value(Default()).Interface())
+		}
 	}
 	if err := v.MergeConfigMap(config); err != nil {
 		return nil, fmt.Errorf("%s: merging recipe: %w", name, err)
@@ -87,6 +90,15 @@ func Parse(name string, data []byte, opts Options) (*Recipe, error) {
 	if err := v.Unmarshal(r, viper.DecodeHook(decodeHook)); err != nil {
 		return nil, fmt.Errorf("%s: decoding recipe: %w", name, err)
 	}
+	for _, f := range l.sch.leaves {
+		if f.kind == kStringMap {
+			m, ok := l.maps[f.key]
+			if !ok {
+				m = f.value(Default()).Interface().(map[string]string)
+			}
+			f.value(r).Set(reflect.ValueOf(m))
+		}
+	}
 	l.problems = append(l.problems, validate(r, &l.loc, l.bad)...)
 	if len(l.problems) > 0 {
 		sortProblems(l.problems)
@@ -101,6 +113,9 @@ type loader struct {
 	loc      locator
 	bad      map[string]bool // keys already reported: no further checks on them
 	problems []Problem
+	// maps holds the mapping fields (kStringMap) from the file, the environment and overrides,
+	// the later winning; they bypass viper, which would lower-case their names.
+	maps map[string]map[string]string
 }
 
 func (l *loader) add(key string, line int, msg string) {
@@ -171,6 +186,12 @@ func (l *loader) walk(node *yaml.Node, section string) {
 				l.add(key, k.Line, msg)
 				continue
 			}
+			if f.kind == kStringMap {
+				if !l.bad[key] {
+					l.maps[key] = mapOf(v)
+				}
+				continue
+			}
 			if !l.bad[key] { // a list whose elements were reported is dropped too
 				kept = append(kept, k, v)
 			}
@@ -229,6 +250,8 @@ func checkNode(k kind, v *yaml.Node, key string, l *loader) string {
 		default:
 			return describe(v) + "; want " + k.want()
 		}
+	case kStringMap:
+		return checkMapNode(v, key, l)
 	case kInts, kStrings:
 		if v.Kind != yaml.SequenceNode {
 			return describe(v) + "; want " + k.want()
@@ -307,9 +330,16 @@ func (l *loader) checkEnv(environ []string) []string {
 			continue
 		}
 		l.loc.sources[key] = "$" + name
-		if _, err := parseText(l.sch.byKey[key].kind, val); err != nil {
+		k := l.sch.byKey[key].kind
+		parsed, err := parseText(k, val)
+		switch {
+		case err != nil && k == kStringMap:
+			l.add(key, 0, err.Error())
+		case err != nil:
 			l.add(key, 0, err.Error())
 			bad = append(bad, key)
+		case k == kStringMap:
+			l.maps[key] = parsed.(map[string]string)
 		}
 	}
 	return bad
@@ -368,11 +398,14 @@ func (l *loader) checkOverrides(overrides map[string]string) map[string]any {
 		}
 		l.loc.sources[key] = "override"
 		val, err := parseText(f.kind, overrides[key])
-		if err != nil {
+		switch {
+		case err != nil:
 			l.add(key, 0, err.Error())
-			continue
+		case f.kind == kStringMap:
+			l.maps[key] = val.(map[string]string)
+		default:
+			out[key] = val
 		}
-		out[key] = val
 	}
 	return out
 }
@@ -435,6 +468,8 @@ func parseText(k kind, s string) (any, error) {
 			return []string{}, nil
 		}
 		return strings.Split(s, ","), nil
+	case kStringMap:
+		return parseMap(s)
 	default:
 		return s, nil
 	}

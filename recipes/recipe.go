@@ -22,7 +22,8 @@ type Recipe struct {
 	Memory Memory `mapstructure:"memory" json:"memory"`
 	// Rollout controls generation: how many trajectories per step and how they are sampled.
 	Rollout Rollout `mapstructure:"rollout" json:"rollout"`
-	// Env is the environment (the ReTool code sandbox) and its task set.
+	// Env is the environment (the ReTool code sandbox, or an external agent program) and its
+	// task set.
 	Env Env `mapstructure:"env" json:"env"`
 	// Reward weighs the parts of a trajectory's reward.
 	Reward Reward `mapstructure:"reward" json:"reward"`
@@ -131,7 +132,10 @@ type Rollout struct {
 
 // Env is the environment and its task set.
 type Env struct {
-	// Name is the environment; only "retool" (math problems solved by writing code) exists.
+	// Name is the environment: "retool" (math problems solved by writing code, the workbench
+	// driving the model turn by turn) or "external" (an agent program per trajectory that calls
+	// the model through an OpenAI-compatible endpoint; see env.external). The task set is the same
+	// for both.
 	Name string `mapstructure:"name" json:"name"`
 	// Executor runs the model's code: "starlark" (in-process Starlark, always available) or
 	// "python" (a python3 subprocess).
@@ -149,6 +153,40 @@ type Env struct {
 	Observation Observation `mapstructure:"observation" json:"observation"`
 	// Tasks is the task set.
 	Tasks Tasks `mapstructure:"tasks" json:"tasks"`
+	// External is the agent program of env.name external.
+	External External `mapstructure:"external" json:"external"`
+}
+
+// External runs an agent program once per trajectory (env.name external). The workbench serves
+// the policy through an OpenAI-compatible endpoint and starts the command with OPENAI_BASE_URL
+// (the endpoint), OPENAI_API_KEY (a key valid for this trajectory only) and AGENTRL_TASK (the task
+// as JSON: id, prompt and meta, never the reference answer; the same JSON is on stdin). The agent
+// calls the model as it would any model and prints, as its last non-empty stdout line, one JSON
+// object: {"reward": r} (its own score) or {"answer": "…"} (scored by the ReTool verifier, as
+// env.name retool scores a \boxed answer), plus an optional "info" object. An agent that crashes,
+// outlives the timeout or prints no usable result is dropped from the step with the reason shown
+// and counted; it and everything it started are killed. The ReTool settings of env (executor,
+// session, timeout, limits, sandbox, observation) are not used: the agent runs its own tools.
+// Such a run cannot be reproduced from its seed: rollout.deterministic must be false.
+type External struct {
+	// Command is the agent's argv, e.g. [node, agent.mjs]. The program (the first element) is a
+	// name on PATH or a path, relative to dir unless absolute; the recipe does not load when it is
+	// not found.
+	Command []string `mapstructure:"command" json:"command"`
+	// Dir is the agent's working folder; relative paths are relative to the current directory,
+	// and empty means the current directory.
+	Dir string `mapstructure:"dir" json:"dir"`
+	// Workers is the most agents running at once: "auto" (one per KV-cache slot: memory.kv_slots,
+	// or what the ledger chooses; more would only wait for a slot) or a number, at most 1024.
+	Workers AutoInt `mapstructure:"workers" json:"workers"`
+	// Timeout bounds one agent from start to exit, as a Go duration such as "5m"; above 0s and at
+	// most 24h. An agent past it is stopped (SIGTERM, then SIGKILL, with everything it started)
+	// and its trajectory dropped.
+	Timeout time.Duration `mapstructure:"timeout" json:"timeout"`
+	// Env adds environment variables for the agent, {NAME: value}, to those the workbench runs
+	// with. OPENAI_BASE_URL, OPENAI_API_KEY and AGENTRL_TASK are the workbench's and cannot be set
+	// here. As an override: AGENTRL_ENV_EXTERNAL_ENV=NAME=value,NAME2=value2.
+	Env map[string]string `mapstructure:"env" json:"env"`
 }
 
 // Limits bounds one tool call.
@@ -444,6 +482,7 @@ func Default() *Recipe {
 				JSONL:     JSONL{Path: "", IDField: "id", PromptField: "prompt", AnswerField: "answer"},
 				TrainSize: 512, HeldoutSize: 64,
 			},
+			External: External{Command: []string{}, Dir: "", Workers: 0, Timeout: 5 * time.Minute, Env: map[string]string{}},
 		},
 		Reward: Reward{Outcome: 1.0, Process: 0, Shaping: 0, FormatPenalty: 0.1},
 		Algorithm: Algorithm{

@@ -24,12 +24,13 @@ func leafLines(t *testing.T, path string) map[string]string {
 	}
 	lines := strings.Split(string(data), "\n")
 	out := map[string]string{}
+	sch := newSchema()
 	var walk func(n *yaml.Node, prefix string)
 	walk = func(n *yaml.Node, prefix string) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			key := join(prefix, k.Value)
-			if v.Kind == yaml.MappingNode {
+			if f, leaf := sch.byKey[key]; v.Kind == yaml.MappingNode && !(leaf && f.kind == kStringMap) {
 				walk(v, key)
 				continue
 			}

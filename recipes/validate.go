@@ -280,7 +280,8 @@ func isIdentifier(s string) bool {
 
 func (c *checker) env() {
 	e := c.r.Env
-	c.oneOf("env.name", e.Name, "retool")
+	c.oneOf("env.name", e.Name, "retool", "external")
+	c.external()
 	c.oneOf("env.executor", e.Executor, "starlark", "python")
 	c.oneOf("env.session", e.Session, "fresh", "persistent")
 	if e.Timeout <= 0 || e.Timeout > 10*time.Minute {

@@ -4,6 +4,8 @@ import (
 	"math/big"
 	"regexp"
 	"strings"
+
+	"agentrl/envs"
 )
 
 // Verify reports whether a predicted final answer equals the reference.
@@ -33,6 +35,23 @@ func Verify(pred, ref string) bool {
 		}
 	}
 	return strings.EqualFold(strings.ReplaceAll(p, " ", ""), strings.ReplaceAll(r, " ", ""))
+}
+
+// ScoreAnswer is the reward parts of a final answer that came from outside the ReTool loop (an
+// external agent's {"answer": …}), as the loop scores its own: outcome 1 when the answer verifies
+// against ref, a format penalty when there is no answer. An answer written as \boxed{…} is read
+// from its last box. Compose the parts with the recipe's Weights.
+func ScoreAnswer(answer, ref string) envs.Reward {
+	if boxed, ok, _ := lastBoxed(answer); ok {
+		answer = boxed
+	}
+	var r envs.Reward
+	if strings.TrimSpace(answer) == "" {
+		r.FormatPenalty = 1
+	} else if Verify(answer, ref) {
+		r.Outcome = 1
+	}
+	return r
 }
 
 var (
