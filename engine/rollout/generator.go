@@ -96,6 +96,10 @@ type Request struct {
 	MaxNew      int      // 0 = until the context is full
 	StopIDs     []int32  // e.g. EOS, <|im_end|>
 	StopStrings []string // e.g. "</code>", "</tool_call>"
+	// OnToken, when set, sees each sampled token and its log-prob as soon as the step that drew it
+	// ends, in order (a streaming reply). It runs on the generator's loop goroutine with the
+	// generator's lock held: it must return at once and must not call the generator.
+	OnToken func(id int32, logProb float32)
 }
 
 // StopReason says why generation ended.
@@ -873,6 +877,9 @@ func (g *Generator) advance(a stepSlot, id int32, lp float32) {
 	g.stats.Tokens++
 	st.res.IDs = append(st.res.IDs, id)
 	st.res.LogProbs = append(st.res.LogProbs, lp)
+	if st.req.OnToken != nil {
+		st.req.OnToken(id, lp)
+	}
 	// The sampled token is not in the cache yet: it is written by the next step of this slot.
 	s.pending = append(s.pending[:0], id)
 	switch {
