@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -154,11 +155,8 @@ func jsonError(err error) error {
 		if typ.Field == "stop" || strings.HasSuffix(typ.Field, ".stop") {
 			return badRequest("stop", "stop must be a string or a list of strings")
 		}
-		want := "another type"
-		if typ.Type != nil {
-			want = typ.Type.String()
-		}
-		return badRequest(typ.Field, "%s has the wrong type: got a JSON %s, want %s", typ.Field, typ.Value, want)
+		field := strings.TrimPrefix(typ.Field, "sampling.") // the embedded struct's fields are the request's own
+		return badRequest(field, "%s has the wrong type: got a JSON %s, want %s", field, typ.Value, jsonKind(typ.Type))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("", "the request body is not valid JSON: it ends early")
 	}
@@ -167,6 +165,29 @@ func jsonError(err error) error {
 		return badRequest(field, "unknown field %q: this server takes the OpenAI API's fields (see the serve package's documentation for which); remove it", field)
 	}
 	return badRequest("", "the request body is not valid JSON: %v", err)
+}
+
+// jsonKind names what a Go type takes in JSON.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "an object"
 }
 
 // messageContent reads a message's content: a string, null, or an array of {"type": "text",
