@@ -230,3 +230,24 @@ func TestLockstepRefused(t *testing.T) {
 		t.Errorf("New on a lockstep generator: %v; want an error about lockstep", err)
 	}
 }
+
+// TestCloseThenFinish: Close ends serving and gives every slot back; Finish still returns what a
+// trajectory recorded before.
+func TestCloseThenFinish(t *testing.T) {
+	s, base := newServer(t, rollout.Config{Slots: 1}, Options{})
+	key := s.Begin("closing", TrajectoryOptions{})
+	chatOK(t, base, key, task("What is 1 + 2?", map[string]any{"max_tokens": 4}))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.gen.Stats(); st.Busy != 0 {
+		t.Errorf("generator %+v after Close; want every slot free", st)
+	}
+	traj, err := s.Finish(key)
+	if err != nil || len(traj.Turns) != 1 || len(traj.Segments) != 1 {
+		t.Errorf("Finish after Close: %+v, %v; want the one answered request", traj, err)
+	}
+	if _, err := http.Get(base + "/models"); err == nil {
+		t.Error("the server answers after Close")
+	}
+}

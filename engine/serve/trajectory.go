@@ -104,6 +104,7 @@ type trajectory struct {
 	inflight sync.WaitGroup
 	lock     chan struct{}
 	requests atomic.Int64 // authorised requests
+	stopped  sync.Once
 
 	// guarded by lock
 	sess     *rollout.Session
@@ -136,15 +137,18 @@ func (t *trajectory) acquire(ctx context.Context) error {
 func (t *trajectory) release() { <-t.lock }
 
 // stop ends the trajectory: its requests are cancelled and waited for, its slot given back. It
-// keeps the lock, so that nothing touches the trajectory again.
+// keeps the lock, so that nothing touches the trajectory again; stopping it again (Finish after
+// Close) does nothing.
 func (t *trajectory) stop() {
-	t.cancel()
-	t.inflight.Wait()
-	t.lock <- struct{}{}
-	if t.sess != nil {
-		t.sess.Close()
-		t.sess = nil
-	}
+	t.stopped.Do(func() {
+		t.cancel()
+		t.inflight.Wait()
+		t.lock <- struct{}{}
+		if t.sess != nil {
+			t.sess.Close()
+			t.sess = nil
+		}
+	})
 }
 
 // Begin starts a trajectory named id and returns its API key: requests with it (Authorization:
