@@ -78,8 +78,9 @@
 // only once every held slot has asked for more, and an agent holds its slot while it runs its
 // tools.
 //
-// A request that gives no seed samples with one derived from TrajectoryOptions.Seed and its
-// index, so a trajectory's samples are a function of its seed and its requests.
+// A request that gives no seed (or any request, with TrajectoryOptions.Override) samples with
+// one derived from TrajectoryOptions.Seed and its index, so a trajectory's samples are a
+// function of its seed and its requests, and a group's trajectories differ by their seeds.
 //
 // # Errors
 //

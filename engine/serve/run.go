@@ -141,7 +141,8 @@ func (s *Server) record(t *trajectory, j *job, p *plan, r reply, sp rollout.Samp
 
 // samplingFor resolves a request's sampling on its trajectory: the trajectory's policy, the
 // request's values where it gives them (unless the trajectory overrides them), and the seed:
-// the request's, else one derived from the trajectory's seed and the request's index.
+// the request's (unless overridden), else one derived from the trajectory's seed and the
+// request's index.
 func (s *Server) samplingFor(t *trajectory, q sampling) (rollout.Sampling, error) {
 	pol := s.o.Sampling
 	if t.opts.Sampling != nil {
@@ -162,7 +163,7 @@ func (s *Server) samplingFor(t *trajectory, q sampling) (rollout.Sampling, error
 		return rollout.Sampling{}, err
 	}
 	seed := requestSeed(t.opts.Seed, t.answered)
-	if q.Seed != nil {
+	if q.Seed != nil && !t.opts.Override {
 		seed = uint64(*q.Seed)
 	}
 	return rollout.Sampling{Temperature: pol.Temperature, TopP: pol.TopP, TopK: pol.TopK, Seed: seed}, nil

@@ -22,9 +22,10 @@ type TrajectoryOptions struct {
 	Seed uint64
 	// Sampling is the trajectory's sampling policy (nil: Options.Sampling).
 	Sampling *Sampling
-	// Override makes Sampling win over a request's temperature, top_p and top_k: an RL run
-	// samples at the temperature its trainer's log-probs assume, whatever the agent asks for.
-	// Without it a request's values win where it gives them.
+	// Override makes Sampling and Seed win over a request's temperature, top_p, top_k and seed:
+	// an RL run samples at the temperature its trainer's log-probs assume, and the samples of a
+	// group differ even when the agent sends a fixed seed. Without it a request's values win
+	// where it gives them.
 	Override bool
 	// MaxTotalTokens bounds the trajectory's context (0: Options.MaxTotalTokens; never more).
 	MaxTotalTokens int
