@@ -72,11 +72,15 @@
 // slots, later ones wait for a slot; with Options.Preempt an idle trajectory's slot is taken
 // instead and it re-prefills its kept tokens when it comes back. Finish cancels a request still
 // in flight (its client gets a 401; nothing of it is recorded), waits for it, and frees the
-// slot. Each segment is one training sequence: Tokens, with Mask true on the sampled tokens
-// only and LogProbs the sampler's log-prob of each (0 elsewhere); the segments of a trajectory
-// share its reward. The generator must not be in lockstep (New refuses one): lockstep steps
-// only once every held slot has asked for more, and an agent holds its slot while it runs its
-// tools.
+// slot; every key must be finished before the generator releases its KV cache for training
+// (ReleaseCache refuses while a slot is held). Each segment is one training sequence: Tokens,
+// with Mask true on the sampled tokens only (the loss mask) and LogProbs the sampler's log-prob
+// of each (0 elsewhere: the rollout log-probs of the importance ratio and the log-prob probe);
+// the segments of a trajectory share its reward and advantage. A segment is at most the
+// trajectory's MaxTotalTokens long. Drift is what the token-drift alarm reports; Turns are the
+// transcript (a tool call's output is in the next turn's Messages, role tool). The generator
+// must not be in lockstep (New refuses one): lockstep steps only once every held slot has asked
+// for more, and an agent holds its slot while it runs its tools.
 //
 // A request that gives no seed (or any request, with TrajectoryOptions.Override) samples with
 // one derived from TrajectoryOptions.Seed and its index, so a trajectory's samples are a
