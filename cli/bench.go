@@ -13,6 +13,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
+	"agentrl/engine/tokenizer"
 	"agentrl/engine/torchref"
 	"agentrl/engine/train"
 )
@@ -21,10 +22,10 @@ import (
 func benchCommand(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench TARGET",
-		Short: "measure the engine: bench rollout, bench train",
+		Short: "measure the engine: bench rollout, bench train, bench serve",
 	}
-	verbs(cmd, "bench needs a target: bench rollout or bench train")
-	cmd.AddCommand(benchRolloutCommand(env), benchTrainCommand(env))
+	verbs(cmd, "bench needs a target: bench rollout, bench train or bench serve")
+	cmd.AddCommand(benchRolloutCommand(env), benchTrainCommand(env), benchServeCommand(env))
 	return cmd
 }
 
@@ -186,6 +187,80 @@ beyond one block, dense below).`,
 	fl.BoolVar(&peak, "peak", false, "measure peak_bytes of one more update (implied by --seq-len)")
 	fl.StringVar(&f.attention, "attention", "auto", "attention over whole sequences: auto, dense, chunked, fused")
 	fl.IntVar(&f.attentionBlock, "attention-block", 0, "query block of chunked attention (0: the default)")
+	return cmd
+}
+
+// benchServeCommand measures the HTTP endpoint against the generator it serves from.
+func benchServeCommand(env Env) *cobra.Command {
+	var bf backendFlags
+	var dir, dtype string
+	var asJSON bool
+	c := engine.ServeBenchConfig{Bench: rollout.BenchConfig{Seed: 1}}
+	cmd := &cobra.Command{
+		Use:   "serve [--model DIR] [--clients 16 --slots 16 --sequences 64 --prompt-len 64 --new 128 --rounds 2] [--json]",
+		Short: "requests/s and tokens/s through the OpenAI-compatible endpoint against bench rollout's, on the same engine",
+		Long: `Runs bench rollout's requests (--sequences of --prompt-len random tokens, --new tokens each at
+temperature 1, through --slots slots) straight into a generator, then the same requests as
+/v1/completions of token ids through the HTTP endpoint (engine/serve) from --clients concurrent
+clients, each an API key sending one request at a time; --rounds times, alternating. It reports
+requests/s and tokens/s of each pass and what the HTTP layer costs: 1 − best HTTP tokens/s ÷ best
+generator tokens/s. Without --model it serves the built-in model.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				var err error
+				if dir, err = engine.BuiltinModel(env.Builtin); err != nil {
+					return err
+				}
+			}
+			choice, err := bf.open(env.Stderr)
+			if err != nil {
+				return err
+			}
+			dt := dtypes.Float32
+			if choice.Kind == device.CUDA {
+				dt = dtypes.BFloat16
+			}
+			if dtype != "" {
+				if dt, err = parseDType(dtype); err != nil {
+					return fmt.Errorf("bench serve: %w", err)
+				}
+			}
+			tok, err := tokenizer.Load(dir)
+			if err != nil {
+				return fmt.Errorf("bench serve: %w", err)
+			}
+			m, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			res, err := engine.BenchServe(context.Background(), m, tok, c)
+			if err != nil {
+				return err
+			}
+			res.Kernels = chosenKernels(cmd)
+			if choice.Kind == device.Go {
+				res.CPU = device.CPUModel()
+			}
+			if asJSON {
+				return writeJSON(env.Stdout, res)
+			}
+			res.Write(env.Stdout)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	bf.register(fl)
+	fl.StringVar(&dir, "model", "", "HuggingFace model folder with tokenizer.json (default: the built-in model)")
+	fl.StringVar(&dtype, "dtype", "", "compute dtype (default: bfloat16 on cuda, float32 on go)")
+	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fl.IntVar(&c.Clients, "clients", 16, "concurrent HTTP clients (agents)")
+	fl.IntVar(&c.Rounds, "rounds", 2, "alternating generator and HTTP passes; the best of each is compared")
+	fl.IntVar(&c.Bench.Gen.Slots, "slots", 16, "KV-cache slots (concurrent sequences)")
+	fl.IntVar(&c.Bench.Sequences, "sequences", 64, "requests in each pass")
+	fl.IntVar(&c.Bench.PromptLen, "prompt-len", 64, "prompt tokens per request")
+	fl.IntVar(&c.Bench.NewTokens, "new", 128, "tokens generated per request")
 	return cmd
 }
 

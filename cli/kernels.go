@@ -149,7 +149,7 @@ func recipeKernels(env Env, r *recipes.Recipe) string {
 func kernelsHook(env Env) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
 		switch strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ") {
-		case "bench rollout", "bench train", "sft", "generate", "score":
+		case "bench rollout", "bench train", "bench serve", "sft", "generate", "score", "serve":
 		default:
 			return nil
 		}
@@ -162,8 +162,8 @@ func kernelsHook(env Env) func(*cobra.Command, []string) error {
 		if dt, err := parseDType(str("dtype")); err == nil {
 			w.dtype = dt
 		}
-		if w.dir == "" && w.shape == "" && cmd.Name() == "sft" {
-			w.dir = builtinDir(env) // sft trains a model of the built-in's shape
+		if w.dir == "" && w.shape == "" && (cmd.Name() == "sft" || cmd.Name() == "serve" && str("store") == "") {
+			w.dir = builtinDir(env) // sft trains a model of the built-in's shape; serve and bench serve default to it
 		}
 		cmd.SetContext(context.WithValue(cmd.Context(), kernelsKey{}, applyKernels(env, w)))
 		return nil

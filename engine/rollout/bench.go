@@ -49,10 +49,7 @@ func Bench(ctx context.Context, m *model.Model, bc BenchConfig) (*BenchResult, e
 	var wg sync.WaitGroup
 	errs := make(chan error, bc.Sequences)
 	for i := 0; i < bc.Sequences; i++ {
-		prompt := make([]int32, bc.PromptLen)
-		for j := range prompt {
-			prompt[j] = int32((uint64(i*7919+j*104729) + bc.Seed) % uint64(m.Config.VocabSize))
-		}
+		prompt := BenchPrompt(bc, i, m.Config.VocabSize)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -89,6 +86,16 @@ func Bench(ctx context.Context, m *model.Model, bc BenchConfig) (*BenchResult, e
 		res.BytesPerSec = perStep / (res.StepMillis / 1000)
 	}
 	return res, nil
+}
+
+// BenchPrompt is request i's prompt in a benchmark of bc: PromptLen token ids spread over a
+// vocabulary of vocab, the same for any benchmark of the same requests.
+func BenchPrompt(bc BenchConfig, i, vocab int) []int32 {
+	prompt := make([]int32, bc.PromptLen)
+	for j := range prompt {
+		prompt[j] = int32((uint64(i*7919+j*104729) + bc.Seed) % uint64(vocab))
+	}
+	return prompt
 }
 
 // Write prints the result for people.

@@ -96,6 +96,10 @@ type Request struct {
 	MaxNew      int      // 0 = until the context is full
 	StopIDs     []int32  // e.g. EOS, <|im_end|>
 	StopStrings []string // e.g. "</code>", "</tool_call>"
+	// OnToken, when set, sees each sampled token and its log-prob as soon as the step that drew it
+	// ends, in order (a streaming reply). It runs on the generator's loop goroutine with the
+	// generator's lock held: it must return at once and must not call the generator.
+	OnToken func(id int32, logProb float32)
 }
 
 // StopReason says why generation ended.
@@ -156,8 +160,11 @@ type Generator struct {
 	// released says the KV cache is freed for the training phase: Open fails until RestoreCache.
 	released bool
 	stats    Stats
-	done     chan struct{}
-	fail     error
+	// live is the number of cache tensors alive, counted where no step runs (after each step,
+	// at a release or restore): Stats reports it without touching tensors a step may be donating.
+	live int
+	done chan struct{}
+	fail error
 	// prefillLast says the previous step was a prefill, so the next one decodes if any slot can.
 	prefillLast bool
 	// trace, when set (tests), sees each step's plan before it runs; g.mu held.
@@ -239,8 +246,20 @@ func New(m *model.Model, cfg Config) (*Generator, error) {
 			}
 		}
 	}
+	g.live = g.countLive()
 	go g.loop()
 	return g, nil
+}
+
+// countLive counts the cache tensors alive; only where no step runs.
+func (g *Generator) countLive() int {
+	n := 0
+	for _, t := range g.caches {
+		if t != nil && t.Ok() {
+			n++
+		}
+	}
+	return n
 }
 
 // compile builds and warms one step, so that no request waits on compilation.
@@ -605,12 +624,7 @@ func (g *Generator) Stats() Stats {
 			st.Busy++
 		}
 	}
-	st.LiveCacheTensor = 0
-	for _, t := range g.caches {
-		if t != nil && t.Ok() {
-			st.LiveCacheTensor++
-		}
-	}
+	st.LiveCacheTensor = g.live
 	return st
 }
 
@@ -638,6 +652,7 @@ func (g *Generator) ReleaseCache() error {
 	}
 	g.caches = nil
 	g.released = true
+	g.live = g.countLive()
 	return nil
 }
 
@@ -665,6 +680,7 @@ func (g *Generator) RestoreCache() error {
 		caches = append(caches, t)
 	}
 	g.caches, g.released = caches, false
+	g.live = g.countLive()
 	return nil
 }
 
@@ -736,6 +752,7 @@ func (g *Generator) loop() {
 			return
 		}
 		g.stats.SlotSteps += int64(len(active))
+		g.live = g.countLive()
 		for _, a := range active {
 			g.advance(a, ids[a.lane], lps[a.lane])
 		}
@@ -873,6 +890,9 @@ func (g *Generator) advance(a stepSlot, id int32, lp float32) {
 	g.stats.Tokens++
 	st.res.IDs = append(st.res.IDs, id)
 	st.res.LogProbs = append(st.res.LogProbs, lp)
+	if st.req.OnToken != nil {
+		st.req.OnToken(id, lp)
+	}
 	// The sampled token is not in the cache yet: it is written by the next step of this slot.
 	s.pending = append(s.pending[:0], id)
 	switch {
