@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -45,11 +46,11 @@ func runsCommand(env Env) *cobra.Command {
 
 // compareCommand sets two stored runs' evaluations of the same held-out tasks side by side.
 func compareCommand(env Env) *cobra.Command {
-	var path string
+	var paths []string
 	var step int
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "compare --store PATH RUN_A RUN_B [--step S] [--json]",
+		Use:   "compare --store PATH [--store PATH2 ...] RUN_A RUN_B [--step S] [--json]",
 		Short: "two runs' (or two recipes' seeds') held-out pass@k: A − B ± paired standard error",
 		Long: `Sets two runs' held-out pass@k side by side at the last step both evaluated (or --step), with
 A − B task by task and its paired standard error (per task, A's pass@k minus B's; their standard
@@ -59,17 +60,24 @@ Several seeds at once: give comma-separated lists, seed i of A paired with seed 
   agentrl-tui compare --store runs/agentrl.db A1,A2,A3 B1,B2,B3
 Each pair is compared as above, each run's change since its own step-0 evaluation is added, and
 the last table gives, per k, the mean over the seeds ± their spread / √n (the standard error of
-an n-seed mean): A − B, A's change and B's change.`,
+an n-seed mean): A − B, A's change and B's change.
+
+Runs made at the same time each write their own store (a running run holds its store's lock):
+give every store, --store a.db --store b.db, and each run is read from the store that has it.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
-				return usagef(cmd, "compare takes two run ids (agentrl-tui runs --store %s lists them); got %d", path, len(args))
+				return usagef(cmd, "compare takes two run ids (agentrl-tui runs --store %s lists them); got %d", strings.Join(paths, ","), len(args))
 			}
-			st, err := store.Open(path, store.Options{ReadOnly: true})
-			if err != nil {
-				return err
+			var st engine.Stores
+			for _, p := range paths {
+				s, err := store.Open(p, store.Options{ReadOnly: true})
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				st = append(st, s)
 			}
-			defer st.Close()
 			as, bs := splitRuns(args[0]), splitRuns(args[1])
 			if len(as) > 1 || len(bs) > 1 {
 				sc, err := engine.CompareSeeds(st, as, bs, step)
@@ -97,7 +105,7 @@ an n-seed mean): A − B, A's change and B's change.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&path, "store", defaultStore, "the store file")
+	cmd.Flags().StringSliceVar(&paths, "store", []string{defaultStore}, "the store file; repeat it (or give a comma-separated list) to compare runs kept in several stores, such as runs made at the same time")
 	cmd.Flags().IntVar(&step, "step", -1, "the evaluation step to compare (default: the last one both runs have)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd

@@ -241,27 +241,33 @@ func TestCompareErrors(t *testing.T) {
 }
 
 // TestCompareSeedsCommand: comma-separated run lists compare seed by seed and print the n-seed
-// means; a per-run row and the summary come from the same stored counts.
+// means; a per-run row and the summary come from the same stored counts. The seed-1 runs are in
+// one store and the seed-2 runs in another (as runs made at the same time are): compare reads
+// each run from the store given that has it, and names a run no store has.
 func TestCompareSeedsCommand(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "runs.db")
-	st, err := store.Open(dbPath, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, correct := range map[string]int{"a1": 2, "a2": 1, "b1": 1, "b2": 1} {
-		if err := st.PutRun(store.Run{ID: id}); err != nil {
+	dbPaths := []string{filepath.Join(t.TempDir(), "seed1.db"), filepath.Join(t.TempDir(), "seed2.db")}
+	for i, ids := range [][]string{{"a1", "b1"}, {"a2", "b2"}} {
+		st, err := store.Open(dbPaths[i], store.Options{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		for step, c := range map[int]int{0: 0, 5: correct} {
-			e := store.Eval{Step: step, PassAtK: map[int]float64{1: float64(c) / 2}, Tasks: "f",
-				Counts: [][2]int{{2, c}, {2, c}}}
-			if err := st.PutEval(id, e); err != nil {
+		for _, id := range ids {
+			correct := map[string]int{"a1": 2, "a2": 1, "b1": 1, "b2": 1}[id]
+			if err := st.PutRun(store.Run{ID: id}); err != nil {
 				t.Fatal(err)
 			}
+			for step, c := range map[int]int{0: 0, 5: correct} {
+				e := store.Eval{Step: step, PassAtK: map[int]float64{1: float64(c) / 2}, Tasks: "f",
+					Counts: [][2]int{{2, c}, {2, c}}}
+				if err := st.PutEval(id, e); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
+		st.Close()
 	}
-	st.Close()
-	out, err := runCmd(t, "compare", "--store", dbPath, "a1,a2", "b1,b2")
+	dbPath := dbPaths[0]
+	out, err := runCmd(t, "compare", "--store", dbPaths[0], "--store", dbPaths[1], "a1,a2", "b1,b2")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -278,5 +284,11 @@ func TestCompareSeedsCommand(t *testing.T) {
 	}
 	if _, err := runCmd(t, "compare", "--store", dbPath, "a1,a2", "b1"); err == nil || !strings.Contains(err.Error(), "2 A runs and 1 B runs") {
 		t.Errorf("unequal lists: %v", err)
+	}
+	if _, err := runCmd(t, "compare", "--store", dbPath, "a1,a2", "b1,b2"); err == nil || !strings.Contains(err.Error(), `no run "a2"`) {
+		t.Errorf("a run in a store not given: %v; want an error naming it", err)
+	}
+	if _, err := runCmd(t, "compare", "--store", dbPaths[0]+","+dbPaths[1], "a1,a2", "b1,b2"); err != nil {
+		t.Errorf("a comma-separated store list: %v", err)
 	}
 }

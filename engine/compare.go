@@ -29,7 +29,7 @@ type ComparisonRow struct {
 // CompareRuns compares runs a and b of st at evaluation step (negative: the last step both
 // evaluated): pass@k of each and A − B with its paired standard error (per task, A's pass@k minus
 // B's; their standard deviation over √tasks). Runs evaluated on other tasks are refused.
-func CompareRuns(st *store.Store, a, b string, step int) (*Comparison, error) {
+func CompareRuns(st RunSource, a, b string, step int) (*Comparison, error) {
 	ids := [2]string{a, b}
 	evals := [2]map[int]store.Eval{}
 	for i, id := range ids {

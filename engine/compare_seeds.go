@@ -77,7 +77,7 @@ func (m Mean) MarshalJSON() ([]byte, error) {
 
 // CompareSeeds pairs as[i] with bs[i] (the same seed of two recipes) and compares each pair at
 // step (negative: the last step the pair both evaluated), then averages over the pairs.
-func CompareSeeds(st *store.Store, as, bs []string, step int) (*SeedComparison, error) {
+func CompareSeeds(st RunSource, as, bs []string, step int) (*SeedComparison, error) {
 	if len(as) != len(bs) || len(as) == 0 {
 		return nil, fmt.Errorf("compare: %d A runs and %d B runs; give the same number on both sides, seed i of A paired with seed i of B", len(as), len(bs))
 	}
@@ -131,7 +131,7 @@ func (c *Comparison) row(k int) (ComparisonRow, bool) {
 
 // changeSinceStart is run's pass@k at step minus its step-0 pass@k, task by task; nil when the
 // run has no step-0 evaluation with per-task counts (eval.at_start off).
-func changeSinceStart(st *store.Store, run string, step int) (map[int]Change, error) {
+func changeSinceStart(st RunSource, run string, step int) (map[int]Change, error) {
 	es, err := st.Evals(run)
 	if err != nil {
 		return nil, err
