@@ -11,11 +11,18 @@ import (
 
 // WithHint is the user message of a task whose prompt carries a bridge thought: where the
 // controller puts a hint for the teacher, and where hint-conditioned demonstrations put it.
+//
+// The hint goes before the problem, not after it. The response copies the problem's numbers into
+// code, and a small model copies by relative position: a hint between the problem and the
+// response moved every operand 60-100 tokens further back and cost the reference 2-8 nats on
+// each copied digit, even after SFT on hinted demonstrations (a mean hint lift of -0.45 nats a
+// token); before the problem, the problem sits where it always does relative to the response
+// (lift -0.01 after the same SFT).
 func WithHint(prompt, hint string) string {
 	if hint == "" {
 		return prompt
 	}
-	return prompt + "\n\nHint: " + hint
+	return "Hint: " + hint + "\n\n" + prompt
 }
 
 // Flaws a hinted demonstration's first attempt can have: each is a failure the rules hinter

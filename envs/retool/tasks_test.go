@@ -71,7 +71,7 @@ func TestFlawedAttemptHint(t *testing.T) {
 	if _, err := FlawedAttemptHint(context.Background(), task, "typo", s, rng); err == nil {
 		t.Error("an unknown flaw gave no error")
 	}
-	if got := WithHint("Q?", "Do it."); got != "Q?\n\nHint: Do it." {
+	if got := WithHint("Q?", "Do it."); got != "Hint: Do it.\n\nQ?" {
 		t.Errorf("WithHint: %q", got)
 	}
 }
