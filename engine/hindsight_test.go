@@ -9,6 +9,7 @@ import (
 
 	"agentrl/engine/event"
 	"agentrl/engine/tokenizer"
+	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
 )
@@ -47,12 +48,16 @@ func TestRulesHintsAreWhole(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A task whose reference program is as long as a hint names (48 characters, digits
+			// that the built-in tokenizer spends a token each on).
+			task := envs.Task{Meta: map[string]string{"code": "print(" + strings.Repeat("1234567 * ", 5)[:41] + ")"}}
 			for _, s := range rulesHintCases {
-				h := retool.RulesHint(s)
-				got, cut := wholeHint(tok, h, r.Hinter.MaxHintTokens)
-				if h == "" || got != h || cut != "" || !strings.HasSuffix(got, ".") {
-					t.Errorf("%s, %s tokenizer (%d tokens of %d): hint %q reaches the teacher as %q (%s)", name, tname,
-						len(tok.Encode(h)), r.Hinter.MaxHintTokens, h, got, cut)
+				for _, h := range []string{retool.RulesHint(s), retool.RulesHintFor(s, task)} {
+					got, cut := wholeHint(tok, h, r.Hinter.MaxHintTokens)
+					if h == "" || got != h || cut != "" || !strings.HasSuffix(got, ".") {
+						t.Errorf("%s, %s tokenizer (%d tokens of %d): hint %q reaches the teacher as %q (%s)", name, tname,
+							len(tok.Encode(h)), r.Hinter.MaxHintTokens, h, got, cut)
+					}
 				}
 			}
 		}

@@ -4,12 +4,20 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"agentrl/envs"
 )
 
 // NoHint is what a judge answers when a trajectory needs no bridge thought.
 const NoHint = `\boxed{-1}`
 
 var errorNameRE = regexp.MustCompile(`([A-Za-z_]*Error|Exception)\b:?\s*(.*)$`)
+
+// The rules hints that RulesHintFor makes specific when the task has a reference program.
+const (
+	hintGuessed      = "Do not guess: compute the answer with code first, then give it."
+	hintComputedElse = "The code computed something else than the question asks: use exactly its numbers and operation in the code, then copy the printed result."
+)
 
 // RulesHint writes the hindsight "bridge thought" for a finished trajectory from its tool
 // feedback, or "" when none is needed (a correct answer reached without unrecovered trouble).
@@ -41,10 +49,10 @@ func RulesHint(s Summary) string {
 	case !s.Answered:
 		return `Finish by giving the final answer as \boxed{answer}.`
 	case s.ToolCalls == 0:
-		return "Do not guess: compute the answer with code first, then give it."
+		return hintGuessed
 	case s.LastOutput != "" && s.Answer == s.LastOutput:
 		// The answer copies the output faithfully: the code itself computed the wrong thing.
-		return "The code computed something else than the question asks: use exactly its numbers and operation in the code, then copy the printed result."
+		return hintComputedElse
 	case s.LastOutput != "" && s.Answer != "":
 		// A copying slip: the hint names both numbers, so a teacher that reads it knows which
 		// digits of the answer are wrong and what they should be (the trajectory's own output,
@@ -60,6 +68,38 @@ func RulesHint(s Summary) string {
 // instruction always fits hinter.max_hint_tokens (128 tokens of the built-in tokenizer hold every
 // rules hint with a quote this long).
 const maxQuotedError = 48
+
+// RulesHintFor is RulesHint with hindsight from the task: where the trajectory computed the wrong
+// thing or did not compute at all, and the task carries a one-line reference program (the
+// synthetic tasks' Meta["code"], such as print(5047 * 4336)), the hint names that program, so a
+// teacher that reads it knows which numbers and operation the code needed. Only the teacher reads
+// hints; the policy never sees one.
+func RulesHintFor(s Summary, t envs.Task) string {
+	h := RulesHint(s)
+	code := referenceLine(t)
+	if code == "" || h == "" {
+		return h
+	}
+	switch h {
+	case hintGuessed:
+		return fmt.Sprintf("Do not guess: run %s first, then give the printed result.", code)
+	case hintComputedElse:
+		return fmt.Sprintf("The code computed something else than the question asks: run %s, then copy the printed result.", code)
+	}
+	return h
+}
+
+// maxReferenceLine bounds the reference program a hint names, in characters.
+const maxReferenceLine = 48
+
+// referenceLine is the task's reference program when it is one short line, else "".
+func referenceLine(t envs.Task) string {
+	code := strings.TrimSpace(t.Meta["code"])
+	if code == "" || strings.Contains(code, "\n") || len([]rune(code)) > maxReferenceLine {
+		return ""
+	}
+	return code
+}
 
 // maxQuotedNumber bounds a printed result or an answer a rules hint names, in characters (the
 // hint names the printed one twice).

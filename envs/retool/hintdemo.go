@@ -62,7 +62,7 @@ func FlawedAttemptHint(ctx context.Context, t envs.Task, flaw string, s Session,
 	default:
 		return "", fmt.Errorf("flaw %q is not one of %v", flaw, Flaws)
 	}
-	h := RulesHint(sum)
+	h := RulesHintFor(sum, t)
 	if h == "" {
 		return "", fmt.Errorf("task %s: no rules hint for flaw %s", t.ID, flaw)
 	}

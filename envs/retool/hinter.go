@@ -38,9 +38,9 @@ var (
 	_ Scorer = Rules{}
 )
 
-// Hint returns RulesHint(req.Summary).
+// Hint returns RulesHintFor(req.Summary, req.Task).
 func (Rules) Hint(_ context.Context, req HintRequest) (string, error) {
-	return RulesHint(req.Summary), nil
+	return RulesHintFor(req.Summary, req.Task), nil
 }
 
 // Score returns RulesProcessScore(req.Summary), always ok.

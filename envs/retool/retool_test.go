@@ -806,3 +806,39 @@ func TestRulesHintAndProcessScore(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesHintFor: with a task whose reference program is one short line, the hints for a guess
+// and for code that computed something else name that program; every other hint, and every hint
+// of a task without such a program (several lines, too long, none), is RulesHint's.
+func TestRulesHintFor(t *testing.T) {
+	task := func(code string) envs.Task {
+		return envs.Task{ID: "t", Prompt: "What is 5047 * 4336?", Answer: "21883792", Meta: map[string]string{"code": code}}
+	}
+	oneLine := task("print(5047 * 4336)")
+	loop := task("s = 0\nfor i in range(3):\n    s += i\nprint(s)")
+	long := task("print(" + strings.Repeat("1 + ", 20) + "1)")
+	guessed := Summary{Answered: true, Answer: "2188"}
+	computedElse := Summary{ToolCalls: 1, Answered: true, Answer: "9802", LastOutput: "9802"}
+	wrongCopy := Summary{ToolCalls: 1, Answered: true, Answer: "21883799", LastOutput: "21883792"}
+	for _, tc := range []struct {
+		name string
+		s    Summary
+		t    envs.Task
+		want string
+	}{
+		{"guessed", guessed, oneLine, "Do not guess: run print(5047 * 4336) first, then give the printed result."},
+		{"computed else", computedElse, oneLine, "The code computed something else than the question asks: run print(5047 * 4336), then copy the printed result."},
+		{"wrong copy keeps its numbers", wrongCopy, oneLine, RulesHint(wrongCopy)},
+		{"correct needs none", Summary{ToolCalls: 1, Answered: true, Correct: true}, oneLine, ""},
+		{"guessed, program of several lines", guessed, loop, RulesHint(guessed)},
+		{"computed else, program too long", computedElse, long, RulesHint(computedElse)},
+		{"computed else, no program", computedElse, envs.Task{Prompt: "?"}, RulesHint(computedElse)},
+	} {
+		if got := RulesHintFor(tc.s, tc.t); got != tc.want {
+			t.Errorf("%s: %q; want %q", tc.name, got, tc.want)
+		}
+	}
+	if got, _ := (Rules{}).Hint(context.Background(), HintRequest{Task: oneLine, Summary: guessed}); !strings.Contains(got, "print(5047 * 4336)") {
+		t.Errorf("the rules hinter does not use the task: %q", got)
+	}
+}
