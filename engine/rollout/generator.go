@@ -162,6 +162,10 @@ type Generator struct {
 	prefillLast bool
 	// trace, when set (tests), sees each step's plan before it runs; g.mu held.
 	trace func(key stepKey, active []stepSlot)
+	// meters measure the generation phases in progress (see Measure).
+	meters []*Meter
+	// onStall, when set (tests), is called as the loop starts a wait that stalls work; g.mu held.
+	onStall func()
 }
 
 // stepKey names one compiled step: chunk size, attention bucket, and whether it samples with
@@ -529,6 +533,7 @@ func (s *Session) Close() {
 	s.once.Do(func() {
 		s.g.mu.Lock()
 		defer s.g.mu.Unlock()
+		s.g.meterDone()
 		s.g.release(s.slot.id)
 	})
 }
@@ -708,7 +713,16 @@ func (g *Generator) loop() {
 	for {
 		g.mu.Lock()
 		for !g.closed && !g.ready() {
+			// With requests to decode, a lockstep wait is the batch standing still for a tool.
+			stalled := g.cfg.Lockstep && g.hasWork()
+			if stalled && g.onStall != nil {
+				g.onStall()
+			}
+			t := time.Now()
 			g.cond.Wait()
+			if stalled {
+				g.meterStall(time.Since(t))
+			}
 		}
 		if g.closed {
 			g.failAll(ErrClosed)
@@ -716,6 +730,7 @@ func (g *Generator) loop() {
 			return
 		}
 		key, in, active := g.plan()
+		busy := g.busy()
 		if g.trace != nil {
 			g.trace(key, active)
 		}
@@ -728,6 +743,7 @@ func (g *Generator) loop() {
 		g.mu.Lock()
 		g.stats.Steps++
 		g.stats.StepTime += dt
+		g.meterStep(busy, dt)
 		if err != nil {
 			g.fail = err
 			g.closed = true
@@ -759,6 +775,17 @@ func (g *Generator) ready() bool {
 		return false
 	}
 	return g.hasWork()
+}
+
+// busy is the number of slots with a request in progress; g.mu held.
+func (g *Generator) busy() int {
+	n := 0
+	for _, s := range g.slots {
+		if s.gen != nil {
+			n++
+		}
+	}
+	return n
 }
 
 func (g *Generator) hasWork() bool {
