@@ -212,12 +212,20 @@ func New(o Options) (*Controller, error) {
 		c.tr.Close()
 		return nil, err
 	}
+	// The python executor's calls queue for the sandbox's workers, so the deterministic schedule
+	// models them; a Starlark call takes microseconds and never makes another wait.
+	toolWorkers := 0
+	if r.Env.Executor == "python" {
+		toolWorkers = sb.WorkerCount()
+	}
 	c.gen, err = rollout.New(c.infer.model, rollout.Config{
 		Slots: slots, MaxLen: model.Bucket(r.Rollout.MaxTotalTokens),
-		Truncation: r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
-		Decode:     func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
-		Lockstep:   r.Rollout.Deterministic,
-		Compiles:   c.compiles,
+		Truncation:      r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
+		Decode:          func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
+		Lockstep:        r.Rollout.Deterministic,
+		ToolReturnSteps: r.ToolReturn(),
+		ToolWorkers:     toolWorkers,
+		Compiles:        c.compiles,
 	})
 	if err != nil {
 		c.infer.close()

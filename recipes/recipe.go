@@ -121,13 +121,40 @@ type Rollout struct {
 	// Stop lists extra stop strings that end a turn. The end-of-turn token and the tool-call
 	// close tag of the chat format always end a turn and need not be listed.
 	Stop []string `mapstructure:"stop" json:"stop"`
-	// Deterministic runs the generator in lockstep: a decode step waits for every trajectory whose
-	// tool is running, and waiting trajectories take freed slots in a fixed order once every
-	// running one has settled, so the sampled tokens and their log-probs (and so the whole run)
-	// depend only on the seed and the weights, not on the tools' or goroutines' timing. Off,
-	// steps go on while tools run (more throughput when tools are slow) and the sampled tokens
-	// depend on the tools' timing.
+	// Deterministic runs the generator in lockstep: which trajectories share a decode step, and
+	// in which slot, follows from decode-step counts alone, never from wall time. A trajectory
+	// whose turn ends on a tool call leaves the batch for tool_return_steps decode steps while the
+	// others keep decoding, and its next turn is taken exactly then (the generator waits only if
+	// the tool is later than that: tool_stall_share); waiting trajectories take freed slots in a
+	// fixed order, a slot counting as freed at the step its trajectory's end is taken at. So the
+	// sampled tokens and their log-probs (and so the whole run) depend only on the seed and the
+	// weights, not on the tools' or goroutines' timing. Off, a turn is taken as soon as its tool
+	// returns (the most throughput) and the sampled tokens depend on the tools' timing.
 	Deterministic bool `mapstructure:"deterministic" json:"deterministic"`
+	// ToolReturnSteps is, with Deterministic, how many decode steps a trajectory stays out of the
+	// batch after a turn that calls a tool, before its next turn is taken. "auto" picks by
+	// env.executor: ToolReturnStarlark for starlark, whose calls take microseconds, and
+	// ToolReturnPython for python, whose calls start a sandboxed interpreter (tens of
+	// milliseconds, a few decode steps of the built-in model on a CPU, and more while calls queue
+	// for env.sandbox.workers); see ToolReturn. Longer: fewer stalls, more idle slot-steps.
+	ToolReturnSteps AutoInt `mapstructure:"tool_return_steps" json:"tool_return_steps"`
+}
+
+// The steps rollout.tool_return_steps: auto gives each executor (see Rollout.ToolReturnSteps).
+const (
+	ToolReturnStarlark = 1
+	ToolReturnPython   = 8
+)
+
+// ToolReturn is rollout.tool_return_steps with auto resolved for env.executor.
+func (r *Recipe) ToolReturn() int {
+	if !r.Rollout.ToolReturnSteps.IsAuto() {
+		return int(r.Rollout.ToolReturnSteps)
+	}
+	if r.Env.Executor == "python" {
+		return ToolReturnPython
+	}
+	return ToolReturnStarlark
 }
 
 // Env is the environment and its task set.

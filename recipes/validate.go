@@ -242,6 +242,10 @@ func (c *checker) rollout() {
 			c.failf("rollout.stop", "entry %d is empty; every stop string needs at least one character", i)
 		}
 	}
+	c.auto("rollout.tool_return_steps", r.ToolReturnSteps)
+	if r.ToolReturnSteps > 4096 {
+		c.failf("rollout.tool_return_steps", "%d is out of range; want auto or 1 to 4096 decode steps", int(r.ToolReturnSteps))
+	}
 }
 
 func (c *checker) sandbox() {

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -50,70 +51,105 @@ func TestPhaseStatsArithmetic(t *testing.T) {
 	}
 }
 
-// TestPhaseStatsScripted runs a schedule whose steps are known through a lockstep generator of
-// two slots: three one-token prompts decoded greedily, session 0 for 4 tokens, session 1 for 2,
-// then a tool call whose one-token result it appends for 2 more, session 2 for 3. Session 1's
-// tool returns only once the loop stands still waiting for it, 20 ms later.
+// TestPhaseStatsScripted runs schedules whose steps are known through a lockstep generator of
+// two slots: three one-token prompts decoded greedily, session 0 for 6 tokens; session 1 until
+// its second token, which completes the stop string "xx" (every token decodes to "x"): a tool
+// call, whose one-token result it appends for 2 more tokens; session 2, admitted when a slot
+// frees, for 3. Session 1's tool returns only once the loop stands still waiting for it, 20 ms
+// later, so it is late whatever the schedule.
 //
-// Steps: 1-2 sessions 0 and 1 (1's first turn ends); the loop waits for 1's tool with 0's
-// request in hand: the stall. 3: a prefill of 1's second turn (its last sampled token and the
-// tool's), which samples its first token; 0 waits for the decode step, busy. 4: both; 1 is done
-// and closes, and session 2 takes its slot. 5: 0's last token and 2's first. 6-7: session 2
-// alone. Busy slot-steps 2·5 + 2 = 12 of 2·7.
+// ToolReturnSteps 0 (every slot waits for every tool): steps 1-2 both slots; the loop waits for
+// the tool with session 0's request in hand: the stall. 3: a prefill of session 1's second turn
+// (its last sampled token and the tool's), which samples its first token; session 0 waits for
+// the decode step, busy. 4: both; session 1 is done, and session 2 takes its slot at the next
+// step. 5-7: sessions 0 and 2. Seven steps, every slot busy in each.
+//
+// ToolReturnSteps 2: session 1's second turn is due two steps after its first ended, so steps
+// 3-4 run session 0 alone while session 1 is away; at step 5 the result is late and the loop
+// waits (the stall), then the prefill; 6: both, session 1 done; 7: session 1's close is taken,
+// session 2 takes slot 1 beside session 0's last token; 8-9: session 2. Busy slot-steps 14 of 18.
 func TestPhaseStatsScripted(t *testing.T) {
-	m, _ := loadFixture(t, "qwen3-tiny")
-	g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Buckets: []int{64}, Lockstep: true})
-	stalled := make(chan struct{})
-	var once sync.Once
-	g.mu.Lock()
-	g.onStall = func() { once.Do(func() { close(stalled) }) }
-	g.mu.Unlock()
-	const tool = 20 * time.Millisecond
+	for _, tc := range []struct {
+		toolSteps int
+		steps     []string
+		busy      []int
+	}{
+		{0, []string{"1/64: s0@0+1 s1@0+1", "1/64: s0@1+1 s1@1+1", "16/64: s1@2+2", "1/64: s0@2+1 s1@4+1",
+			"1/64: s0@3+1 s1@0+1", "1/64: s0@4+1 s1@1+1", "1/64: s0@5+1 s1@2+1"}, []int{2, 2, 2, 2, 2, 2, 2}},
+		{2, []string{"1/64: s0@0+1 s1@0+1", "1/64: s0@1+1 s1@1+1", "1/64: s0@2+1", "1/64: s0@3+1", "16/64: s1@2+2",
+			"1/64: s0@4+1 s1@4+1", "1/64: s0@5+1 s1@0+1", "1/64: s1@1+1", "1/64: s1@2+1"}, []int{2, 2, 1, 1, 2, 2, 2, 1, 1}},
+	} {
+		t.Run(fmt.Sprintf("tool_return_steps=%d", tc.toolSteps), func(t *testing.T) {
+			m, _ := loadFixture(t, "qwen3-tiny")
+			g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Buckets: []int{64}, Lockstep: true, ToolReturnSteps: tc.toolSteps,
+				Decode: func(ids []int32) string { return strings.Repeat("x", len(ids)) }})
+			stalled := make(chan struct{})
+			var once sync.Once
+			g.mu.Lock()
+			g.onStall = func() { // the loop stands still for session 1's second turn
+				if s := g.slots[1]; s.held && s.gen == nil && s.pos > 0 && s.due <= g.tick {
+					once.Do(func() { close(stalled) })
+				}
+			}
+			g.mu.Unlock()
+			const tool = 20 * time.Millisecond
+			steps := traceSteps(g)
 
-	steps := traceSteps(g)
-	meter := g.Measure()
-	base := g.Reserve(3)
-	turns := [][]int{{4}, {2, 2}, {3}}
-	var wg sync.WaitGroup
-	for i, news := range turns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx := WithTicket(context.Background(), base+int64(i))
-			s, err := g.Open(ctx)
-			if err != nil {
-				t.Error(err)
-				return
+			meter := g.Measure()
+			base := g.Reserve(3)
+			turns := [][]Request{
+				{{Append: []int32{3}, MaxNew: 6}},
+				{{Append: []int32{4}, MaxNew: 10, StopStrings: []string{"xx"}}, {Append: []int32{9}, MaxNew: 2}},
+				{{Append: []int32{5}, MaxNew: 3}},
 			}
-			defer s.Close()
-			for turn, n := range news {
-				if turn > 0 { // the tool: returns once the batch waits for it, and then late
-					<-stalled
-					time.Sleep(tool)
-				}
-				if _, err := s.Generate(ctx, Request{Append: []int32{int32(3 + i)}, MaxNew: n}); err != nil {
-					t.Error(err)
-					return
-				}
+			var wg sync.WaitGroup
+			for i, reqs := range turns {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx := WithTicket(context.Background(), base+int64(i))
+					s, err := g.Open(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer s.Close()
+					for turn, req := range reqs {
+						if turn > 0 { // the tool: returns once the batch waits for it, and then late
+							<-stalled
+							time.Sleep(tool)
+						}
+						if _, err := s.Generate(ctx, req); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
 			}
-		}()
-	}
-	wg.Wait()
-	ps := meter.Stop()
-	t.Logf("steps:\n%s", strings.Join(*steps, "\n"))
-	if ps.Steps != 7 || ps.BusySlotSteps != 12 || !slices.Equal(ps.Busy, []int{2, 2, 2, 2, 2, 1, 1}) {
-		t.Errorf("steps %d, busy slot-steps %d %v; want 7, 12 [2 2 2 2 2 1 1]", ps.Steps, ps.BusySlotSteps, ps.Busy)
-	}
-	if got, want := ps.Occupancy(), 12.0/14; got != want {
-		t.Errorf("occupancy %v; want %v", got, want)
-	}
-	if ps.Stall < tool {
-		t.Errorf("stall %v; want at least the %v the batch waited for the late tool", ps.Stall, tool)
-	}
-	if got, want := ps.StallShare(), ps.Stall.Seconds()/(ps.Stall+ps.StepTime).Seconds(); got != want {
-		t.Errorf("stall share %v; want %v", got, want)
-	}
-	if len(ps.Done) != 3 || !slices.IsSorted(ps.Done) || ps.Tail() != ps.Done[2]-ps.Done[2] {
-		t.Errorf("done %v, tail %v: want three ends and the tail from the third (⌈0.9·3⌉) to the last, 0", ps.Done, ps.Tail())
+			wg.Wait()
+			ps := meter.Stop()
+			if got := strings.Join(*steps, "\n"); got != strings.Join(tc.steps, "\n") {
+				t.Errorf("steps:\n%s\nwant:\n%s", got, strings.Join(tc.steps, "\n"))
+			}
+			busy := 0
+			for _, b := range tc.busy {
+				busy += b
+			}
+			if ps.Steps != int64(len(tc.busy)) || ps.BusySlotSteps != int64(busy) || !slices.Equal(ps.Busy, tc.busy) {
+				t.Errorf("steps %d, busy slot-steps %d %v; want %d, %d %v", ps.Steps, ps.BusySlotSteps, ps.Busy, len(tc.busy), busy, tc.busy)
+			}
+			if got, want := ps.Occupancy(), float64(busy)/float64(2*len(tc.busy)); got != want {
+				t.Errorf("occupancy %v; want %v", got, want)
+			}
+			if ps.Stall < tool {
+				t.Errorf("stall %v; want at least the %v the batch waited for the late tool", ps.Stall, tool)
+			}
+			if got, want := ps.StallShare(), ps.Stall.Seconds()/(ps.Stall+ps.StepTime).Seconds(); got != want {
+				t.Errorf("stall share %v; want %v", got, want)
+			}
+			if len(ps.Done) != 3 || !slices.IsSorted(ps.Done) || ps.Tail() != 0 {
+				t.Errorf("done %v, tail %v: want three ends and no tail (the third of three is ⌈0.9·3⌉)", ps.Done, ps.Tail())
+			}
+		})
 	}
 }
