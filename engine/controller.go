@@ -866,7 +866,11 @@ func (c *Controller) rollout(ctx context.Context, step int, phase string, batch 
 // the tokenized template pieces and observations: decoded text is never re-tokenized.
 func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, temperature float64) error {
 	r := c.r
-	env, err := retool.New(retool.Config{Executor: c.exec, Pool: c.pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: c.weights})
+	cfg := retool.Config{Executor: c.exec, Pool: c.pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: c.weights}
+	if retool.LongTrajectory(t.task.ID, t.sample, r.Env.LongTail.Share) {
+		cfg.MinTurns = r.Env.LongTail.Turns
+	}
+	env, err := retool.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -180,6 +180,9 @@ type Env struct {
 	Observation Observation `mapstructure:"observation" json:"observation"`
 	// Tasks is the task set.
 	Tasks Tasks `mapstructure:"tasks" json:"tasks"`
+	// LongTail makes trajectory lengths heavy-tailed: a workload on which the rollout's tail can
+	// be seen and measured.
+	LongTail LongTail `mapstructure:"long_tail" json:"long_tail"`
 	// External is the agent program of env.name external.
 	External External `mapstructure:"external" json:"external"`
 }
@@ -242,6 +245,21 @@ type Sandbox struct {
 	// Workers is the number of tool calls that run at once: "auto" (the machine's cores) or a
 	// number.
 	Workers AutoInt `mapstructure:"workers" json:"workers"`
+}
+
+// LongTail makes a share of the trajectories long (env.name retool). A long trajectory is not
+// done when the model first gives an answer: until its Turns-th turn, every answer is met with a
+// user turn asking to check the result with code once more (retool.Recheck), and the last
+// answer given counts. Which trajectories are long follows from the task id and the sample
+// alone (retool.LongTrajectory), so every run agrees; with the built-in model a trajectory takes
+// about two turns (115 tokens, the median), so Turns 16 makes the long ones about eight times
+// that. It changes what the tasks ask, so it is a workload for measuring the rollout phase, off
+// by default.
+type LongTail struct {
+	// Share is the fraction of trajectories that are long, in [0, 1]; 0 turns it off.
+	Share float64 `mapstructure:"share" json:"share"`
+	// Turns is how many assistant turns a long task takes, 2 … rollout.max_turns.
+	Turns int `mapstructure:"turns" json:"turns"`
 }
 
 // Observation shapes the tool output fed back to the model.
@@ -503,6 +521,7 @@ func Default() *Recipe {
 			Limits:      Limits{MaxOutputBytes: 1024, MaxSteps: 100000, MaxMemoryMB: 256},
 			Sandbox:     Sandbox{Isolation: "strict", Python: "", Modules: []string{"numpy", "sympy"}, Workers: 0},
 			Observation: Observation{Format: "interpreter", MaxChars: 512},
+			LongTail:    LongTail{Share: 0, Turns: 16},
 			Tasks: Tasks{
 				Source:    "synthetic",
 				Synthetic: Synthetic{Levels: []int{1, 2, 3}, Seed: 7},
