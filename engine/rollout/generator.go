@@ -600,7 +600,8 @@ func (g *Generator) hold(id int) *Session {
 	return &Session{g: g, slot: s, epoch: s.epoch}
 }
 
-// release returns slot id to the next waiter or the free list; g.mu held.
+// release returns slot id to the next waiter or the free list at once (without Lockstep, which
+// frees a slot at its due tick: freeDue); g.mu held.
 func (g *Generator) release(id int) {
 	s := g.slots[id]
 	if s.gen != nil {
@@ -615,7 +616,7 @@ func (g *Generator) release(id int) {
 		return
 	}
 	g.free = append(g.free, id)
-	g.cond.Signal() // a lockstep loop may be waiting for this slot to settle
+	g.cond.Signal()
 }
 
 // Close releases the session's slot (with Lockstep, at the step its next action is due). It is
