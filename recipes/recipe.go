@@ -131,12 +131,16 @@ type Rollout struct {
 	// weights, not on the tools' or goroutines' timing. Off, a turn is taken as soon as its tool
 	// returns (the most throughput) and the sampled tokens depend on the tools' timing.
 	Deterministic bool `mapstructure:"deterministic" json:"deterministic"`
-	// ToolReturnSteps is, with Deterministic, how many decode steps a trajectory stays out of the
-	// batch after a turn that calls a tool, before its next turn is taken. "auto" picks by
-	// env.executor: ToolReturnStarlark for starlark, whose calls take microseconds, and
-	// ToolReturnPython for python, whose calls start a sandboxed interpreter (tens of
-	// milliseconds, a few decode steps of the built-in model on a CPU, and more while calls queue
-	// for env.sandbox.workers); see ToolReturn. Longer: fewer stalls, more idle slot-steps.
+	// ToolReturnSteps is, with Deterministic, how many decode steps one tool call is taken to
+	// last: a trajectory stays out of the batch after a turn that calls a tool until its call
+	// would end, and its next turn is taken then. With the python executor the calls share
+	// env.sandbox.workers modelled workers in the order they were made, as they queue for the
+	// sandbox, so a call made while others run comes back after them; a Starlark call never
+	// waits for another. "auto" picks by env.executor: ToolReturnStarlark (1) for starlark, whose
+	// calls take microseconds, well inside one step; ToolReturnPython (8) for python, whose calls
+	// start a sandboxed interpreter (60-150 ms on a 2-core CPU, 4-8 decode steps of the built-in
+	// model; tool_stall_share measured 1-4 % at 8, see the README). Longer: fewer stalls, more
+	// idle slot-steps; a loaded machine, or a faster decode step (a GPU), wants more.
 	ToolReturnSteps AutoInt `mapstructure:"tool_return_steps" json:"tool_return_steps"`
 }
 
