@@ -69,7 +69,7 @@ func TestCommandInvocations(t *testing.T) {
 		{"tool run python", []string{"tool", "run", "--executor", "python"}, "print(6 * 7)", []string{`"observation":"<interpreter>\n42\n</interpreter>"`, `"isolation":"strict`}},
 		{"tool run, one-dash flag", []string{"tool", "run", "-executor", "starlark", "-timeout", "2s"}, "print(1 + 1)", []string{`"output":"2\n"`}},
 		{"bench rollout", []string{"bench", "rollout", "--model", fixture("qwen3-tiny"), "--backend", "go", "--slots", "2", "--sequences", "2", "--prompt-len", "4", "--new", "4", "--json"}, "",
-			[]string{`"tokens":8`, `"tokens_per_s"`, `"reference_bytes_per_s"`}},
+			[]string{`"tokens":8`, `"tokens_per_s"`, `"reference_bytes_per_s"`, `"rollout_occupancy":`, `"rollout_tail_s":`, `"tool_stall_share":0,`, `"tool_queue_s":0,`, `"occupancy_trace":[`}},
 		{"bench train", []string{"bench", "train", "--model", fixture("qwen3-tiny"), "--backend", "go", "--sequences", "2", "--length", "8", "--prompt", "3", "--micro-batch", "1", "--updates", "1", "--torch-python", "", "--json"}, "",
 			[]string{`"trained_tokens":10`, `"tokens_per_s"`, `"peak_flops"`, `"peak_source"`, `"reference_skipped"`}},
 		{"tokenizer train", []string{"tokenizer", "train", "--corpus", corpus, "--vocab", "300", "--out", filepath.Join(dir, "tok")}, "", []string{"tokenizer.json"}},

@@ -212,12 +212,20 @@ func New(o Options) (*Controller, error) {
 		c.tr.Close()
 		return nil, err
 	}
+	// The python executor's calls queue for the sandbox's workers, so the deterministic schedule
+	// models them; a Starlark call takes microseconds and never makes another wait.
+	toolWorkers := 0
+	if r.Env.Executor == "python" {
+		toolWorkers = sb.WorkerCount()
+	}
 	c.gen, err = rollout.New(c.infer.model, rollout.Config{
 		Slots: slots, MaxLen: model.Bucket(r.Rollout.MaxTotalTokens),
-		Truncation: r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
-		Decode:     func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
-		Lockstep:   r.Rollout.Deterministic,
-		Compiles:   c.compiles,
+		Truncation:      r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
+		Decode:          func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
+		Lockstep:        r.Rollout.Deterministic,
+		ToolReturnSteps: r.ToolReturn(),
+		ToolWorkers:     toolWorkers,
+		Compiles:        c.compiles,
 	})
 	if err != nil {
 		c.infer.close()
@@ -595,11 +603,10 @@ func (c *Controller) step(ctx context.Context, step int) error {
 			batch = append(batch, &traj{task: task, group: i, sample: s})
 		}
 	}
-	queued := c.pool.QueueWait()
-	if err := c.rollout(ctx, step, event.PhaseRollout, batch, rng.Uint64(), r.Rollout.Temperature); err != nil {
+	gen, err := c.rollout(ctx, step, event.PhaseRollout, batch, rng.Uint64(), r.Rollout.Temperature)
+	if err != nil {
 		return c.stopOr(ctx, err)
 	}
-	toolQueue := (c.pool.QueueWait() - queued).Seconds() // trajectories' time waiting for a sandbox worker
 	c.phase(step, "rollout", t0)
 	for _, t := range batch {
 		if t.drift != "" {
@@ -653,7 +660,8 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	c.phase(step, "advantage", t0)
 
 	t0 = time.Now()
-	metrics := map[string]float64{"switch_to_train_s": switchToTrain, "tool_queue_s": toolQueue}
+	metrics := map[string]float64{"switch_to_train_s": switchToTrain}
+	generationMetrics(gen, metrics)
 	lr := train.Schedule{Base: r.Train.LR, Warmup: r.Train.WarmupSteps, Total: r.Run.MaxSteps, Kind: r.Train.Schedule, MinRatio: r.Train.MinLRRatio}.At(step)
 	metrics["lr"] = lr
 	seqs := make([]train.Sequence, len(batch))
@@ -819,8 +827,12 @@ func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
 
 // rollout runs every trajectory of the batch concurrently through the generator, reporting
 // progress as phase (rollout, or eval for the held-out tasks: then each trajectory is emitted as
-// it finishes, and pass@k over the tasks complete so far).
-func (c *Controller) rollout(ctx context.Context, step int, phase string, batch []*traj, seed uint64, temperature float64) error {
+// it finishes, and pass@k over the tasks complete so far), and at the end how the phase used the
+// generator's slots (event.Generation, also returned).
+func (c *Controller) rollout(ctx context.Context, step int, phase string, batch []*traj, seed uint64, temperature float64) (event.Generation, error) {
+	meter := c.gen.Measure()
+	defer meter.Stop()
+	queued := c.pool.QueueWait()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(batch))
 	tk := c.newTracker(step, phase, batch)
@@ -842,14 +854,23 @@ func (c *Controller) rollout(ctx context.Context, step int, phase string, batch 
 	}
 	wg.Wait()
 	close(errs)
-	return <-errs
+	if err := <-errs; err != nil {
+		return event.Generation{}, err
+	}
+	g := generationEvent(step, phase, meter.Stop(), c.pool.QueueWait()-queued)
+	c.emit(g)
+	return g, nil
 }
 
 // runTrajectory plays one multi-turn episode. The trained tokens are exactly the sampled ones plus
 // the tokenized template pieces and observations: decoded text is never re-tokenized.
 func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, temperature float64) error {
 	r := c.r
-	env, err := retool.New(retool.Config{Executor: c.exec, Pool: c.pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: c.weights})
+	cfg := retool.Config{Executor: c.exec, Pool: c.pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: c.weights}
+	if retool.LongTrajectory(t.task.ID, t.sample, r.Env.LongTail.Share) {
+		cfg.MinTurns = r.Env.LongTail.Turns
+	}
+	env, err := retool.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -948,7 +969,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 		}
 	}
 	c.noteEval(0, len(tasks))
-	if err := c.rollout(ctx, step, event.PhaseEval, batch, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
+	if _, err := c.rollout(ctx, step, event.PhaseEval, batch, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
 		return event.Eval{}, c.stopOr(ctx, err)
 	}
 	var val map[int]float64
@@ -1016,7 +1037,7 @@ func (c *Controller) validate(ctx context.Context, step int) (map[int]float64, e
 			batch = append(batch, &traj{task: task, group: i, sample: s})
 		}
 	}
-	if err := c.rollout(ctx, step, event.PhaseValidate, batch, uint64(r.Run.Seed)*1_000_003+uint64(step)+500_009, r.Eval.Temperature); err != nil {
+	if _, err := c.rollout(ctx, step, event.PhaseValidate, batch, uint64(r.Run.Seed)*1_000_003+uint64(step)+500_009, r.Eval.Temperature); err != nil {
 		return nil, err
 	}
 	counts := make([][2]int, len(c.validation))

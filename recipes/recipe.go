@@ -121,13 +121,44 @@ type Rollout struct {
 	// Stop lists extra stop strings that end a turn. The end-of-turn token and the tool-call
 	// close tag of the chat format always end a turn and need not be listed.
 	Stop []string `mapstructure:"stop" json:"stop"`
-	// Deterministic runs the generator in lockstep: a decode step waits for every trajectory whose
-	// tool is running, and waiting trajectories take freed slots in a fixed order once every
-	// running one has settled, so the sampled tokens and their log-probs (and so the whole run)
-	// depend only on the seed and the weights, not on the tools' or goroutines' timing. Off,
-	// steps go on while tools run (more throughput when tools are slow) and the sampled tokens
-	// depend on the tools' timing.
+	// Deterministic runs the generator in lockstep: which trajectories share a decode step, and
+	// in which slot, follows from decode-step counts alone, never from wall time. A trajectory
+	// whose turn ends on a tool call leaves the batch for tool_return_steps decode steps while the
+	// others keep decoding, and its next turn is taken exactly then (the generator waits only if
+	// the tool is later than that: tool_stall_share); waiting trajectories take freed slots in a
+	// fixed order, a slot counting as freed at the step its trajectory's end is taken at. So the
+	// sampled tokens and their log-probs (and so the whole run) depend only on the seed and the
+	// weights, not on the tools' or goroutines' timing. Off, a turn is taken as soon as its tool
+	// returns (the most throughput) and the sampled tokens depend on the tools' timing.
 	Deterministic bool `mapstructure:"deterministic" json:"deterministic"`
+	// ToolReturnSteps is, with Deterministic, how many decode steps one tool call is taken to
+	// last: a trajectory stays out of the batch after a turn that calls a tool until its call
+	// would end, and its next turn is taken then. With the python executor the calls share
+	// env.sandbox.workers modelled workers in the order they were made, as they queue for the
+	// sandbox, so a call made while others run comes back after them; a Starlark call never
+	// waits for another. "auto" picks by env.executor: ToolReturnStarlark (1) for starlark, whose
+	// calls take microseconds, well inside one step; ToolReturnPython (8) for python, whose calls
+	// start a sandboxed interpreter (60-150 ms on a 2-core CPU, 4-8 decode steps of the built-in
+	// model; tool_stall_share measured 1-4 % at 8, see the README). Longer: fewer stalls, more
+	// idle slot-steps; a loaded machine, or a faster decode step (a GPU), wants more.
+	ToolReturnSteps AutoInt `mapstructure:"tool_return_steps" json:"tool_return_steps"`
+}
+
+// The steps rollout.tool_return_steps: auto gives each executor (see Rollout.ToolReturnSteps).
+const (
+	ToolReturnStarlark = 1
+	ToolReturnPython   = 8
+)
+
+// ToolReturn is rollout.tool_return_steps with auto resolved for env.executor.
+func (r *Recipe) ToolReturn() int {
+	if !r.Rollout.ToolReturnSteps.IsAuto() {
+		return int(r.Rollout.ToolReturnSteps)
+	}
+	if r.Env.Executor == "python" {
+		return ToolReturnPython
+	}
+	return ToolReturnStarlark
 }
 
 // Env is the environment and its task set.
@@ -153,6 +184,9 @@ type Env struct {
 	Observation Observation `mapstructure:"observation" json:"observation"`
 	// Tasks is the task set.
 	Tasks Tasks `mapstructure:"tasks" json:"tasks"`
+	// LongTail makes trajectory lengths heavy-tailed: a workload on which the rollout's tail can
+	// be seen and measured.
+	LongTail LongTail `mapstructure:"long_tail" json:"long_tail"`
 	// External is the agent program of env.name external.
 	External External `mapstructure:"external" json:"external"`
 }
@@ -215,6 +249,21 @@ type Sandbox struct {
 	// Workers is the number of tool calls that run at once: "auto" (the machine's cores) or a
 	// number.
 	Workers AutoInt `mapstructure:"workers" json:"workers"`
+}
+
+// LongTail makes a share of the trajectories long (env.name retool). A long trajectory is not
+// done when the model first gives an answer: until its Turns-th turn, every answer is met with a
+// user turn asking to check the result with code once more (retool.Recheck), and the last
+// answer given counts. Which trajectories are long follows from the task id and the sample
+// alone (retool.LongTrajectory), so every run agrees; with the built-in model a trajectory takes
+// about two turns (115 tokens, the median), so Turns 16 makes the long ones about eight times
+// that. It changes what the tasks ask, so it is a workload for measuring the rollout phase, off
+// by default.
+type LongTail struct {
+	// Share is the fraction of trajectories that are long, in [0, 1]; 0 turns it off.
+	Share float64 `mapstructure:"share" json:"share"`
+	// Turns is how many assistant turns a long task takes, 2 … rollout.max_turns.
+	Turns int `mapstructure:"turns" json:"turns"`
 }
 
 // Observation shapes the tool output fed back to the model.
@@ -476,6 +525,7 @@ func Default() *Recipe {
 			Limits:      Limits{MaxOutputBytes: 1024, MaxSteps: 100000, MaxMemoryMB: 256},
 			Sandbox:     Sandbox{Isolation: "strict", Python: "", Modules: []string{"numpy", "sympy"}, Workers: 0},
 			Observation: Observation{Format: "interpreter", MaxChars: 512},
+			LongTail:    LongTail{Share: 0, Turns: 16},
 			Tasks: Tasks{
 				Source:    "synthetic",
 				Synthetic: Synthetic{Levels: []int{1, 2, 3}, Seed: 7},

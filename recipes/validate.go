@@ -242,6 +242,22 @@ func (c *checker) rollout() {
 			c.failf("rollout.stop", "entry %d is empty; every stop string needs at least one character", i)
 		}
 	}
+	c.auto("rollout.tool_return_steps", r.ToolReturnSteps)
+	lt := c.r.Env.LongTail
+	c.interval("env.long_tail.share", lt.Share, 0, 1, false, false)
+	c.atLeast("env.long_tail.turns", lt.Turns, 2)
+	if lt.Share > 0 && lt.Share <= 1 && lt.Turns > r.MaxTurns && r.MaxTurns >= 1 {
+		c.fail([]string{"env.long_tail.turns", "rollout.max_turns"}, fmt.Sprintf(
+			"env.long_tail.turns %d is more than rollout.max_turns %d, so a long trajectory would end before its last turn; raise rollout.max_turns to at least %d",
+			lt.Turns, r.MaxTurns, lt.Turns))
+	}
+	if lt.Share > 0 && c.r.Env.Name == "external" {
+		c.fail([]string{"env.long_tail.share", "env.name"},
+			"env.long_tail asks the ReTool environment for more turns, but env.name is external, whose agent decides its own turns; set env.long_tail.share: 0")
+	}
+	if r.ToolReturnSteps > 4096 {
+		c.failf("rollout.tool_return_steps", "%d is out of range; want auto or 1 to 4096 decode steps", int(r.ToolReturnSteps))
+	}
 }
 
 func (c *checker) sandbox() {

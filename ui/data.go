@@ -58,6 +58,8 @@ type runData struct {
 	perStep    map[int][2]int // step → {training trajectories, hinted}
 	evalTrajs  int            // evaluation trajectories among trajs
 	evals      []event.Eval
+	// gens is the latest generation phase of each kind (rollout, eval), how it used the slots
+	gens       map[string]event.Generation
 	ckpts      []event.Checkpoint
 	ledger     *event.Ledger
 	ledgerHist []ledgerSample
@@ -80,7 +82,7 @@ const histLen = 240
 
 func newRunData() *runData {
 	return &runData{phaseSecs: map[string]float64{}, stepDone: map[string]bool{}, stepSecs: map[int]float64{},
-		metricStep: map[int]map[string]float64{}, perStep: map[int][2]int{}}
+		metricStep: map[int]map[string]float64{}, perStep: map[int][2]int{}, gens: map[string]event.Generation{}}
 }
 
 // apply folds one event into the data and says what changed.
@@ -147,6 +149,9 @@ func (d *runData) apply(e event.Event) change {
 		if v.Step > d.step {
 			d.step, d.stepDone = v.Step, map[string]bool{}
 		}
+		return chMetrics
+	case event.Generation:
+		d.gens[v.Phase] = v
 		return chMetrics
 	case event.Eval:
 		d.evals = append(d.evals, v)

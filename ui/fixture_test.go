@@ -94,6 +94,9 @@ func sampleRun() []event.Event {
 				evs = append(evs, event.Progress{Step: step, Phase: ph, Done: 4, Total: 8})
 			}
 			evs = append(evs, event.Phase{Step: step, Phase: ph, Seconds: secs[ph] + float64(step)/10})
+			if ph == event.PhaseRollout {
+				evs = append(evs, generation(step, event.PhaseRollout))
+			}
 		}
 		if step == 3 {
 			evs = append(evs, event.Alarm{Step: 3, Kind: event.AlarmLogProbMismatch, Value: 0.31, Threshold: 0.1,
@@ -101,7 +104,8 @@ func sampleRun() []event.Event {
 		}
 		evs = append(evs, event.StepMetrics{Step: step, Metrics: map[string]float64{
 			"reward_mean": 0.2 + 0.1*float64(step), "accuracy": 0.3 + 0.05*float64(step), "hinted_share": 0.25, "loss": 0.9 - 0.1*float64(step),
-			"grad_norm": 1.2, "clip_frac": 0.02, "lr": 1e-6, "tokens_per_s": 1500 + 100*float64(step), "logprob_diff_max": 0.01},
+			"grad_norm": 1.2, "clip_frac": 0.02, "lr": 1e-6, "tokens_per_s": 1500 + 100*float64(step), "logprob_diff_max": 0.01,
+			"rollout_occupancy": 0.6 + 0.05*float64(step), "rollout_tail_s": 9.5 - float64(step), "tool_stall_share": 0.01, "tool_queue_s": 0.2},
 			Compiles: map[string]event.Compiled{"decode": {Programs: 8, Seconds: 4.1}, "prefill": {Programs: 16, Seconds: 9.8},
 				"reference": {Programs: 3, Seconds: 2.2}, "train": {Programs: 2, Seconds: 6.5}, "sync": {Programs: 2, Seconds: 0.4}}})
 		for i := 0; i < 8; i++ {
@@ -111,6 +115,7 @@ func sampleRun() []event.Event {
 			evs = append(evs, evalProgress(3, 4)...)
 		}
 		if step >= 2 {
+			evs = append(evs, generation(step, event.PhaseEval))
 			evs = append(evs, event.Eval{Step: step, PassAtK: map[int]float64{1: 0.21 + 0.06*float64(step), 4: 0.38 + 0.05*float64(step), 8: 0.47 + 0.04*float64(step)}, Best: step == 3},
 				event.Phase{Step: step, Phase: event.PhaseEval, Seconds: secs["eval"]})
 			evs = append(evs, event.Checkpoint{Step: step, ID: fmt.Sprintf("r-20250101-abc/%d", step), Bytes: 988 << 20, Best: step == 3})
@@ -121,6 +126,17 @@ func sampleRun() []event.Event {
 	}
 	evs = append(evs, event.Progress{Step: 4, Phase: event.PhaseRollout, Done: 3, Total: 8, ETA: 25, RunETA: 512})
 	return evs
+}
+
+// generation is how a generation phase of step used 16 slots: full, then the tail.
+func generation(step int, phase string) event.Generation {
+	trace := []float64{1, 1, 1, 0.94, 1, 1, 0.88, 0.94, 0.81, 0.75, 0.5, 0.31, 0.19, 0.12, 0.06, 0.06}
+	occ := 0.0
+	for _, v := range trace {
+		occ += v
+	}
+	return event.Generation{Step: step, Phase: phase, Slots: 16, Steps: 480, Occupancy: occ / float64(len(trace)), TailSeconds: 9.5 - float64(step),
+		ToolStallShare: 0.01, ToolQueueSeconds: 0.2, Trace: trace, TraceEvery: 30}
 }
 
 // evalProgress is an evaluation of step as it runs, through its first n of 4 trajectories (2

@@ -112,6 +112,8 @@ func PlainLine(e event.Event) string {
 			parts[i] = fmt.Sprintf("%s=%.4g", k, v.Metrics[k])
 		}
 		return fmt.Sprintf("step %d  metrics %s", v.Step, strings.Join(parts, " "))
+	case event.Generation:
+		return fmt.Sprintf("step %d  %s slots: %s", v.Step, v.Phase, generationText(v))
 	case event.Eval:
 		var parts []string
 		for _, k := range v.Ks() {

@@ -38,6 +38,8 @@ func TestPlainAndJSON(t *testing.T) {
 		event.Stopping{Step: 0, Phase: "eval", Reason: "terminated (SIGTERM)", Save: 0,
 			Message: "stopping now: the evaluation of step 0 is dropped (2 of 10 tasks done); no step is trained yet, so there is no checkpoint to save"},
 		event.RunEnd{Status: "stopped", Reason: "terminated (SIGTERM)", Detail: "the evaluation of step 0 was dropped (2 of 10 tasks done)"},
+		event.Generation{Step: 1, Phase: "rollout", Slots: 16, Steps: 300, Occupancy: 0.75, TailSeconds: 2.5, ToolStallShare: 0.0123, ToolQueueSeconds: 0.25,
+			Trace: []float64{1, 1, 0.75, 0.25}, TraceEvery: 75},
 	}
 	var b bytes.Buffer
 	if err := Plain(&b, stream(es...)); err != nil {
@@ -56,7 +58,8 @@ func TestPlainAndJSON(t *testing.T) {
 		"step 0  eval 10/100  ETA eval 1m30s, run ≥ 6m40s\n" +
 		"step 0  eval 20/100  pass@1 0.500 · pass@2 0.625 (2/10 tasks)  ETA eval 1m20s, run ≥ 6m30s\n" +
 		"terminated (SIGTERM): stopping now: the evaluation of step 0 is dropped (2 of 10 tasks done); no step is trained yet, so there is no checkpoint to save\n" +
-		"run stopped: terminated (SIGTERM); the evaluation of step 0 was dropped (2 of 10 tasks done); no evaluation ran, so no best step; no checkpoint (no step was trained)\n"
+		"run stopped: terminated (SIGTERM); the evaluation of step 0 was dropped (2 of 10 tasks done); no evaluation ran, so no best step; no checkpoint (no step was trained)\n" +
+		"step 1  rollout slots: occupancy 75% (16 slots, 300 steps) ██▆▂ · tail 2.50s · tool stall 1.2% · tool queue 0.25s\n"
 	if b.String() != want {
 		t.Errorf("plain:\n%s\nwant:\n%s", b.String(), want)
 	}

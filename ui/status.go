@@ -435,6 +435,22 @@ func (p *statusPane) render(w int) []string {
 		}
 	}
 
+	if len(d.gens) > 0 {
+		// How the last rollout and evaluation used the KV slots: occupancy over the phase (the
+		// tail shows as the fall at its end) and what held the batch back.
+		head("Slots (occupancy over the last rollout and evaluation)")
+		sw := max(min(w-40, 48), 0)
+		for _, ph := range []string{event.PhaseRollout, event.PhaseEval} {
+			g, ok := d.gens[ph]
+			if !ok {
+				continue
+			}
+			add("  " + fit(fmt.Sprintf("%s, step %d", ph, g.Step), 17) + fitRight(fmt.Sprintf("%.0f%%", 100*g.Occupancy), 4) + "  " +
+				t.Accent.Render(sparkline(resample(g.Trace, sw), 0, 1, sw)) + t.Faint.Render(fmt.Sprintf("  %d slots, %d steps", g.Slots, g.Steps)))
+			add(strings.Repeat(" ", 20) + fmt.Sprintf("tail %s · tool stall %.1f%% · tool queue %s", fmtSecs(g.TailSeconds), 100*g.ToolStallShare, fmtSecs(g.ToolQueueSeconds)))
+		}
+	}
+
 	if n := len(d.metrics); n > 0 {
 		last := d.metrics[n-1]
 		head(fmt.Sprintf("Metrics (step %d)", last.Step))
@@ -519,6 +535,30 @@ func (p *statusPane) render(w int) []string {
 	}
 	for i := range out {
 		out[i] = fit(out[i], w)
+	}
+	return out
+}
+
+// generationText is a generation phase's use of the slots in one line: occupancy over the
+// phase (with its trace), the tail, the tool stall and the tool queue.
+func generationText(g event.Generation) string {
+	return fmt.Sprintf("occupancy %.0f%% (%d slots, %d steps) %s · tail %s · tool stall %.1f%% · tool queue %s",
+		100*g.Occupancy, g.Slots, g.Steps, sparkline(g.Trace, 0, 1, len(g.Trace)), fmtSecs(g.TailSeconds), 100*g.ToolStallShare, fmtSecs(g.ToolQueueSeconds))
+}
+
+// resample fits values into at most w points, each the mean of the values it covers.
+func resample(values []float64, w int) []float64 {
+	if w <= 0 || len(values) <= w {
+		return values
+	}
+	out := make([]float64, w)
+	for i := range out {
+		lo, hi := i*len(values)/w, (i+1)*len(values)/w
+		var sum float64
+		for _, v := range values[lo:hi] {
+			sum += v
+		}
+		out[i] = sum / float64(hi-lo)
 	}
 	return out
 }

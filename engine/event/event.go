@@ -106,6 +106,32 @@ type StepMetrics struct {
 	Compiles map[string]Compiled `json:"compiles,omitempty"`
 }
 
+// Generation is how one generation phase (a step's rollout, an evaluation or its validation)
+// used the generator's KV slots, emitted as the phase ends. The rollout's four numbers are also
+// in the step's metrics (rollout_occupancy, rollout_tail_s, tool_stall_share, tool_queue_s).
+type Generation struct {
+	Step  int    `json:"step"`
+	Phase string `json:"phase"` // rollout | eval | validate
+	Slots int    `json:"slots"`
+	Steps int64  `json:"steps"` // decode and prefill steps run
+	// Occupancy is the share of slot-steps that had a request in progress: busy slot-steps ÷
+	// (slots × steps). A slot is idle while its trajectory runs a tool or while no trajectory
+	// holds it (the queue ran dry: the tail).
+	Occupancy float64 `json:"occupancy"`
+	// TailSeconds is the time from the moment 90 % of the phase's trajectories had finished to
+	// the end of the last.
+	TailSeconds float64 `json:"tail_s"`
+	// ToolStallShare is the share of the phase's decode time (device steps plus stalls) that the
+	// batch stood still, with requests to decode, because the deterministic schedule waited for a
+	// trajectory's tool (or its next turn, or its end).
+	ToolStallShare float64 `json:"tool_stall_share"`
+	// ToolQueueSeconds is the time the phase's trajectories waited for a sandbox worker.
+	ToolQueueSeconds float64 `json:"tool_queue_s"`
+	// Trace is the occupancy over the phase, each point the mean over TraceEvery steps.
+	Trace      []float64 `json:"trace,omitempty"`
+	TraceEvery int       `json:"trace_every,omitempty"`
+}
+
 // Eval is pass@k on the held-out tasks.
 type Eval struct {
 	Step    int
@@ -374,6 +400,7 @@ func (RunStart) Type() string    { return "run_start" }
 func (Phase) Type() string       { return "phase" }
 func (Trajectory) Type() string  { return "trajectory" }
 func (StepMetrics) Type() string { return "metrics" }
+func (Generation) Type() string  { return "generation" }
 func (Eval) Type() string        { return "eval" }
 func (Checkpoint) Type() string  { return "checkpoint" }
 func (Ledger) Type() string      { return "ledger" }
@@ -417,6 +444,8 @@ func Unmarshal(line []byte) (Event, error) {
 		e = &Trajectory{}
 	case "metrics":
 		e = &StepMetrics{}
+	case "generation":
+		e = &Generation{}
 	case "eval":
 		e = &Eval{}
 	case "checkpoint":
@@ -444,7 +473,7 @@ func Unmarshal(line []byte) (Event, error) {
 	return deref(e), nil
 }
 
-const typeList = "run_start, phase, trajectory, metrics, eval, checkpoint, ledger, alarm, progress, stopping, run_end, error"
+const typeList = "run_start, phase, trajectory, metrics, generation, eval, checkpoint, ledger, alarm, progress, stopping, run_end, error"
 
 func deref(e Event) Event {
 	switch v := e.(type) {
@@ -455,6 +484,8 @@ func deref(e Event) Event {
 	case *Trajectory:
 		return *v
 	case *StepMetrics:
+		return *v
+	case *Generation:
 		return *v
 	case *Eval:
 		return *v

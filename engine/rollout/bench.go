@@ -26,6 +26,17 @@ type BenchResult struct {
 	Steps        int64         `json:"steps"`
 	StepMillis   float64       `json:"step_ms"`
 	Occupancy    float64       `json:"slot_occupancy"` // mean share of slots carrying a token per step
+	// RolloutOccupancy is the share of slot-steps with a request in progress (PhaseStats.Occupancy;
+	// a prefill step carries fewer lanes than the slots at work, so it can exceed Occupancy);
+	// RolloutTail the time from 90 % of the requests done to the last; ToolStallShare the share
+	// of the decode time the batch stood still for a tool; ToolQueueSeconds the time requests
+	// waited for a tool worker; OccupancyTrace the occupancy over the run, TraceEvery steps a point.
+	RolloutOccupancy float64   `json:"rollout_occupancy"`
+	RolloutTail      float64   `json:"rollout_tail_s"`
+	ToolStallShare   float64   `json:"tool_stall_share"`
+	ToolQueueSeconds float64   `json:"tool_queue_s"`
+	OccupancyTrace   []float64 `json:"occupancy_trace,omitempty"`
+	TraceEvery       int       `json:"trace_every,omitempty"`
 	// BytesPerSec is the memory traffic a step needs at least — the weights in the compute dtype
 	// plus the KV cache rows attended — divided by the step time.
 	BytesPerSec float64       `json:"bytes_per_s"`
@@ -45,6 +56,7 @@ func Bench(ctx context.Context, m *model.Model, bc BenchConfig) (*BenchResult, e
 	defer g.Close()
 	res := &BenchResult{CompileTime: time.Since(t0)}
 	before := g.Stats()
+	meter := g.Measure()
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, bc.Sequences)
@@ -65,6 +77,9 @@ func Bench(ctx context.Context, m *model.Model, bc BenchConfig) (*BenchResult, e
 		return nil, err
 	}
 	res.Wall = time.Since(start)
+	ps := meter.Stop()
+	res.RolloutOccupancy, res.RolloutTail, res.ToolStallShare = ps.Occupancy(), ps.Tail().Seconds(), ps.StallShare()
+	res.OccupancyTrace, res.TraceEvery = ps.Trace(32)
 	st := g.Stats()
 	res.Tokens = st.Tokens - before.Tokens
 	res.Steps = st.Steps - before.Steps
@@ -102,6 +117,8 @@ func BenchPrompt(bc BenchConfig, i, vocab int) []int32 {
 func (r *BenchResult) Write(w io.Writer, bandwidth float64, bandwidthSource string) {
 	fmt.Fprintf(w, "generated %d tokens in %.2fs: %.1f tokens/s\n", r.Tokens, r.Wall.Seconds(), r.TokensPerSec)
 	fmt.Fprintf(w, "steps %d, %.2f ms/step, slot occupancy %.0f%%, compile+warm-up %.1fs\n", r.Steps, r.StepMillis, 100*r.Occupancy, r.CompileTime.Seconds())
+	fmt.Fprintf(w, "rollout occupancy %.0f%% (slots with a request in progress), tail %.2fs (90%% of the requests done to the last), tool stall %.1f%%, tool queue %.2fs\n",
+		100*r.RolloutOccupancy, r.RolloutTail, 100*r.ToolStallShare, r.ToolQueueSeconds)
 	if bandwidth > 0 {
 		fmt.Fprintf(w, "memory traffic ≥ %.2f GB/s = %.1f%% of %.1f GB/s (%s)\n", r.BytesPerSec/1e9, 100*r.BytesPerSec/bandwidth, bandwidth/1e9, bandwidthSource)
 	}

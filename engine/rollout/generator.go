@@ -35,13 +35,32 @@ type Config struct {
 	TopKMax int
 	// Decode turns token ids into text, for stop strings. Required when requests use StopStrings.
 	Decode func(ids []int32) string
-	// Lockstep makes the sequence of steps, and so every sampled token, a function of the requests
-	// alone: a step runs only when every session holding a slot has sent its next request (or
-	// closed), and waiting sessions are admitted at step boundaries in ticket order (see Reserve
-	// and WithTicket) to the lowest free slot. Without it, which sequences share a step depends
-	// on when tool calls return, and a CPU's kernels round differently for different step shapes,
-	// so a run drifts. The cost is idle device time while a session runs its tool.
+	// Lockstep makes the sequence of steps, and so every sampled token and its log-prob, a
+	// function of the requests alone, not of when they arrive. The generator keeps a step clock
+	// (the steps run, plus the steps skipped while nothing could run) and takes each session's
+	// next request, or its Close, at a step of that clock fixed when its previous request ended:
+	// ToolReturnSteps steps later when it ended on a stop string (the close of a tool call: the
+	// session runs its tool meanwhile, away from the batch, and the other slots go on decoding),
+	// the very next step after any other end, and at once for a session just admitted. A request
+	// or Close that comes early is held until its step; one that comes late makes the loop wait
+	// there (the stall PhaseStats.Stall counts). Waiting sessions are admitted in ticket order
+	// (see Reserve and WithTicket) to the lowest free slot, a slot being free from the step its
+	// session's Close is taken at. Without Lockstep, which sequences share a step depends on when
+	// tool calls return, and a CPU's kernels round differently for different step shapes, so a
+	// run drifts.
 	Lockstep bool
+	// ToolReturnSteps is, with Lockstep, how many steps one tool call is taken to last: a session
+	// whose request ended on a stop string stays out of the batch until its call would end in a
+	// model of ToolWorkers workers, each call taking ToolReturnSteps steps on the first worker
+	// free, calls served in the order their requests ended (by slot within a step). Long enough
+	// for most calls to return, so that the batch rarely waits; short enough that a slot does not
+	// idle long after its result came. 0: the very next step waits for it, so every slot waits
+	// for every tool.
+	ToolReturnSteps int
+	// ToolWorkers is how many tool calls the model above runs at once, the environment's own
+	// bound (a sandbox pool's workers), so that calls made together come back one worker's turn
+	// after another, as they do; 0: as many as the slots (every call ToolReturnSteps steps).
+	ToolWorkers int
 	// Compiles counts the step programs New compiles: kind "decode" for chunk 1, "prefill" for
 	// the longer chunks, one per (chunk, bucket, truncation) (nil: not counted).
 	Compiles *compiles.Counter
@@ -159,7 +178,11 @@ type Generator struct {
 	skipped             map[int64]bool
 	// released says the KV cache is freed for the training phase: Open fails until RestoreCache.
 	released bool
-	stats    Stats
+	// tick is the lockstep step clock: steps run, plus steps skipped while nothing could run;
+	// workerFree the tick at which each modelled tool worker is free (Config.ToolWorkers).
+	tick       int64
+	workerFree []int64
+	stats      Stats
 	// live is the number of cache tensors alive, counted where no step runs (after each step,
 	// at a release or restore): Stats reports it without touching tensors a step may be donating.
 	live int
@@ -169,6 +192,10 @@ type Generator struct {
 	prefillLast bool
 	// trace, when set (tests), sees each step's plan before it runs; g.mu held.
 	trace func(key stepKey, active []stepSlot)
+	// meters measure the generation phases in progress (see Measure).
+	meters []*Meter
+	// onStall, when set (tests), is called as the loop starts a wait that stalls work; g.mu held.
+	onStall func()
 }
 
 // stepKey names one compiled step: chunk size, attention bucket, and whether it samples with
@@ -204,6 +231,10 @@ type slot struct {
 	pending []int32 // tokens to write before sampling resumes
 	gen     *genState
 	idleAt  time.Time
+	// Lockstep: the tick at which the session's next request (or Close) is taken, and whether
+	// it has closed (the slot is freed at due).
+	due    int64
+	closed bool
 }
 
 type genState struct {
@@ -220,7 +251,8 @@ func New(m *model.Model, cfg Config) (*Generator, error) {
 		return nil, err
 	}
 	cfg.TopKMax = min(cfg.TopKMax, m.Config.VocabSize)
-	g := &Generator{m: m, cfg: cfg, compute: m.Options().Compute, execs: map[stepKey]*compiles.Exec{}, done: make(chan struct{}), skipped: map[int64]bool{}}
+	g := &Generator{m: m, cfg: cfg, compute: m.Options().Compute, execs: map[stepKey]*compiles.Exec{}, done: make(chan struct{}), skipped: map[int64]bool{},
+		workerFree: make([]int64, max(cfg.ToolWorkers, 0))}
 	g.cond = sync.NewCond(&g.mu)
 	for i := 0; i < cfg.Slots; i++ {
 		g.slots = append(g.slots, &slot{id: i})
@@ -368,9 +400,10 @@ func (g *Generator) run(k stepKey, in stepInputs) ([]int32, []float32, error) {
 
 // Session is one trajectory's hold on a slot: its context persists across requests (turns).
 type Session struct {
-	g    *Generator
-	slot *slot
-	once sync.Once
+	g     *Generator
+	slot  *slot
+	epoch int // the slot's epoch when the session took it
+	once  sync.Once
 }
 
 type ticketKey struct{}
@@ -388,6 +421,7 @@ func WithTicket(ctx context.Context, t int64) context.Context {
 func (g *Generator) Reserve(n int) int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.settleClosed()
 	t := g.reserved
 	g.reserved += int64(n)
 	return t
@@ -422,6 +456,7 @@ func (g *Generator) Open(ctx context.Context) (*Session, error) {
 		if t, ok := ctx.Value(ticketKey{}).(int64); ok {
 			w.ticket = t
 		} else {
+			g.settleClosed()
 			w.ticket = g.reserved
 			g.reserved++
 		}
@@ -488,44 +523,104 @@ func (g *Generator) admit() {
 	}
 }
 
-// lockstepReady admits what can be admitted and says whether a step may run now: every held
-// slot has a request, and no free slot waits for a ticket still to arrive; g.mu held.
+// lockstepReady takes what is due at the current tick and says whether a step may run now;
+// g.mu held. In order: the slots whose session closed and whose due tick has come are freed; a
+// held slot that is due but has neither asked nor closed (its tool is late) makes the loop wait;
+// waiting tickets are admitted in order to the lowest free slots (a free slot waits for the next
+// ticket to arrive), and they must ask before the step runs. When no slot has a request to run
+// then, the clock skips to the next due tick.
 //
-// Admission waits until every held slot has settled (asked for more or been given back): when
-// two sessions finish in the same step, which of them gives its slot back first is goroutine
-// timing, and admitting as each slot frees would hand the next ticket whichever came first.
-// Settled, the free slots are the same whatever the timing and go lowest first, so each
-// trajectory runs in the same slot with the same neighbours, and its log-probs are the same to
-// the bit, not only its tokens.
+// Everything here follows from the tick, never from the order in which sessions acted: when two
+// sessions close in the same step, both slots are freed at their due ticks whatever the order of
+// their Close calls, and the free slots go lowest first, so each trajectory runs in the same slot
+// with the same neighbours, and its log-probs are the same to the bit, not only its tokens.
 func (g *Generator) lockstepReady() bool {
-	if !g.settled() {
-		return false
-	}
-	g.admit()
-	if len(g.free) > 0 && g.admitNext < g.reserved {
-		return false
-	}
-	return g.settled() // the sessions just admitted have yet to ask
-}
-
-// settled says whether every held slot has a request; g.mu held.
-func (g *Generator) settled() bool {
-	for _, s := range g.slots {
-		if s.held && s.gen == nil {
+	for {
+		g.freeDue()
+		if g.late() {
 			return false
 		}
+		g.admit()
+		if len(g.free) > 0 && g.admitNext < g.reserved {
+			return false
+		}
+		if g.late() { // the sessions just admitted have yet to ask
+			return false
+		}
+		if g.hasWork() {
+			return true
+		}
+		next := int64(-1)
+		for _, s := range g.slots {
+			if s.held && s.due > g.tick && (next < 0 || s.due < next) {
+				next = s.due
+			}
+		}
+		if next < 0 {
+			return false // nothing held: wait for a session
+		}
+		g.tick = next
 	}
-	return true
+}
+
+// freeDue frees the slots whose session closed once their due tick has come; g.mu held.
+func (g *Generator) freeDue() {
+	for _, s := range g.slots {
+		if s.held && s.closed && s.due <= g.tick {
+			s.held, s.closed = false, false
+			g.free = append(g.free, s.id)
+		}
+	}
+}
+
+// late says whether a held slot is due but its session has neither asked nor closed; g.mu held.
+func (g *Generator) late() bool {
+	for _, s := range g.slots {
+		if s.held && !s.closed && s.gen == nil && s.due <= g.tick {
+			return true
+		}
+	}
+	return false
+}
+
+// settleClosed frees every held slot at once when every session has closed and no reserved
+// ticket waits to be admitted (lockstep; g.mu held): nothing can run or be admitted before a new
+// ticket is reserved, so this is where the clock would get to anyway, and the next tickets start
+// from every slot free whether or not the loop got there first.
+func (g *Generator) settleClosed() {
+	if !g.cfg.Lockstep {
+		return
+	}
+	for g.admitNext < g.reserved && g.skipped[g.admitNext] {
+		delete(g.skipped, g.admitNext)
+		g.admitNext++
+	}
+	if g.admitNext < g.reserved {
+		return
+	}
+	for _, s := range g.slots {
+		if s.held && !s.closed {
+			return
+		}
+	}
+	for _, s := range g.slots {
+		if s.held {
+			s.held, s.closed = false, false
+			g.free = append(g.free, s.id)
+			g.tick = max(g.tick, s.due) // where the loop's skips would have taken the clock
+		}
+	}
 }
 
 // hold marks slot id as owned by a new session; g.mu held.
 func (g *Generator) hold(id int) *Session {
 	s := g.slots[id]
-	*s = slot{id: id, epoch: s.epoch + 1, held: true, idleAt: time.Now()}
-	return &Session{g: g, slot: s}
+	*s = slot{id: id, epoch: s.epoch + 1, held: true, idleAt: time.Now(), due: g.tick}
+	return &Session{g: g, slot: s, epoch: s.epoch}
 }
 
-// release returns slot id to the next waiter or the free list; g.mu held.
+// release returns slot id to the next waiter or the free list at once (without Lockstep, which
+// frees a slot at its due tick: freeDue); g.mu held.
 func (g *Generator) release(id int) {
 	s := g.slots[id]
 	if s.gen != nil {
@@ -540,15 +635,31 @@ func (g *Generator) release(id int) {
 		return
 	}
 	g.free = append(g.free, id)
-	g.cond.Signal() // a lockstep loop may be waiting for this slot to settle
+	g.cond.Signal()
 }
 
-// Close releases the session's slot. It is safe to call more than once.
+// Close releases the session's slot (with Lockstep, at the step its next action is due). It is
+// safe to call more than once.
 func (s *Session) Close() {
 	s.once.Do(func() {
-		s.g.mu.Lock()
-		defer s.g.mu.Unlock()
-		s.g.release(s.slot.id)
+		g := s.g
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if s.slot.epoch != s.epoch || !s.slot.held {
+			return
+		}
+		g.meterDone()
+		if !g.cfg.Lockstep {
+			g.release(s.slot.id)
+			return
+		}
+		sl := s.slot
+		if sl.gen != nil { // a request abandoned mid-way: a cancelled run
+			sl.gen.done <- ErrClosed
+			sl.gen = nil
+		}
+		sl.closed = true
+		g.cond.Signal()
 	})
 }
 
@@ -580,7 +691,7 @@ func (s *Session) Generate(ctx context.Context, req Request) (Result, error) {
 	}
 	st := &genState{req: req, rng: rand.New(rand.NewPCG(req.Sampling.Seed, 0xda3e39cb94b95bdb)), done: make(chan error, 1)}
 	g.mu.Lock()
-	if g.closed || !s.slot.held || s.slot.gen != nil {
+	if g.closed || s.slot.epoch != s.epoch || !s.slot.held || s.slot.closed || s.slot.gen != nil {
 		g.mu.Unlock()
 		return Result{}, ErrClosed
 	}
@@ -620,7 +731,7 @@ func (g *Generator) Stats() Stats {
 	st := g.stats
 	st.Queued = len(g.waiters)
 	for _, s := range g.slots {
-		if s.held {
+		if s.held && !s.closed {
 			st.Busy++
 		}
 	}
@@ -641,6 +752,7 @@ func (g *Generator) ReleaseCache() error {
 	if g.released {
 		return nil
 	}
+	g.settleClosed()
 	for _, s := range g.slots {
 		if s.held {
 			return fmt.Errorf("rollout: cannot release the KV cache while slot %d is held by a session", s.id)
@@ -724,7 +836,16 @@ func (g *Generator) loop() {
 	for {
 		g.mu.Lock()
 		for !g.closed && !g.ready() {
+			// With requests to decode, a lockstep wait is the batch standing still for a tool.
+			stalled := g.cfg.Lockstep && g.hasWork()
+			t := time.Now()
+			if stalled && g.onStall != nil {
+				g.onStall()
+			}
 			g.cond.Wait()
+			if stalled {
+				g.meterStall(time.Since(t))
+			}
 		}
 		if g.closed {
 			g.failAll(ErrClosed)
@@ -732,6 +853,7 @@ func (g *Generator) loop() {
 			return
 		}
 		key, in, active := g.plan()
+		busy := g.busy()
 		if g.trace != nil {
 			g.trace(key, active)
 		}
@@ -744,6 +866,8 @@ func (g *Generator) loop() {
 		g.mu.Lock()
 		g.stats.Steps++
 		g.stats.StepTime += dt
+		g.tick++
+		g.meterStep(busy, dt)
 		if err != nil {
 			g.fail = err
 			g.closed = true
@@ -772,20 +896,27 @@ func (g *Generator) failAll(err error) {
 
 // ready says whether the loop has a step to run; g.mu held.
 func (g *Generator) ready() bool {
-	if g.cfg.Lockstep && !g.lockstepReady() {
-		return false
+	if g.cfg.Lockstep {
+		return g.lockstepReady()
 	}
 	return g.hasWork()
 }
 
-func (g *Generator) hasWork() bool {
+// working says whether slot s has a request to run now: with Lockstep, one taken at its due tick.
+func (g *Generator) working(s *slot) bool { return s.gen != nil && s.due <= g.tick }
+
+// busy is the number of slots with a request in progress; g.mu held.
+func (g *Generator) busy() int {
+	n := 0
 	for _, s := range g.slots {
-		if s.gen != nil {
-			return true
+		if g.working(s) {
+			n++
 		}
 	}
-	return false
+	return n
 }
+
+func (g *Generator) hasWork() bool { return g.busy() > 0 }
 
 // stepSlot records what a step fed for one slot.
 type stepSlot struct {
@@ -803,7 +934,7 @@ func (g *Generator) plan() (key stepKey, in stepInputs, active []stepSlot) {
 	var prefill, decode []*slot
 	for _, s := range g.slots {
 		switch {
-		case s.gen == nil || len(s.pending) == 0:
+		case !g.working(s) || len(s.pending) == 0:
 		case len(s.pending) > 1:
 			prefill = append(prefill, s)
 		default:
@@ -911,7 +1042,30 @@ func (g *Generator) advance(a stepSlot, id int32, lp float32) {
 	}
 	s.gen = nil
 	s.idleAt = time.Now()
+	if g.cfg.Lockstep { // the tick after this step, or when its tool would return
+		s.due = g.tick
+		if st.res.Stop == StopString {
+			s.due = g.toolReturn()
+		}
+	}
 	st.done <- nil
+}
+
+// toolReturn is the tick at which a tool call made now would end in the model of
+// Config.ToolWorkers workers each taking Config.ToolReturnSteps steps a call; g.mu held.
+func (g *Generator) toolReturn() int64 {
+	d := int64(g.cfg.ToolReturnSteps)
+	if len(g.workerFree) == 0 {
+		return g.tick + d
+	}
+	w := 0
+	for i, f := range g.workerFree {
+		if f < g.workerFree[w] {
+			w = i
+		}
+	}
+	g.workerFree[w] = max(g.tick, g.workerFree[w]) + d
+	return g.workerFree[w]
 }
 
 // matchStop checks whether the newest token completed a stop string.

@@ -543,3 +543,224 @@ func TestLockstepSkipAndCancel(t *testing.T) {
 		t.Errorf("reusing a skipped ticket: %v", err)
 	}
 }
+
+// TestToolAwayKeepsOthersDecoding: with ToolReturnSteps 5, session 1 leaves the batch when its
+// turn ends on a stop string and its tool returns at once; session 0 decodes the five steps
+// alone, and session 1's next turn is taken exactly at the fifth step after, not earlier (its
+// request came early and was held) and not later.
+func TestToolAwayKeepsOthersDecoding(t *testing.T) {
+	m, _ := loadFixture(t, "qwen3-tiny")
+	g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Buckets: []int{64}, Lockstep: true, ToolReturnSteps: 5,
+		Decode: func(ids []int32) string { return strings.Repeat("x", len(ids)) }})
+	steps := traceSteps(g)
+	base := g.Reserve(2)
+	turns := [][]Request{
+		{{Append: []int32{3}, MaxNew: 12}},
+		{{Append: []int32{4}, MaxNew: 10, StopStrings: []string{"xx"}}, {Append: []int32{9}, MaxNew: 2}},
+	}
+	var wg sync.WaitGroup
+	for i, reqs := range turns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := WithTicket(context.Background(), base+int64(i))
+			s, err := g.Open(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			for _, req := range reqs {
+				if _, err := s.Generate(ctx, req); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	want := []string{"1/64: s0@0+1 s1@0+1", "1/64: s0@1+1 s1@1+1", // session 1's first turn ends on "xx"
+		"1/64: s0@2+1", "1/64: s0@3+1", "1/64: s0@4+1", "1/64: s0@5+1", "1/64: s0@6+1", // away for five steps
+		"16/64: s1@2+2", "1/64: s0@7+1 s1@4+1", // back: the prefill of its second turn, then both decode
+		"1/64: s0@8+1", "1/64: s0@9+1", "1/64: s0@10+1", "1/64: s0@11+1"}
+	if got := strings.Join(*steps, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("steps:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+// TestLockstepToolReturnIsReproducible runs ten three-turn sessions through three slots with
+// ToolReturnSteps 3 on two modelled tool workers, three times, each time with other wall-clock timing: a turn ends on a tool
+// call when it samples a token whose text is "q" (about one token in eight), and the tool then
+// returns at once, after a random sleep, or only once the loop stands still waiting for it (late,
+// then a random sleep more); sessions arrive in random order and close after a random delay. The
+// step sequence, the tokens and their log-probs must be the same to the bit every time.
+func TestLockstepToolReturnIsReproducible(t *testing.T) {
+	m, cases := loadFixture(t, "qwen3-tiny")
+	decode := func(ids []int32) string {
+		var b strings.Builder
+		for _, id := range ids {
+			b.WriteByte("abcdefgq"[id%8])
+		}
+		return b.String()
+	}
+	type outcome struct {
+		ids  []int32
+		lps  []uint32
+		tool int // turns that ended on a tool call
+	}
+	run := func(jitter uint64) (string, []outcome, Stats, PhaseStats, int) {
+		g := newGen(t, m, Config{Slots: 3, MaxLen: 128, Buckets: []int{64, 128}, Chunks: []int{8}, Lockstep: true, ToolReturnSteps: 3, ToolWorkers: 2, Decode: decode})
+		steps := traceSteps(g)
+		rng := rand.New(rand.NewPCG(jitter, 0))
+		var rngMu sync.Mutex
+		random := func(n int64) int64 { rngMu.Lock(); defer rngMu.Unlock(); return rng.Int64N(n) }
+		var lateMu sync.Mutex
+		late := 0
+		// waitLate blocks until the loop stands still for session s (due, and it has not asked).
+		waitLate := func(s *Session) {
+			for {
+				g.mu.Lock()
+				sl := s.slot
+				stuck := sl.held && sl.gen == nil && sl.due <= g.tick
+				g.mu.Unlock()
+				if stuck {
+					lateMu.Lock()
+					late++
+					lateMu.Unlock()
+					return
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		const n = 10
+		meter := g.Measure()
+		base := g.Reserve(n)
+		out := make([]outcome, n)
+		var wg sync.WaitGroup
+		for i := n - 1; i >= 0; i-- {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer g.Skip(base + int64(i))
+				time.Sleep(time.Duration(random(2000)) * time.Microsecond)
+				ctx := WithTicket(context.Background(), base+int64(i))
+				s, err := g.Open(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s.Close()
+				next := cases[i%len(cases)].InputIDs
+				for turn := 0; turn < 3; turn++ {
+					r, err := s.Generate(ctx, Request{Append: next, MaxNew: 6 + i%4, StopStrings: []string{"q"}, Sampling: Sampling{Temperature: 1, Seed: uint64(10*i + turn)}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					out[i].ids = append(out[i].ids, r.IDs...)
+					for _, lp := range r.LogProbs {
+						out[i].lps = append(out[i].lps, math.Float32bits(lp))
+					}
+					if r.Stop == StopString {
+						out[i].tool++
+						switch random(3) { // the tool
+						case 0:
+						case 1:
+							time.Sleep(time.Duration(random(4000)) * time.Microsecond)
+						case 2:
+							waitLate(s)
+							time.Sleep(time.Duration(random(2000)) * time.Microsecond)
+						}
+					}
+					next = []int32{5, 6, int32(7 + turn)}
+				}
+				time.Sleep(time.Duration(random(3000)) * time.Microsecond) // scoring before the slot is given back
+			}()
+		}
+		wg.Wait()
+		// A second phase, reserved as soon as the first has closed: it starts from every slot
+		// free whether or not the loop has taken the last closes yet.
+		next := g.Reserve(4)
+		for j := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := WithTicket(context.Background(), next+int64(j))
+				r, err := g.Generate(ctx, Request{Append: cases[j%len(cases)].InputIDs, MaxNew: 3 + j, Sampling: Sampling{Temperature: 1, Seed: uint64(100 + j)}})
+				if err != nil {
+					t.Error(err)
+				}
+				out[j].ids = append(out[j].ids, r.IDs...)
+			}()
+		}
+		wg.Wait()
+		return strings.Join(*steps, "\n"), out, g.Stats(), meter.Stop(), late
+	}
+	steps1, out1, _, ps1, late1 := run(1)
+	tools := 0
+	for _, o := range out1 {
+		tools += o.tool
+	}
+	if tools < 5 {
+		t.Fatalf("only %d turns ended on a tool call: the workload is too small to mean anything", tools)
+	}
+	for _, jitter := range []uint64{2, 3} {
+		steps, out, _, ps, late := run(jitter)
+		if steps != steps1 {
+			t.Errorf("jitter %d: the step sequences differ:\n%s\n--- vs ---\n%s", jitter, steps1, steps)
+		}
+		for i := range out1 {
+			if !slices.Equal(out1[i].ids, out[i].ids) || !slices.Equal(out1[i].lps, out[i].lps) {
+				t.Errorf("jitter %d: session %d sampled %v (log-prob bits %x), then %v (%x)", jitter, i, out1[i].ids, out1[i].lps, out[i].ids, out[i].lps)
+			}
+		}
+		if ps.Occupancy() != ps1.Occupancy() || ps.Steps != ps1.Steps {
+			t.Errorf("jitter %d: occupancy %v over %d steps; first run %v over %d", jitter, ps.Occupancy(), ps.Steps, ps1.Occupancy(), ps1.Steps)
+		}
+		t.Logf("jitter %d: %d tool calls, %d of them late, stall %v", jitter, tools, late, ps.Stall)
+	}
+	t.Logf("jitter 1: %d late, stall %v, %d steps, occupancy %.2f", late1, ps1.Stall, ps1.Steps, ps1.Occupancy())
+}
+
+// TestToolWorkersQueueReturns: sessions 1 and 2 call a tool in the same step, with one modelled
+// worker and ToolReturnSteps 3: session 1's call ends 3 steps later, session 2's, served after
+// it, 6 steps later, as one sandbox worker would return them, while session 0 keeps decoding.
+func TestToolWorkersQueueReturns(t *testing.T) {
+	m, _ := loadFixture(t, "qwen3-tiny")
+	g := newGen(t, m, Config{Slots: 3, MaxLen: 64, Buckets: []int{64}, Lockstep: true, ToolReturnSteps: 3, ToolWorkers: 1,
+		Decode: func(ids []int32) string { return strings.Repeat("x", len(ids)) }})
+	steps := traceSteps(g)
+	base := g.Reserve(3)
+	call := []Request{{Append: []int32{4}, MaxNew: 10, StopStrings: []string{"xx"}}, {Append: []int32{9}, MaxNew: 2}}
+	turns := [][]Request{{{Append: []int32{3}, MaxNew: 14}}, call, call}
+	var wg sync.WaitGroup
+	for i, reqs := range turns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := WithTicket(context.Background(), base+int64(i))
+			s, err := g.Open(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			for _, req := range reqs {
+				if _, err := s.Generate(ctx, req); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	want := []string{"1/64: s0@0+1 s1@0+1 s2@0+1", "1/64: s0@1+1 s1@1+1 s2@1+1", // both calls made at the end of step 2
+		"1/64: s0@2+1", "1/64: s0@3+1", "1/64: s0@4+1",
+		"16/64: s1@2+2", "1/64: s0@5+1 s1@4+1", // session 1's call ended: 3 steps
+		"1/64: s0@6+1",
+		"16/64: s2@2+2", "1/64: s0@7+1 s2@4+1", // session 2's, after it on the one worker: 6 steps
+		"1/64: s0@8+1", "1/64: s0@9+1", "1/64: s0@10+1", "1/64: s0@11+1", "1/64: s0@12+1", "1/64: s0@13+1"}
+	if got := strings.Join(*steps, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("steps:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}

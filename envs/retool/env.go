@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"strings"
 	"time"
@@ -88,6 +89,21 @@ func SystemFor(format string) string {
 	return "Solve the problem. You may run code by writing it between <code> and </code>; its output comes back in <" + tag + "></" + tag + ">. Give the final answer as \\boxed{answer}."
 }
 
+// Recheck is what a long task (Config.MinTurns) answers an early final answer with.
+const Recheck = "Check the result once more: compute it again with code, then give the final answer as \\boxed{answer}."
+
+// LongTrajectory says whether sample of the task with this id is one of the long ones of a
+// long-tail workload in which share of the trajectories are long: a function of the id and the
+// sample alone (their FNV-1a hash), so every run agrees.
+func LongTrajectory(id string, sample int, share float64) bool {
+	if share <= 0 {
+		return false
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s#%d", id, sample)
+	return float64(h.Sum64()%10000) < share*10000
+}
+
 // Weights combine reward parts into the total.
 type Weights struct {
 	Outcome, Process, Shaping, FormatPenalty float64
@@ -139,6 +155,11 @@ type Config struct {
 	MaxObsChars int
 	Weights     Weights
 	System      string // system prompt; "" uses DefaultSystem
+	// MinTurns is the turn before which an answer does not end the trajectory: it is recorded,
+	// the environment asks to check it once more (Recheck), and the trajectory goes on; the last
+	// answer given counts. 0 or 1: the first answer ends it. The long tasks of a long-tail
+	// workload (LongTrajectory) set it.
+	MinTurns int
 }
 
 // DefaultSystem tells the model the protocol.
@@ -210,7 +231,10 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 	case a.HasAnswer:
 		e.sum.Answered, e.sum.Answer = true, a.Answer
 		e.sum.Correct = Verify(a.Answer, e.task.Answer)
-		return e.finish(st), nil
+		if e.sum.Turns >= e.cfg.MinTurns {
+			return e.finish(st), nil
+		}
+		st.Observation = Recheck
 	case len(a.Code) > 0:
 		var obs []string
 		for _, code := range a.Code {

@@ -535,6 +535,45 @@ func TestEnvEpisode(t *testing.T) {
 	}
 }
 
+// TestLongTask: a long task (MinTurns 3) meets an early answer with Recheck and goes on, and
+// the answer of its last turn counts; LongTrajectory picks a share of the trajectories, the same
+// every time.
+func TestLongTask(t *testing.T) {
+	e, err := New(Config{Executor: &Starlark{}, MaxTurns: 4, MinTurns: 3, Weights: Weights{Outcome: 1, FormatPenalty: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.Reset(ctx, envs.Task{ID: "t", Prompt: "What is 6 * 7?", Answer: "42"}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.Step(ctx, `The answer is \boxed{42}.`)
+	if st.Done || st.Observation != Recheck || len(st.ToolCalls) != 0 {
+		t.Fatalf("turn 1, an early answer: %+v; want the trajectory to go on with %q", st, Recheck)
+	}
+	st, _ = e.Step(ctx, "<code>print(6 * 7)</code>")
+	if st.Done || st.Observation != "<interpreter>\n42\n</interpreter>" {
+		t.Fatalf("turn 2: %+v", st)
+	}
+	st, _ = e.Step(ctx, `So it is \boxed{41}.`)
+	if !st.Done || st.Reward.Outcome != 0 || e.Summary().Answer != "41" {
+		t.Fatalf("turn 3: %+v, summary %+v; want done, and the last answer (wrong) to count", st, e.Summary())
+	}
+	long := 0
+	for i := range 2000 {
+		id, sample := fmt.Sprintf("train-%04d", i/16), i%16
+		if LongTrajectory(id, sample, 0.25) {
+			long++
+		}
+		if LongTrajectory(id, sample, 0.25) != LongTrajectory(id, sample, 0.25) || LongTrajectory(id, sample, 0) || !LongTrajectory(id, sample, 1) {
+			t.Fatalf("LongTrajectory(%q, %d) is not a function of the id, the sample and the share", id, sample)
+		}
+	}
+	if long < 400 || long > 600 {
+		t.Errorf("share 0.25 made %d of 2000 trajectories long; want about 500", long)
+	}
+}
+
 func TestSyntheticTasks(t *testing.T) {
 	s := Synthetic{Levels: []int{1, 2, 3, 4, 5}, Seed: 7}
 	train, held, err := s.Split(200, 40)

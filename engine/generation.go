@@ -1,0 +1,29 @@
+package engine
+
+import (
+	"time"
+
+	"agentrl/engine/event"
+	"agentrl/engine/rollout"
+)
+
+// traceRolloutPoints is how many points a generation phase's occupancy trace has (the Status
+// pane's sparkline).
+const traceRolloutPoints = 32
+
+// generationEvent is what a generation phase of step measured: the generator's phase stats and
+// the time its trajectories queued for a sandbox worker.
+func generationEvent(step int, phase string, ps rollout.PhaseStats, toolQueue time.Duration) event.Generation {
+	e := event.Generation{Step: step, Phase: phase, Slots: ps.Slots, Steps: ps.Steps, Occupancy: ps.Occupancy(),
+		TailSeconds: ps.Tail().Seconds(), ToolStallShare: ps.StallShare(), ToolQueueSeconds: toolQueue.Seconds()}
+	e.Trace, e.TraceEvery = ps.Trace(traceRolloutPoints)
+	return e
+}
+
+// generationMetrics puts a rollout's four numbers in a step's metrics.
+func generationMetrics(g event.Generation, metrics map[string]float64) {
+	metrics["rollout_occupancy"] = g.Occupancy
+	metrics["rollout_tail_s"] = g.TailSeconds
+	metrics["tool_stall_share"] = g.ToolStallShare
+	metrics["tool_queue_s"] = g.ToolQueueSeconds
+}
