@@ -12,7 +12,8 @@
 // the ReTool text protocol the built-in model was trained on (code between <code> and </code>, the
 // request stopping at "</code>"; the output goes back in a user message as
 // <interpreter>OUTPUT</interpreter>, exactly as the ReTool environment writes it). It stops at
-// the first \boxed{…} answer, or after AGENTRL_MAX_TURNS turns. Code runs in the workbench's
+// the first \boxed{…} answer, after AGENTRL_MAX_TURNS turns, or when the endpoint says the
+// conversation no longer fits the model's context (then with no answer). Code runs in the workbench's
 // sandbox (`agentrl-tui tool run`), never in a bare interpreter.
 //
 // Settings, all optional (environment variables):
@@ -208,7 +209,19 @@ async function main() {
     if (cfg.tools) request.tools = [PYTHON_TOOL];
     if (cfg.maxTokens > 0) request.max_tokens = cfg.maxTokens;
     if (cfg.temperature !== undefined) request.temperature = cfg.temperature;
-    const reply = await client.chat.completions.create(request);
+    let reply;
+    try {
+      reply = await client.chat.completions.create(request);
+    } catch (err) {
+      // The conversation outgrew the model's context: it ends without an answer, as the ReTool
+      // loop ends a trajectory that runs out of context. Any other error is the agent's failure.
+      if (err && err.status === 400 && err.code === 'context_length_exceeded') {
+        info.turns--; // the request was refused: no turn
+        info.finish = 'context';
+        break;
+      }
+      throw err;
+    }
     const choice = reply.choices[0];
     const msg = choice.message;
     const last = info.turns >= cfg.maxTurns;
