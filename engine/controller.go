@@ -108,6 +108,9 @@ type Controller struct {
 	// and each micro-batch of an update as it is about to run: a test stops the run there.
 	onEmit   func(event.Event)
 	onUpdate func(done, total int)
+	// onTrain (tests only) sees a step's trajectories (an agent's later segments included) and
+	// the sequences the update is about to train on.
+	onTrain func(step int, batch []*traj, seqs []train.Sequence)
 
 	// the stopping model (stop.go): where the run is, the stop asked for and what it keeps
 	stopMu       sync.Mutex
@@ -678,6 +681,9 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	for i, t := range batch {
 		seqs[i] = train.Sequence{Tokens: t.tokens, LossMask: t.mask, OldLogProbs: t.lps, Advantages: t.adv, RefLogProbs: t.ref,
 			Returns: t.ret, OldValues: t.oldValues}
+	}
+	if c.onTrain != nil {
+		c.onTrain(step, batch, seqs)
 	}
 	var loss, probeMax float64
 	err = c.update(step, func(stop func(done, total int) bool) error { // finished, or discarded by a stop

@@ -121,6 +121,7 @@ func (a *agentEnv) close() {
 type agentRun struct {
 	res  external.Result
 	rec  *serve.Trajectory
+	key  string        // the trajectory's API key, refused since its end
 	drop external.Drop // why the trajectory is dropped, "" when usable
 	why  string        // the reason in a sentence
 	// segs are the trajectory's later segments as sequences of their own, while a step trains
@@ -150,6 +151,7 @@ func (c *Controller) runAgent(ctx context.Context, t *traj, seed uint64, tempera
 		return fmt.Errorf("engine: trajectory %s#%d: %w", t.task.ID, t.sample, err)
 	}
 	c.fillAgentTrajectory(t, res, rec)
+	t.ext.key = key
 	return nil
 }
 
