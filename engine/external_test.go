@@ -366,7 +366,8 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 // counted in the step's metrics, the others are trained (a group is normalised over the samples
 // it has left; a rewritten history trains as two sequences with one reward and advantage),
 // every process the agents started is gone, no KV slot is held, and the run goes on to its
-// evaluation and end.
+// evaluation and end. It trains the Hybrid recipe (rules hints and process scores read from the
+// agents' transcripts, the teacher on an agent's own prompt with the hint before the problem).
 func TestExternalFaults(t *testing.T) {
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
@@ -380,13 +381,22 @@ func TestExternalFaults(t *testing.T) {
 		"env.external.env": "AGENTRL_AGENT_TOOLS=none,AGENTRL_MAX_TOKENS=96,AGENTRL_AGENT_EXECUTOR=starlark,FAULTY_PIDS=" + pids + ",FAULTY_DIR=" + dir +
 			",FAULTY_MODES=" + modes,
 		"eval.every": "1", "eval.heldout_tasks": "2", "eval.n_samples": "2", "eval.ks": "1,2",
+		// Hybrid with the rules hinter and PRM: hints and process scores from agents' transcripts.
+		"algorithm.name": "hybrid", "hinter.kind": "rules", "prm.kind": "rules", "reward.process": "0.1",
 	})
 	var trainedTasks []string
+	hinted := 0
 	c.onTrain = func(_ int, batch []*traj, seqs []train.Sequence) {
 		for _, tr := range batch {
+			if tr.hint != "" && tr.teacher != nil {
+				hinted++
+			}
 			if isLaterSegment(tr) {
 				lead := tr.ext.of
-				if lead.task.ID != "train-0003" || tr.reward != lead.reward || tr.adv[len(tr.adv)-1] != lead.adv[len(lead.adv)-1] {
+				// Without a teacher, a sequence's advantage is its trajectory's (with one, the
+				// trajectory's first segment adds the OPD term: TestAgentGroupStatistics).
+				if lead.task.ID != "train-0003" || tr.reward != lead.reward || tr.teacher != nil ||
+					lead.teacher == nil && tr.adv[len(tr.adv)-1] != lead.adv[len(lead.adv)-1] {
 					t.Errorf("%s#%d's later segment: reward %+v, advantage %g; want its trajectory's %+v, %g", lead.task.ID, lead.sample,
 						tr.reward, tr.adv[len(tr.adv)-1], lead.reward, lead.adv[len(lead.adv)-1])
 				}
@@ -396,7 +406,7 @@ func TestExternalFaults(t *testing.T) {
 			if tr.ext.drop != "" {
 				t.Errorf("%s#%d is trained though dropped (%s)", tr.task.ID, tr.sample, tr.ext.why)
 			}
-			if tr.task.ID == "train-0000" || tr.task.ID == "train-0001" {
+			if (tr.task.ID == "train-0000" || tr.task.ID == "train-0001") && tr.teacher == nil {
 				for j, m := range tr.mask {
 					if m && tr.adv[j] != 0 {
 						t.Errorf("%s#%d: advantage %g; want 0, its group's only sample left", tr.task.ID, tr.sample, tr.adv[j])
@@ -457,6 +467,9 @@ func TestExternalFaults(t *testing.T) {
 		if got, ok := metrics[k]; !ok || got != want {
 			t.Errorf("metric %s = %v (%v); want %v", k, got, ok, want)
 		}
+	}
+	if hinted == 0 {
+		t.Errorf("no trajectory had a hint and a teacher; the rewriting agent's wrong answers each need one")
 	}
 	if !evaluated || evalTrajs != 4 || !ended {
 		t.Errorf("after the faults: evaluated %v with %d trajectories, run ended %v; want an evaluation of 4 and the run's end", evaluated, evalTrajs, ended)
