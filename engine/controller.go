@@ -59,6 +59,9 @@ type Options struct {
 	// Compiles counts the programs the run compiles (see compilebudget.go); nil: the controller keeps
 	// its own.
 	Compiles *compiles.Counter
+	// AgentBin is the agentrl-tui executable an external agent runs its tools with (AGENTRL_BIN,
+	// unless env.external.env sets it); "" is this process's own executable.
+	AgentBin string
 }
 
 // Controller runs one recipe.
@@ -71,6 +74,7 @@ type Controller struct {
 	offload    bool // AdamW moments wait in host memory during rollout
 	masterHost bool // the float32 master weights wait in host memory during rollout and the reference forward
 	judge      *selfJudge
+	ext        *agentEnv     // env.name external: the endpoint and the agent runner (external.go); nil for retool
 	hinter     retool.Hinter // nil: no hints
 	probe      hintProbe     // the step's hint-usefulness probe (reference phase)
 	scorer     retool.Scorer // nil: no process reward
@@ -104,6 +108,9 @@ type Controller struct {
 	// and each micro-batch of an update as it is about to run: a test stops the run there.
 	onEmit   func(event.Event)
 	onUpdate func(done, total int)
+	// onTrain (tests only) sees a step's trajectories (an agent's later segments included) and
+	// the sequences the update is about to train on.
+	onTrain func(step int, batch []*traj, seqs []train.Sequence)
 
 	// the stopping model (stop.go): where the run is, the stop asked for and what it keeps
 	stopMu       sync.Mutex
@@ -250,6 +257,12 @@ func New(o Options) (*Controller, error) {
 		c.Close()
 		return nil, err
 	}
+	if r.Env.Name == "external" {
+		if c.ext, err = c.newAgentEnv(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	c.judge = &selfJudge{c: c}
 	if c.hinter, c.scorer, err = c.newHinter(); err != nil {
 		c.Close()
@@ -337,6 +350,7 @@ func klLoss(r *recipes.Recipe) float64 {
 
 // Close releases the generator, the inference weights and the trainer's graphs and moments.
 func (c *Controller) Close() {
+	c.ext.close()
 	c.gen.Close()
 	c.infer.close()
 	c.tr.Close()
@@ -491,6 +505,7 @@ type traj struct {
 	ret       []float32 // ppo: the value head's targets (GAE returns) per token
 	oldValues []float32 // ppo: the value head's predictions before the update
 	drift     string    // a token-drift finding, "" when the context matched the chat rendering
+	ext       *agentRun // an external agent's run (external.go); nil for a ReTool trajectory
 }
 
 // Run executes the recipe until max_steps, early stopping, Stop or ctx's end (which stops the
@@ -607,6 +622,11 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	if err != nil {
 		return c.stopOr(ctx, err)
 	}
+	// An external agent that gave nothing usable is shown and stored, not trained on.
+	batch, dropped, err := splitDropped(step, batch)
+	if err != nil {
+		return err
+	}
 	c.phase(step, "rollout", t0)
 	for _, t := range batch {
 		if t.drift != "" {
@@ -624,8 +644,9 @@ func (c *Controller) step(ctx context.Context, step int) error {
 		return c.stopOr(ctx, err)
 	}
 	for _, t := range batch {
-		t.reward = c.weights.Compose(t.reward)
+		t.reward = c.composeReward(t)
 	}
+	batch = expandSegments(batch) // an agent's later segments train as sequences of their own
 	c.phase(step, "score", t0)
 
 	// The rest of the step is the training phase: the KV cache and the inference weights make
@@ -669,6 +690,9 @@ func (c *Controller) step(ctx context.Context, step int) error {
 		seqs[i] = train.Sequence{Tokens: t.tokens, LossMask: t.mask, OldLogProbs: t.lps, Advantages: t.adv, RefLogProbs: t.ref,
 			Returns: t.ret, OldValues: t.oldValues}
 	}
+	if c.onTrain != nil {
+		c.onTrain(step, batch, seqs)
+	}
 	var loss, probeMax float64
 	err = c.update(step, func(stop func(done, total int) bool) error { // finished, or discarded by a stop
 		for epoch := 0; epoch < max(r.Train.EpochsPerStep, 1); epoch++ {
@@ -699,6 +723,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 			Message: "rollout and trainer log-probs disagree: the inference weights may be stale"})
 	}
 	c.phase(step, "train", t0)
+	batch = collapseSegments(batch)
 
 	t0 = time.Now()
 	diff, err := c.toRollout(step)
@@ -723,6 +748,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	metrics["reward_mean"] = meanReward / float64(len(batch))
 	metrics["accuracy"] = correct / float64(len(batch))
 	metrics["hinted_share"] = float64(hinted) / float64(len(batch))
+	c.dropMetrics(metrics, dropped)
 	c.hintMetrics(step, batch, metrics)
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
 		metrics["judge_unparsed"] = float64(c.judge.unparsed.Swap(0)) // replies with no usable \boxed{}
@@ -735,6 +761,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	// the save phase's time).
 	t0 = time.Now()
 	c.pass(step, event.PhaseSave)
+	batch = append(batch, dropped...)
 	trajs := make([]event.Trajectory, len(batch))
 	for i, t := range batch {
 		trajs[i] = c.trajectoryEvent(step, t, false)
@@ -801,17 +828,17 @@ func (c *Controller) stepSeconds(step int) float64 {
 func (c *Controller) trajectoryEvent(step int, t *traj, eval bool) event.Trajectory {
 	e := event.Trajectory{Step: step, TaskID: t.task.ID, Prompt: t.task.Prompt, Group: t.group, Sample: t.sample, Turns: t.turns,
 		Reward: t.reward, Correct: t.summary.Correct, Hint: t.hint, Tokens: len(t.tokens), ToolErrors: t.summary.ToolErrors, Eval: eval}
-	if eval {
-		return e
-	}
-	for j := t.promptLen; j < len(t.tokens); j++ {
-		if t.mask[j] {
-			e.Pieces = append(e.Pieces, c.o.Tokenizer.Decode(t.tokens[j:j+1], false))
-			if t.adv != nil {
-				e.Advantages = append(e.Advantages, t.adv[j])
+	if !eval {
+		for j := t.promptLen; j < len(t.tokens); j++ {
+			if t.mask[j] {
+				e.Pieces = append(e.Pieces, c.o.Tokenizer.Decode(t.tokens[j:j+1], false))
+				if t.adv != nil {
+					e.Advantages = append(e.Advantages, t.adv[j])
+				}
 			}
 		}
 	}
+	c.agentEvent(&e, t) // an external agent's run, and its later segments' tokens
 	return e
 }
 
@@ -840,12 +867,16 @@ func (c *Controller) rollout(ctx context.Context, step int, phase string, batch 
 	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
 	// gives its ticket up.
 	base := c.gen.Reserve(len(batch))
+	run := c.runTrajectory
+	if c.ext != nil {
+		run = c.runAgent // env.name external: the recipe's agent program plays the trajectory
+	}
 	for i, t := range batch {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer c.gen.Skip(base + int64(i))
-			if err := c.runTrajectory(rollout.WithTicket(ctx, base+int64(i)), t, seed+uint64(i)*7919, temperature); err != nil {
+			if err := run(rollout.WithTicket(ctx, base+int64(i)), t, seed+uint64(i)*7919, temperature); err != nil {
 				errs <- err
 				return
 			}

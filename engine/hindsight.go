@@ -151,6 +151,11 @@ func (c *Controller) hindsight(ctx context.Context, batch []*traj) error {
 			return err
 		}
 		batch[i].hint, batch[i].hintCut = c.fitHint(h)
+		if _, ok, err := c.teacherPrompt(batch[i], batch[i].hint); err != nil {
+			return err
+		} else if !ok { // an agent's prompt without the problem's text: nowhere to put the hint
+			batch[i].hint, batch[i].hintCut = "", hintDropped
+		}
 		return nil
 	})
 }

@@ -48,6 +48,9 @@ func (c *Controller) measureHintLift(batch []*traj) (hintProbe, error) {
 		if err != nil {
 			return p, err
 		}
+		if with == nil {
+			continue
+		}
 		without, ok := plain[u]
 		if !ok {
 			if without, err = c.responseLogProbs(u, ""); err != nil {
@@ -77,9 +80,9 @@ func (c *Controller) measureHintLift(batch []*traj) (hintProbe, error) {
 // responseLogProbs scores u's response after u's task prompt rendered with hint ("" for none):
 // the reference model's log-prob of each token from u.promptLen on.
 func (c *Controller) responseLogProbs(u *traj, hint string) ([]float32, error) {
-	tp, err := c.prompt(u.task, hint)
-	if err != nil {
-		return nil, err
+	tp, ok, err := c.teacherPrompt(u, hint)
+	if err != nil || !ok {
+		return nil, err // !ok: an agent's prompt without the problem's text, where no hint goes
 	}
 	resp := u.tokens[u.promptLen:]
 	s, err := c.o.Reference.Score([][]int32{append(append([]int32{}, tp...), resp...)})

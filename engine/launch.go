@@ -54,11 +54,6 @@ func (s *Session) Close() {
 // what the recipe leaves on auto from the device's memory, and builds the controller.
 func Open(l Launch) (sess *Session, err error) {
 	r := l.Recipe
-	if r.Env.Name == "external" {
-		// The recipe schema and the agent runner exist; the controller does not yet serve the
-		// policy to an agent, and must not quietly train the ReTool loop instead.
-		return nil, fmt.Errorf("%s: env.name: external is not wired into the run loop in this build (its endpoint is still being built); use env.name: retool", l.RecipePath)
-	}
 	dir := r.Model.Path
 	if dir == "" {
 		if dir, err = l.Builtin(); err != nil {

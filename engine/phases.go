@@ -30,9 +30,12 @@ func (c *Controller) referenceForward(batch []*traj) error {
 		if t.hint == "" {
 			continue
 		}
-		tp, err := c.prompt(t.task, t.hint)
+		tp, ok, err := c.teacherPrompt(t, t.hint)
 		if err != nil {
 			return err
+		}
+		if !ok { // hindsight places only the hints it can
+			continue
 		}
 		seq := append(append([]int32{}, tp...), t.tokens[t.promptLen:]...)
 		s, err := c.o.Reference.Score([][]int32{seq})
@@ -61,15 +64,27 @@ func (c *Controller) advantages(batch []*traj) (hinted int, err error) {
 	if a.Name == "ppo" {
 		return 0, c.gaeAdvantages(batch)
 	}
-	rewards := make([]float64, len(batch))
-	groups := make([]int, len(batch))
+	// One reward per trajectory: an external agent's later segments (external.go) take their
+	// trajectory's sequence advantage and do not count again in the group's statistics.
+	rewards := make([]float64, 0, len(batch))
+	groups := make([]int, 0, len(batch))
+	at := make([]int, len(batch)) // sequence i's trajectory, an index into rewards
+	of := map[*traj]int{}
 	for i, t := range batch {
-		rewards[i], groups[i] = t.reward.Total, t.group
+		if !isLaterSegment(t) {
+			at[i], of[t] = len(rewards), len(rewards)
+			rewards, groups = append(rewards, t.reward.Total), append(groups, t.group)
+		}
+	}
+	for i, t := range batch {
+		if isLaterSegment(t) {
+			at[i] = of[t.ext.of]
+		}
 	}
 	var seqAdv []float64
 	switch {
 	case a.Name == "opd":
-		seqAdv = make([]float64, len(batch)) // the teacher alone
+		seqAdv = make([]float64, len(rewards)) // the teacher alone
 	case a.PassK > 0:
 		if seqAdv, err = train.BestOfK(rewards, groups, a.PassK, a.StdNormalize, 1e-6); err != nil {
 			return 0, err
@@ -95,7 +110,7 @@ func (c *Controller) advantages(batch []*traj) (hinted int, err error) {
 			}
 			opd = train.CenterClip(opd, t.mask, opdClip)
 		}
-		adv := train.Hybrid(seqAdv[i], opd, t.mask, a.OPDLambda)
+		adv := train.Hybrid(seqAdv[at[i]], opd, t.mask, a.OPDLambda)
 		if a.KLCoef > 0 && a.KLMode == "reward" {
 			if adv, err = train.KLRewardPenalty(adv, t.lps, t.ref, t.mask, a.KLCoef, a.KLEstimator); err != nil {
 				return 0, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 )
 
 // detailPane is the Detail pane: one trajectory turn by turn (assistant text, highlighted code,
@@ -119,7 +120,10 @@ func (p *detailPane) View() string {
 // summaryLine is a trajectory's numbers on one line.
 func summaryLine(t *Theme, tr *event.Trajectory) string {
 	ok := t.Good.Render("✓ correct")
-	if !tr.Correct {
+	switch {
+	case tr.IsDropped():
+		ok = t.Bad.Render("⊘ dropped (" + tr.Agent.Drop + ")")
+	case !tr.Correct:
 		ok = t.Bad.Render("✗ wrong")
 	}
 	s := fmt.Sprintf("step %d · task %s · sample %d · %s · reward %.3f · %d turns · %d tool errors · %d tokens",
@@ -138,16 +142,46 @@ func turnLines(t *Theme, tr *event.Trajectory, w int) []string {
 	tw := max(w-2, 1)
 	add(wrapStyled(summaryLine(t, tr), w)...)
 	add(t.Faint.Render("t shows the tokens by advantage · [ ] previous / next trajectory · esc back"))
-	if tr.Prompt != "" {
+	if a := tr.Agent; a != nil {
+		add(agentLines(t, a, w)...)
+	}
+	switch {
+	case tr.Agent != nil && len(tr.Agent.Opening) > 0:
+		head("Opening messages (the agent's first request)")
+		for _, m := range tr.Agent.Opening {
+			add(messageLines(t, m, w, t.Faint)...)
+		}
+	case tr.Prompt != "":
 		head("Prompt")
 		for _, l := range wrap(tr.Prompt, tw) {
 			add("  " + t.Faint.Render(l))
 		}
 	}
 	for i, turn := range tr.Turns {
-		head(fmt.Sprintf("Turn %d", i+1))
-		for _, l := range wrap(strings.TrimSpace(turn.Assistant), tw) {
-			add("  " + t.Assistant.Render(l))
+		title := fmt.Sprintf("Turn %d", i+1)
+		if tr.Agent != nil {
+			title = fmt.Sprintf("Request %d", i+1)
+			if turn.Finish != "" {
+				title += " · finish " + turn.Finish
+			}
+		}
+		head(title)
+		if turn.NewSegment {
+			add("  " + t.Warn.Render("new segment: the agent re-sent a conversation that does not extend the last one; it trains as a sequence of its own"))
+		}
+		if text := strings.TrimSpace(turn.Assistant); text != "" || len(turn.ToolCalls) == 0 {
+			for _, l := range wrap(text, tw) {
+				add("  " + t.Assistant.Render(l))
+			}
+		}
+		for _, call := range turn.ToolCalls {
+			label := "tool call " + call.Name
+			if turn.Code == "" {
+				label += " " + call.Arguments
+			}
+			for _, l := range wrap(label, tw) {
+				add("  " + t.Accent.Render(l))
+			}
 		}
 		if turn.Code != "" {
 			add("  " + t.Faint.Render("code"))
@@ -163,6 +197,17 @@ func turnLines(t *Theme, tr *event.Trajectory, w int) []string {
 					add(num + highlight(t, part))
 				}
 			}
+		}
+		if len(turn.Sent) > 0 {
+			add("  " + t.Faint.Render(fmt.Sprintf("the agent sent %d message(s) before its next request", len(turn.Sent))))
+			st := t.Observation
+			if turn.ToolStatus != "" && turn.ToolStatus != "ok" {
+				st = t.ObservationErr
+			}
+			for _, m := range turn.Sent {
+				add(messageLines(t, m, w, st)...)
+			}
+			continue
 		}
 		if turn.Observation != "" || turn.ToolStatus != "" {
 			status := turn.ToolStatus
@@ -196,6 +241,10 @@ func turnLines(t *Theme, tr *event.Trajectory, w int) []string {
 		name string
 		v    float64
 	}{{"outcome", r.Outcome}, {"process", r.Process}, {"shaping", r.Shaping}, {"format penalty", -r.FormatPenalty}, {"total", r.Total}} {
+		if tr.IsDropped() {
+			add("  " + t.Faint.Render("none: a dropped trajectory trains nothing and its group's statistics leave it out"))
+			break
+		}
 		add(fmt.Sprintf("  %-15s %+.3f", row.name, row.v))
 	}
 	if tr.Hint != "" {
@@ -203,6 +252,73 @@ func turnLines(t *Theme, tr *event.Trajectory, w int) []string {
 		for _, l := range wrap(tr.Hint, tw) {
 			add("  " + t.Hint.Render(l))
 		}
+	}
+	if a := tr.Agent; a != nil && strings.TrimSpace(a.StderrTail) != "" {
+		lines := strings.Split(strings.TrimRight(a.StderrTail, "\n"), "\n")
+		head(fmt.Sprintf("Agent's stderr (last %d lines)", min(len(lines), maxStderrLines)))
+		for _, l := range lines[max(0, len(lines)-maxStderrLines):] {
+			for _, p := range wrap(l, max(w-4, 1)) {
+				add("  " + t.Faint.Render("│ ") + p)
+			}
+		}
+	}
+	return out
+}
+
+// maxStderrLines is how much of an agent's stderr tail the detail shows.
+const maxStderrLines = 20
+
+// agentLines are an external agent's run in a few lines: why it was dropped, how it ended,
+// what it answered and its info.
+func agentLines(t *Theme, a *event.Agent, w int) []string {
+	var out []string
+	if a.Dropped != "" {
+		for _, l := range wrap("dropped, not trained on: "+a.Dropped, w) {
+			out = append(out, t.Bad.Render(l))
+		}
+	}
+	how := fmt.Sprintf("exit status %d", a.ExitCode)
+	if a.Signal != "" {
+		how = "killed by " + a.Signal
+	}
+	s := fmt.Sprintf("agent: %s after %s", how, fmtSecs(a.Seconds))
+	if a.Queued >= 0.05 {
+		s += fmt.Sprintf(" (queued %s)", fmtSecs(a.Queued))
+	}
+	s += fmt.Sprintf(" · %d requests · %d segment", a.Requests, a.Segments)
+	if a.Segments != 1 {
+		s += "s"
+	}
+	switch {
+	case a.Reward != nil:
+		s += fmt.Sprintf(" · its own reward %.3f", *a.Reward)
+	case a.Answer != nil:
+		s += fmt.Sprintf(" · answer %q", *a.Answer)
+	}
+	for _, l := range wrap(s, w) {
+		out = append(out, t.Faint.Render(l))
+	}
+	if len(a.Info) > 0 {
+		for _, l := range wrap("info "+string(a.Info), w) {
+			out = append(out, t.Faint.Render(l))
+		}
+	}
+	return out
+}
+
+// messageLines are one chat message an agent sent: its role (and tool call id) as a label, then
+// its content in style st.
+func messageLines(t *Theme, m event.Message, w int, st lipgloss.Style) []string {
+	label := "→ " + m.Role
+	if m.ToolCallID != "" {
+		label += " (" + m.ToolCallID + ")"
+	}
+	if m.Name != "" {
+		label += " " + m.Name
+	}
+	out := []string{"  " + t.Faint.Render(label)}
+	for _, l := range wrap(strings.TrimRight(m.Content, "\n"), max(w-4, 1)) {
+		out = append(out, "  "+t.Faint.Render("│ ")+st.Render(l))
 	}
 	return out
 }

@@ -14,7 +14,11 @@
 //     caller waits for the run and says what it did.
 //   - In Trajectories, enter opens the selected trajectory in Detail; esc returns. / filters,
 //     s sorts, r reverses, f toggles follow-latest, e shows all / training only / evaluation only
-//     ("training only (e)" in the info line). The column "set" says "train" or "eval".
+//     ("training only (e)" in the info line). The column "set" says "train" or "eval". An
+//     external agent's dropped trajectory shows "⊘" in the "ok" column and its reason (crash,
+//     timeout, no-res, bad-res, no-req) in the "reward" column; its Detail starts "dropped, not
+//     trained on: REASON" and ends with "Agent's stderr"; the plain log has a line "step N
+//     dropped TASK #S: REASON".
 //   - While a phase reports progress the header says "ETA <phase> <time>, run <time>" ("run ≥ …"
 //     before a training step is timed); an evaluation in progress shows "eval so far pass@1 …
 //     (n/N tasks)" on the strip's last row.

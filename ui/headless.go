@@ -100,7 +100,23 @@ func PlainLine(e event.Event) string {
 	case event.Stopping:
 		return v.Reason + ": " + v.Message
 	case event.Trajectory:
-		return ""
+		if !v.IsDropped() {
+			return ""
+		}
+		// An external agent's trajectory that gives nothing to train on: say why, with the last
+		// line of its stderr.
+		set := ""
+		if v.Eval {
+			set = "eval "
+		}
+		line := fmt.Sprintf("step %d  %sdropped %s #%d: %s", v.Step, set, v.TaskID, v.Sample, v.Agent.Dropped)
+		if tail := strings.TrimSpace(v.Agent.StderrTail); tail != "" && !strings.Contains(v.Agent.Dropped, "stderr ends") {
+			if i := strings.LastIndexByte(tail, '\n'); i >= 0 {
+				tail = tail[i+1:]
+			}
+			line += fmt.Sprintf(" (stderr ends %q)", tail)
+		}
+		return line
 	case event.StepMetrics:
 		keys := make([]string, 0, len(v.Metrics))
 		for k := range v.Metrics {

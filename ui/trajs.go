@@ -14,8 +14,9 @@ import (
 
 // filterSpec is a parsed filter: space-separated terms that must all hold. Terms: correct (ok),
 // wrong, hinted, unhinted, err (a tool error), eval (a held-out evaluation's), train (a training
-// step's), step:N or step:N-M, reward>x / reward<x (>=, <= too), task:TEXT; any other word must
-// occur in the task id or the prompt.
+// step's), dropped (an external agent's trajectory that was dropped) and !dropped, drop:KIND
+// (crashed, timeout, no_result, …), step:N or step:N-M, reward>x / reward<x (>=, <= too),
+// task:TEXT; any other word must occur in the task id or the prompt.
 type filterSpec struct {
 	preds []func(*event.Trajectory) bool
 }
@@ -44,6 +45,16 @@ func parseFilter(s string) (filterSpec, error) {
 			continue
 		case "train", "training", "!eval":
 			f.preds = append(f.preds, func(t *event.Trajectory) bool { return !t.Eval })
+			continue
+		case "dropped", "drop":
+			f.preds = append(f.preds, func(t *event.Trajectory) bool { return t.IsDropped() })
+			continue
+		case "!dropped", "!drop":
+			f.preds = append(f.preds, func(t *event.Trajectory) bool { return !t.IsDropped() })
+			continue
+		}
+		if kind, ok := strings.CutPrefix(term, "drop:"); ok {
+			f.preds = append(f.preds, func(t *event.Trajectory) bool { return t.IsDropped() && strings.EqualFold(t.Agent.Drop, kind) })
 			continue
 		}
 		if v, ok := strings.CutPrefix(term, "step:"); ok {
@@ -440,8 +451,18 @@ var allTrajColumns = []trajColumn{
 	}},
 	{"task", 0, false, func(t *event.Trajectory) string { return t.TaskID }},
 	{"#", 4, true, func(t *event.Trajectory) string { return strconv.Itoa(t.Sample) }},
-	{"reward", 7, true, func(t *event.Trajectory) string { return strconv.FormatFloat(t.Reward.Total, 'f', 3, 64) }},
-	{"ok", 3, true, func(t *event.Trajectory) string { return check(t.Correct) }},
+	{"reward", 7, true, func(t *event.Trajectory) string {
+		if t.IsDropped() {
+			return dropLabel(t.Agent.Drop)
+		}
+		return strconv.FormatFloat(t.Reward.Total, 'f', 3, 64)
+	}},
+	{"ok", 3, true, func(t *event.Trajectory) string {
+		if t.IsDropped() {
+			return "⊘"
+		}
+		return check(t.Correct)
+	}},
 	{"turns", 6, true, func(t *event.Trajectory) string { return strconv.Itoa(len(t.Turns)) }},
 	{"err", 4, true, func(t *event.Trajectory) string { return strconv.Itoa(t.ToolErrors) }},
 	{"hint", 5, true, func(t *event.Trajectory) string {
@@ -451,6 +472,25 @@ var allTrajColumns = []trajColumn{
 		return "·"
 	}},
 	{"tokens", 7, true, func(t *event.Trajectory) string { return strconv.Itoa(t.Tokens) }},
+}
+
+// dropLabel names a dropped trajectory's reason in the reward column's 7 cells.
+func dropLabel(kind string) string {
+	switch kind {
+	case "crashed":
+		return "crash"
+	case "no_result":
+		return "no-res"
+	case "bad_result":
+		return "bad-res"
+	case "no_requests":
+		return "no-req"
+	case "not_started":
+		return "no-run"
+	case "cancelled":
+		return "cancel"
+	}
+	return kind
 }
 
 // dropOrder is the order columns go when the pane is narrow (indices into allTrajColumns).

@@ -68,14 +68,74 @@ type Phase struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// Turn is one assistant turn of a trajectory as shown to people.
+// Turn is one assistant turn of a trajectory as shown to people. An external agent's trajectory
+// (env.name external) has one per request the agent made: Assistant is the reply as the model
+// wrote it, ToolCalls the OpenAI tool calls it returned, Sent the messages the agent added
+// before its next request (tool results, user turns: what the model read next), and Observation
+// their text; ToolStatus is read from that text when it is a ReTool interpreter's output.
 type Turn struct {
 	Assistant   string  `json:"assistant"`
 	Code        string  `json:"code,omitempty"`
 	Observation string  `json:"observation,omitempty"`
 	ToolStatus  string  `json:"tool_status,omitempty"`
 	ToolSeconds float64 `json:"tool_seconds,omitempty"`
+	// External agents only.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Sent      []Message  `json:"sent,omitempty"`
+	// NewSegment marks a request that did not extend the previous conversation (the agent
+	// rewrote its history): its context was rendered afresh and is trained as a sequence of its
+	// own.
+	NewSegment bool `json:"new_segment,omitempty"`
+	// Finish is the reply's finish_reason (stop, length, tool_calls).
+	Finish string `json:"finish,omitempty"`
 }
+
+// Message is a chat message an external agent sent: role system, user, assistant or tool.
+type Message struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	Name       string `json:"name,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one function call in a reply: its name and JSON arguments as the model wrote them.
+type ToolCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Agent is what an external agent's run adds to its trajectory.
+type Agent struct {
+	// Drop is why the trajectory was dropped (crashed, timeout, no_result, bad_result,
+	// no_requests, not_started, cancelled) and Dropped says it in a sentence; both "" when it is
+	// usable. A dropped trajectory is not trained on and is left out of its group's statistics;
+	// in an evaluation it counts as a wrong sample.
+	Drop    string `json:"drop,omitempty"`
+	Dropped string `json:"dropped,omitempty"`
+	// Answer is the agent's {"answer"} (scored by the verifier); Reward its own {"reward"}.
+	Answer *string  `json:"answer,omitempty"`
+	Reward *float64 `json:"reward,omitempty"`
+	// Info is the result's "info" object as the agent wrote it.
+	Info json.RawMessage `json:"info,omitempty"`
+	// StderrTail is the end of the agent's stderr.
+	StderrTail string `json:"stderr_tail,omitempty"`
+	// ExitCode is the agent's exit status (-1 when a signal ended it, Signal names it).
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	// Seconds is the agent's run from start to exit; Queued the wait for a worker before it.
+	Seconds float64 `json:"seconds"`
+	Queued  float64 `json:"queued,omitempty"`
+	// Requests counts the requests it made (answered or refused); Segments the training
+	// sequences they left (one while every request extends the conversation).
+	Requests int `json:"requests"`
+	Segments int `json:"segments"`
+	// Opening are the messages of its first request (the system prompt and the problem as the
+	// agent wrote them).
+	Opening []Message `json:"opening,omitempty"`
+}
+
+// IsDropped reports whether t is an external agent's trajectory that was dropped.
+func (t *Trajectory) IsDropped() bool { return t.Agent != nil && t.Agent.Drop != "" }
 
 // Trajectory is one finished trajectory.
 type Trajectory struct {
@@ -95,6 +155,8 @@ type Trajectory struct {
 	Advantages []float32 `json:"advantages,omitempty"`
 	// Eval marks a held-out evaluation trajectory (Step is the step evaluated); it trains nothing.
 	Eval bool `json:"eval,omitempty"`
+	// Agent is the external agent's run (env.name external); nil for the ReTool loop's.
+	Agent *Agent `json:"agent,omitempty"`
 }
 
 // StepMetrics are one training step's numbers.

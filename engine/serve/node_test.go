@@ -12,37 +12,70 @@ import (
 	"agentrl/engine/rollout"
 )
 
-// openaiNodeVersion is the official openai npm package the tests drive the endpoint with (the
-// newest major that runs on Node 20; .ci/run installs the same one).
-const openaiNodeVersion = "6.49.0"
+// exampleAgent is the example agent's folder: its package.json and package-lock.json pin the one
+// openai npm package the project uses (the agent and these tests), and `npm ci` there installs it.
+var exampleAgent = filepath.Join("..", "..", "examples", "retool-agent")
 
-// openaiNode returns a folder whose node_modules holds the openai package: $AGENTRL_OPENAI_NODE
-// (what .ci/run installs), else one this test installs with npm into the user's cache folder
+// openaiNodeVersion returns the openai version the example agent's package.json pins.
+func openaiNodeVersion(t *testing.T) string {
+	t.Helper()
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	data, err := os.ReadFile(filepath.Join(exampleAgent, "package.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &pkg)
+	}
+	if err != nil || pkg.Dependencies["openai"] == "" {
+		t.Fatalf("%s/package.json does not pin openai (%v): it is the one pin of the openai npm package", exampleAgent, err)
+	}
+	return pkg.Dependencies["openai"]
+}
+
+// installedOpenAI reports the openai version in dir/node_modules, "" when there is none.
+func installedOpenAI(dir string) string {
+	var pj struct{ Version string }
+	data, err := os.ReadFile(filepath.Join(dir, "node_modules", "openai", "package.json"))
+	if err != nil || json.Unmarshal(data, &pj) != nil {
+		return ""
+	}
+	return pj.Version
+}
+
+// openaiNode returns a folder whose node_modules holds the openai package at the example agent's
+// pin: $AGENTRL_OPENAI_NODE, else examples/retool-agent after its `npm ci` (what .ci/run does),
+// else a copy of that folder's package files installed with `npm ci` into the user's cache folder
 // (once per version). A machine without node or npm fails the test, saying what to install.
 func openaiNode(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not installed: these tests drive the server with the official openai npm package; install Node.js 20 and npm (e.g. apt-get install nodejs npm)")
 	}
+	version := openaiNodeVersion(t)
 	if dir := os.Getenv("AGENTRL_OPENAI_NODE"); dir != "" {
-		data, err := os.ReadFile(filepath.Join(dir, "node_modules", "openai", "package.json"))
-		var pj struct{ Version string }
-		if err != nil || json.Unmarshal(data, &pj) != nil || pj.Version != openaiNodeVersion {
-			t.Fatalf("AGENTRL_OPENAI_NODE=%s holds no node_modules/openai at version %s (found %q): install it with npm install --no-save --prefix %s openai@%s",
-				dir, openaiNodeVersion, pj.Version, dir, openaiNodeVersion)
+		if got := installedOpenAI(dir); got != version {
+			t.Fatalf("AGENTRL_OPENAI_NODE=%s holds no node_modules/openai at version %s (found %q): run npm ci in examples/retool-agent and point it there",
+				dir, version, got)
 		}
 		return dir
+	}
+	if installedOpenAI(exampleAgent) == version {
+		abs, err := filepath.Abs(exampleAgent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return abs
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "agentrl-tui", "openai-node-"+openaiNodeVersion)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err == nil {
+	dir := filepath.Join(cache, "agentrl-tui", "openai-node-"+version)
+	if installedOpenAI(dir) == version {
 		return dir
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
-		t.Fatal("npm is not installed: these tests install the official openai npm package with it; install npm (e.g. apt-get install npm), or set AGENTRL_OPENAI_NODE to a folder whose node_modules holds openai@" + openaiNodeVersion)
+		t.Fatal("npm is not installed: these tests install the official openai npm package with it; install npm (e.g. apt-get install npm), or run npm ci in examples/retool-agent")
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		t.Fatal(err)
@@ -52,12 +85,22 @@ func openaiNode(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	cmd := exec.Command("npm", "install", "--no-save", "--no-audit", "--no-fund", "--prefix", tmp, "openai@"+openaiNodeVersion)
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		data, err := os.ReadFile(filepath.Join(exampleAgent, f))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(tmp, f), data, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install openai@%s: %v\n%s\n(the tests need the npm registry once, or AGENTRL_OPENAI_NODE set to an installed copy)", openaiNodeVersion, err, out)
+		t.Fatalf("npm ci (openai@%s, as examples/retool-agent pins it): %v\n%s\n(the tests need the npm registry once, or npm ci run in examples/retool-agent)", version, err, out)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "openai")); statErr != nil {
+		if installedOpenAI(dir) != version {
 			t.Fatal(err)
 		}
 	}

@@ -12,7 +12,8 @@
 // the ReTool text protocol the built-in model was trained on (code between <code> and </code>, the
 // request stopping at "</code>"; the output goes back in a user message as
 // <interpreter>OUTPUT</interpreter>, exactly as the ReTool environment writes it). It stops at
-// the first \boxed{…} answer, or after AGENTRL_MAX_TURNS turns. Code runs in the workbench's
+// the first \boxed{…} answer, after AGENTRL_MAX_TURNS turns, or when the endpoint says the
+// conversation no longer fits the model's context (then with no answer). Code runs in the workbench's
 // sandbox (`agentrl-tui tool run`), never in a bare interpreter.
 //
 // Settings, all optional (environment variables):
@@ -27,9 +28,13 @@
 //   AGENTRL_AGENT_EXECUTOR the sandbox's executor, python or starlark (default python)
 //   AGENTRL_TOOL_TIMEOUT   limit of one code run, a Go duration (default 5s)
 //   AGENTRL_MAX_OBS_CHARS  output kept per run, in bytes, as env.observation.max_chars (default 512)
+//   AGENTRL_TRANSCRIPT_DIR a folder to write the conversation to (the messages sent, each reply
+//                          received, the key), one JSON file per run, for debugging and the
+//                          workbench's tests (default: none)
 
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 
 // The ReTool environment's system prompt (envs/retool DefaultSystem).
@@ -189,6 +194,16 @@ function lastBoxed(text) {
   return found;
 }
 
+// transcript is the conversation as this agent saw it, written to AGENTRL_TRANSCRIPT_DIR at exit.
+const transcript = { key: process.env.OPENAI_API_KEY || '', messages: [], replies: [] };
+
+function writeTranscript() {
+  const dir = process.env.AGENTRL_TRANSCRIPT_DIR;
+  if (!dir) return;
+  const name = `${process.pid}-${Date.now()}.json`;
+  writeFileSync(join(dir, name), JSON.stringify(transcript));
+}
+
 async function main() {
   const cfg = settings();
   const task = readTask();
@@ -200,6 +215,7 @@ async function main() {
     { role: 'system', content: SYSTEM },
     { role: 'user', content: task.prompt },
   ];
+  transcript.messages = messages;
   const info = { turns: 0, tool_calls: 0, tool_errors: 0, finish: 'max_turns' };
   let answer = null;
   while (info.turns < cfg.maxTurns && answer === null) {
@@ -208,9 +224,22 @@ async function main() {
     if (cfg.tools) request.tools = [PYTHON_TOOL];
     if (cfg.maxTokens > 0) request.max_tokens = cfg.maxTokens;
     if (cfg.temperature !== undefined) request.temperature = cfg.temperature;
-    const reply = await client.chat.completions.create(request);
+    let reply;
+    try {
+      reply = await client.chat.completions.create(request);
+    } catch (err) {
+      // The conversation outgrew the model's context: it ends without an answer, as the ReTool
+      // loop ends a trajectory that runs out of context. Any other error is the agent's failure.
+      if (err && err.status === 400 && err.code === 'context_length_exceeded') {
+        info.turns--; // the request was refused: no turn
+        info.finish = 'context';
+        break;
+      }
+      throw err;
+    }
     const choice = reply.choices[0];
     const msg = choice.message;
+    transcript.replies.push({ content: msg.content ?? null, tool_calls: msg.tool_calls ?? [], finish_reason: choice.finish_reason });
     const last = info.turns >= cfg.maxTurns;
 
     if (msg.tool_calls && msg.tool_calls.length > 0) {
@@ -263,6 +292,7 @@ async function main() {
     messages.push({ role: 'user', content: feedback });
   }
   if (answer !== null) info.finish = 'answer';
+  writeTranscript();
   process.stdout.write(JSON.stringify({ answer: answer ?? '', info }) + '\n');
 }
 

@@ -135,7 +135,8 @@ type reply struct {
 	content   *string
 	toolCalls []map[string]any
 	finish    string
-	status    int // an HTTP error instead of a completion
+	status    int    // an HTTP error instead of a completion
+	code      string // the error's code (default invalid_api_key)
 }
 
 func text(s, finish string) reply { return reply{content: &s, finish: finish} }
@@ -173,6 +174,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = s.replies[i].status
 		}
 		w.WriteHeader(status)
+		if i < len(s.replies) && s.replies[i].code == "context_length_exceeded" {
+			io.WriteString(w, `{"error": {"message": "this request's prompt is 530 tokens and a trajectory's context holds at most 511", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}`)
+			return
+		}
 		io.WriteString(w, `{"error": {"message": "the key of this trajectory is unknown or revoked", "type": "invalid_request_error", "code": "invalid_api_key"}}`)
 		return
 	}

@@ -114,6 +114,9 @@ func TestAgent(t *testing.T) {
 		{name: "answer at once", env: map[string]string{"AGENTRL_AGENT_TOOLS": "none"},
 			replies: []reply{text("\\boxed{92}", "stop")},
 			answer:  "92", info: map[string]any{"turns": 1, "tool_calls": 0, "tool_errors": 0, "finish": "answer"}},
+		{name: "the context is full", env: map[string]string{"AGENTRL_AGENT_TOOLS": "none"},
+			replies: []reply{text(first, "stop"), {status: http.StatusBadRequest, code: "context_length_exceeded"}},
+			answer:  "", info: map[string]any{"turns": 1, "tool_calls": 1, "tool_errors": 0, "finish": "context"}},
 		{name: "the key is refused", replies: []reply{{status: http.StatusUnauthorized}},
 			drop: external.DropCrashed, stderr: "unknown or revoked"},
 	}
