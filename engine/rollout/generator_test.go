@@ -558,27 +558,7 @@ func TestToolAwayKeepsOthersDecoding(t *testing.T) {
 		{{Append: []int32{3}, MaxNew: 12}},
 		{{Append: []int32{4}, MaxNew: 10, StopStrings: []string{"xx"}}, {Append: []int32{9}, MaxNew: 2}},
 	}
-	var wg sync.WaitGroup
-	for i, reqs := range turns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx := WithTicket(context.Background(), base+int64(i))
-			s, err := g.Open(ctx)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer s.Close()
-			for _, req := range reqs {
-				if _, err := s.Generate(ctx, req); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	runTickets(t, g, base, turns, nil)
 	want := []string{"1/64: s0@0+1 s1@0+1", "1/64: s0@1+1 s1@1+1", // session 1's first turn ends on "xx"
 		"1/64: s0@2+1", "1/64: s0@3+1", "1/64: s0@4+1", "1/64: s0@5+1", "1/64: s0@6+1", // away for five steps
 		"16/64: s1@2+2", "1/64: s0@7+1 s1@4+1", // back: the prefill of its second turn, then both decode
@@ -733,6 +713,23 @@ func TestToolWorkersQueueReturns(t *testing.T) {
 	base := g.Reserve(3)
 	call := []Request{{Append: []int32{4}, MaxNew: 10, StopStrings: []string{"xx"}}, {Append: []int32{9}, MaxNew: 2}}
 	turns := [][]Request{{{Append: []int32{3}, MaxNew: 14}}, call, call}
+	runTickets(t, g, base, turns, nil)
+	want := []string{"1/64: s0@0+1 s1@0+1 s2@0+1", "1/64: s0@1+1 s1@1+1 s2@1+1", // both calls made at the end of step 2
+		"1/64: s0@2+1", "1/64: s0@3+1", "1/64: s0@4+1",
+		"16/64: s1@2+2", "1/64: s0@5+1 s1@4+1", // session 1's call ended: 3 steps
+		"1/64: s0@6+1",
+		"16/64: s2@2+2", "1/64: s0@7+1 s2@4+1", // session 2's, after it on the one worker: 6 steps
+		"1/64: s0@8+1", "1/64: s0@9+1", "1/64: s0@10+1", "1/64: s0@11+1", "1/64: s0@12+1", "1/64: s0@13+1"}
+	if got := strings.Join(*steps, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("steps:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+// runTickets runs session i of turns on lockstep ticket base+i, each in its own goroutine, one
+// request after another, and waits for all of them; before(i, turn), when given, runs before each
+// request (the "tool" between turns).
+func runTickets(t *testing.T, g *Generator, base int64, turns [][]Request, before func(i, turn int)) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for i, reqs := range turns {
 		wg.Add(1)
@@ -745,7 +742,10 @@ func TestToolWorkersQueueReturns(t *testing.T) {
 				return
 			}
 			defer s.Close()
-			for _, req := range reqs {
+			for turn, req := range reqs {
+				if before != nil {
+					before(i, turn)
+				}
 				if _, err := s.Generate(ctx, req); err != nil {
 					t.Error(err)
 					return
@@ -754,13 +754,4 @@ func TestToolWorkersQueueReturns(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	want := []string{"1/64: s0@0+1 s1@0+1 s2@0+1", "1/64: s0@1+1 s1@1+1 s2@1+1", // both calls made at the end of step 2
-		"1/64: s0@2+1", "1/64: s0@3+1", "1/64: s0@4+1",
-		"16/64: s1@2+2", "1/64: s0@5+1 s1@4+1", // session 1's call ended: 3 steps
-		"1/64: s0@6+1",
-		"16/64: s2@2+2", "1/64: s0@7+1 s2@4+1", // session 2's, after it on the one worker: 6 steps
-		"1/64: s0@8+1", "1/64: s0@9+1", "1/64: s0@10+1", "1/64: s0@11+1", "1/64: s0@12+1", "1/64: s0@13+1"}
-	if got := strings.Join(*steps, "\n"); got != strings.Join(want, "\n") {
-		t.Errorf("steps:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
-	}
 }

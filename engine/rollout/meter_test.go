@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,31 +101,12 @@ func TestPhaseStatsScripted(t *testing.T) {
 				{{Append: []int32{4}, MaxNew: 10, StopStrings: []string{"xx"}}, {Append: []int32{9}, MaxNew: 2}},
 				{{Append: []int32{5}, MaxNew: 3}},
 			}
-			var wg sync.WaitGroup
-			for i, reqs := range turns {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ctx := WithTicket(context.Background(), base+int64(i))
-					s, err := g.Open(ctx)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					defer s.Close()
-					for turn, req := range reqs {
-						if turn > 0 { // the tool: returns once the batch waits for it, and then late
-							<-stalled
-							time.Sleep(tool)
-						}
-						if _, err := s.Generate(ctx, req); err != nil {
-							t.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			runTickets(t, g, base, turns, func(_, turn int) {
+				if turn > 0 { // the tool: returns once the batch waits for it, and then late
+					<-stalled
+					time.Sleep(tool)
+				}
+			})
 			ps := meter.Stop()
 			if got := strings.Join(*steps, "\n"); got != strings.Join(tc.steps, "\n") {
 				t.Errorf("steps:\n%s\nwant:\n%s", got, strings.Join(tc.steps, "\n"))
