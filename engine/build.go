@@ -1,0 +1,249 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"agentrl/engine/model"
+	"agentrl/engine/rollout"
+	"agentrl/engine/train"
+	"agentrl/envs"
+	"agentrl/envs/retool"
+	"agentrl/recipes"
+	"agentrl/store"
+	"agentrl/store/safetensors"
+)
+
+// New prepares the generator, trainer, executor and task sets.
+func New(o Options) (*Controller, error) {
+	r := o.Recipe
+	if r == nil || o.Policy == nil || o.Reference == nil || o.Tokenizer == nil {
+		return nil, errors.New("engine: a recipe, a policy and a reference model, and a tokenizer are required")
+	}
+	if o.LogProbAlarm == 0 {
+		o.LogProbAlarm = 1e-3
+	}
+	c := &Controller{o: o, r: r, best: -1, start: 1, finishWithin: finishWithin}
+	c.countCompiles()
+	var ok bool
+	if c.imEnd, ok = o.Tokenizer.TokenID("<|im_end|>"); !ok {
+		return nil, errors.New("engine: the tokenizer has no <|im_end|> token (a Qwen chat tokenizer is needed)")
+	}
+	c.stops = []int32{c.imEnd}
+	if id, ok := o.Tokenizer.TokenID("<|endoftext|>"); ok {
+		c.stops = append(c.stops, id)
+	}
+	for _, id := range c.stops {
+		if int(id) >= o.Policy.Config.VocabSize {
+			return nil, fmt.Errorf("engine: tokenizer id %d is outside the model's vocabulary (%d): model and tokenizer do not match", id, o.Policy.Config.VocabSize)
+		}
+	}
+	var err error
+	lim := retool.Limits{Timeout: r.Env.Timeout, MaxOutputBytes: r.Env.Limits.MaxOutputBytes, MaxSteps: uint64(r.Env.Limits.MaxSteps), MaxMemoryMB: r.Env.Limits.MaxMemoryMB}
+	// A nil module list means the default modules; an empty one (modules: []) means none.
+	sb := retool.Sandbox{Isolation: r.Env.Sandbox.Isolation, Python: r.Env.Sandbox.Python,
+		Modules: r.Env.Sandbox.Modules, Workers: int(r.Env.Sandbox.Workers)}
+	if sb.Modules != nil {
+		sb.Modules = append([]string{}, sb.Modules...)
+	}
+	if c.exec, err = retool.NewExecutorSandbox(r.Env.Executor, lim, r.Env.Session, sb); err != nil {
+		return nil, err // strict isolation the machine cannot give: the refusal says what to enable
+	}
+	c.pool = retool.NewPool(sb.WorkerCount())
+	switch r.Env.Tasks.Source {
+	case "jsonl":
+		all, err := envs.LoadJSONL(r.Env.Tasks.JSONL.Path, envs.Fields{ID: r.Env.Tasks.JSONL.IDField, Prompt: r.Env.Tasks.JSONL.PromptField, Answer: r.Env.Tasks.JSONL.AnswerField})
+		if err != nil {
+			return nil, err
+		}
+		n := min(r.Env.Tasks.HeldoutSize, len(all)/2)
+		v := min(r.Eval.ValidationTasks, (len(all)-n)/2)
+		c.heldout, c.validation, c.train = all[:n], all[n:n+v], all[n+v:]
+	default:
+		syn := retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}
+		if c.train, c.heldout, err = syn.Split(r.Env.Tasks.TrainSize, r.Env.Tasks.HeldoutSize); err != nil {
+			return nil, err
+		}
+		if c.validation, err = syn.Validation(r.Eval.ValidationTasks, c.train); err != nil {
+			return nil, err
+		}
+	}
+	c.weights = retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
+	slots, micro := int(r.Memory.KVSlots), int(r.Train.MicroBatch)
+	c.offload = r.Memory.OptimizerOffload == "host"
+	c.masterHost = r.Memory.MasterOffload == "host"
+	if p := o.Plan; p != nil && p.Budget > 0 {
+		if !p.Fits {
+			return nil, fmt.Errorf("engine: the recipe does not fit the device's %s: %s (see agentrl-tui plan)", recipes.FormatGiB(p.Budget), p.Reason)
+		}
+		slots, micro, c.offload, c.masterHost = p.KVSlots, p.MicroBatch, p.MomentsOnHost, p.MasterOnHost
+	}
+	// No budget to size against (the CPU backend): more decode lanes than the cores can feed
+	// only lengthen each step, and 8-row micro-batches are where the recipes were measured.
+	if slots <= 0 {
+		slots = min(16, r.BatchSize())
+	}
+	if micro <= 0 {
+		micro = min(8, r.BatchSize())
+	}
+	c.tr, err = train.New(o.Policy, train.Config{
+		ClipLow: r.Algorithm.ClipLow, ClipHigh: r.Algorithm.ClipHigh, KLCoef: klLoss(r), KLEstimator: r.Algorithm.KLEstimator,
+		EntropyCoef: r.Algorithm.EntropyCoef, Aggregation: r.Algorithm.Aggregation,
+		LR: r.Train.LR, WeightDecay: r.Train.WeightDecay, Beta1: r.Train.Beta1, Beta2: r.Train.Beta2, Eps: r.Train.Eps,
+		GradClip: r.Train.GradClip, MicroBatch: micro, GradAccumulation: int(r.Train.GradAccumulation),
+		GradientCheckpointing: r.Train.GradientCheckpointing, LogitsChunk: 32, ValueCoef: valueCoef(r),
+		OptimizerBits: r.Train.OptimizerBits,
+		Compiles:      c.compiles,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if o.Resume != nil {
+		if err := c.restore(o.Resume); err != nil {
+			c.tr.Close()
+			return nil, err
+		}
+	}
+	if c.infer, err = newInferenceCopy(o.Policy, c.compiles); err != nil {
+		c.tr.Close()
+		return nil, err
+	}
+	// The python executor's calls queue for the sandbox's workers, so the deterministic schedule
+	// models them; a Starlark call takes microseconds and never makes another wait.
+	toolWorkers := 0
+	if r.Env.Executor == "python" {
+		toolWorkers = sb.WorkerCount()
+	}
+	c.gen, err = rollout.New(c.infer.model, rollout.Config{
+		Slots: slots, MaxLen: model.Bucket(r.Rollout.MaxTotalTokens),
+		Truncation:      r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
+		Decode:          func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
+		Lockstep:        r.Rollout.Deterministic,
+		ToolReturnSteps: r.ToolReturn(),
+		ToolWorkers:     toolWorkers,
+		Compiles:        c.compiles,
+	})
+	if err != nil {
+		c.infer.close()
+		c.tr.Close()
+		return nil, err
+	}
+	if c.offload {
+		if err := c.tr.OffloadMoments(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	// What waits during rollout leaves the device now: offloaded master weights (the inference
+	// copy is built) and the reference copy, which comes in only for the reference forward.
+	if c.masterHost {
+		if err := c.tr.OffloadMaster(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := c.moveReference(false); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if r.Env.Name == "external" {
+		if c.ext, err = c.newAgentEnv(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	c.judge = &selfJudge{c: c}
+	if c.hinter, c.scorer, err = c.newHinter(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// restore loads a checkpoint's weights, moments and bookkeeping.
+func (c *Controller) restore(cp *store.Checkpoint) error {
+	src := fmt.Sprintf("checkpoint %s/%d", cp.Run, cp.Step)
+	if err := c.setWeights(cp.Weights, src); err != nil {
+		return err
+	}
+	byName := map[string]*safetensors.Tensor{}
+	for _, t := range cp.Moments {
+		byName[t.Name] = t
+	}
+	// The model's moments are there when the checkpoint saved the optimizer (ppo's value head
+	// is kept in the same file, so the file alone says nothing).
+	if _, saved := byName["m."+c.tr.TrainedSpecs()[0].Name]; saved {
+		var m, v []*tensors.Tensor
+		for _, spec := range c.tr.TrainedSpecs() { // a LoRA run's: the adapters
+			for _, pre := range []string{"m.", "v."} {
+				t, ok := byName[pre+spec.Name]
+				if !ok {
+					return fmt.Errorf("%s: optimizer moment %s%s is missing", src, pre, spec.Name)
+				}
+				tt, err := momentFrom(t, spec.Dims, src)
+				if err != nil {
+					return err
+				}
+				if pre == "m." {
+					m = append(m, tt)
+				} else {
+					v = append(v, tt)
+				}
+			}
+		}
+		if err := c.tr.SetMoments(m, v, int(cp.Metrics["adam_step"])); err != nil {
+			return err
+		}
+	}
+	if valueCoef(c.r) > 0 {
+		if err := c.restoreValueHead(cp, src); err != nil {
+			return err
+		}
+	}
+	c.start = cp.Step + 1
+	c.best, c.bestStep, c.sinceBest = cp.Metrics["best"], int(cp.Metrics["best_step"]), int(cp.Metrics["since_best"])
+	c.lastSaved = cp.Step
+	c.st.trained, c.st.saved = cp.Step, cp.Step
+	if c.o.Store != nil {
+		evals, err := c.o.Store.Evals(c.o.RunID)
+		if err != nil {
+			return err
+		}
+		for _, e := range evals {
+			if e.Step > cp.Step {
+				continue
+			}
+			c.evals++
+			if e.Counts != nil && c.first == nil {
+				c.first = &e
+			}
+		}
+	}
+	return nil
+}
+
+// valueCoef is the value-head loss weight: ppo's value_coef, 0 (no head) for the other algorithms.
+func valueCoef(r *recipes.Recipe) float64 {
+	if r.Algorithm.Name == "ppo" {
+		return r.Algorithm.ValueCoef
+	}
+	return 0
+}
+
+func klLoss(r *recipes.Recipe) float64 {
+	if r.Algorithm.KLMode == "loss" {
+		return r.Algorithm.KLCoef
+	}
+	return 0
+}
+
+// sandboxLine is the isolation model-written code runs under, for RunStart: the python executor's
+// own description ("strict: …" or "NONE …"), "" for the Starlark executor (no files, no network).
+func sandboxLine(e retool.Executor) string {
+	if p, ok := e.(interface{ Isolation() string }); ok {
+		return p.Isolation()
+	}
+	return ""
+}

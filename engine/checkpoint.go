@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"agentrl/engine/event"
+	"agentrl/store"
+	"agentrl/store/safetensors"
+)
+
+// save writes a checkpoint of the policy (and, when asked, optimizer state) and applies retention.
+func (c *Controller) save(_ context.Context, step int, final bool) error {
+	if c.o.Store == nil || step <= 0 || step == c.lastSaved {
+		return nil
+	}
+	c.lastSaved = step
+	ts, err := c.o.Policy.Params.Tensors(safetensors.F32)
+	if err != nil {
+		return err
+	}
+	m, v, adamStep := c.tr.Moments()
+	cp := &store.Checkpoint{Manifest: store.Manifest{Run: c.o.RunID, Step: step, RecipeHash: c.r.Hash(),
+		DataPosition: int64(step * c.r.Rollout.TasksPerStep),
+		Metrics:      map[string]float64{"best": c.best, "best_step": float64(c.bestStep), "since_best": float64(c.sinceBest), "adam_step": float64(adamStep)}},
+		Weights: ts, FileData: c.checkpointFiles()}
+	if c.r.Checkpoint.SaveOptimizer {
+		for i, spec := range c.tr.TrainedSpecs() { // a LoRA run's: the adapters
+			for _, pair := range []struct {
+				prefix string
+				t      *tensors.Tensor
+			}{{"m.", m[i]}, {"v.", v[i]}} {
+				st, err := momentTensor(pair.prefix+spec.Name, spec.Dims, pair.t)
+				if err != nil {
+					return err
+				}
+				cp.Moments = append(cp.Moments, st)
+			}
+		}
+	}
+	if valueCoef(c.r) > 0 {
+		if err := c.saveValueHead(cp); err != nil {
+			return err
+		}
+	}
+	if err := c.o.Store.SaveCheckpoint(cp); err != nil {
+		return err
+	}
+	c.stopMu.Lock()
+	c.st.saved = step
+	c.stopMu.Unlock()
+	var size int64
+	for _, t := range ts {
+		size += int64(len(t.Data))
+	}
+	c.emit(event.Checkpoint{Step: step, Bytes: size, Best: step == c.bestStep})
+	if !final && c.r.Checkpoint.KeepLast > 0 {
+		var pinned []int
+		if m := c.manualBest.Load(); m > 0 {
+			pinned = append(pinned, int(m))
+		}
+		if _, err := c.o.Store.Retain(c.o.RunID, "best", c.r.Checkpoint.KeepBest, c.r.Checkpoint.KeepLast, pinned...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveValueHead puts ppo's value head in the checkpoint's optimizer-state file (it is not part
+// of the HuggingFace model): its weights always, its AdamW moments with checkpoint.save_optimizer.
+func (c *Controller) saveValueHead(cp *store.Checkpoint) error {
+	names, values, m, v := c.tr.ValueHead()
+	for i, name := range names {
+		parts := []struct {
+			prefix string
+			t      *tensors.Tensor
+		}{{"", values[i]}}
+		if c.r.Checkpoint.SaveOptimizer {
+			parts = append(parts, struct {
+				prefix string
+				t      *tensors.Tensor
+			}{"m.", m[i]}, struct {
+				prefix string
+				t      *tensors.Tensor
+			}{"v.", v[i]})
+		}
+		for _, p := range parts {
+			vals, err := tensors.CopyFlatData[float32](p.t)
+			if err != nil {
+				return err
+			}
+			st, err := safetensors.FromFloat32(p.prefix+name, p.t.Shape().Dimensions, vals, safetensors.F32)
+			if err != nil {
+				return err
+			}
+			cp.Moments = append(cp.Moments, st)
+		}
+	}
+	return nil
+}
+
+// restoreValueHead loads ppo's value head (and its moments, when saved) from a checkpoint.
+func (c *Controller) restoreValueHead(cp *store.Checkpoint, src string) error {
+	byName := map[string]*safetensors.Tensor{}
+	for _, t := range cp.Moments {
+		byName[t.Name] = t
+	}
+	names, cur, _, _ := c.tr.ValueHead()
+	get := func(name string, like *tensors.Tensor) (*tensors.Tensor, error) {
+		t, ok := byName[name]
+		if !ok {
+			return nil, nil
+		}
+		vals, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", src, name, err)
+		}
+		return tensors.FromFlatDataAndDimensions(vals, like.Shape().Dimensions...), nil
+	}
+	var values, m, v []*tensors.Tensor
+	for i, name := range names {
+		w, err := get(name, cur[i])
+		if err != nil {
+			return err
+		}
+		if w == nil {
+			return fmt.Errorf("%s: the value head %s is missing; it was saved by a run without algorithm.name: ppo", src, name)
+		}
+		values = append(values, w)
+		mt, err := get("m."+name, cur[i])
+		if err != nil {
+			return err
+		}
+		vt, err := get("v."+name, cur[i])
+		if err != nil {
+			return err
+		}
+		if mt != nil && vt != nil {
+			m, v = append(m, mt), append(v, vt)
+		}
+	}
+	if len(m) != len(names) {
+		m, v = nil, nil // moments start from zero
+	}
+	return c.tr.SetValueHead(values, m, v)
+}

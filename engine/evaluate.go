@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"agentrl/engine/event"
+	"agentrl/envs"
+	"agentrl/store"
+)
+
+// evaluate runs pass@k on the held-out tasks. A stop during it drops it (errStop): nothing of it
+// is emitted or stored but its trajectories and progress.
+func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error) {
+	r := c.r
+	t0 := time.Now()
+	tasks := c.heldout[:min(r.Eval.HeldoutTasks, len(c.heldout))]
+	var batch []*traj
+	for i, task := range tasks {
+		for s := 0; s < r.Eval.NSamples; s++ {
+			batch = append(batch, &traj{task: task, group: i, sample: s})
+		}
+	}
+	c.noteEval(0, len(tasks))
+	if _, err := c.rollout(ctx, step, event.PhaseEval, batch, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
+		return event.Eval{}, c.stopOr(ctx, err)
+	}
+	var val map[int]float64
+	if len(c.validation) > 0 {
+		var err error
+		if val, err = c.validate(ctx, step); err != nil {
+			return event.Eval{}, c.stopOr(ctx, err)
+		}
+	}
+	if !c.enter(step, event.PhaseEval) { // a stop came as the last trajectory finished: dropped as announced
+		return event.Eval{}, errStop
+	}
+	counts := make([][2]int, len(tasks))
+	for _, t := range batch {
+		counts[t.group][0]++
+		if t.summary.Correct {
+			counts[t.group][1]++
+		}
+	}
+	ev, err := passAtK(step, tasks, counts, r.Eval.Ks)
+	if err != nil {
+		return ev, err
+	}
+	fp := envs.Fingerprint(tasks)
+	switch {
+	case c.first == nil:
+		c.first = &store.Eval{Step: step, Counts: counts, Tasks: fp}
+	case c.first.Tasks == fp:
+		ev.Since, ev.Change = c.first.Step, event.ChangeSince(c.first.Counts, counts, r.Eval.Ks)
+	}
+	choose := ev.PassAtK
+	if val != nil {
+		ev.Validation, choose = val, val
+	}
+	var k int
+	if _, err := fmt.Sscanf(r.EarlyStop.Metric, "pass@%d", &k); err == nil {
+		if v := choose[k]; v > c.best {
+			c.best, c.bestStep, c.sinceBest, ev.Best = v, step, 0, true
+		} else {
+			c.sinceBest++
+			if r.EarlyStop.MaxDrop > 0 && c.best-v > r.EarlyStop.MaxDrop {
+				c.dropped = fmt.Sprintf("early stop: %s fell to %.3f, more than %.3g below its best %.3f at step %d", r.EarlyStop.Metric, v, r.EarlyStop.MaxDrop, c.best, c.bestStep)
+			}
+		}
+	}
+	c.emit(ev)
+	if c.o.Store != nil {
+		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK, ByLevel: ev.ByLevel, Counts: counts, Tasks: fp, Validation: ev.Validation}); err != nil {
+			return ev, err
+		}
+	}
+	c.phase(step, "eval", t0)
+	c.clock.evalDone(time.Since(t0).Seconds())
+	c.evals++
+	return ev, nil
+}
+
+// validate samples the validation tasks (eval.validation_samples each) and returns their pass@k
+// for the ks the samples allow. Its trajectories are not shown or stored: they choose, not report.
+func (c *Controller) validate(ctx context.Context, step int) (map[int]float64, error) {
+	r := c.r
+	var batch []*traj
+	for i, task := range c.validation {
+		for s := 0; s < r.Eval.ValidationSamples; s++ {
+			batch = append(batch, &traj{task: task, group: i, sample: s})
+		}
+	}
+	if _, err := c.rollout(ctx, step, event.PhaseValidate, batch, uint64(r.Run.Seed)*1_000_003+uint64(step)+500_009, r.Eval.Temperature); err != nil {
+		return nil, err
+	}
+	counts := make([][2]int, len(c.validation))
+	for _, t := range batch {
+		counts[t.group][0]++
+		if t.summary.Correct {
+			counts[t.group][1]++
+		}
+	}
+	out := map[int]float64{}
+	for _, k := range r.Eval.Ks {
+		if k > r.Eval.ValidationSamples {
+			break
+		}
+		v, err := envs.MeanPassAtK(counts, k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// passAtK is the eval event for per-task (samples, correct) counts: pass@k over all tasks, and
+// over the tasks of each level when the tasks carry one.
+func passAtK(step int, tasks []envs.Task, counts [][2]int, ks []int) (event.Eval, error) {
+	levels := map[string][][2]int{}
+	for i, t := range tasks {
+		if l, ok := t.Meta["level"]; ok {
+			levels[l] = append(levels[l], counts[i])
+		}
+	}
+	mean := func(counts [][2]int) (map[int]float64, error) {
+		p := make(map[int]float64, len(ks))
+		for _, k := range ks {
+			v, err := envs.MeanPassAtK(counts, k)
+			if err != nil {
+				return nil, err
+			}
+			p[k] = v
+		}
+		return p, nil
+	}
+	ev := event.Eval{Step: step}
+	var err error
+	if ev.PassAtK, err = mean(counts); err != nil {
+		return ev, err
+	}
+	for l, lc := range levels {
+		if ev.ByLevel == nil {
+			ev.ByLevel = map[string]map[int]float64{}
+		}
+		if ev.ByLevel[l], err = mean(lc); err != nil {
+			return ev, err
+		}
+	}
+	return ev, nil
+}

@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"agentrl/engine/event"
+	"agentrl/engine/model"
+	"agentrl/engine/rollout"
+	"agentrl/engine/tokenizer"
+	"agentrl/envs"
+	"agentrl/envs/retool"
+)
+
+// opdClip bounds each token's centred OPD advantage (see train.CenterClip): a teacher that is
+// unsure of a digit must not outweigh the outcome, whose GRPO advantage is about ±1 to ±3.
+const opdClip = 1.0
+
+// traj is one trajectory in flight and its results.
+type traj struct {
+	task      envs.Task
+	group     int
+	sample    int
+	tokens    []int32
+	mask      []bool
+	lps       []float32
+	promptLen int
+	turns     []event.Turn
+	reward    envs.Reward
+	summary   retool.Summary
+	hint      string
+	hintCut   string // hintShortened or hintDropped when the hinter's text did not fit, else ""
+	adv       []float32
+	ref       []float32 // the reference model's log-prob of each token (KL term), nil without one
+	teacher   []float32 // the teacher's log-prob of each response token given the hint, nil unhinted
+	ret       []float32 // ppo: the value head's targets (GAE returns) per token
+	oldValues []float32 // ppo: the value head's predictions before the update
+	drift     string    // a token-drift finding, "" when the context matched the chat rendering
+	ext       *agentRun // an external agent's run (external.go); nil for a ReTool trajectory
+}
+
+// prompt renders the opening messages with the generation prompt; a hint (bridge thought) is
+// appended to the user's problem for the teacher.
+func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
+	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: retool.SystemFor(c.r.Env.Observation.Format)}, {Role: "user", Content: retool.WithHint(task.Prompt, hint)}}, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	return c.o.Tokenizer.Encode(text), nil
+}
+
+// rollout runs every trajectory of the batch concurrently through the generator, reporting
+// progress as phase (rollout, or eval for the held-out tasks: then each trajectory is emitted as
+// it finishes, and pass@k over the tasks complete so far), and at the end how the phase used the
+// generator's slots (event.Generation, also returned).
+func (c *Controller) rollout(ctx context.Context, step int, phase string, batch []*traj, seed uint64, temperature float64) (event.Generation, error) {
+	meter := c.gen.Measure()
+	defer meter.Stop()
+	queued := c.pool.QueueWait()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(batch))
+	tk := c.newTracker(step, phase, batch)
+	// Each trajectory opens its session with its own ticket, so a lockstep generator admits them
+	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
+	// gives its ticket up.
+	base := c.gen.Reserve(len(batch))
+	run := c.runTrajectory
+	if c.ext != nil {
+		run = c.runAgent // env.name external: the recipe's agent program plays the trajectory
+	}
+	for i, t := range batch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.gen.Skip(base + int64(i))
+			if err := run(rollout.WithTicket(ctx, base+int64(i)), t, seed+uint64(i)*7919, temperature); err != nil {
+				errs <- err
+				return
+			}
+			tk.finished(t)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return event.Generation{}, err
+	}
+	g := generationEvent(step, phase, meter.Stop(), c.pool.QueueWait()-queued)
+	c.emit(g)
+	return g, nil
+}
+
+// runTrajectory plays one multi-turn episode. The trained tokens are exactly the sampled ones plus
+// the tokenized template pieces and observations: decoded text is never re-tokenized.
+func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, temperature float64) error {
+	r := c.r
+	cfg := retool.Config{Executor: c.exec, Pool: c.pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: c.weights}
+	if retool.LongTrajectory(t.task.ID, t.sample, r.Env.LongTail.Share) {
+		cfg.MinTurns = r.Env.LongTail.Turns
+	}
+	env, err := retool.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	msgs, err := env.Reset(ctx, t.task)
+	if err != nil {
+		return err
+	}
+	chat := []tokenizer.Message{{Role: msgs[0].Role, Content: msgs[0].Content}, {Role: msgs[1].Role, Content: msgs[1].Content}}
+	prompt, err := c.prompt(t.task, "")
+	if err != nil {
+		return err
+	}
+	t.promptLen = len(prompt)
+	add := func(ids []int32, policy bool, lps []float32) {
+		t.tokens = append(t.tokens, ids...)
+		for i := range ids {
+			t.mask = append(t.mask, policy)
+			if lps != nil {
+				t.lps = append(t.lps, lps[i])
+			} else {
+				t.lps = append(t.lps, 0)
+			}
+		}
+	}
+	add(prompt, false, nil)
+	sess, err := c.gen.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	next := prompt
+	stops := append([]string{"</code>"}, r.Rollout.Stop...)
+	for turn := 1; ; turn++ {
+		room := model.Bucket(r.Rollout.MaxTotalTokens) - len(t.tokens) - 1
+		res, err := sess.Generate(ctx, rollout.Request{Append: next, MaxNew: min(r.Rollout.MaxNewTokens, room), StopIDs: c.stops, StopStrings: stops,
+			Sampling: rollout.Sampling{Temperature: float32(temperature), TopP: float32(r.Rollout.TopP), TopK: r.Rollout.TopK, Seed: seed + uint64(turn)}})
+		if err != nil {
+			return err
+		}
+		add(res.IDs, true, res.LogProbs)
+		text := strings.TrimSuffix(c.o.Tokenizer.Decode(res.IDs, false), "<|im_end|>")
+		st, err := env.Step(ctx, text)
+		if err != nil {
+			return err
+		}
+		et := event.Turn{Assistant: text}
+		if len(st.ToolCalls) > 0 {
+			et.Code, et.ToolStatus, et.ToolSeconds = st.ToolCalls[0].Code, st.ToolCalls[0].Status, st.ToolCalls[0].DurationSec
+			et.Observation = st.Observation
+		}
+		t.turns = append(t.turns, et)
+		chat = append(chat, tokenizer.Message{Role: "assistant", Content: text})
+		if st.Done {
+			t.reward = st.Reward
+			break
+		}
+		// Close the assistant turn (unless it ended on <|im_end|>) and add the observation.
+		var closing []int32
+		if len(res.IDs) == 0 || res.IDs[len(res.IDs)-1] != c.imEnd {
+			closing = []int32{c.imEnd}
+		}
+		// The observation turn as the chat template renders it: a user turn, or for
+		// tool_response a tool turn (a user turn wrapping the text in <tool_response>).
+		obsMsg, body := tokenizer.Message{Role: "user", Content: st.Observation}, st.Observation
+		if r.Env.Observation.Format == retool.FormatToolResponse && len(st.ToolCalls) > 0 {
+			obsMsg.Role, body = "tool", "<tool_response>\n"+st.Observation+"\n</tool_response>"
+		}
+		next = append(closing, c.o.Tokenizer.Encode("\n<|im_start|>user\n"+body+"<|im_end|>\n<|im_start|>assistant\n")...)
+		if len(t.tokens)+len(next)+8 >= model.Bucket(r.Rollout.MaxTotalTokens) || res.Stop == rollout.StopContext {
+			t.reward = c.weights.Compose(envs.Reward{FormatPenalty: 1}) // out of context: no answer
+			break
+		}
+		add(next, false, nil)
+		chat = append(chat, obsMsg)
+		// Token-drift probe at the turn boundary: the context must read as the chat template renders it.
+		want, err := tokenizer.RenderChat(chat, nil, true)
+		if err == nil && c.o.Tokenizer.Decode(t.tokens, false) != want && t.drift == "" {
+			t.drift = fmt.Sprintf("turn %d of %s", turn, t.task.ID)
+		}
+	}
+	t.summary = env.Summary()
+	return nil
+}
