@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"agentrl/engine/model"
+	"agentrl/engine/record"
 	"agentrl/engine/rollout"
 	"agentrl/engine/train"
 	"agentrl/envs"
@@ -25,7 +26,7 @@ func New(o Options) (*Controller, error) {
 	if o.LogProbAlarm == 0 {
 		o.LogProbAlarm = 1e-3
 	}
-	c := &Controller{o: o, r: r, best: -1, start: 1, finishWithin: finishWithin}
+	c := &Controller{o: o, r: r, best: -1, start: 1, finishWithin: finishWithin, rec: record.New(o.Store, o.RunID, r.Rollout.GroupSize)}
 	c.countCompiles()
 	var ok bool
 	if c.imEnd, ok = o.Tokenizer.TokenID("<|im_end|>"); !ok {
@@ -40,7 +41,6 @@ func New(o Options) (*Controller, error) {
 			return nil, fmt.Errorf("engine: tokenizer id %d is outside the model's vocabulary (%d): model and tokenizer do not match", id, o.Policy.Config.VocabSize)
 		}
 	}
-	var err error
 	lim := retool.Limits{Timeout: r.Env.Timeout, MaxOutputBytes: r.Env.Limits.MaxOutputBytes, MaxSteps: uint64(r.Env.Limits.MaxSteps), MaxMemoryMB: r.Env.Limits.MaxMemoryMB}
 	// A nil module list means the default modules; an empty one (modules: []) means none.
 	sb := retool.Sandbox{Isolation: r.Env.Sandbox.Isolation, Python: r.Env.Sandbox.Python,
@@ -48,10 +48,10 @@ func New(o Options) (*Controller, error) {
 	if sb.Modules != nil {
 		sb.Modules = append([]string{}, sb.Modules...)
 	}
-	if c.exec, err = retool.NewExecutorSandbox(r.Env.Executor, lim, r.Env.Session, sb); err != nil {
+	exec, err := retool.NewExecutorSandbox(r.Env.Executor, lim, r.Env.Session, sb)
+	if err != nil {
 		return nil, err // strict isolation the machine cannot give: the refusal says what to enable
 	}
-	c.pool = retool.NewPool(sb.WorkerCount())
 	switch r.Env.Tasks.Source {
 	case "jsonl":
 		all, err := envs.LoadJSONL(r.Env.Tasks.JSONL.Path, envs.Fields{ID: r.Env.Tasks.JSONL.IDField, Prompt: r.Env.Tasks.JSONL.PromptField, Answer: r.Env.Tasks.JSONL.AnswerField})
@@ -148,11 +148,13 @@ func New(o Options) (*Controller, error) {
 		c.Close()
 		return nil, err
 	}
+	c.ro = &rolloutPhase{r: r, tok: o.Tokenizer, gen: c.gen, exec: exec, pool: retool.NewPool(sb.WorkerCount()), weights: c.weights, stops: c.stops}
 	if r.Env.Name == "external" {
 		if c.ext, err = c.newAgentEnv(); err != nil {
 			c.Close()
 			return nil, err
 		}
+		c.ro.agent = c.runAgent // the recipe's agent program plays each trajectory
 	}
 	c.judge = &selfJudge{c: c}
 	if c.hinter, c.scorer, err = c.newHinter(); err != nil {

@@ -5,6 +5,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"agentrl/engine/event"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
+	"agentrl/engine/record"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
@@ -68,12 +70,12 @@ type Controller struct {
 	offload    bool // AdamW moments wait in host memory during rollout
 	masterHost bool // the float32 master weights wait in host memory during rollout and the reference forward
 	judge      *selfJudge
-	ext        *agentEnv     // env.name external: the endpoint and the agent runner (external.go); nil for retool
-	hinter     retool.Hinter // nil: no hints
-	probe      hintProbe     // the step's hint-usefulness probe (reference phase)
-	scorer     retool.Scorer // nil: no process reward
-	exec       retool.Executor
-	pool       *retool.Pool
+	ext        *agentEnv        // env.name external: the endpoint and the agent runner (external.go); nil for retool
+	hinter     retool.Hinter    // nil: no hints
+	probe      hintProbe        // the step's hint-usefulness probe (reference phase)
+	scorer     retool.Scorer    // nil: no process reward
+	ro         *rolloutPhase    // the generation phases: trajectories, tickets, tools
+	rec        *record.Recorder // what the store keeps of the events emitted (nil: no store)
 	train      []envs.Task
 	heldout    []envs.Task
 	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them
@@ -244,10 +246,88 @@ func (c *Controller) bestChoice() int {
 }
 
 func (c *Controller) emit(e event.Event) {
+	c.rec.Observe(e)
 	if c.onEmit != nil {
 		c.onEmit(e)
 	}
 	if c.o.Events != nil {
 		c.o.Events <- e
 	}
+}
+
+// Run executes the recipe until max_steps, early stopping, Stop or ctx's end (which stops the
+// run as Stop("interrupted") does). Whatever ends it, the run saves its last trained step and
+// records its end; see stop.go for what a stop keeps.
+func (c *Controller) Run(ctx context.Context) (err error) {
+	r := c.r
+	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path, Kernels: c.o.Kernels,
+		Sandbox: sandboxLine(c.ro.exec), Compiles: byKind(c.compiles.Snapshot())}
+	if c.o.Store != nil && c.o.Resume != nil {
+		run, err := c.o.Store.GetRun(c.o.RunID)
+		if err != nil {
+			return err
+		}
+		run.Status, run.StopReason, run.StopDetail, run.Ended = "running", "", "", time.Time{}
+		if run.BestPinned {
+			c.manualBest.Store(int64(run.BestStep))
+			start.MarkedBest = run.BestStep
+		}
+		if err := c.o.Store.PutRun(run); err != nil {
+			return err
+		}
+	} else if c.o.Store != nil {
+		yaml, _ := json.Marshal(r)
+		if err := c.o.Store.PutRun(store.Run{ID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps}); err != nil {
+			return err
+		}
+	}
+	// Generation runs under work, which a stop cancels when its plan drops what is in progress.
+	work, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.stopMu.Lock()
+	c.st.cancel = cancel
+	c.st.trained = c.start - 1
+	c.stopMu.Unlock()
+	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
+	c.emit(start)
+	defer func() { c.finish(err) }()
+	c.emit(c.ledger())
+	if r.Eval.AtStart && c.o.Resume == nil && c.enter(0, event.PhaseEval) {
+		if _, err := c.evaluate(work, 0); err != nil && !errors.Is(err, errStop) {
+			return err
+		}
+		if err := c.storePhases(0); err != nil {
+			return err
+		}
+	}
+	for step := c.start; step <= r.Run.MaxSteps; step++ {
+		c.pass(step-1, "")
+		c.waitIfPaused(work)
+		if c.stopping() {
+			break
+		}
+		err := c.step(work, step)
+		c.emit(c.ledger())
+		if err != nil && !errors.Is(err, errStop) {
+			return err
+		}
+		c.pass(step, "")
+		switch {
+		case c.stopping():
+		case c.dropped != "":
+			c.decide(c.dropped, false)
+		case r.EarlyStop.Patience > 0 && c.sinceBest >= r.EarlyStop.Patience:
+			c.decide(fmt.Sprintf("early stop: %s did not improve for %d evaluations", r.EarlyStop.Metric, c.sinceBest), false)
+		case step == r.Run.MaxSteps:
+			c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true)
+		}
+		if c.stopping() {
+			break
+		}
+	}
+	c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true) // a resumed run with no step left
+	c.stopMu.Lock()
+	trained := c.st.trained
+	c.stopMu.Unlock()
+	return c.save(context.Background(), trained, true) // the final weights are always kept
 }

@@ -69,11 +69,10 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 			}
 		}
 	}
+	ev.Counts, ev.Tasks = counts, fp
 	c.emit(ev)
-	if c.o.Store != nil {
-		if err := c.o.Store.PutEval(c.o.RunID, store.Eval{Step: step, PassAtK: ev.PassAtK, ByLevel: ev.ByLevel, Counts: counts, Tasks: fp, Validation: ev.Validation}); err != nil {
-			return ev, err
-		}
+	if err := c.rec.Record(ev); err != nil {
+		return ev, err
 	}
 	c.phase(step, "eval", t0)
 	c.clock.evalDone(time.Since(t0).Seconds())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"agentrl/engine/event"
 	"agentrl/engine/model"
@@ -12,6 +13,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/recipes"
 )
 
 // opdClip bounds each token's centred OPD advantage (see train.CenterClip): a teacher that is
@@ -41,62 +43,100 @@ type traj struct {
 	ext       *agentRun // an external agent's run (external.go); nil for a ReTool trajectory
 }
 
+// rolloutPhase runs the generation phases (a step's rollout, an evaluation, its validation): a
+// batch of trajectories through the generator, each with its own lockstep ticket, played as a
+// ReTool episode with its tools on the sandbox's pool (or, with env.name external, by the
+// recipe's agent program), and says how the phase used the generator's slots.
+type rolloutPhase struct {
+	r       *recipes.Recipe
+	tok     *tokenizer.Tokenizer
+	gen     *rollout.Generator
+	exec    retool.Executor
+	pool    *retool.Pool
+	weights retool.Weights
+	stops   []int32 // the ids that end a turn; stops[0] is <|im_end|>
+	// agent plays a trajectory with env.name external (Controller.runAgent); nil: ReTool episodes.
+	agent func(ctx context.Context, t *traj, seed uint64, temperature float64) error
+}
+
+// generation is what a phase measured: the generator's slot use and the time its trajectories
+// queued for a sandbox worker.
+type generation struct {
+	stats     rollout.PhaseStats
+	toolQueue time.Duration
+}
+
 // prompt renders the opening messages with the generation prompt; a hint (bridge thought) is
 // appended to the user's problem for the teacher.
-func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
-	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: retool.SystemFor(c.r.Env.Observation.Format)}, {Role: "user", Content: retool.WithHint(task.Prompt, hint)}}, nil, true)
+func (p *rolloutPhase) prompt(task envs.Task, hint string) ([]int32, error) {
+	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: retool.SystemFor(p.r.Env.Observation.Format)}, {Role: "user", Content: retool.WithHint(task.Prompt, hint)}}, nil, true)
 	if err != nil {
 		return nil, err
 	}
-	return c.o.Tokenizer.Encode(text), nil
+	return p.tok.Encode(text), nil
 }
 
-// rollout runs every trajectory of the batch concurrently through the generator, reporting
-// progress as phase (rollout, or eval for the held-out tasks: then each trajectory is emitted as
-// it finishes, and pass@k over the tasks complete so far), and at the end how the phase used the
-// generator's slots (event.Generation, also returned).
-func (c *Controller) rollout(ctx context.Context, step int, phase string, batch []*traj, seed uint64, temperature float64) (event.Generation, error) {
-	meter := c.gen.Measure()
+// run plays every trajectory of batch concurrently, trajectory i with sampling seed
+// seed+i·7919, calling finished (from the trajectory's goroutine) as each one ends.
+func (p *rolloutPhase) run(ctx context.Context, batch []*traj, seed uint64, temperature float64, finished func(*traj)) (generation, error) {
+	meter := p.gen.Measure()
 	defer meter.Stop()
-	queued := c.pool.QueueWait()
+	queued := p.pool.QueueWait()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(batch))
-	tk := c.newTracker(step, phase, batch)
 	// Each trajectory opens its session with its own ticket, so a lockstep generator admits them
 	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
 	// gives its ticket up.
-	base := c.gen.Reserve(len(batch))
-	run := c.runTrajectory
-	if c.ext != nil {
-		run = c.runAgent // env.name external: the recipe's agent program plays the trajectory
+	base := p.gen.Reserve(len(batch))
+	play := p.playReTool
+	if p.agent != nil {
+		play = p.agent
 	}
 	for i, t := range batch {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.gen.Skip(base + int64(i))
-			if err := run(rollout.WithTicket(ctx, base+int64(i)), t, seed+uint64(i)*7919, temperature); err != nil {
+			defer p.gen.Skip(base + int64(i))
+			if err := play(rollout.WithTicket(ctx, base+int64(i)), t, seed+uint64(i)*7919, temperature); err != nil {
 				errs <- err
 				return
 			}
-			tk.finished(t)
+			finished(t)
 		}()
 	}
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return event.Generation{}, err
+		return generation{}, err
 	}
-	g := generationEvent(step, phase, meter.Stop(), c.pool.QueueWait()-queued)
-	c.emit(g)
-	return g, nil
+	return generation{stats: meter.Stop(), toolQueue: p.pool.QueueWait() - queued}, nil
 }
 
-// runTrajectory plays one multi-turn episode. The trained tokens are exactly the sampled ones plus
+// prompt renders a task's opening messages (see rolloutPhase.prompt).
+func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
+	return c.ro.prompt(task, hint)
+}
+
+// rollout runs batch through the rollout phase, reporting progress as phase (rollout, or eval
+// for the held-out tasks: then each trajectory is emitted as it finishes, and pass@k over the
+// tasks complete so far), and at the end how the phase used the generator's slots
+// (event.Generation, also returned).
+func (c *Controller) rollout(ctx context.Context, step int, phase string, batch []*traj, seed uint64, temperature float64) (event.Generation, error) {
+	tk := c.newTracker(step, phase, batch)
+	g, err := c.ro.run(ctx, batch, seed, temperature, tk.finished)
+	if err != nil {
+		return event.Generation{}, err
+	}
+	ev := generationEvent(step, phase, g.stats, g.toolQueue)
+	c.emit(ev)
+	return ev, nil
+}
+
+// playReTool plays one multi-turn episode. The trained tokens are exactly the sampled ones plus
 // the tokenized template pieces and observations: decoded text is never re-tokenized.
-func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, temperature float64) error {
-	r := c.r
-	cfg := retool.Config{Executor: c.exec, Pool: c.pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: c.weights}
+func (p *rolloutPhase) playReTool(ctx context.Context, t *traj, seed uint64, temperature float64) error {
+	r := p.r
+	cfg := retool.Config{Executor: p.exec, Pool: p.pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: p.weights}
 	if retool.LongTrajectory(t.task.ID, t.sample, r.Env.LongTail.Share) {
 		cfg.MinTurns = r.Env.LongTail.Turns
 	}
@@ -110,7 +150,7 @@ func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, te
 		return err
 	}
 	chat := []tokenizer.Message{{Role: msgs[0].Role, Content: msgs[0].Content}, {Role: msgs[1].Role, Content: msgs[1].Content}}
-	prompt, err := c.prompt(t.task, "")
+	prompt, err := p.prompt(t.task, "")
 	if err != nil {
 		return err
 	}
@@ -127,7 +167,7 @@ func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, te
 		}
 	}
 	add(prompt, false, nil)
-	sess, err := c.gen.Open(ctx)
+	sess, err := p.gen.Open(ctx)
 	if err != nil {
 		return err
 	}
@@ -136,13 +176,13 @@ func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, te
 	stops := append([]string{"</code>"}, r.Rollout.Stop...)
 	for turn := 1; ; turn++ {
 		room := model.Bucket(r.Rollout.MaxTotalTokens) - len(t.tokens) - 1
-		res, err := sess.Generate(ctx, rollout.Request{Append: next, MaxNew: min(r.Rollout.MaxNewTokens, room), StopIDs: c.stops, StopStrings: stops,
+		res, err := sess.Generate(ctx, rollout.Request{Append: next, MaxNew: min(r.Rollout.MaxNewTokens, room), StopIDs: p.stops, StopStrings: stops,
 			Sampling: rollout.Sampling{Temperature: float32(temperature), TopP: float32(r.Rollout.TopP), TopK: r.Rollout.TopK, Seed: seed + uint64(turn)}})
 		if err != nil {
 			return err
 		}
 		add(res.IDs, true, res.LogProbs)
-		text := strings.TrimSuffix(c.o.Tokenizer.Decode(res.IDs, false), "<|im_end|>")
+		text := strings.TrimSuffix(p.tok.Decode(res.IDs, false), "<|im_end|>")
 		st, err := env.Step(ctx, text)
 		if err != nil {
 			return err
@@ -160,8 +200,8 @@ func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, te
 		}
 		// Close the assistant turn (unless it ended on <|im_end|>) and add the observation.
 		var closing []int32
-		if len(res.IDs) == 0 || res.IDs[len(res.IDs)-1] != c.imEnd {
-			closing = []int32{c.imEnd}
+		if len(res.IDs) == 0 || res.IDs[len(res.IDs)-1] != p.stops[0] {
+			closing = []int32{p.stops[0]}
 		}
 		// The observation turn as the chat template renders it: a user turn, or for
 		// tool_response a tool turn (a user turn wrapping the text in <tool_response>).
@@ -169,16 +209,16 @@ func (c *Controller) runTrajectory(ctx context.Context, t *traj, seed uint64, te
 		if r.Env.Observation.Format == retool.FormatToolResponse && len(st.ToolCalls) > 0 {
 			obsMsg.Role, body = "tool", "<tool_response>\n"+st.Observation+"\n</tool_response>"
 		}
-		next = append(closing, c.o.Tokenizer.Encode("\n<|im_start|>user\n"+body+"<|im_end|>\n<|im_start|>assistant\n")...)
+		next = append(closing, p.tok.Encode("\n<|im_start|>user\n"+body+"<|im_end|>\n<|im_start|>assistant\n")...)
 		if len(t.tokens)+len(next)+8 >= model.Bucket(r.Rollout.MaxTotalTokens) || res.Stop == rollout.StopContext {
-			t.reward = c.weights.Compose(envs.Reward{FormatPenalty: 1}) // out of context: no answer
+			t.reward = p.weights.Compose(envs.Reward{FormatPenalty: 1}) // out of context: no answer
 			break
 		}
 		add(next, false, nil)
 		chat = append(chat, obsMsg)
 		// Token-drift probe at the turn boundary: the context must read as the chat template renders it.
 		want, err := tokenizer.RenderChat(chat, nil, true)
-		if err == nil && c.o.Tokenizer.Decode(t.tokens, false) != want && t.drift == "" {
+		if err == nil && p.tok.Decode(t.tokens, false) != want && t.drift == "" {
 			t.drift = fmt.Sprintf("turn %d of %s", turn, t.task.ID)
 		}
 	}

@@ -2,15 +2,13 @@ package ui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"sort"
 	"time"
 
 	"agentrl/engine/event"
+	"agentrl/engine/record"
 	"agentrl/store"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -81,128 +79,11 @@ func charDevice(f *os.File) bool {
 // memEvery is how often the workbench samples its own memory (shown on the CPU backend).
 const memEvery = 2 * time.Second
 
-// StoredEvents rebuilds a stored run's events for the read-only view: RunStart from the run,
-// then step by step its phase times, metrics, trajectories, evaluation and checkpoint (the run's
-// best step flagged Best), and RunEnd when the run has an end status. Ledgers and alarms are
-// not stored and so not shown.
+// StoredEvents rebuilds a stored run's events for the read-only view (record.Replay: the same
+// mapping the controller stores them by).
 func StoredEvents(st *store.Store, runID string) ([]event.Event, error) {
-	run, err := st.GetRun(runID)
-	if err != nil {
-		return nil, err
-	}
-	metrics, err := st.Metrics(runID)
-	if err != nil {
-		return nil, err
-	}
-	evals, err := st.Evals(runID)
-	if err != nil {
-		return nil, err
-	}
-	cps, err := st.Checkpoints(runID)
-	if err != nil {
-		return nil, err
-	}
-	trajs, err := st.Trajectories(runID, -1)
-	if err != nil {
-		return nil, err
-	}
-	phases, err := st.Phases(runID)
-	if err != nil {
-		return nil, err
-	}
-	type stepEvents struct {
-		phases  map[string]float64
-		metrics map[string]float64
-		trajs   []event.Event
-		eval    *store.Eval
-		ckpt    *store.Manifest
-	}
-	steps := map[int]*stepEvents{}
-	at := func(s int) *stepEvents {
-		if steps[s] == nil {
-			steps[s] = &stepEvents{}
-		}
-		return steps[s]
-	}
-	for s, m := range metrics {
-		at(s).metrics = m
-	}
-	for s, p := range phases {
-		at(s).phases = p
-	}
-	for i := range evals {
-		at(evals[i].Step).eval = &evals[i]
-	}
-	for i := range cps {
-		at(cps[i].Step).ckpt = &cps[i]
-	}
-	for _, r := range trajs {
-		at(r.Step).trajs = append(at(r.Step).trajs, trajectoryOf(r))
-	}
-	order := make([]int, 0, len(steps))
-	for s := range steps {
-		order = append(order, s)
-	}
-	sort.Ints(order)
-
-	evs := []event.Event{event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps}}
-	var first *store.Eval // the first evaluation with per-task counts, as the controller compares
-	for _, s := range order {
-		se := steps[s]
-		for _, name := range event.Phases() {
-			if sec, ok := se.phases[name]; ok {
-				evs = append(evs, event.Phase{Step: s, Phase: name, Seconds: sec})
-			}
-		}
-		if se.metrics != nil {
-			evs = append(evs, event.StepMetrics{Step: s, Metrics: se.metrics})
-		}
-		evs = append(evs, se.trajs...)
-		if se.eval != nil {
-			ev := event.Eval{Step: s, PassAtK: se.eval.PassAtK, ByLevel: se.eval.ByLevel, Best: run.BestStep > 0 && s == run.BestStep}
-			switch {
-			case se.eval.Counts == nil:
-			case first == nil:
-				first = se.eval
-			case first.Tasks == se.eval.Tasks:
-				ev.Since, ev.Change = first.Step, event.ChangeSince(first.Counts, se.eval.Counts, ev.Ks())
-			}
-			evs = append(evs, ev)
-		}
-		if c := se.ckpt; c != nil {
-			evs = append(evs, event.Checkpoint{Step: s, ID: fmt.Sprintf("%s/%d", runID, s), Bytes: c.Bytes, Metrics: c.Metrics,
-				Best: run.BestStep > 0 && s == run.BestStep})
-		}
-	}
-	switch run.Status {
-	case "", "running":
-	default:
-		end := event.RunEnd{Status: run.Status, Reason: run.StopReason, BestStep: run.BestStep, Marked: run.BestPinned,
-			Detail: run.StopDetail, Evaluations: len(evals)}
-		for _, s := range order {
-			if steps[s].metrics != nil {
-				end.Step = s
-			}
-		}
-		if n := len(cps); n > 0 {
-			end.Checkpoint = cps[n-1].Step
-		}
-		evs = append(evs, end)
-	}
-	return evs, nil
+	return record.Replay(st, runID)
 }
 
-// trajectoryOf decodes a stored trajectory (the engine's JSON of event.Trajectory), falling back
-// to the record's index fields when its data does not decode.
-func trajectoryOf(r store.TrajectoryRecord) event.Trajectory {
-	var t event.Trajectory
-	if len(r.Data) > 0 && json.Unmarshal(r.Data, &t) == nil {
-		return t
-	}
-	t = event.Trajectory{Step: r.Step, TaskID: r.TaskID, Sample: r.Sample, Correct: r.Correct}
-	t.Reward.Total = r.Reward
-	if r.Hinted {
-		t.Hint = "(hinted; the bridge thought was not stored)"
-	}
-	return t
-}
+// trajectoryOf decodes a stored trajectory (see record.Trajectory).
+func trajectoryOf(r store.TrajectoryRecord) event.Trajectory { return record.Trajectory(r) }

@@ -211,6 +211,11 @@ type Eval struct {
 	// Validation is pass@k on the validation tasks (eval.validation_tasks), on which the best
 	// checkpoint and early stopping are chosen; nil without them (then they are chosen on PassAtK).
 	Validation map[int]float64 `json:",omitempty"`
+	// Counts are each held-out task's (samples, correct) and Tasks their fingerprint
+	// (envs.Fingerprint), which the store keeps so a later evaluation of the same tasks can be
+	// compared task by task; not part of the event stream's JSON.
+	Counts [][2]int `json:"-"`
+	Tasks  string   `json:"-"`
 }
 
 // Delta is a change and its standard error.

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"time"
+
+	"agentrl/engine/event"
+	"agentrl/engine/train"
+)
+
+// trainStep is the train phase: the batch's sequences through the clipped policy loss and
+// AdamW (train.epochs_per_step passes), a stop discarding the update in progress; the
+// update's figures and the log-prob probe (rollout against trainer log-probs before the first
+// update) go in metrics.
+func (c *Controller) trainStep(step int, batch []*traj, metrics map[string]float64) error {
+	r := c.r
+	t0 := time.Now()
+	lr := train.Schedule{Base: r.Train.LR, Warmup: r.Train.WarmupSteps, Total: r.Run.MaxSteps, Kind: r.Train.Schedule, MinRatio: r.Train.MinLRRatio}.At(step)
+	metrics["lr"] = lr
+	seqs := make([]train.Sequence, len(batch))
+	for i, t := range batch {
+		seqs[i] = train.Sequence{Tokens: t.tokens, LossMask: t.mask, OldLogProbs: t.lps, Advantages: t.adv, RefLogProbs: t.ref,
+			Returns: t.ret, OldValues: t.oldValues}
+	}
+	if c.onTrain != nil {
+		c.onTrain(step, batch, seqs)
+	}
+	var loss, probeMax float64
+	err := c.update(step, func(stop func(done, total int) bool) error { // finished, or discarded by a stop
+		for epoch := 0; epoch < max(r.Train.EpochsPerStep, 1); epoch++ {
+			m, err := c.tr.UpdateUntil(seqs, lr, stop)
+			if err != nil {
+				return err
+			}
+			if epoch == 0 { // its first micro-batches ran before any update: rollout and trainer weights agree
+				probeMax = m.MaxLogProbDiff
+				metrics["logprob_diff_mean"] = m.MeanLogProbDiff
+				metrics["clip_frac"], metrics["grad_norm"], metrics["entropy"], metrics["ref_kl"] = m.ClipFrac, m.GradNorm, m.Entropy, m.RefKL
+				metrics["updates"] = float64(m.Updates)
+				if c.r.Algorithm.Name == "ppo" {
+					metrics["value_loss"], metrics["explained_variance"] = m.ValueLoss, m.ExplainedVariance
+				}
+			}
+			loss = m.Loss
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	metrics["loss"] = loss
+	metrics["logprob_diff_max"] = probeMax
+	if probeMax > c.o.LogProbAlarm {
+		c.emit(event.Alarm{Step: step, Kind: event.AlarmLogProbMismatch, Value: probeMax, Threshold: c.o.LogProbAlarm,
+			Message: "rollout and trainer log-probs disagree: the inference weights may be stale"})
+	}
+	c.phase(step, "train", t0)
+	return nil
+}
+
+// syncWeights is the sync phase: the inference copy rebuilt from the master weights and checked
+// equal to them (sync_diff_max; above 0 raises stale_weights).
+func (c *Controller) syncWeights(step int, metrics map[string]float64) error {
+	t0 := time.Now()
+	diff, err := c.toRollout(step)
+	if err != nil {
+		return err
+	}
+	metrics["sync_diff_max"] = diff
+	metrics["switch_to_rollout_s"] = time.Since(t0).Seconds()
+	if diff > 0 {
+		c.emit(event.Alarm{Step: step, Kind: event.AlarmStaleWeights, Value: diff, Threshold: 0,
+			Message: "after the sync the inference weights differ from the cast master weights"})
+	}
+	c.phase(step, "sync", t0)
+	return nil
+}
+
+// batchMetrics puts what the step's trained batch scored in metrics: reward, accuracy, hints,
+// drops, the judge's unparsed replies and the generator's decode speed.
+func (c *Controller) batchMetrics(step int, batch, dropped []*traj, hinted int, metrics map[string]float64) {
+	r := c.r
+	var meanReward, correct float64
+	for _, t := range batch {
+		meanReward += t.reward.Total
+		if t.summary.Correct {
+			correct++
+		}
+	}
+	metrics["reward_mean"] = meanReward / float64(len(batch))
+	metrics["accuracy"] = correct / float64(len(batch))
+	metrics["hinted_share"] = float64(hinted) / float64(len(batch))
+	c.dropMetrics(metrics, dropped)
+	c.hintMetrics(step, batch, metrics)
+	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
+		metrics["judge_unparsed"] = float64(c.judge.unparsed.Swap(0)) // replies with no usable \boxed{}
+	}
+	st := c.gen.Stats()
+	metrics["tokens_per_s"] = float64(st.Tokens) / max(st.StepTime.Seconds(), 1e-9)
+}
