@@ -142,6 +142,29 @@ type Rollout struct {
 	// model; tool_stall_share measured 1-4 % at 8, see the README). Longer: fewer stalls, more
 	// idle slot-steps; a loaded machine, or a faster decode step (a GPU), wants more.
 	ToolReturnSteps AutoInt `mapstructure:"tool_return_steps" json:"tool_return_steps"`
+	// Partial ends a step's rollout when its groups are complete instead of when its last
+	// trajectory is (see Partial); off by default.
+	Partial Partial `mapstructure:"partial" json:"partial"`
+}
+
+// Partial is the partial rollout: a step's rollout phase ends as soon as tasks_per_step groups
+// have all their samples done, with over_sample extra groups started so that the slots stay
+// busy while the tail runs. The trajectories still running then are paused: their tokens, the
+// log-prob each sampled token had and the policy version that sampled it are kept, their KV
+// slot is freed, and they resume in the next step's rollout under the new weights (their kept
+// tokens prefilled again). A group is trained once all its samples are done, with the decoupled
+// objective (train.Decoupled) on the tokens older weights sampled; a sample whose oldest token
+// is more than max_staleness updates old is dropped (stale_dropped) and left out of its group's
+// statistics. With rollout.deterministic the pause point follows from decode-step counts, so
+// runs stay reproducible. Evaluations always run whole. env.name retool only.
+type Partial struct {
+	// Enabled turns partial rollouts on (default false).
+	Enabled bool `mapstructure:"enabled" json:"enabled"`
+	// OverSample is how many groups beyond tasks_per_step are kept in flight, 0 … 64 (default 2).
+	OverSample int `mapstructure:"over_sample" json:"over_sample"`
+	// MaxStaleness is the most policy updates a trained token may lag the weights being trained,
+	// 0 … 16 (default 1; 0 trains only tokens of the current weights).
+	MaxStaleness int `mapstructure:"max_staleness" json:"max_staleness"`
 }
 
 // The steps rollout.tool_return_steps: auto gives each executor (see Rollout.ToolReturnSteps).
@@ -519,6 +542,7 @@ func Default() *Recipe {
 		Rollout: Rollout{
 			TasksPerStep: 8, GroupSize: 8, MaxTurns: 3, MaxNewTokens: 96, MaxTotalTokens: 512,
 			Temperature: 1.0, TopP: 1.0, TopK: 0, Stop: []string{}, Deterministic: true,
+			Partial: Partial{Enabled: false, OverSample: 2, MaxStaleness: 1},
 		},
 		Env: Env{
 			Name: "retool", Executor: "starlark", Session: "fresh", Timeout: 5 * time.Second,

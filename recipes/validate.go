@@ -255,6 +255,13 @@ func (c *checker) rollout() {
 		c.fail([]string{"env.long_tail.share", "env.name"},
 			"env.long_tail asks the ReTool environment for more turns, but env.name is external, whose agent decides its own turns; set env.long_tail.share: 0")
 	}
+	pr := r.Partial
+	c.between("rollout.partial.over_sample", pr.OverSample, 0, 64)
+	c.between("rollout.partial.max_staleness", pr.MaxStaleness, 0, 16)
+	if pr.Enabled && c.r.Env.Name == "external" {
+		c.fail([]string{"rollout.partial.enabled", "env.name"},
+			"rollout.partial pauses trajectories between steps, which an external agent's process cannot do; set rollout.partial.enabled: false or env.name: retool")
+	}
 	if r.ToolReturnSteps > 4096 {
 		c.failf("rollout.tool_return_steps", "%d is out of range; want auto or 1 to 4096 decode steps", int(r.ToolReturnSteps))
 	}
