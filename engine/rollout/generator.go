@@ -130,6 +130,9 @@ const (
 	StopString  StopReason = "stop_string"
 	StopMaxNew  StopReason = "max_new"
 	StopContext StopReason = "context_full"
+	// StopPaused: the rollout phase ended while the request ran (PauseWhen); IDs holds the
+	// tokens sampled until then.
+	StopPaused StopReason = "paused"
 )
 
 // Result is what one request generated. The final token (a stop token, say) is included.
@@ -154,6 +157,10 @@ type Stats struct {
 
 // ErrClosed is returned by a session or generator used after Close.
 var ErrClosed = errors.New("rollout: closed")
+
+// ErrPaused is returned by Open once the phase's pause rule has fired (PauseWhen): the session
+// was never started and waits for the next phase.
+var ErrPaused = errors.New("rollout: the phase ended before this session started")
 
 // ErrReleased is returned by Open while the KV cache is released (see ReleaseCache).
 var ErrReleased = errors.New("rollout: the KV cache is released for training; restore it before generating")
@@ -196,6 +203,10 @@ type Generator struct {
 	meters []*Meter
 	// onStall, when set (tests), is called as the loop starts a wait that stalls work; g.mu held.
 	onStall func()
+	// pauseRule, when set, sees the ticket of each session as its slot is freed (with Lockstep:
+	// at its due tick, in slot order); when it returns true the phase pauses (pausing).
+	pauseRule func(ticket int64) bool
+	pausing   bool
 }
 
 // stepKey names one compiled step: chunk size, attention bucket, and whether it samples with
@@ -231,6 +242,7 @@ type slot struct {
 	pending []int32 // tokens to write before sampling resumes
 	gen     *genState
 	idleAt  time.Time
+	ticket  int64 // the session's ticket (WithTicket), -1 without one: what pauseRule sees
 	// Lockstep: the tick at which the session's next request (or Close) is taken, and whether
 	// it has closed (the slot is freed at due).
 	due    int64
@@ -451,7 +463,15 @@ func (g *Generator) Open(ctx context.Context) (*Session, error) {
 		g.mu.Unlock()
 		return nil, ErrReleased
 	}
-	w := waiter{ch: make(chan *Session, 1)}
+	w := waiter{ch: make(chan *Session, 1), ticket: -1}
+	if t, ok := ctx.Value(ticketKey{}).(int64); ok && g.pausing {
+		if g.cfg.Lockstep && t >= g.admitNext {
+			g.skipped[t] = true
+			g.cond.Signal()
+		}
+		g.mu.Unlock()
+		return nil, ErrPaused
+	}
 	if g.cfg.Lockstep {
 		if t, ok := ctx.Value(ticketKey{}).(int64); ok {
 			w.ticket = t
@@ -469,16 +489,22 @@ func (g *Generator) Open(ctx context.Context) (*Session, error) {
 	} else if len(g.free) > 0 {
 		id := g.free[0]
 		g.free = g.free[1:]
-		s := g.hold(id)
+		s := g.hold(id, ticketOf(ctx))
 		g.mu.Unlock()
 		return s, nil
 	} else {
+		w.ticket = ticketOf(ctx)
 		g.waiters = append(g.waiters, w)
 	}
 	g.mu.Unlock()
 	select {
 	case s := <-w.ch:
 		if s == nil {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.pausing && !g.closed {
+				return nil, ErrPaused
+			}
 			return nil, ErrClosed
 		}
 		return s, nil
@@ -518,7 +544,7 @@ func (g *Generator) admit() {
 		slices.Sort(g.free)
 		id := g.free[0]
 		g.free = g.free[1:]
-		w.ch <- g.hold(id)
+		w.ch <- g.hold(id, w.ticket)
 		g.admitNext++
 	}
 }
@@ -569,6 +595,7 @@ func (g *Generator) freeDue() {
 		if s.held && s.closed && s.due <= g.tick {
 			s.held, s.closed = false, false
 			g.free = append(g.free, s.id)
+			g.freed(s)
 		}
 	}
 }
@@ -612,10 +639,18 @@ func (g *Generator) settleClosed() {
 	}
 }
 
-// hold marks slot id as owned by a new session; g.mu held.
-func (g *Generator) hold(id int) *Session {
+// ticketOf is the context's ticket (WithTicket), -1 without one.
+func ticketOf(ctx context.Context) int64 {
+	if t, ok := ctx.Value(ticketKey{}).(int64); ok {
+		return t
+	}
+	return -1
+}
+
+// hold marks slot id as owned by a new session with ticket; g.mu held.
+func (g *Generator) hold(id int, ticket int64) *Session {
 	s := g.slots[id]
-	*s = slot{id: id, epoch: s.epoch + 1, held: true, idleAt: time.Now(), due: g.tick}
+	*s = slot{id: id, epoch: s.epoch + 1, held: true, idleAt: time.Now(), due: g.tick, ticket: ticket}
 	return &Session{g: g, slot: s, epoch: s.epoch}
 }
 
@@ -628,10 +663,11 @@ func (g *Generator) release(id int) {
 		s.gen = nil
 	}
 	s.held = false
+	g.freed(s)
 	if len(g.waiters) > 0 && !g.cfg.Lockstep {
 		w := g.waiters[0]
 		g.waiters = g.waiters[1:]
-		w.ch <- g.hold(id)
+		w.ch <- g.hold(id, w.ticket)
 		return
 	}
 	g.free = append(g.free, id)
@@ -698,6 +734,10 @@ func (s *Session) Generate(ctx context.Context, req Request) (Result, error) {
 	if s.slot.pos+len(s.slot.pending)+len(req.Append) >= g.cfg.MaxLen {
 		g.mu.Unlock()
 		return Result{Stop: StopContext}, nil
+	}
+	if g.pausing {
+		g.mu.Unlock()
+		return Result{Stop: StopPaused}, nil
 	}
 	g.stats.ToolWait += time.Since(s.slot.idleAt)
 	s.slot.pending = append(s.slot.pending, req.Append...)
@@ -1084,4 +1124,44 @@ func (g *Generator) matchStop(st *genState) bool {
 		}
 	}
 	return false
+}
+
+// PauseWhen starts a phase that may end before its sessions do (a partial rollout): rule sees
+// the ticket of each session as its slot is freed (with Lockstep at the session's due tick, in
+// slot order, so the moment follows from decode-step counts alone) and, when it returns true,
+// the phase pauses: every running request returns at once with StopPaused and the tokens it
+// sampled so far, later requests return StopPaused without running, and sessions not yet
+// started get ErrPaused from Open. A nil rule ends the pause (after the phase's sessions have
+// closed), so the next phase runs whole.
+func (g *Generator) PauseWhen(rule func(ticket int64) bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pauseRule, g.pausing = rule, false
+}
+
+// freed tells the pause rule that slot s's session ended; g.mu held.
+func (g *Generator) freed(s *slot) {
+	if g.pauseRule == nil || g.pausing || !g.pauseRule(s.ticket) {
+		return
+	}
+	g.pausing = true
+	for _, o := range g.slots {
+		if st := o.gen; st != nil {
+			st.res.Stop = StopPaused
+			o.gen = nil
+			o.idleAt = time.Now()
+			if g.cfg.Lockstep {
+				o.due = g.tick
+			}
+			st.done <- nil
+		}
+	}
+	for _, w := range g.waiters {
+		if g.cfg.Lockstep {
+			g.skipped[w.ticket] = true
+		}
+		w.ch <- nil
+	}
+	g.waiters = nil
+	g.cond.Signal()
 }
