@@ -149,6 +149,9 @@ func New(o Options) (*Controller, error) {
 		return nil, err
 	}
 	c.ro = &rolloutPhase{r: r, tok: o.Tokenizer, gen: c.gen, exec: exec, pool: retool.NewPool(sb.WorkerCount()), weights: c.weights, stops: c.stops}
+	if r.Rollout.Partial.Enabled { // a resumed run starts its groups where the checkpoint's data position is
+		c.ro.partial = &partialState{next: (c.start - 1) * r.Rollout.TasksPerStep}
+	}
 	if r.Env.Name == "external" {
 		if c.ext, err = c.newAgentEnv(); err != nil {
 			c.Close()

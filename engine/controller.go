@@ -76,6 +76,7 @@ type Controller struct {
 	scorer     retool.Scorer    // nil: no process reward
 	ro         *rolloutPhase    // the generation phases: trajectories, tickets, tools
 	rec        *record.Recorder // what the store keeps of the events emitted (nil: no store)
+	part       partialStep      // the step's partial rollout (rollout.partial), for its metrics and events
 	train      []envs.Task
 	heldout    []envs.Task
 	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them
@@ -123,6 +124,7 @@ type Controller struct {
 
 // Close releases the generator, the inference weights and the trainer's graphs and moments.
 func (c *Controller) Close() {
+	c.ro.dropPaused()
 	c.ext.close()
 	c.gen.Close()
 	c.infer.close()

@@ -40,6 +40,8 @@ type traj struct {
 	ret       []float32 // ppo: the value head's targets (GAE returns) per token
 	oldValues []float32 // ppo: the value head's predictions before the update
 	drift     string    // a token-drift finding, "" when the context matched the chat rendering
+	versions  []int32   // partial rollouts: the policy version (updates applied) of each token's weights
+	part      *partRun  // partial rollouts: the trajectory's state across phases; nil otherwise
 	ext       *agentRun // an external agent's run (external.go); nil for a ReTool trajectory
 }
 
@@ -55,6 +57,8 @@ type rolloutPhase struct {
 	pool    *retool.Pool
 	weights retool.Weights
 	stops   []int32 // the ids that end a turn; stops[0] is <|im_end|>
+	// partial is the state partial rollouts keep across steps (rollout.partial.enabled); nil when off.
+	partial *partialState
 	// agent plays a trajectory with env.name external (Controller.runAgent); nil: ReTool episodes.
 	agent func(ctx context.Context, t *traj, seed uint64, temperature float64) error
 }
@@ -164,24 +168,47 @@ func (p *rolloutPhase) playReTool(ctx context.Context, t *traj, seed uint64, tem
 			} else {
 				t.lps = append(t.lps, 0)
 			}
+			if t.part != nil {
+				t.versions = append(t.versions, int32(t.part.version))
+			}
 		}
 	}
 	add(prompt, false, nil)
-	sess, err := p.gen.Open(ctx)
+	sess, err := p.open(&ctx, t)
 	if err != nil {
 		return err
 	}
-	defer sess.Close()
+	defer func() { // the session of the last phase it ran in
+		if sess != nil {
+			sess.Close()
+		}
+	}()
 	next := prompt
 	stops := append([]string{"</code>"}, r.Rollout.Stop...)
 	for turn := 1; ; turn++ {
-		room := model.Bucket(r.Rollout.MaxTotalTokens) - len(t.tokens) - 1
-		res, err := sess.Generate(ctx, rollout.Request{Append: next, MaxNew: min(r.Rollout.MaxNewTokens, room), StopIDs: p.stops, StopStrings: stops,
-			Sampling: rollout.Sampling{Temperature: float32(temperature), TopP: float32(r.Rollout.TopP), TopK: r.Rollout.TopK, Seed: seed + uint64(turn)}})
-		if err != nil {
-			return err
+		var res rollout.Result
+		var ids []int32 // the turn's tokens, over the phases it was paused across
+		for {
+			room := model.Bucket(r.Rollout.MaxTotalTokens) - len(t.tokens) - 1
+			res, err = sess.Generate(ctx, rollout.Request{Append: next, MaxNew: min(r.Rollout.MaxNewTokens-len(ids), room), StopIDs: p.stops, StopStrings: stops,
+				Sampling: rollout.Sampling{Temperature: float32(temperature), TopP: float32(r.Rollout.TopP), TopK: r.Rollout.TopK, Seed: seed + uint64(turn) + t.resumeSalt()}})
+			if err != nil {
+				return err
+			}
+			add(res.IDs, true, res.LogProbs)
+			ids = append(ids, res.IDs...)
+			if res.Stop != rollout.StopPaused {
+				break
+			}
+			// The phase ended: the KV slot goes, the tokens stay; the next phase prefills them
+			// again under its weights and the turn goes on.
+			sess.Close()
+			if sess, err = p.pause(&ctx, t); err != nil {
+				return err
+			}
+			next = t.tokens
 		}
-		add(res.IDs, true, res.LogProbs)
+		res.IDs = ids
 		text := strings.TrimSuffix(p.tok.Decode(res.IDs, false), "<|im_end|>")
 		st, err := env.Step(ctx, text)
 		if err != nil {

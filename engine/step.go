@@ -63,6 +63,9 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	t0 = time.Now()
 	c.pass(step, event.PhaseSave)
 	batch = append(batch, dropped...)
+	if c.ro.partial != nil {
+		batch = append(batch, c.part.paused...)
+	}
 	kept := []event.Event{event.StepMetrics{Step: step, Metrics: metrics}}
 	for _, t := range batch {
 		e := c.trajectoryEvent(step, t, false)
@@ -100,17 +103,24 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (batch, dropped 
 		return nil, nil, gen, errStop
 	}
 	rng := rand.New(rand.NewPCG(uint64(r.Run.Seed), uint64(step)))
-	for i := 0; i < r.Rollout.TasksPerStep; i++ {
-		task := c.train[((step-1)*r.Rollout.TasksPerStep+i)%len(c.train)]
-		for s := 0; s < r.Rollout.GroupSize; s++ {
-			batch = append(batch, &traj{task: task, group: i, sample: s})
+	if c.ro.partial != nil {
+		if batch, gen, err = c.rolloutPartial(ctx, step, rng.Uint64()); err != nil {
+			return nil, nil, gen, c.stopOr(ctx, err)
 		}
-	}
-	if gen, err = c.rollout(ctx, step, event.PhaseRollout, batch, rng.Uint64(), r.Rollout.Temperature); err != nil {
-		return nil, nil, gen, c.stopOr(ctx, err)
-	}
-	if batch, dropped, err = splitDropped(step, batch); err != nil {
-		return nil, nil, gen, err
+		dropped = nil
+	} else {
+		for i := 0; i < r.Rollout.TasksPerStep; i++ {
+			task := c.train[((step-1)*r.Rollout.TasksPerStep+i)%len(c.train)]
+			for s := 0; s < r.Rollout.GroupSize; s++ {
+				batch = append(batch, &traj{task: task, group: i, sample: s})
+			}
+		}
+		if gen, err = c.rollout(ctx, step, event.PhaseRollout, batch, rng.Uint64(), r.Rollout.Temperature); err != nil {
+			return nil, nil, gen, c.stopOr(ctx, err)
+		}
+		if batch, dropped, err = splitDropped(step, batch); err != nil {
+			return nil, nil, gen, err
+		}
 	}
 	c.phase(step, "rollout", t0)
 	for _, t := range batch {
@@ -205,5 +215,8 @@ func (c *Controller) trajectoryEvent(step int, t *traj, eval bool) event.Traject
 		}
 	}
 	c.agentEvent(&e, t) // an external agent's run, and its later segments' tokens
+	if t.part != nil {
+		e.Paused, e.Segments = t.part.state == partPaused, segments(t)
+	}
 	return e
 }

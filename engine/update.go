@@ -21,6 +21,11 @@ func (c *Controller) trainStep(step int, batch []*traj, metrics map[string]float
 		seqs[i] = train.Sequence{Tokens: t.tokens, LossMask: t.mask, OldLogProbs: t.lps, Advantages: t.adv, RefLogProbs: t.ref,
 			Returns: t.ret, OldValues: t.oldValues}
 	}
+	if c.ro.partial != nil {
+		if err := c.decouple(step, batch, seqs); err != nil {
+			return err
+		}
+	}
 	if c.onTrain != nil {
 		c.onTrain(step, batch, seqs)
 	}
@@ -90,6 +95,7 @@ func (c *Controller) batchMetrics(step int, batch, dropped []*traj, hinted int, 
 	metrics["accuracy"] = correct / float64(len(batch))
 	metrics["hinted_share"] = float64(hinted) / float64(len(batch))
 	c.dropMetrics(metrics, dropped)
+	c.partialMetrics(metrics)
 	c.hintMetrics(step, batch, metrics)
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
 		metrics["judge_unparsed"] = float64(c.judge.unparsed.Swap(0)) // replies with no usable \boxed{}

@@ -157,6 +157,21 @@ type Trajectory struct {
 	Eval bool `json:"eval,omitempty"`
 	// Agent is the external agent's run (env.name external); nil for the ReTool loop's.
 	Agent *Agent `json:"agent,omitempty"`
+	// Partial rollouts (rollout.partial): Paused marks a trajectory the step's rollout paused
+	// unfinished (it resumes in a later step and is shown again when it trains); Segments are
+	// the stretches of a trajectory sampled in different steps' rollouts, one per phase it ran
+	// in, with the policy version of each (nil for one sampled in one phase).
+	Paused   bool      `json:"paused,omitempty"`
+	Segments []Segment `json:"segments,omitempty"`
+}
+
+// Segment is a stretch of a trajectory's response sampled in one rollout phase: from response
+// token From (an index into Pieces) on, in step Step's rollout, by the weights of policy version
+// Version (the updates applied to them: step − 1 without a resumed run).
+type Segment struct {
+	From    int `json:"from"`
+	Step    int `json:"step"`
+	Version int `json:"version"`
 }
 
 // StepMetrics are one training step's numbers.

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"agentrl/engine/event"
+	"agentrl/engine/train"
+	"agentrl/envs"
+)
+
+// partialStep is what a step's partial rollout left for the rest of the step: its counts and
+// the trajectories it paused (shown and stored as paused).
+type partialStep struct {
+	stats  partialStats
+	paused []*traj
+}
+
+// rolloutPartial is a step's rollout phase with partial rollouts (partial.go): the paused
+// trajectories resume and new groups start, the phase ends once tasks_per_step groups are done,
+// and the samples of the groups done come back to train on.
+func (c *Controller) rolloutPartial(ctx context.Context, step int, seed uint64) ([]*traj, event.Generation, error) {
+	var st partialStats
+	version := step - 1
+	run := c.ro.preparePartial(step, version, func(id int) envs.Task { return c.train[id%len(c.train)] }, &st)
+	tk := c.newTracker(step, event.PhaseRollout, run)
+	g, err := c.ro.runPartial(ctx, step, version, run, seed, c.r.Rollout.Temperature, tk.finished)
+	if err != nil {
+		return nil, event.Generation{}, err
+	}
+	ev := generationEvent(step, event.PhaseRollout, g.stats, g.toolQueue)
+	c.emit(ev)
+	trained, paused := c.ro.collectPartial(version, &st)
+	c.part = partialStep{stats: st, paused: paused}
+	if len(trained) == 0 {
+		return nil, ev, fmt.Errorf("engine: step %d: every sample of the groups its rollout completed was more than rollout.partial.max_staleness (%d) updates old; raise it", step, c.r.Rollout.Partial.MaxStaleness)
+	}
+	return trained, ev, nil
+}
+
+// partialMetrics puts the step's partial-rollout counts in metrics: trajectories paused at the
+// phase's end and resumed in it, samples dropped as too stale, and the mean staleness (updates
+// between the oldest token's weights and the trained ones) of the trained batch.
+func (c *Controller) partialMetrics(metrics map[string]float64) {
+	if c.ro.partial == nil {
+		return
+	}
+	st := c.part.stats
+	metrics["paused"], metrics["resumed"], metrics["stale_dropped"] = float64(st.paused), float64(st.resumed), float64(st.staleDropped)
+	metrics["staleness_mean"] = st.staleness / float64(max(st.trained, 1))
+}
+
+// decouple rewrites the sequences of trajectories holding tokens of older policy versions for
+// the decoupled objective (train.Decoupled): their proximal log-probs are those of the weights
+// about to be updated, computed here before the update.
+func (c *Controller) decouple(step int, batch []*traj, seqs []train.Sequence) error {
+	version := step - 1
+	var idx []int
+	var toks [][]int32
+	stale := make([][]bool, len(batch))
+	for i, t := range batch {
+		for j, m := range t.mask {
+			if m && j < len(t.versions) && int(t.versions[j]) < version {
+				if stale[i] == nil {
+					stale[i] = make([]bool, len(t.tokens))
+					idx, toks = append(idx, i), append(toks, t.tokens)
+				}
+				stale[i][j] = true
+			}
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	prox, err := c.tr.SequenceLogProbs(nil, toks)
+	if err != nil {
+		return err
+	}
+	for k, i := range idx {
+		if seqs[i], err = train.Decoupled(seqs[i], prox[k], stale[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// segments is t's response stretches by phase for its event (nil for a trajectory sampled in
+// one phase): each segment's first response token and its step and policy version.
+func segments(t *traj) []event.Segment {
+	if t.part == nil || len(t.part.segments) < 2 {
+		return nil
+	}
+	var out []event.Segment
+	for _, s := range t.part.segments {
+		from := 0
+		for j := t.promptLen; j < min(s.start, len(t.mask)); j++ {
+			if t.mask[j] {
+				from++
+			}
+		}
+		out = append(out, event.Segment{From: from, Step: s.step, Version: s.version})
+	}
+	return out
+}
