@@ -123,6 +123,8 @@ func summaryLine(t *Theme, tr *event.Trajectory) string {
 	switch {
 	case tr.IsDropped():
 		ok = t.Bad.Render("⊘ dropped (" + tr.Agent.Drop + ")")
+	case tr.Paused:
+		ok = t.Faint.Render("⏸ paused unfinished (resumes in the next step's rollout)")
 	case !tr.Correct:
 		ok = t.Bad.Render("✗ wrong")
 	}
@@ -131,7 +133,20 @@ func summaryLine(t *Theme, tr *event.Trajectory) string {
 	if tr.Hint != "" {
 		s += " · " + t.Hint.Render("hinted")
 	}
+	if len(tr.Segments) > 1 {
+		s += " · " + segmentsText(tr.Segments)
+	}
 	return s
+}
+
+// segmentsText says over which rollouts a resumed trajectory was sampled: each segment's first
+// response token, step and policy version.
+func segmentsText(segs []event.Segment) string {
+	parts := make([]string, len(segs))
+	for i, sg := range segs {
+		parts[i] = fmt.Sprintf("from token %d: step %d, policy v%d", sg.From, sg.Step, sg.Version)
+	}
+	return fmt.Sprintf("resumed, %d segments (%s)", len(segs), strings.Join(parts, "; "))
 }
 
 // turnLines renders the trajectory turn by turn.

@@ -449,6 +449,9 @@ func (p *statusPane) render(w int) []string {
 				t.Accent.Render(sparkline(resample(g.Trace, sw), 0, 1, sw)) + t.Faint.Render(fmt.Sprintf("  %d slots, %d steps", g.Slots, g.Steps)))
 			add(strings.Repeat(" ", 20) + fmt.Sprintf("tail %s · tool stall %.1f%% · tool queue %s", fmtSecs(g.TailSeconds), 100*g.ToolStallShare, fmtSecs(g.ToolQueueSeconds)))
 		}
+		if line := partialText(d); line != "" {
+			add(strings.Repeat(" ", 20) + line)
+		}
 	}
 
 	if n := len(d.metrics); n > 0 {
@@ -561,4 +564,20 @@ func resample(values []float64, w int) []float64 {
 		out[i] = sum / float64(hi-lo)
 	}
 	return out
+}
+
+// partialText is the last step's partial rollout in one line (rollout.partial; "" without it):
+// the trajectories its rollout paused and resumed, the samples dropped as too stale, and the
+// mean staleness of the batch it trained (policy updates behind the trained weights).
+func partialText(d *runData) string {
+	n := len(d.metrics)
+	if n == 0 {
+		return ""
+	}
+	m := d.metrics[n-1].Metrics
+	p, ok := m["paused"]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("partial: %.0f paused · %.0f resumed · %.0f stale dropped · staleness %.2f", p, m["resumed"], m["stale_dropped"], m["staleness_mean"])
 }

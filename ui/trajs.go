@@ -15,7 +15,8 @@ import (
 // filterSpec is a parsed filter: space-separated terms that must all hold. Terms: correct (ok),
 // wrong, hinted, unhinted, err (a tool error), eval (a held-out evaluation's), train (a training
 // step's), dropped (an external agent's trajectory that was dropped) and !dropped, drop:KIND
-// (crashed, timeout, no_result, …), step:N or step:N-M, reward>x / reward<x (>=, <= too),
+// (crashed, timeout, no_result, …), paused (a partial rollout's trajectory paused unfinished),
+// resumed (one sampled over several steps' rollouts), step:N or step:N-M, reward>x / reward<x (>=, <= too),
 // task:TEXT; any other word must occur in the task id or the prompt.
 type filterSpec struct {
 	preds []func(*event.Trajectory) bool
@@ -48,6 +49,12 @@ func parseFilter(s string) (filterSpec, error) {
 			continue
 		case "dropped", "drop":
 			f.preds = append(f.preds, func(t *event.Trajectory) bool { return t.IsDropped() })
+			continue
+		case "paused":
+			f.preds = append(f.preds, func(t *event.Trajectory) bool { return t.Paused })
+			continue
+		case "resumed":
+			f.preds = append(f.preds, func(t *event.Trajectory) bool { return len(t.Segments) > 1 })
 			continue
 		case "!dropped", "!drop":
 			f.preds = append(f.preds, func(t *event.Trajectory) bool { return !t.IsDropped() })
@@ -455,11 +462,20 @@ var allTrajColumns = []trajColumn{
 		if t.IsDropped() {
 			return dropLabel(t.Agent.Drop)
 		}
+		if t.Paused {
+			return "paused"
+		}
 		return strconv.FormatFloat(t.Reward.Total, 'f', 3, 64)
 	}},
 	{"ok", 3, true, func(t *event.Trajectory) string {
 		if t.IsDropped() {
 			return "⊘"
+		}
+		if t.Paused {
+			return "⏸"
+		}
+		if len(t.Segments) > 1 {
+			return check(t.Correct) + "↻"
 		}
 		return check(t.Correct)
 	}},
