@@ -22,9 +22,11 @@ func (c *Controller) trainStep(step int, batch []*traj, metrics map[string]float
 			Returns: t.ret, OldValues: t.oldValues}
 	}
 	if c.ro.partial != nil {
+		t1 := time.Now()
 		if err := c.decouple(step, batch, seqs); err != nil {
 			return err
 		}
+		metrics["proximal_s"] = time.Since(t1).Seconds() // the proximal log-probs' forward pass
 	}
 	if c.onTrain != nil {
 		c.onTrain(step, batch, seqs)
