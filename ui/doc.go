@@ -19,6 +19,10 @@
 //     timeout, no-res, bad-res, no-req) in the "reward" column; its Detail starts "dropped, not
 //     trained on: REASON" and ends with "Agent's stderr"; the plain log has a line "step N
 //     dropped TASK #S: REASON".
+//     With rollout.partial a paused trajectory shows "⏸" in "ok" and "paused" in "reward", its
+//     Detail "⏸ paused unfinished"; a resumed one "✓↻" or "✗↻" and, in its Detail, "resumed, N
+//     segments (from token F: step S, policy vV; …)"; the Status pane's slot section has a line
+//     "partial: P paused · R resumed · D stale dropped · staleness X".
 //   - While a phase reports progress the header says "ETA <phase> <time>, run <time>" ("run ≥ …"
 //     before a training step is timed); an evaluation in progress shows "eval so far pass@1 …
 //     (n/N tasks)" on the strip's last row.
