@@ -114,7 +114,10 @@ func (f *runFlags) run(env Env, path string) error {
 	if err != nil {
 		return err
 	}
-	runID := fmt.Sprintf("%s-%s", r.Run.Name, time.Now().UTC().Format("20060102-150405"))
+	// The seed is in the id: seeds started in the same second, each in a store of its own (a
+	// running run holds its store's lock), would otherwise get the same id, and a comparison
+	// across their stores could not tell them apart.
+	runID := fmt.Sprintf("%s-s%d-%s", r.Run.Name, r.Run.Seed, time.Now().UTC().Format("20060102-150405"))
 	return execute(env, engine.Launch{Recipe: r, RecipePath: path, RunID: runID})
 }
 

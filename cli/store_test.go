@@ -291,4 +291,18 @@ func TestCompareSeedsCommand(t *testing.T) {
 	if _, err := runCmd(t, "compare", "--store", dbPaths[0]+","+dbPaths[1], "a1,a2", "b1,b2"); err != nil {
 		t.Errorf("a comma-separated store list: %v", err)
 	}
+	// A run id in two of the stores given is refused, not read from the first.
+	twin := filepath.Join(t.TempDir(), "twin.db")
+	st, err := store.Open(twin, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutRun(store.Run{ID: "a2"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := runCmd(t, "compare", "--store", dbPaths[0], "--store", dbPaths[1], "--store", twin, "a1,a2", "b1,b2"); err == nil ||
+		!strings.Contains(err.Error(), `run "a2" is in 2 of the stores given`) {
+		t.Errorf("a run id in two stores: %v; want it refused, naming both", err)
+	}
 }

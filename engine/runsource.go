@@ -19,12 +19,12 @@ var (
 	_ RunSource = Stores(nil)
 )
 
-// Stores reads runs from several stores, each run from the first store that has it. Runs made at
+// Stores reads runs from several stores, each run from the store that has it. Runs made at
 // the same time live in stores of their own (a running run holds its store's write lock), and a
 // comparison of seeds run side by side needs all of them.
 type Stores []*store.Store
 
-// GetRun finds id in the first store that has it.
+// GetRun finds id in the store that has it.
 func (ss Stores) GetRun(id string) (store.Run, error) {
 	st, err := ss.holding(id)
 	if err != nil {
@@ -42,19 +42,29 @@ func (ss Stores) Evals(run string) ([]store.Eval, error) {
 	return st.Evals(run)
 }
 
+// holding is the one store that has run id. A run id found in two stores is refused: runs made
+// at the same time in stores of their own can share an id (ids before the seed was in them
+// did), and reading the first would pair the wrong runs without a word.
 func (ss Stores) holding(id string) (*store.Store, error) {
-	var errs []string
+	var errs, in []string
+	var found *store.Store
 	for _, st := range ss {
 		_, err := st.GetRun(id)
-		if err == nil {
-			return st, nil
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
 		}
-		errs = append(errs, err.Error())
+		found = st
+		in = append(in, st.Path())
 	}
-	if len(errs) == 0 {
+	switch {
+	case len(in) > 1:
+		return nil, fmt.Errorf("run %q is in %d of the stores given (%s): give them to compare one at a time, or only the store of the run meant", id, len(in), strings.Join(in, ", "))
+	case found != nil:
+		return found, nil
+	case len(errs) == 0:
 		return nil, errors.New("no store given")
-	}
-	if len(errs) == 1 {
+	case len(errs) == 1:
 		return nil, errors.New(errs[0])
 	}
 	return nil, fmt.Errorf("no store has run %q: %s", id, strings.Join(errs, "; "))

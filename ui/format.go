@@ -62,12 +62,15 @@ func fmtRate(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// fmtNum formats a metric value with about four significant digits.
+// fmtNum formats a metric value with about four significant digits; a whole number (a count:
+// compiles, updates, dropped trajectories) without decimals.
 func fmtNum(v float64) string {
 	a := math.Abs(v)
 	switch {
 	case v == 0:
 		return "0"
+	case v == math.Trunc(v) && a < 1e5:
+		return fmt.Sprintf("%.0f", v)
 	case a >= 1e5 || a < 1e-3:
 		return fmt.Sprintf("%.2e", v)
 	case a >= 100:

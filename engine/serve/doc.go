@@ -61,6 +61,8 @@
 //
 // # Keys, trajectories and slots (the controller's wiring)
 //
+// The controller wires it this way for env.name external (engine/external.go):
+//
 //	srv, _ := serve.New(gen, tok, serve.Options{ModelName: "policy", MaxTotalTokens: n})
 //	base, _ := srv.Start("127.0.0.1:0")            // http://127.0.0.1:PORT/v1
 //	key := srv.Begin("task-7/3", serve.TrajectoryOptions{Seed: s, Sampling: &pol, Override: true})

@@ -17,6 +17,7 @@ var errorNameRE = regexp.MustCompile(`([A-Za-z_]*Error|Exception)\b:?\s*(.*)$`)
 const (
 	hintGuessed      = "Do not guess: compute the answer with code first, then give it."
 	hintComputedElse = "The code computed something else than the question asks: use exactly its numbers and operation in the code, then copy the printed result."
+	hintCopySlip     = "The code printed " // the start of a copying slip's hint, which names the numbers
 )
 
 // RulesHint writes the hindsight "bridge thought" for a finished trajectory from its tool
@@ -58,7 +59,7 @@ func RulesHint(s Summary) string {
 		// digits of the answer are wrong and what they should be (the trajectory's own output,
 		// not the reference answer).
 		printed := clipNumber(lastLine(s.LastOutput))
-		return fmt.Sprintf("The code printed %s but the final answer was %s: copy the printed number, %s, into \\boxed{}.", printed, clipNumber(s.Answer), printed)
+		return fmt.Sprintf(hintCopySlip+"%s but the final answer was %s: copy the printed number, %s, into \\boxed{}.", printed, clipNumber(s.Answer), printed)
 	default:
 		return "The final answer does not match the printed result: copy the number the code printed into \\boxed{}."
 	}
@@ -74,8 +75,14 @@ const maxQuotedError = 48
 // synthetic tasks' Meta["code"], such as print(5047 * 4336)), the hint names that program, so a
 // teacher that reads it knows which numbers and operation the code needed. Only the teacher reads
 // hints; the policy never sees one.
+//
+// It also corrects a copying-slip hint whose printed number is itself wrong (the task's answer
+// says so): copying it would not help, the code computed the wrong thing.
 func RulesHintFor(s Summary, t envs.Task) string {
 	h := RulesHint(s)
+	if strings.HasPrefix(h, hintCopySlip) && t.Answer != "" && !Verify(lastLine(s.LastOutput), t.Answer) {
+		h = hintComputedElse
+	}
 	code := referenceLine(t)
 	if code == "" || h == "" {
 		return h

@@ -202,9 +202,27 @@ func TestStarlark(t *testing.T) {
 	}
 }
 
-func needPython(t *testing.T) *Python {
+// The tests' time limits for one execution. Code that must be stopped (an infinite loop, a fork
+// bomb) gets hostileTimeout, so the test ends soon; code that must finish, or be stopped by
+// another limit, gets finishTimeout, which only a hung sandbox reaches: on a loaded machine an
+// interpreter that printed its result can take seconds to exit, and a 3-second limit then turned
+// a finished execution into a timeout (seen at a load average of 25).
+const (
+	hostileTimeout = 3 * time.Second
+	finishTimeout  = 2 * time.Minute
+)
+
+// timeoutFor is the limit for code expected to end with one of statuses.
+func timeoutFor(statuses []Status) time.Duration {
+	if slices.Contains(statuses, StatusTimeout) {
+		return hostileTimeout
+	}
+	return finishTimeout
+}
+
+func needPython(t *testing.T, timeout time.Duration) *Python {
 	t.Helper()
-	p, err := NewPython(Limits{Timeout: 3 * time.Second, MaxMemoryMB: 256, MaxProcs: 32, MaxFileMB: 8, MaxOutputBytes: 2048}, false)
+	p, err := NewPython(Limits{Timeout: timeout, MaxMemoryMB: 256, MaxProcs: 32, MaxFileMB: 8, MaxOutputBytes: 2048}, false)
 	if err != nil {
 		t.Skipf("python3 is absent (CI installs it): %v", err)
 	}
@@ -214,7 +232,8 @@ func needPython(t *testing.T) *Python {
 // TestPythonHostileCode runs each kind of hostile code for real under small limits: each must end
 // with a clear result, the run goes on, and no process is left behind.
 func TestPythonHostileCode(t *testing.T) {
-	p := needPython(t)
+	p := needPython(t, finishTimeout)
+	quick := needPython(t, hostileTimeout)
 	t.Logf("isolation: %s", p.Isolation())
 	t.Setenv("AGENTRL_TEST_SECRET", "hunter2")
 	marker := fmt.Sprintf("agentrl-orphan-%d", time.Now().UnixNano())
@@ -236,7 +255,11 @@ func TestPythonHostileCode(t *testing.T) {
 		{"environment secrets", "import os\nprint(os.environ.get('AGENTRL_TEST_SECRET'), sorted(os.environ))", []Status{StatusOK}, "None"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := run(t, p, tc.code)
+			ex := p
+			if timeoutFor(tc.statuses) == hostileTimeout {
+				ex = quick
+			}
+			r := run(t, ex, tc.code)
 			if !slices.Contains(tc.statuses, r.Status) || !strings.Contains(r.Output, tc.output) {
 				t.Errorf("got %s %q (%s); want one of %v with %q", r.Status, trunc(r.Output), r.Detail, tc.statuses, tc.output)
 			}
@@ -249,7 +272,7 @@ func TestPythonHostileCode(t *testing.T) {
 			if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
 				t.Errorf("a process outlived the call: pid %s", out)
 			}
-			if p.root && uidsBusy(p) {
+			if ex.root && uidsBusy(ex) {
 				t.Error("a sandbox uid still has processes")
 			}
 		})
@@ -279,7 +302,7 @@ func trunc(s string) string {
 }
 
 func TestPythonPersistent(t *testing.T) {
-	needPython(t)
+	needPython(t, finishTimeout)
 	p, err := NewPython(Limits{Timeout: 2 * time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +333,7 @@ func TestPythonPersistent(t *testing.T) {
 // TestPythonPersistentHostile: in a persistent session a process the call started does not
 // outlive the call, and a fork bomb ends in a restart with nothing left behind.
 func TestPythonPersistentHostile(t *testing.T) {
-	needPython(t)
+	needPython(t, finishTimeout)
 	p, err := NewPython(Limits{Timeout: 2 * time.Second, MaxMemoryMB: 256, MaxProcs: 32}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +366,7 @@ func TestPythonPersistentHostile(t *testing.T) {
 // TestPythonSandboxesBusy: as root, a call that finds every sandbox uid taken waits for its
 // context and says so.
 func TestPythonSandboxesBusy(t *testing.T) {
-	p := needPython(t)
+	p := needPython(t, finishTimeout)
 	if !p.root {
 		t.Skip("sandbox uids exist only as root")
 	}
@@ -868,6 +891,11 @@ func TestRulesHintFor(t *testing.T) {
 		{"guessed", guessed, oneLine, "Do not guess: run print(5047 * 4336) first, then give the printed result."},
 		{"computed else", computedElse, oneLine, "The code computed something else than the question asks: run print(5047 * 4336), then copy the printed result."},
 		{"wrong copy keeps its numbers", wrongCopy, oneLine, RulesHint(wrongCopy)},
+		{"wrong copy of a wrong result", Summary{ToolCalls: 1, Answered: true, Answer: "6107020", LastOutput: "6120000"}, oneLine,
+			"The code computed something else than the question asks: run print(5047 * 4336), then copy the printed result."},
+		{"wrong copy of a wrong result, no program", Summary{ToolCalls: 1, Answered: true, Answer: "6107020", LastOutput: "6120000"},
+			envs.Task{Prompt: "?", Answer: "21883792"}, hintComputedElse},
+		{"wrong copy, no answer known", wrongCopy, envs.Task{Prompt: "?"}, RulesHint(wrongCopy)},
 		{"correct needs none", Summary{ToolCalls: 1, Answered: true, Correct: true}, oneLine, ""},
 		{"guessed, program of several lines", guessed, loop, RulesHint(guessed)},
 		{"computed else, program too long", computedElse, long, RulesHint(computedElse)},

@@ -26,12 +26,12 @@ const asNobody = "AGENTRL_TEST_AS_NOBODY"
 // needStrict returns a python executor under strict isolation. Where the machine refuses the
 // isolation the test is skipped with the refusal, except in the run as nobody, which exists to
 // test it.
-func needStrict(t *testing.T, persistent bool) *Python {
+func needStrict(t *testing.T, persistent bool, timeout time.Duration) *Python {
 	t.Helper()
 	if _, err := (Sandbox{}).interpreter(); err != nil {
 		t.Skipf("python3 is absent (CI installs it): %v", err)
 	}
-	p, err := NewPythonSandbox(Limits{Timeout: 3 * time.Second, MaxMemoryMB: 256, MaxProcs: 32, MaxFileMB: 8, MaxOutputBytes: 2048}, persistent, Sandbox{})
+	p, err := NewPythonSandbox(Limits{Timeout: timeout, MaxMemoryMB: 256, MaxProcs: 32, MaxFileMB: 8, MaxOutputBytes: 2048}, persistent, Sandbox{})
 	if err != nil {
 		if os.Getenv(asNobody) != "" {
 			t.Fatal(err)
@@ -70,7 +70,8 @@ func tmpEntries() map[string]bool {
 // user: each is refused or contained with a clear status, the next execution still works, and
 // nothing is left in /tmp or the process table. TestSandboxAsNobody runs it again as uid 65534.
 func TestSandboxBadInput(t *testing.T) {
-	p := needStrict(t, false)
+	p := needStrict(t, false, finishTimeout)
+	quick := needStrict(t, false, hostileTimeout)
 	t.Logf("uid %d, isolation: %s", os.Getuid(), p.Isolation())
 	nsBefore, tmpBefore := pidNamespaces(), tmpEntries()
 
@@ -145,7 +146,11 @@ func TestSandboxBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := run(t, p, c.code)
+			ex := p
+			if timeoutFor(c.statuses) == hostileTimeout {
+				ex = quick
+			}
+			r := run(t, ex, c.code)
 			if !slices.Contains(c.statuses, r.Status) || !strings.Contains(r.Output, c.want) {
 				t.Errorf("got %s %q (%s); want one of %v with %q", r.Status, trunc(r.Output), r.Detail, c.statuses, c.want)
 			}
@@ -190,7 +195,7 @@ func TestSandboxBadInput(t *testing.T) {
 // TestSandboxNothingPersists: a persistent session keeps its variables and files within its
 // trajectory; another session, alive at the same time or later, sees none of them.
 func TestSandboxNothingPersists(t *testing.T) {
-	p := needStrict(t, true)
+	p := needStrict(t, true, finishTimeout)
 	ctx := context.Background()
 	a, _ := p.NewSession()
 	defer a.Close()
@@ -212,7 +217,7 @@ func TestSandboxNothingPersists(t *testing.T) {
 // TestSandboxModules: numpy and sympy import when the interpreter has them; an installed
 // package the sandbox does not allow does not.
 func TestSandboxModules(t *testing.T) {
-	p := needStrict(t, false)
+	p := needStrict(t, false, finishTimeout)
 	ok, missing := p.Modules()
 	t.Logf("modules ok %v, missing %v", ok, missing)
 	if slices.Contains(ok, "numpy") {
