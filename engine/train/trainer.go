@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -689,20 +690,30 @@ func (tr *Trainer) LogProbsWith(p *model.Params, b *Batch) ([][]float32, error) 
 
 // SequenceLogProbs scores token sequences teacher-forced under p (nil: the policy): entry t of
 // each result is log p(seq[t] | seq[:t]), aligned token for token with the input (entry 0 is 0).
-// Sequences run Config.MicroBatch at a time (all at once when 0).
+// Sequences run Config.MicroBatch at a time (all at once when 0), longest first like the
+// update's micro-batches, so that each micro-batch pads to the length bucket of sequences of
+// about its own length rather than to the longest of the call.
 func (tr *Trainer) SequenceLogProbs(p *model.Params, seqs [][]int32) ([][]float32, error) {
 	rows := tr.cfg.MicroBatch
 	if rows == 0 {
 		rows = len(seqs)
 	}
+	order := make([]int, len(seqs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(seqs[order[a]]) > len(seqs[order[b]]) })
 	out := make([][]float32, len(seqs))
 	for start := 0; start < len(seqs); start += rows {
-		part := seqs[start:min(start+rows, len(seqs))]
-		ss := make([]Sequence, len(part))
-		for i, s := range part {
+		idx := order[start:min(start+rows, len(seqs))]
+		part := make([][]int32, len(idx))
+		ss := make([]Sequence, len(idx))
+		for i, k := range idx {
+			s := seqs[k]
+			part[i] = s
 			for p, tok := range s {
 				if tok < 0 || int(tok) >= tr.m.Config.VocabSize {
-					return nil, fmt.Errorf("train: sequence %d, token %d: id %d is outside the vocabulary [0, %d)", start+i, p, tok, tr.m.Config.VocabSize)
+					return nil, fmt.Errorf("train: sequence %d, token %d: id %d is outside the vocabulary [0, %d)", k, p, tok, tr.m.Config.VocabSize)
 				}
 			}
 			n := len(s)
@@ -710,7 +721,7 @@ func (tr *Trainer) SequenceLogProbs(p *model.Params, seqs [][]int32) ([][]float3
 		}
 		b, err := packRows(ss, rows, 0)
 		if err != nil {
-			return nil, fmt.Errorf("train: scoring sequences %d..%d: %w", start, start+len(part)-1, err)
+			return nil, fmt.Errorf("train: scoring sequences %v: %w", idx, err)
 		}
 		lp, err := tr.LogProbsWith(p, b)
 		if err != nil {
@@ -719,7 +730,7 @@ func (tr *Trainer) SequenceLogProbs(p *model.Params, seqs [][]int32) ([][]float3
 		for i, s := range part {
 			row := make([]float32, len(s))
 			copy(row[1:], lp[i][:len(s)-1])
-			out[start+i] = row
+			out[idx[i]] = row
 		}
 	}
 	return out, nil

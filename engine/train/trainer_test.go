@@ -224,3 +224,42 @@ func TestPackAndLR(t *testing.T) {
 		}
 	}
 }
+
+// TestSequenceLogProbsOrder: scored two at a time, longest first (so short sequences are not
+// padded to the longest of the call), sequences of mixed lengths get the log-probs each gets
+// scored alone, back in the order given.
+func TestSequenceLogProbsOrder(t *testing.T) {
+	m := tinyModel(t, 31)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var seqs [][]int32
+	for _, n := range []int{3, 40, 7, 70, 12} { // buckets differ: 3 micro-batches of 2, 2, 1
+		seq, _ := sample(t, m, rng, []int32{1, 2}, n)
+		seqs = append(seqs, seq)
+	}
+	pairs, err := New(m, Config{MicroBatch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pairs.SequenceLogProbs(nil, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := New(m, Config{MicroBatch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range seqs {
+		want, err := one.SequenceLogProbs(nil, [][]int32{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got[i]) != len(s) {
+			t.Fatalf("sequence %d: %d log-probs for %d tokens", i, len(got[i]), len(s))
+		}
+		for p := range s {
+			if d := math.Abs(float64(got[i][p] - want[0][p])); d > 1e-5 {
+				t.Fatalf("sequence %d (length %d), token %d: %v scored in pairs, %v alone", i, len(s), p, got[i][p], want[0][p])
+			}
+		}
+	}
+}
