@@ -70,13 +70,14 @@ type Controller struct {
 	offload    bool // AdamW moments wait in host memory during rollout
 	masterHost bool // the float32 master weights wait in host memory during rollout and the reference forward
 	judge      *selfJudge
-	ext        *agentEnv        // env.name external: the endpoint and the agent runner (external.go); nil for retool
-	hinter     retool.Hinter    // nil: no hints
-	probe      hintProbe        // the step's hint-usefulness probe (reference phase)
-	scorer     retool.Scorer    // nil: no process reward
-	ro         *rolloutPhase    // the generation phases: trajectories, tickets, tools
-	rec        *record.Recorder // what the store keeps of the events emitted (nil: no store)
-	part       partialStep      // the step's partial rollout (rollout.partial), for its metrics and events
+	ext        *agentEnv             // env.name external: the endpoint and the agent runner (external.go); nil for retool
+	hinter     retool.Hinter         // nil: no hints
+	probe      hintProbe             // the step's hint-usefulness probe (reference phase)
+	demos      map[string]*demoScore // each task's reference demonstration as the hint probe scores it
+	scorer     retool.Scorer         // nil: no process reward
+	ro         *rolloutPhase         // the generation phases: trajectories, tickets, tools
+	rec        *record.Recorder      // what the store keeps of the events emitted (nil: no store)
+	part       partialStep           // the step's partial rollout (rollout.partial), for its metrics and events
 	train      []envs.Task
 	heldout    []envs.Task
 	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them

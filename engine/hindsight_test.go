@@ -133,11 +133,80 @@ func TestRunHintsWhole(t *testing.T) {
 	if !ok || math.IsNaN(gain) {
 		t.Fatalf("no hint_gain in %v", metrics)
 	}
+	if metrics["hint_lift_demo_probed"] < 1 || math.IsNaN(metrics["hint_lift_demo"]) {
+		t.Errorf("hint_lift_demo %v over %v demonstrations; want it measured (every task has a reference program)",
+			metrics["hint_lift_demo"], metrics["hint_lift_demo_probed"])
+	}
+	checkDemonstrations(t, c)
 	probe := gain
 	if lift, ok := metrics["hint_lift"]; ok {
 		probe = lift
 	}
 	if want := map[bool]int{true: 1, false: 0}[probe <= 0]; alarms != want {
 		t.Errorf("probe %+.4f: %d hint_useless alarms, want %d", probe, alarms, want)
+	}
+}
+
+// checkDemonstrations: each demonstration the probe scored reads, after its task's prompt, as the
+// chat template renders the conversation (the reference program's turn, the interpreter's
+// output, the boxed answer), and its own tokens are the assistant turns.
+func checkDemonstrations(t *testing.T, c *Controller) {
+	t.Helper()
+	byID := map[string]envs.Task{}
+	for _, task := range c.train {
+		byID[task.ID] = task
+	}
+	n := 0
+	for id, d := range c.demos {
+		if d == nil {
+			continue
+		}
+		n++
+		task := byID[id]
+		sess, err := c.ro.exec.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := retool.Demonstration(context.Background(), task, retool.DemoTool, sess, c.r.Env.Observation.Format)
+		sess.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		chat := []tokenizer.Message{{Role: "system", Content: retool.SystemFor(c.r.Env.Observation.Format)}, {Role: "user", Content: task.Prompt}}
+		var own string
+		for _, m := range msgs {
+			chat = append(chat, tokenizer.Message{Role: m.Role, Content: m.Content})
+			if m.Role == "assistant" {
+				own += m.Content + "<|im_end|>"
+			}
+		}
+		prompt, err := c.prompt(task, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Up to the last turn as the template renders it with the generation prompt (as the
+		// rollout's token-drift probe checks a trajectory), then the answer closed by <|im_end|>
+		// (the template would put an empty <think> block before a final turn; rollouts have none).
+		upToLast, err := tokenizer.RenderChat(chat[:len(chat)-1], nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := upToLast + chat[len(chat)-1].Content + "<|im_end|>"
+		got := c.o.Tokenizer.Decode(append(append([]int32{}, prompt...), d.response...), false)
+		if got != whole {
+			t.Errorf("task %s: the probe's demonstration reads\n%q\nthe chat template renders\n%q", id, got, whole)
+		}
+		var policy []int32
+		for j, p := range d.policy {
+			if p {
+				policy = append(policy, d.response[j])
+			}
+		}
+		if got := c.o.Tokenizer.Decode(policy, false); got != own {
+			t.Errorf("task %s: the demonstration's own tokens read %q, want the assistant turns %q", id, got, own)
+		}
+	}
+	if n == 0 {
+		t.Error("no demonstration scored")
 	}
 }

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 
 	"agentrl/engine/event"
+	"agentrl/envs/retool"
 )
 
 // maxLiftProbes bounds the hinted trajectories whose hint lift is measured per step: each costs
@@ -14,6 +16,22 @@ const maxLiftProbes = 8
 type hintProbe struct {
 	lift   float64 // mean over probed trajectories of the hint's lift of a correct continuation
 	probed int     // trajectories with a correct sibling whose lift was measured
+	// The same lift on the task's reference demonstration (its reference program run through
+	// the tool, then the answer boxed): a correct continuation that does not move with the
+	// policy, so it says whether the teacher can read the hint apart from where RL has taken the
+	// policy's samples.
+	demoLift   float64
+	demoProbed int
+}
+
+// demoScore is a task's reference demonstration as the probe scores it: its tokens after the
+// unhinted prompt, which of them are the demonstration's own (assistant) tokens, and the
+// reference model's log-prob of each of those without a hint (the reference is frozen, so
+// this is computed once per task).
+type demoScore struct {
+	response []int32
+	policy   []bool
+	without  []float32
 }
 
 // measureHintLift asks, for up to maxLiftProbes hinted trajectories that have a correct sibling
@@ -74,7 +92,113 @@ func (c *Controller) measureHintLift(batch []*traj) (hintProbe, error) {
 	if p.probed > 0 {
 		p.lift /= float64(p.probed)
 	}
+	for _, t := range batch {
+		if p.demoProbed == maxLiftProbes {
+			break
+		}
+		if c.stopping() {
+			return p, errStop
+		}
+		if t.hint == "" || t.summary.Correct || t.ext != nil || t.task.Meta["code"] == "" {
+			continue
+		}
+		lift, ok, err := c.demoLift(t)
+		if err != nil {
+			return p, err
+		}
+		if ok {
+			p.demoLift += lift
+			p.demoProbed++
+		}
+	}
+	if p.demoProbed > 0 {
+		p.demoLift /= float64(p.demoProbed)
+	}
 	return p, nil
+}
+
+// demoLift is the hint's lift of t's task's reference demonstration: the mean over the
+// demonstration's own tokens of log p_ref(token | prompt + t.hint) − log p_ref(token | prompt).
+// ok is false where the task has no demonstration.
+func (c *Controller) demoLift(t *traj) (lift float64, ok bool, err error) {
+	d, err := c.demonstration(t)
+	if err != nil || d == nil {
+		return 0, false, err
+	}
+	tp, err := c.prompt(t.task, t.hint)
+	if err != nil {
+		return 0, false, err
+	}
+	s, err := c.o.Reference.Score([][]int32{append(append([]int32{}, tp...), d.response...)})
+	if err != nil {
+		return 0, false, err
+	}
+	var sum float64
+	var n int
+	for j, pol := range d.policy {
+		if pol {
+			sum += float64(s.NextLogProbs[0][len(tp)+j-1] - d.without[j])
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false, nil
+	}
+	return sum / float64(n), true, nil
+}
+
+// demonstration returns t's task's reference demonstration, tokenised the way a rollout lays
+// out a trajectory (assistant turns closed by <|im_end|>, observations as the controller renders
+// them) and scored without a hint; nil when the reference code does not give the answer. It is
+// built and scored once per task.
+func (c *Controller) demonstration(t *traj) (*demoScore, error) {
+	if d, ok := c.demos[t.task.ID]; ok {
+		return d, nil
+	}
+	if c.demos == nil {
+		c.demos = map[string]*demoScore{}
+	}
+	format := c.r.Env.Observation.Format
+	sess, err := c.ro.exec.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := retool.Demonstration(context.Background(), t.task, retool.DemoTool, sess, format)
+	sess.Close()
+	if err != nil { // a task whose program does not print its answer has no demonstration to probe with
+		c.demos[t.task.ID] = nil
+		return nil, nil
+	}
+	prompt, err := c.prompt(t.task, "")
+	if err != nil {
+		return nil, err
+	}
+	d := &demoScore{}
+	for _, m := range msgs {
+		text, pol := m.Content+"<|im_end|>", true
+		if m.Role != "assistant" {
+			body := m.Content
+			if format == retool.FormatToolResponse {
+				body = "<tool_response>\n" + body + "\n</tool_response>"
+			}
+			text, pol = "\n<|im_start|>user\n"+body+"<|im_end|>\n<|im_start|>assistant\n", false
+		}
+		ids := c.o.Tokenizer.Encode(text)
+		d.response = append(d.response, ids...)
+		for range ids {
+			d.policy = append(d.policy, pol)
+		}
+	}
+	s, err := c.o.Reference.Score([][]int32{append(append([]int32{}, prompt...), d.response...)})
+	if err != nil {
+		return nil, err
+	}
+	d.without = make([]float32, len(d.response))
+	for j := range d.response {
+		d.without[j] = s.NextLogProbs[0][len(prompt)+j-1]
+	}
+	c.demos[t.task.ID] = d
+	return d, nil
 }
 
 // responseLogProbs scores u's response after u's task prompt rendered with hint ("" for none):
@@ -136,6 +260,9 @@ func (c *Controller) hintMetrics(step int, batch []*traj, metrics map[string]flo
 	}
 	metrics["hint_gain"] = gain / float64(hinted)
 	probe, what := metrics["hint_gain"], "hint_gain, teacher − student log-prob on hinted responses"
+	if c.probe.demoProbed > 0 {
+		metrics["hint_lift_demo"], metrics["hint_lift_demo_probed"] = c.probe.demoLift, float64(c.probe.demoProbed)
+	}
 	if c.probe.probed > 0 {
 		metrics["hint_lift"], metrics["hint_lift_probed"] = c.probe.lift, float64(c.probe.probed)
 		probe, what = c.probe.lift, "hint_lift, the hint's effect on the reference's log-prob of a correct sample"

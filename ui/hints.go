@@ -154,14 +154,17 @@ func (p *hintsPane) View() string {
 }
 
 // probeText is a step's hint-usefulness probe for its row: the hint's lift of a correct
-// continuation where one was measured, else teacher − student on the hinted responses; "" when the
-// step has neither.
+// sample where one was measured, else teacher − student on the hinted responses, then the lift
+// of the tasks' reference demonstrations ("demo"); "" when the step has none of them.
 func probeText(m map[string]float64) string {
+	var s string
 	if v, ok := m["hint_lift"]; ok {
-		return fmt.Sprintf("  lift %+.3f", v)
+		s = fmt.Sprintf("  lift %+.3f", v)
+	} else if v, ok := m["hint_gain"]; ok {
+		s = fmt.Sprintf("  teacher−student %+.3f", v)
 	}
-	if v, ok := m["hint_gain"]; ok {
-		return fmt.Sprintf("  teacher−student %+.3f", v)
+	if v, ok := m["hint_lift_demo"]; ok {
+		s += fmt.Sprintf("  demo %+.3f", v)
 	}
-	return ""
+	return s
 }
