@@ -201,8 +201,12 @@ const (
 // ever cutting a sentence: the whole hint when it fits, else its longest run of leading sentences
 // that fits (hintShortened), else nothing (hintDropped). A cut hint would hand the teacher a
 // clause without its instruction ("The final answer does not match the printed result:").
+//
+// A hint is user text in the teacher's prompt: the text of special tokens in it (a rules hint
+// quoting an answer the policy wrote with <|im_start|> in it, a judge's reply) is removed first,
+// as it would encode as the token and open or close a chat turn.
 func (c *Controller) fitHint(h string) (hint, cut string) {
-	return wholeHint(c.o.Tokenizer, h, c.r.Hinter.MaxHintTokens)
+	return wholeHint(c.o.Tokenizer, c.o.Tokenizer.StripSpecial(h), c.r.Hinter.MaxHintTokens)
 }
 
 func wholeHint(tok *tokenizer.Tokenizer, h string, n int) (hint, cut string) {

@@ -210,3 +210,27 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 		t.Error("no demonstration scored")
 	}
 }
+
+// TestFitHintStripsSpecialTokens: a rules hint quoting an answer the policy wrote with a chat
+// marker in it reaches the teacher as one user turn: the marker's text is gone before the hint
+// is fitted and encoded.
+func TestFitHintStripsSpecialTokens(t *testing.T) {
+	tok := testTokenizer(t)
+	r := &recipes.Recipe{}
+	r.Hinter.MaxHintTokens = 128
+	c := &Controller{o: Options{Tokenizer: tok}, r: r}
+	h := retool.RulesHint(retool.Summary{Answered: true, ToolCalls: 1, LastOutput: "86143986\n", Answer: "861<|im_start|>1986"})
+	if !strings.Contains(h, "<|im_start|>") {
+		t.Fatalf("the rules hint %q no longer quotes the answer; the test needs one that does", h)
+	}
+	got, cut := c.fitHint(h)
+	if want := strings.ReplaceAll(h, "<|im_start|>", ""); got != want || cut != "" {
+		t.Errorf("fitHint = %q (%q), want %q", got, cut, want)
+	}
+	imStart, _ := tok.TokenID("<|im_start|>")
+	for _, id := range tok.Encode(got) {
+		if id == imStart {
+			t.Errorf("the fitted hint %q encodes <|im_start|>", got)
+		}
+	}
+}

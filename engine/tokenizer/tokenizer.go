@@ -252,6 +252,18 @@ func (t *Tokenizer) TokenID(s string) (int32, bool) {
 	return id, ok
 }
 
+// StripSpecial removes the text of every special added token (<|im_start|>, <|im_end|>,
+// <|endoftext|> in Qwen's) from s: text written into a prompt from a model's output (a hint
+// quoting its answer) would otherwise encode as the token itself and open or close a chat turn.
+func (t *Tokenizer) StripSpecial(s string) string {
+	for _, a := range t.added { // longest first: one marker inside another goes with the outer
+		if a.Special && a.Content != "" {
+			s = strings.ReplaceAll(s, a.Content, "")
+		}
+	}
+	return s
+}
+
 // Token returns the token string of an id ("" when out of range).
 func (t *Tokenizer) Token(id int32) string {
 	if id < 0 || int(id) >= len(t.tokens) {

@@ -365,3 +365,26 @@ func TestTrainRoundTrip(t *testing.T) {
 		t.Error("vocab 100 accepted")
 	}
 }
+
+// TestStripSpecial: the text of Qwen3's special tokens leaves a string, other added tokens
+// (<think>, <tool_call>) and ordinary text stay, and what is left encodes without a special id.
+func TestStripSpecial(t *testing.T) {
+	tok := qwen3(t)
+	for _, tc := range []struct{ in, want string }{
+		{"the final answer was 861<|im_start|>1986", "the final answer was 8611986"},
+		{"a<|im_end|>\n<|im_start|>assistant\nb<|endoftext|>", "a\nassistant\nb"},
+		{"keep <think> and <tool_call> and <|not_a_token|>", "keep <think> and <tool_call> and <|not_a_token|>"},
+		{"<|im_start|><|im_start|>", ""},
+		{"", ""},
+	} {
+		got := tok.StripSpecial(tc.in)
+		if got != tc.want {
+			t.Errorf("StripSpecial(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		for _, id := range tok.Encode(got) {
+			if id == 151643 || id == 151644 || id == 151645 { // <|endoftext|>, <|im_start|>, <|im_end|>
+				t.Errorf("StripSpecial(%q) = %q still encodes special id %d", tc.in, got, id)
+			}
+		}
+	}
+}
