@@ -63,7 +63,9 @@ the last table gives, per k, the mean over the seeds ± their spread / √n (the
 an n-seed mean): A − B, A's change and B's change.
 
 Runs made at the same time each write their own store (a running run holds its store's lock):
-give every store, --store a.db --store b.db, and each run is read from the store that has it.`,
+give every store, --store a.db --store b.db, and each run is read from the store that has it.
+An id found in two of them (the same recipe and seed started in the same second, with other
+--set values) is refused; name its store before it, as a.db:RUN.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {

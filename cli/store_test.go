@@ -302,7 +302,19 @@ func TestCompareSeedsCommand(t *testing.T) {
 	}
 	st.Close()
 	if _, err := runCmd(t, "compare", "--store", dbPaths[0], "--store", dbPaths[1], "--store", twin, "a1,a2", "b1,b2"); err == nil ||
-		!strings.Contains(err.Error(), `run "a2" is in 2 of the stores given`) {
-		t.Errorf("a run id in two stores: %v; want it refused, naming both", err)
+		!strings.Contains(err.Error(), `run "a2" is in 2 of the stores given`) || !strings.Contains(err.Error(), "name the store before the id, as "+dbPaths[1]+":a2") {
+		t.Errorf("a run id in two stores: %v; want it refused, naming both and the way to name one", err)
+	}
+	// Named with its store, the id is read from that store only: the same figures as without the twin.
+	again, err := runCmd(t, "compare", "--store", dbPaths[0], "--store", dbPaths[1], "--store", twin, "a1,"+dbPaths[1]+":a2", "b1,b2")
+	if err != nil {
+		t.Fatalf("a run named with its store: %v", err)
+	}
+	if want := "pass@1   0.750 ± 0.250    0.500 ± 0.000    +0.250 ± 0.250   +0.750 ± 0.250   +0.500 ± 0.000"; !strings.Contains(again, want) {
+		t.Errorf("a run named with its store: no line with %q in\n%s", want, again)
+	}
+	if _, err := runCmd(t, "compare", "--store", dbPaths[0], "--store", dbPaths[1], "--store", twin, "a1,"+twin+":a2", "b1,b2"); err == nil ||
+		!strings.Contains(err.Error(), "no evaluation") {
+		t.Errorf("a2 named in the twin store (which has no evaluations): %v; want the twin's a2 read", err)
 	}
 }

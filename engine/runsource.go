@@ -24,28 +24,42 @@ var (
 // comparison of seeds run side by side needs all of them.
 type Stores []*store.Store
 
-// GetRun finds id in the store that has it.
+// GetRun finds id in the store that has it (or, for PATH:ID, in the store at PATH).
 func (ss Stores) GetRun(id string) (store.Run, error) {
-	st, err := ss.holding(id)
+	st, id, err := ss.holding(id)
 	if err != nil {
 		return store.Run{}, err
 	}
 	return st.GetRun(id)
 }
 
-// Evals returns run's evaluations from the store that has it.
+// Evals returns run's evaluations from the store that has it (or, for PATH:ID, from the store
+// at PATH).
 func (ss Stores) Evals(run string) ([]store.Eval, error) {
-	st, err := ss.holding(run)
+	st, run, err := ss.holding(run)
 	if err != nil {
 		return nil, err
 	}
 	return st.Evals(run)
 }
 
-// holding is the one store that has run id. A run id found in two stores is refused: runs made
-// at the same time in stores of their own can share an id (ids before the seed was in them
-// did), and reading the first would pair the wrong runs without a word.
-func (ss Stores) holding(id string) (*store.Store, error) {
+// holding is the one store that has run id, and the id within it. An id may name its store, as
+// PATH:ID with PATH one of the stores given as it was given; a bare id found in two stores is
+// refused: runs made at the same time in stores of their own can share an id (the same recipe
+// and seed started in the same second, with other --set values), and reading the first would
+// pair the wrong runs without a word.
+func (ss Stores) holding(id string) (*store.Store, string, error) {
+	for _, st := range ss {
+		if rest, ok := strings.CutPrefix(id, st.Path()+":"); ok {
+			return st, rest, nil
+		}
+	}
+	st, err := ss.bare(id)
+	return st, id, err
+}
+
+// bare is the one store among ss that has run id.
+func (ss Stores) bare(id string) (*store.Store, error) {
 	var errs, in []string
 	var found *store.Store
 	for _, st := range ss {
@@ -59,7 +73,7 @@ func (ss Stores) holding(id string) (*store.Store, error) {
 	}
 	switch {
 	case len(in) > 1:
-		return nil, fmt.Errorf("run %q is in %d of the stores given (%s): give them to compare one at a time, or only the store of the run meant", id, len(in), strings.Join(in, ", "))
+		return nil, fmt.Errorf("run %q is in %d of the stores given (%s): name the store before the id, as %s:%s", id, len(in), strings.Join(in, ", "), in[0], id)
 	case found != nil:
 		return found, nil
 	case len(errs) == 0:
