@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"agentrl/engine/device"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -10,6 +9,10 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"agentrl/engine"
+	"agentrl/engine/device"
+	"agentrl/envs/retool"
 )
 
 // TestEveryCommandHelp runs `COMMAND --help` for every command in the tree: each prints its own
@@ -138,5 +141,33 @@ func TestRunFlagsOverrides(t *testing.T) {
 	f = runFlags{set: []string{"train.lr"}}
 	if _, err := f.overrides(); err == nil || !strings.Contains(err.Error(), `--set "train.lr": want section.field=value`) {
 		t.Errorf("--set train.lr: %v; want an error naming it", err)
+	}
+}
+
+// TestSFTProbe: sft probe prints a row per kind of rules hint for the built-in model, and names
+// what is missing or wrong in its flags.
+func TestSFTProbe(t *testing.T) {
+	model := filepath.Join("..", engine.BuiltinSourceDir)
+	recipe := filepath.Join("..", "recipes", "retool.yaml")
+	out, err := runCmd(t, "sft", "probe", "--model", model, "--recipe", recipe, "--tasks", "2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, flaw := range retool.Flaws {
+		if !strings.Contains(out, "\n"+flaw+" ") {
+			t.Errorf("no row for %s in\n%s", flaw, out)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sft", "probe", "--recipe", recipe}, "--model DIR is required"},
+		{[]string{"sft", "probe", "--model", model, "--recipe", recipe, "--tasks", "0"}, "--tasks 0: give at least 1"},
+		{[]string{"sft", "probe", "--model", filepath.Join(t.TempDir(), "none"), "--recipe", recipe}, "none"},
+	} {
+		if _, err := runCmd(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want an error with %q", tc.args, err, tc.want)
+		}
 	}
 }

@@ -11,8 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gomlx/compute/dtypes"
+
 	"agentrl/engine"
 	"agentrl/engine/tokenizer"
+	"agentrl/envs/retool"
 	"agentrl/recipes"
 )
 
@@ -65,6 +68,74 @@ this way).`,
 	fl.Float64Var(&o.HintShare, "hint-share", 0, "share of demonstrations with a bridge thought in the prompt (the rules hint for a flawed attempt, then the fix); 0: none")
 	fl.StringVar(&o.Init, "init", "", "continue from this HF folder's model and tokenizer (keeps the vocabulary) instead of training both from scratch")
 	fl.Uint64Var(&seed, "seed", 1, "seed")
+	cmd.AddCommand(hintProbeCommand(env))
+	return cmd
+}
+
+// hintProbeCommand measures, per kind of rules hint, how much the hint raises a model's log-prob
+// of the tasks' reference demonstrations: whether the model, as a Hybrid run's teacher, can use
+// that kind of hint.
+func hintProbeCommand(env Env) *cobra.Command {
+	var bf backendFlags
+	var recipe, dir string
+	var tasks int
+	var seed uint64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "probe --model DIR [--recipe RECIPE] [--tasks N] [--json]",
+		Short: "per kind of rules hint, its lift of the reference demonstrations' log-prob with the model as teacher",
+		Long: `For each flaw the rules hinter writes a hint for (a copying slip, code that computed something
+else, a guess, a name error, no answer, bad format, a timeout), writes that hint for each of the
+recipe's first N training tasks and prints the mean per-token change of the model's log-prob of the
+task's reference demonstration (its program through the tool, the answer boxed) when the hint
+stands before the problem: a Hybrid run's hint_lift_demo, kind by kind, without a run. Above zero,
+the model as teacher makes a correct continuation more likely with the hint than without.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return errors.New("sft probe: --model DIR is required (a HuggingFace folder, such as testdata/builtin)")
+			}
+			if tasks < 1 {
+				return fmt.Errorf("sft probe: --tasks %d: give at least 1", tasks)
+			}
+			r, err := recipes.Load(recipe, recipes.Options{})
+			if err != nil {
+				return err
+			}
+			tok, err := tokenizer.Load(dir)
+			if err != nil {
+				return err
+			}
+			m, err := bf.loadModel(env.Stderr, dir, dtypes.Float32)
+			if err != nil {
+				return err
+			}
+			syn := retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}
+			train, _, err := syn.Split(tasks, 0)
+			if err != nil {
+				return fmt.Errorf("sft probe: %s: env.tasks: %w", recipe, err)
+			}
+			rows, err := engine.ProbeHintKinds(cmd.Context(), m, tok, train, &retool.Starlark{}, seed)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(env.Stdout, rows)
+			}
+			fmt.Fprintf(env.Stdout, "%s as teacher, %d tasks of %s (levels %v): hint's lift of the reference demonstration, per token\n\n", dir, len(train), recipe, syn.Levels)
+			for _, row := range rows {
+				fmt.Fprintf(env.Stdout, "%-14s %+.3f   e.g. %s\n", row.Flaw, row.Lift, row.Example)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	bf.register(fl)
+	fl.StringVar(&recipe, "recipe", "recipes/retool.yaml", "recipe whose task set the tasks come from")
+	fl.StringVar(&dir, "model", "", "the model folder to probe as teacher (HuggingFace: config.json, safetensors, tokenizer)")
+	fl.IntVar(&tasks, "tasks", 64, "training tasks to probe with")
+	fl.Uint64Var(&seed, "seed", 1, "seed of the copying slips' wrong numbers")
+	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"agentrl/engine/model"
+	"agentrl/engine/tokenizer"
+	"agentrl/envs"
+	"agentrl/envs/retool"
+)
+
+// HintKindLift is what one kind of rules hint does for a model as teacher: over tasks, the mean
+// per-token change of the model's log-prob of each task's reference demonstration when the hint
+// for a first attempt with that flaw stands before the problem. It is the run's hint_lift_demo
+// for one kind of hint at a time, without a run.
+type HintKindLift struct {
+	Flaw    string  `json:"flaw"`
+	Lift    float64 `json:"lift"`
+	Tasks   int     `json:"tasks"`
+	Example string  `json:"example"` // the hint written for the first task
+}
+
+// ProbeHintKinds measures HintKindLift for every flaw of retool.Flaws over tasks, with m as
+// the teacher. Demonstrations and hints are laid out as the SFT lays them out (engine/sft.go),
+// their code run through sessions of exec.
+func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks []envs.Task, exec retool.Executor, seed uint64) ([]HintKindLift, error) {
+	sess, err := exec.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	demos := make([][]envs.Message, len(tasks))
+	plain := make([][]float32, len(tasks))
+	for i, t := range tasks {
+		if demos[i], err = retool.Demonstration(ctx, t, retool.DemoTool, sess, retool.FormatInterpreter); err != nil {
+			return nil, err
+		}
+		if plain[i], err = demoLogProbs(m, tok, t, demos[i], ""); err != nil {
+			return nil, err
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	var out []HintKindLift
+	for _, flaw := range retool.Flaws {
+		row := HintKindLift{Flaw: flaw}
+		for i, t := range tasks {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			h, err := retool.FlawedAttemptHint(ctx, t, flaw, sess, rng)
+			if err != nil {
+				return nil, err
+			}
+			if i == 0 {
+				row.Example = h
+			}
+			with, err := demoLogProbs(m, tok, t, demos[i], h)
+			if err != nil {
+				return nil, err
+			}
+			if len(with) != len(plain[i]) {
+				return nil, fmt.Errorf("task %s: the demonstration has %d own tokens after the hinted prompt and %d after the plain one", t.ID, len(with), len(plain[i]))
+			}
+			var sum float64
+			for j := range with {
+				sum += float64(with[j] - plain[i][j])
+			}
+			row.Lift += sum / float64(len(with))
+			row.Tasks++
+		}
+		row.Lift /= float64(max(row.Tasks, 1))
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// demoLogProbs is m's log-prob of each of the demonstration's own (assistant) tokens after t's
+// prompt with hint ("" for none).
+func demoLogProbs(m *model.Model, tok *tokenizer.Tokenizer, t envs.Task, demo []envs.Message, hint string) ([]float32, error) {
+	conv := []tokenizer.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: retool.WithHint(t.Prompt, hint)}}
+	for _, msg := range demo {
+		conv = append(conv, tokenizer.Message{Role: msg.Role, Content: msg.Content})
+	}
+	s, ok := maskAssistant(tok, conv)
+	if !ok {
+		return nil, fmt.Errorf("task %s: the demonstration does not render", t.ID)
+	}
+	sc, err := m.Score([][]int32{s.Tokens})
+	if err != nil {
+		return nil, err
+	}
+	var out []float32
+	for j := 1; j < len(s.Tokens); j++ {
+		if s.LossMask[j] {
+			out = append(out, sc.NextLogProbs[0][j-1])
+		}
+	}
+	return out, nil
+}
