@@ -95,7 +95,7 @@ func (p *hintsPane) Subtitle() string {
 	if len(d.trajs) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d hinted", len(d.hinted), len(d.trajs))
+	return fmt.Sprintf("%d of %d hinted", len(d.hinted), len(d.trajs)-d.evalTrajs) // hints go to training trajectories only
 }
 
 func (p *hintsPane) View() string {
