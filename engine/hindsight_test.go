@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,52 +164,89 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 		}
 		n++
 		task := byID[id]
-		sess, err := c.ro.exec.NewSession()
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs, err := retool.Demonstration(context.Background(), task, retool.DemoTool, sess, c.r.Env.Observation.Format)
-		sess.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		chat := []tokenizer.Message{{Role: "system", Content: retool.SystemFor(c.r.Env.Observation.Format)}, {Role: "user", Content: task.Prompt}}
-		var own string
-		for _, m := range msgs {
-			chat = append(chat, tokenizer.Message{Role: m.Role, Content: m.Content})
-			if m.Role == "assistant" {
-				own += m.Content + "<|im_end|>"
-			}
-		}
 		prompt, err := c.prompt(task, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Up to the last turn as the template renders it with the generation prompt (as the
-		// rollout's token-drift probe checks a trajectory), then the answer closed by <|im_end|>
-		// (the template would put an empty <think> block before a final turn; rollouts have none).
-		upToLast, err := tokenizer.RenderChat(chat[:len(chat)-1], nil, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		whole := upToLast + chat[len(chat)-1].Content + "<|im_end|>"
-		got := c.o.Tokenizer.Decode(append(append([]int32{}, prompt...), d.response...), false)
-		if got != whole {
-			t.Errorf("task %s: the probe's demonstration reads\n%q\nthe chat template renders\n%q", id, got, whole)
-		}
-		var policy []int32
-		for j, p := range d.policy {
-			if p {
-				policy = append(policy, d.response[j])
-			}
-		}
-		if got := c.o.Tokenizer.Decode(policy, false); got != own {
-			t.Errorf("task %s: the demonstration's own tokens read %q, want the assistant turns %q", id, got, own)
+		conv := demoConversation(retool.SystemFor(c.r.Env.Observation.Format), task, d.turns, "")
+		own := checkLayout(t, c.o.Tokenizer, conv, prompt)
+		if own != len(d.without) {
+			t.Errorf("task %s: %d own tokens, %d log-probs scored without the hint", id, own, len(d.without))
 		}
 	}
 	if n == 0 {
 		t.Error("no demonstration scored")
 	}
+}
+
+// checkLayout checks maskAssistant's sequence of conv (system, user, then turns ending on the
+// assistant's answer) against the chat template and against the rollout's prompt tokens, and
+// returns how many of its tokens are the assistant's own: the sequence opens with prompt; it
+// reads, up to the last turn, as the template renders it with the generation prompt (as the
+// rollout's token-drift probe checks a trajectory), then the answer closed by <|im_end|> (the
+// template would put an empty <think> block before a final turn; rollouts have none); its own
+// tokens are the assistant turns, each closed by <|im_end|>.
+func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []tokenizer.Message, prompt []int32) int {
+	t.Helper()
+	s, ok := maskAssistant(tok, conv)
+	if !ok {
+		t.Fatalf("%v does not render", conv)
+	}
+	if len(s.Tokens) < len(prompt) || !slices.Equal(s.Tokens[:len(prompt)], prompt) {
+		t.Errorf("the sequence does not open with the rollout's prompt:\n%q\n%q", tok.Decode(s.Tokens, false), tok.Decode(prompt, false))
+	}
+	upToLast, err := tokenizer.RenderChat(conv[:len(conv)-1], nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, whole := tok.Decode(s.Tokens, false), upToLast+conv[len(conv)-1].Content+"<|im_end|>"; got != whole {
+		t.Errorf("the sequence reads\n%q\nthe chat template renders\n%q", got, whole)
+	}
+	var own string
+	for _, m := range conv[2:] {
+		if m.Role == "assistant" {
+			own += m.Content + "<|im_end|>"
+		}
+	}
+	var policy []int32
+	for j, p := range s.LossMask {
+		if p {
+			policy = append(policy, s.Tokens[j])
+		}
+	}
+	if got := tok.Decode(policy, false); got != own {
+		t.Errorf("the own tokens read %q, want the assistant turns %q", got, own)
+	}
+	return len(policy)
+}
+
+// TestDemonstrationLayoutToolResponse: with the tool_response observation format a
+// demonstration's tool turn is laid out as the rollout and the chat template lay it out (a user
+// turn wrapping the output in <tool_response>).
+func TestDemonstrationLayoutToolResponse(t *testing.T) {
+	tok := testTokenizer(t)
+	tasks, _, err := retool.Synthetic{Levels: []int{0}, Seed: 3}.Split(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := (&retool.Starlark{}).NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	turns, err := retool.Demonstration(context.Background(), tasks[0], retool.DemoTool, sess, retool.FormatToolResponse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turns[1].Role != "tool" {
+		t.Fatalf("the observation turn is %q; want a tool turn", turns[1].Role)
+	}
+	system := retool.SystemFor(retool.FormatToolResponse)
+	opening, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: system}, {Role: "user", Content: tasks[0].Prompt}}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLayout(t, tok, demoConversation(system, tasks[0], turns, ""), tok.Encode(opening))
 }
 
 // TestFitHintStripsSpecialTokens: a rules hint quoting an answer the policy wrote with a chat

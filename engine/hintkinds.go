@@ -37,7 +37,7 @@ func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenize
 		if demos[i], err = retool.Demonstration(ctx, t, retool.DemoTool, sess, retool.FormatInterpreter); err != nil {
 			return nil, err
 		}
-		if plain[i], err = demoLogProbs(m, tok, t, demos[i], ""); err != nil {
+		if plain[i], err = demoLogProbs(m, tok, retool.DefaultSystem, t, demos[i], ""); err != nil {
 			return nil, err
 		}
 	}
@@ -56,18 +56,15 @@ func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenize
 			if i == 0 {
 				row.Example = h
 			}
-			with, err := demoLogProbs(m, tok, t, demos[i], h)
+			with, err := demoLogProbs(m, tok, retool.DefaultSystem, t, demos[i], h)
 			if err != nil {
 				return nil, err
 			}
-			if len(with) != len(plain[i]) {
-				return nil, fmt.Errorf("task %s: the demonstration has %d own tokens after the hinted prompt and %d after the plain one", t.ID, len(with), len(plain[i]))
+			lift, err := meanLift(t, with, plain[i])
+			if err != nil {
+				return nil, err
 			}
-			var sum float64
-			for j := range with {
-				sum += float64(with[j] - plain[i][j])
-			}
-			row.Lift += sum / float64(len(with))
+			row.Lift += lift
 			row.Tasks++
 		}
 		row.Lift /= float64(max(row.Tasks, 1))
@@ -76,13 +73,21 @@ func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenize
 	return out, nil
 }
 
-// demoLogProbs is m's log-prob of each of the demonstration's own (assistant) tokens after t's
-// prompt with hint ("" for none).
-func demoLogProbs(m *model.Model, tok *tokenizer.Tokenizer, t envs.Task, demo []envs.Message, hint string) ([]float32, error) {
-	conv := []tokenizer.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: retool.WithHint(t.Prompt, hint)}}
+// demoConversation is t's demonstration after the system prompt and t's problem with hint
+// ("" for none) before it.
+func demoConversation(system string, t envs.Task, demo []envs.Message, hint string) []tokenizer.Message {
+	conv := []tokenizer.Message{{Role: "system", Content: system}, {Role: "user", Content: retool.WithHint(t.Prompt, hint)}}
 	for _, msg := range demo {
 		conv = append(conv, tokenizer.Message{Role: msg.Role, Content: msg.Content})
 	}
+	return conv
+}
+
+// demoLogProbs is m's log-prob of each of the demonstration's own (assistant) tokens after the
+// system prompt and t's problem with hint ("" for none), laid out as a rollout lays out a
+// trajectory (maskAssistant).
+func demoLogProbs(m *model.Model, tok *tokenizer.Tokenizer, system string, t envs.Task, demo []envs.Message, hint string) ([]float32, error) {
+	conv := demoConversation(system, t, demo, hint)
 	s, ok := maskAssistant(tok, conv)
 	if !ok {
 		return nil, fmt.Errorf("task %s: the demonstration does not render", t.ID)
@@ -98,4 +103,17 @@ func demoLogProbs(m *model.Model, tok *tokenizer.Tokenizer, t envs.Task, demo []
 		}
 	}
 	return out, nil
+}
+
+// meanLift is the mean per-token difference of a demonstration's own-token log-probs with a
+// hint (with) and without (without).
+func meanLift(t envs.Task, with, without []float32) (float64, error) {
+	if len(with) != len(without) || len(with) == 0 {
+		return 0, fmt.Errorf("task %s: the demonstration has %d own tokens after the hinted prompt and %d after the plain one", t.ID, len(with), len(without))
+	}
+	var sum float64
+	for j := range with {
+		sum += float64(with[j] - without[j])
+	}
+	return sum / float64(len(with)), nil
 }

@@ -52,11 +52,11 @@ func TestProbeHintKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := demoLogProbs(m, tok, tasks[0], demo, "")
+	a, err := demoLogProbs(m, tok, retool.DefaultSystem, tasks[0], demo, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := demoLogProbs(m, tok, tasks[0], demo, "")
+	b, err := demoLogProbs(m, tok, retool.DefaultSystem, tasks[0], demo, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"agentrl/engine/event"
+	"agentrl/envs"
 	"agentrl/envs/retool"
 )
 
@@ -24,14 +25,12 @@ type hintProbe struct {
 	demoProbed int
 }
 
-// demoScore is a task's reference demonstration as the probe scores it: its tokens after the
-// unhinted prompt, which of them are the demonstration's own (assistant) tokens, and the
-// reference model's log-prob of each of those without a hint (the reference is frozen, so
-// this is computed once per task).
+// demoScore is a task's reference demonstration as the probe scores it: its turns and the
+// reference model's log-prob of each of its own tokens without a hint (the reference is frozen,
+// so this is computed once per task).
 type demoScore struct {
-	response []int32
-	policy   []bool
-	without  []float32
+	turns   []envs.Message
+	without []float32
 }
 
 // measureHintLift asks, for up to maxLiftProbes hinted trajectories that have a correct sibling
@@ -125,32 +124,17 @@ func (c *Controller) demoLift(t *traj) (lift float64, ok bool, err error) {
 	if err != nil || d == nil {
 		return 0, false, err
 	}
-	tp, err := c.prompt(t.task, t.hint)
+	with, err := demoLogProbs(c.o.Reference, c.o.Tokenizer, retool.SystemFor(c.r.Env.Observation.Format), t.task, d.turns, t.hint)
 	if err != nil {
 		return 0, false, err
 	}
-	s, err := c.o.Reference.Score([][]int32{append(append([]int32{}, tp...), d.response...)})
-	if err != nil {
-		return 0, false, err
-	}
-	var sum float64
-	var n int
-	for j, pol := range d.policy {
-		if pol {
-			sum += float64(s.NextLogProbs[0][len(tp)+j-1] - d.without[j])
-			n++
-		}
-	}
-	if n == 0 {
-		return 0, false, nil
-	}
-	return sum / float64(n), true, nil
+	lift, err = meanLift(t.task, with, d.without)
+	return lift, err == nil, err
 }
 
-// demonstration returns t's task's reference demonstration, tokenised the way a rollout lays
-// out a trajectory (assistant turns closed by <|im_end|>, observations as the controller renders
-// them) and scored without a hint; nil when the reference code does not give the answer. It is
-// built and scored once per task.
+// demonstration returns t's task's reference demonstration, in the run's observation format and
+// scored without a hint; nil when the reference code does not give the answer. It is built and
+// scored once per task.
 func (c *Controller) demonstration(t *traj) (*demoScore, error) {
 	if d, ok := c.demos[t.task.ID]; ok {
 		return d, nil
@@ -163,39 +147,15 @@ func (c *Controller) demonstration(t *traj) (*demoScore, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := retool.Demonstration(context.Background(), t.task, retool.DemoTool, sess, format)
+	turns, err := retool.Demonstration(context.Background(), t.task, retool.DemoTool, sess, format)
 	sess.Close()
 	if err != nil { // a task whose program does not print its answer has no demonstration to probe with
 		c.demos[t.task.ID] = nil
 		return nil, nil
 	}
-	prompt, err := c.prompt(t.task, "")
-	if err != nil {
+	d := &demoScore{turns: turns}
+	if d.without, err = demoLogProbs(c.o.Reference, c.o.Tokenizer, retool.SystemFor(format), t.task, turns, ""); err != nil {
 		return nil, err
-	}
-	d := &demoScore{}
-	for _, m := range msgs {
-		text, pol := m.Content+"<|im_end|>", true
-		if m.Role != "assistant" {
-			body := m.Content
-			if format == retool.FormatToolResponse {
-				body = "<tool_response>\n" + body + "\n</tool_response>"
-			}
-			text, pol = "\n<|im_start|>user\n"+body+"<|im_end|>\n<|im_start|>assistant\n", false
-		}
-		ids := c.o.Tokenizer.Encode(text)
-		d.response = append(d.response, ids...)
-		for range ids {
-			d.policy = append(d.policy, pol)
-		}
-	}
-	s, err := c.o.Reference.Score([][]int32{append(append([]int32{}, prompt...), d.response...)})
-	if err != nil {
-		return nil, err
-	}
-	d.without = make([]float32, len(d.response))
-	for j := range d.response {
-		d.without[j] = s.NextLogProbs[0][len(prompt)+j-1]
 	}
 	c.demos[t.task.ID] = d
 	return d, nil

@@ -218,7 +218,8 @@ type piece struct {
 
 // turnPieces lays a conversation out exactly as the controller builds a trajectory: the
 // rendered opening with the generation prompt, then each assistant turn's content closed by
-// <|im_end|> (policy), and each observation as a user turn followed by a new generation prompt.
+// <|im_end|> (policy), and each observation as a user turn followed by a new generation prompt
+// (a tool turn is the user turn wrapping its text in <tool_response>, as the template renders it).
 // (The chat template would add an empty <think> block to a final assistant turn; rollouts never
 // produce one.)
 func turnPieces(conv []tokenizer.Message) ([]piece, error) {
@@ -228,11 +229,15 @@ func turnPieces(conv []tokenizer.Message) ([]piece, error) {
 	}
 	pieces := []piece{{opening, false}}
 	for _, m := range conv[2:] {
-		if m.Role == "assistant" {
+		body := m.Content
+		switch m.Role {
+		case "assistant":
 			pieces = append(pieces, piece{m.Content + "<|im_end|>", true})
-		} else {
-			pieces = append(pieces, piece{"\n<|im_start|>user\n" + m.Content + "<|im_end|>\n<|im_start|>assistant\n", false})
+			continue
+		case "tool":
+			body = "<tool_response>\n" + body + "\n</tool_response>"
 		}
+		pieces = append(pieces, piece{"\n<|im_start|>user\n" + body + "<|im_end|>\n<|im_start|>assistant\n", false})
 	}
 	return pieces, nil
 }
