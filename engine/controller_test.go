@@ -446,6 +446,54 @@ func runEvents(t *testing.T, c *Controller, events chan event.Event) []event.Eve
 	return out
 }
 
+// runPrint is what two runs with the same seed must share to the bit: each trajectory's event
+// (its tools' seconds, a timing, zeroed) and each metric and evaluation that is not a timing,
+// both sorted, as trajectories are emitted in completion order.
+type runPrint struct{ trajs, metrics []string }
+
+// printOf is the runPrint of a run's events.
+func printOf(events []event.Event) runPrint {
+	var p runPrint
+	for _, e := range events {
+		switch v := e.(type) {
+		case event.Trajectory:
+			v.Turns = slices.Clone(v.Turns)
+			for i := range v.Turns {
+				v.Turns[i].ToolSeconds = 0
+			}
+			line, _ := event.Marshal(v)
+			p.trajs = append(p.trajs, string(line))
+		case event.StepMetrics:
+			for k, x := range v.Metrics {
+				if !strings.HasSuffix(k, "_s") && k != "tool_stall_share" { // timings
+					p.metrics = append(p.metrics, fmt.Sprintf("%d %s %v", v.Step, k, x))
+				}
+			}
+		case event.Eval:
+			p.metrics = append(p.metrics, fmt.Sprintf("eval %d %v", v.Step, v.PassAtK))
+		}
+	}
+	slices.Sort(p.trajs)
+	slices.Sort(p.metrics)
+	return p
+}
+
+// sameRun fails t where b's trajectories or metrics differ from a's, naming the first that does.
+func sameRun(t *testing.T, a, b runPrint) {
+	t.Helper()
+	for i := range a.trajs {
+		if i >= len(b.trajs) || a.trajs[i] != b.trajs[i] {
+			t.Fatalf("trajectory %d differs:\n%s\nvs\n%s", i, a.trajs[i], b.trajs[min(i, len(b.trajs)-1)])
+		}
+	}
+	if len(a.trajs) != len(b.trajs) {
+		t.Fatalf("%d trajectories, then %d", len(a.trajs), len(b.trajs))
+	}
+	if !slices.Equal(a.metrics, b.metrics) {
+		t.Errorf("metrics differ:\n%v\nvs\n%v", a.metrics, b.metrics)
+	}
+}
+
 // noEval is the recipe overrides of a run without evaluations.
 func noEval(extra map[string]string) map[string]string {
 	over := map[string]string{"eval.every": "0", "eval.at_start": "false", "early_stop.patience": "0", "early_stop.max_drop": "0", "checkpoint.keep_best": "0"}
@@ -599,43 +647,15 @@ func TestPassAtKByLevel(t *testing.T) {
 // sample the same trajectories and compute the same metrics, bit for bit, as
 // rollout.deterministic promises. Timings are the only numbers allowed to differ.
 func TestSameSeedSameRun(t *testing.T) {
-	run := func() (trajs []string, metrics []string) {
+	run := func() runPrint {
 		c, _, events := tinyRun(t, map[string]string{"hinter.kind": "self", "prm.kind": "judge", "run.max_steps": "1"})
-		for _, e := range runEvents(t, c, events) {
-			switch v := e.(type) {
-			case event.Trajectory:
-				for i := range v.Turns {
-					v.Turns[i].ToolSeconds = 0
-				}
-				line, _ := event.Marshal(v)
-				trajs = append(trajs, string(line))
-			case event.StepMetrics:
-				for k, x := range v.Metrics {
-					if !strings.HasSuffix(k, "_s") && k != "tool_stall_share" { // timings
-						metrics = append(metrics, fmt.Sprintf("%d %s %v", v.Step, k, x))
-					}
-				}
-			case event.Eval:
-				metrics = append(metrics, fmt.Sprintf("eval %d %v", v.Step, v.PassAtK))
-			}
-		}
-		slices.Sort(trajs) // emitted in completion order
-		slices.Sort(metrics)
-		return trajs, metrics
+		return printOf(runEvents(t, c, events))
 	}
-	t1, m1 := run()
-	t2, m2 := run()
-	if len(t1) < 4 {
-		t.Fatalf("%d trajectories; want 1 step × 4 and evals", len(t1))
+	p1 := run()
+	if len(p1.trajs) < 4 {
+		t.Fatalf("%d trajectories; want 1 step × 4 and evals", len(p1.trajs))
 	}
-	for i := range t1 {
-		if i >= len(t2) || t1[i] != t2[i] {
-			t.Fatalf("trajectory %d differs:\n%s\nvs\n%s", i, t1[i], t2[min(i, len(t2)-1)])
-		}
-	}
-	if !slices.Equal(m1, m2) {
-		t.Errorf("metrics differ:\n%v\nvs\n%v", m1, m2)
-	}
+	sameRun(t, p1, run())
 }
 
 // TestAdvantagesPassK: with algorithm.pass_k the controller's advantages are best-of-k ones

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"agentrl/engine/device"
@@ -61,46 +59,29 @@ func builtinRun(t *testing.T, extra map[string]string) (*Controller, chan event.
 // trajectory running its tool leaves the batch instead of holding it. Timings are the only
 // numbers allowed to differ.
 func TestSameSeedSameRunPython(t *testing.T) {
-	run := func() (trajs, metrics []string, tools int, gen event.Generation) {
+	run := func() (p runPrint, tools int, gen event.Generation) {
 		c, events := builtinRun(t, map[string]string{"env.executor": "python"})
-		for _, e := range runEvents(t, c, events) {
+		evs := runEvents(t, c, events)
+		for _, e := range evs {
 			switch v := e.(type) {
 			case event.Trajectory:
-				for i := range v.Turns {
-					if v.Turns[i].ToolStatus != "" {
+				for _, turn := range v.Turns {
+					if turn.ToolStatus != "" {
 						tools++
-					}
-					v.Turns[i].ToolSeconds = 0
-				}
-				line, _ := event.Marshal(v)
-				trajs = append(trajs, string(line))
-			case event.StepMetrics:
-				for k, x := range v.Metrics {
-					if !strings.HasSuffix(k, "_s") && k != "tool_stall_share" { // timings
-						metrics = append(metrics, fmt.Sprintf("%d %s %v", v.Step, k, x))
 					}
 				}
 			case event.Generation:
 				gen = v
 			}
 		}
-		slices.Sort(trajs) // emitted in completion order
-		slices.Sort(metrics)
-		return trajs, metrics, tools, gen
+		return printOf(evs), tools, gen
 	}
-	t1, m1, tools, g1 := run()
-	t2, m2, _, g2 := run()
-	if len(t1) != 12 || tools < 6 {
-		t.Fatalf("%d trajectories with %d tool calls; want 12 that use the tool", len(t1), tools)
+	p1, tools, g1 := run()
+	p2, _, g2 := run()
+	if len(p1.trajs) != 12 || tools < 6 {
+		t.Fatalf("%d trajectories with %d tool calls; want 12 that use the tool", len(p1.trajs), tools)
 	}
-	for i := range t1 {
-		if i >= len(t2) || t1[i] != t2[i] {
-			t.Fatalf("trajectory %d differs:\n%s\nvs\n%s", i, t1[i], t2[min(i, len(t2)-1)])
-		}
-	}
-	if !slices.Equal(m1, m2) {
-		t.Errorf("metrics differ:\n%v\nvs\n%v", m1, m2)
-	}
+	sameRun(t, p1, p2)
 	if g1.Steps != g2.Steps || g1.Occupancy != g2.Occupancy || !slices.Equal(g1.Trace, g2.Trace) {
 		t.Errorf("the schedules differ: %d steps, occupancy %v, then %d, %v", g1.Steps, g1.Occupancy, g2.Steps, g2.Occupancy)
 	}

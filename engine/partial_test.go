@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -24,14 +23,11 @@ func partialOver(steps int) map[string]string {
 // runs pause the same trajectories at the same tokens and train the same batches, to the bit,
 // as the lockstep generator's pause rule follows decode-step counts.
 func TestPartialSameSeedSameRun(t *testing.T) {
-	run := func() (trajs, metrics []string, paused, resumed int, segs []event.Segment) {
+	run := func() (p runPrint, paused, resumed int, segs []event.Segment) {
 		c, events := builtinRun(t, partialOver(3))
-		for _, e := range runEvents(t, c, events) {
-			switch v := e.(type) {
-			case event.Trajectory:
-				for i := range v.Turns {
-					v.Turns[i].ToolSeconds = 0
-				}
+		evs := runEvents(t, c, events)
+		for _, e := range evs {
+			if v, ok := e.(event.Trajectory); ok {
 				if v.Paused {
 					paused++
 				}
@@ -39,22 +35,12 @@ func TestPartialSameSeedSameRun(t *testing.T) {
 					resumed++
 					segs = v.Segments
 				}
-				line, _ := event.Marshal(v)
-				trajs = append(trajs, string(line))
-			case event.StepMetrics:
-				for k, x := range v.Metrics {
-					if !strings.HasSuffix(k, "_s") && k != "tool_stall_share" && k != "tokens_per_s" {
-						metrics = append(metrics, fmt.Sprintf("%d %s %v", v.Step, k, x))
-					}
-				}
 			}
 		}
-		slices.Sort(trajs)
-		slices.Sort(metrics)
-		return trajs, metrics, paused, resumed, segs
+		return printOf(evs), paused, resumed, segs
 	}
-	t1, m1, paused, resumed, segs := run()
-	t2, m2, _, _, _ := run()
+	p1, paused, resumed, segs := run()
+	p2, _, _, _ := run()
 	if paused == 0 || resumed == 0 {
 		t.Fatalf("%d paused and %d resumed trajectories shown; want some of each", paused, resumed)
 	}
@@ -63,19 +49,9 @@ func TestPartialSameSeedSameRun(t *testing.T) {
 			t.Fatalf("segments %+v; want one per step, each under its step's weights (version step − 1)", segs)
 		}
 	}
-	if !slices.Equal(t1, t2) {
-		for i := range t1 {
-			if i >= len(t2) || t1[i] != t2[i] {
-				t.Fatalf("trajectory %d differs:\n%s\nvs\n%s", i, t1[i], t2[min(i, len(t2)-1)])
-			}
-		}
-		t.Fatalf("%d trajectories, then %d", len(t1), len(t2))
-	}
-	if !slices.Equal(m1, m2) {
-		t.Fatalf("metrics differ:\n%v\nvs\n%v", m1, m2)
-	}
-	t.Logf("%d trajectories shown, %d paused, %d resumed; e.g. segments %+v", len(t1), paused, resumed, segs)
-	for _, m := range m1 {
+	sameRun(t, p1, p2)
+	t.Logf("%d trajectories shown, %d paused, %d resumed; e.g. segments %+v", len(p1.trajs), paused, resumed, segs)
+	for _, m := range p1.metrics {
 		if strings.Contains(m, "paused") || strings.Contains(m, "resumed") || strings.Contains(m, "stale") || strings.Contains(m, "logprob_diff_max") {
 			t.Log(m)
 		}
