@@ -315,7 +315,7 @@ type Tasks struct {
 // Synthetic configures generated tasks.
 type Synthetic struct {
 	// Levels lists the difficulty levels to draw from, each 0 (two-digit arithmetic, the built-in
-	// model's level) to 5 (multi-step).
+	// model's level) to 5 (multi-step), or 6 (named operations: "the remainder of 47 and 13").
 	Levels []int `mapstructure:"levels" json:"levels"`
 	// Seed makes the generated task set reproducible, independent of run.seed.
 	Seed int64 `mapstructure:"seed" json:"seed"`

@@ -320,12 +320,12 @@ func (c *checker) env() {
 	t := e.Tasks
 	c.oneOf("env.tasks.source", t.Source, "synthetic", "jsonl")
 	if len(t.Synthetic.Levels) == 0 {
-		c.failf("env.tasks.synthetic.levels", "is empty; want at least one level from 0 to 5")
+		c.failf("env.tasks.synthetic.levels", "is empty; want at least one level from 0 to 6")
 	}
 	seen := map[int]bool{}
 	for _, lv := range t.Synthetic.Levels {
-		if lv < 0 || lv > 5 {
-			c.failf("env.tasks.synthetic.levels", "level %d is out of range; want levels from 0 to 5", lv)
+		if lv < 0 || lv > 6 {
+			c.failf("env.tasks.synthetic.levels", "level %d is out of range; want levels from 0 to 6 (0-5 by difficulty, 6 named operations)", lv)
 		} else if seen[lv] {
 			c.failf("env.tasks.synthetic.levels", "level %d is listed twice", lv)
 		}

@@ -598,7 +598,7 @@ func TestLongTask(t *testing.T) {
 }
 
 func TestSyntheticTasks(t *testing.T) {
-	s := Synthetic{Levels: []int{1, 2, 3, 4, 5}, Seed: 7}
+	s := Synthetic{Levels: []int{1, 2, 3, 4, 5, NamedOpLevel}, Seed: 7}
 	train, held, err := s.Split(200, 40)
 	if err != nil {
 		t.Fatal(err)

@@ -6,14 +6,39 @@ import (
 	"hash/fnv"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
 	"agentrl/envs"
 )
 
-// MaxLevel is the hardest synthetic level.
-const MaxLevel = 5
+// MaxLevel is the highest synthetic level: 0 to 5 rise in difficulty, NamedOpLevel stands apart.
+const MaxLevel = NamedOpLevel
+
+// NamedOpLevel is the level of named-operation problems, "What is the remainder of 47 and 13?":
+// two-digit operands, easy to copy, and an operation named by a word (NamedOps). Some of the
+// words are taught by the built-in model's SFT and some are not, so for those what the word means
+// is knowledge the problem does not carry and a bridge thought that names the program does: the
+// hindsight a hint gives on the seed's competition problems (a method), in the smallest form.
+const NamedOpLevel = 6
+
+// NamedOp is an operation a level-NamedOpLevel problem names by a word.
+type NamedOp struct {
+	Word, Op string
+	// Taught: the built-in model's SFT demonstrates it; the others are left for RL to learn.
+	Taught bool
+}
+
+// NamedOps are the operations of level NamedOpLevel, in the order the generator draws from.
+var NamedOps = []NamedOp{
+	{"sum", "+", true}, {"product", "*", true}, {"difference", "-", true},
+	{"remainder", "%", false}, {"quotient", "//", false},
+}
+
+// namedOpPrompt is the one wording of every named-operation problem, so that only the word tells
+// the operations apart.
+const namedOpPrompt = "What is the %s of %d and %d?"
 
 // Synthetic generates math problems whose answers need computation, with a reference solution in
 // code that runs in both executors (Starlark and Python: loops, %, pow(a, b, m), str/int,
@@ -151,6 +176,18 @@ func generate(rng *rand.Rand, level int) envs.Task {
 			code = fmt.Sprintf("s = 0\nfor i in range(1, %d):\n    s += i * i\nprint(s %% %d)", n+1, m)
 			ans = big.NewInt(n * (n + 1) * (2*n + 1) / 6 % m)
 		}
+	case NamedOpLevel:
+		a, b := r(10, 99), r(10, 99)
+		if a < b {
+			a, b = b, a // the larger first: no negative difference, a quotient of at least 1
+		}
+		op := NamedOps[rng.IntN(len(NamedOps))]
+		t := envs.Task{
+			Prompt: fmt.Sprintf(namedOpPrompt, op.Word, a, b),
+			Answer: strconv.FormatInt(namedOpValue(op.Op, a, b), 10),
+			Meta:   map[string]string{"level": strconv.Itoa(level), "code": fmt.Sprintf("print(%d %s %d)", a, op.Op, b), "op_word": op.Word},
+		}
+		return t
 	default:
 		a, b, c, m := r(1000, 99999), r(1000, 99999), r(1, 9999), r(101, 9973)
 		e := r(2, 9)
@@ -160,6 +197,61 @@ func generate(rng *rand.Rand, level int) envs.Task {
 		ans = new(big.Int).Exp(x, big.NewInt(e), big.NewInt(m))
 	}
 	return envs.Task{Prompt: prompt, Answer: ans.String(), Meta: map[string]string{"level": strconv.Itoa(level), "code": code}}
+}
+
+func namedOpValue(op string, a, b int64) int64 {
+	switch op {
+	case "+":
+		return a + b
+	case "*":
+		return a * b
+	case "-":
+		return a - b
+	case "%":
+		return a % b
+	case "//":
+		return a / b // both positive: floor division
+	}
+	panic("retool: named operation " + op)
+}
+
+// Reword is t, a named-operation problem, with its operation called word instead: the same
+// numbers, operation, answer and program under another name (SFT uses it to teach the taught
+// words only, and to demonstrate reading a hint with words no task uses). ok is false when t is
+// not a named-operation problem or the reworded text is a held-out problem.
+func Reword(t envs.Task, word string) (envs.Task, bool) {
+	old := t.Meta["op_word"]
+	if t.Meta["level"] != strconv.Itoa(NamedOpLevel) || old == "" {
+		return t, false
+	}
+	p := strings.Replace(t.Prompt, "the "+old+" of", "the "+word+" of", 1)
+	if p == t.Prompt && word != old || heldOut(p) {
+		return t, false
+	}
+	meta := make(map[string]string, len(t.Meta))
+	for k, v := range t.Meta {
+		meta[k] = v
+	}
+	meta["op_word"] = word
+	t.Prompt, t.Meta = p, meta
+	return t, true
+}
+
+// NonceWord is a made-up word of two or three syllables, never one of NamedOps' words.
+func NonceWord(rng *rand.Rand) string {
+	const cons, vows = "bdfgklmnprstvz", "aeiou"
+	for {
+		var b strings.Builder
+		for range 2 + rng.IntN(2) {
+			b.WriteByte(cons[rng.IntN(len(cons))])
+			b.WriteByte(vows[rng.IntN(len(vows))])
+		}
+		b.WriteByte(cons[rng.IntN(len(cons))])
+		w := b.String()
+		if !slices.ContainsFunc(NamedOps, func(o NamedOp) bool { return o.Word == w }) {
+			return w
+		}
+	}
 }
 
 func digitSum(n *big.Int) int64 {

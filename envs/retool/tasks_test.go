@@ -2,7 +2,10 @@ package retool
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,5 +76,64 @@ func TestFlawedAttemptHint(t *testing.T) {
 	}
 	if got := WithHint("Q?", "Do it."); got != "Hint: Do it.\n\nQ?" {
 		t.Errorf("WithHint: %q", got)
+	}
+}
+
+// TestNamedOpLevel: each word of NamedOps gives the hand-computed answer of its operation for the
+// same operands, the one wording only differs in the word, and Reword keeps numbers, answer and
+// program while refusing what is not a named-operation problem.
+func TestNamedOpLevel(t *testing.T) {
+	want := map[string]string{"sum": "60", "product": "611", "difference": "34", "remainder": "8", "quotient": "3"}
+	for _, op := range NamedOps {
+		if op.Op != "+" && op.Op != "*" && op.Op != "-" && op.Op != "%" && op.Op != "//" {
+			t.Fatalf("operation %q", op.Op)
+		}
+		if got := strconv.FormatInt(namedOpValue(op.Op, 47, 13), 10); got != want[op.Word] {
+			t.Errorf("the %s of 47 and 13 = %s; want %s", op.Word, got, want[op.Word])
+		}
+	}
+	train, held, err := Synthetic{Levels: []int{NamedOpLevel}, Seed: 3}.Split(400, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	st := &Starlark{}
+	for _, tk := range append(train, held...) {
+		word := tk.Meta["op_word"]
+		seen[word]++
+		var a, b int64
+		var w string
+		if n, err := fmt.Sscanf(tk.Prompt, "What is the %s of %d and %d?", &w, &a, &b); n != 3 || err != nil || w != word || a < b || b < 10 || a > 99 {
+			t.Fatalf("%q: %d fields, %v; word %q, operands %d and %d", tk.Prompt, n, err, w, a, b)
+		}
+		if r := run(t, st, tk.Meta["code"]); r.Status != StatusOK || !Verify(r.Output, tk.Answer) {
+			t.Errorf("%q: %q printed %q; answer %s", tk.Prompt, tk.Meta["code"], r.Output, tk.Answer)
+		}
+		for _, to := range append([]string{"zibo"}, "sum", "remainder") {
+			p := strings.Replace(tk.Prompt, "the "+word+" of", "the "+to+" of", 1)
+			r, ok := Reword(tk, to)
+			if ok == heldOut(p) {
+				t.Errorf("Reword(%q, %q): ok %v, yet %q held out: %v", tk.Prompt, to, ok, p, heldOut(p))
+			}
+			if ok && (r.Prompt != p || r.Answer != tk.Answer || r.Meta["code"] != tk.Meta["code"] || r.Meta["op_word"] != to || tk.Meta["op_word"] != word) {
+				t.Errorf("Reword(%q, %q) = %q %v, original now %v", tk.Prompt, to, r.Prompt, r.Meta, tk.Meta)
+			}
+		}
+	}
+	for _, op := range NamedOps {
+		if seen[op.Word] < 40 {
+			t.Errorf("%q drawn %d times in 460 problems; want about 92", op.Word, seen[op.Word])
+		}
+	}
+	arith, _, _ := Synthetic{Levels: []int{0}, Seed: 3}.Split(1, 0)
+	if _, ok := Reword(arith[0], "zibo"); ok {
+		t.Errorf("Reword(%q) took a problem without a named operation", arith[0].Prompt)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 500 {
+		w := NonceWord(rng)
+		if len(w) < 5 || len(w) > 7 || slices.ContainsFunc(NamedOps, func(o NamedOp) bool { return o.Word == w }) {
+			t.Fatalf("NonceWord gave %q", w)
+		}
 	}
 }
