@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
+	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
 	"agentrl/store/safetensors"
@@ -81,33 +83,12 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 17))
-	var convs [][]tokenizer.Message
-	var texts []string
-	hinted := 0
-	for _, t := range tasks {
-		kind, user := retool.DemoTool, t.Prompt
-		switch x := rng.Float64(); {
-		case x < 0.2:
-			kind = retool.DemoRecover
-		case x < 0.3:
-			kind = retool.DemoDirect
-		}
-		if o.HintShare > 0 && rng.Float64() < o.HintShare { // a bridge thought for a flawed attempt, then the fix (no draw when off: the shipped model's stream)
-			h, err := retool.FlawedAttemptHint(ctx, t, retool.Flaws[rng.IntN(len(retool.Flaws))], sess, rng)
-			if err != nil {
-				return err
-			}
-			kind, user = retool.DemoTool, retool.WithHint(t.Prompt, h)
-			hinted++
-		}
-		demo, err := retool.Demonstration(ctx, t, kind, sess, retool.FormatInterpreter)
-		if err != nil {
-			return err
-		}
-		conv := []tokenizer.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: user}}
-		for _, m := range demo {
-			conv = append(conv, tokenizer.Message{Role: m.Role, Content: m.Content})
-		}
+	convs, hinted, err := sftConversations(ctx, tasks, o.HintShare, sess, rng)
+	if err != nil {
+		return err
+	}
+	texts := make([]string, len(convs))
+	for i, conv := range convs {
 		pieces, err := turnPieces(conv)
 		if err != nil {
 			return err
@@ -116,7 +97,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		for _, p := range pieces {
 			text.WriteString(p.text)
 		}
-		convs, texts = append(convs, conv), append(texts, text.String())
+		texts[i] = text.String()
 	}
 	fmt.Fprintf(o.Log, "sft: %d demonstrations (%d with a bridge thought) in %.1fs\n", len(texts), hinted, time.Since(t0).Seconds())
 	var doc []byte
@@ -186,6 +167,75 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		}
 	}
 	return nil
+}
+
+// sftConversations are the SFT demonstrations of tasks, as chat conversations: each task's executed
+// demonstration (mostly through the tool; some recover from an error, some answer directly),
+// a hintShare of them with the rules hint for a flawed first attempt before the problem (then
+// always through the tool); hinted counts those. A named-operation problem is shown as
+// namedOpDemoTask words it, or left out when it finds no wording.
+func sftConversations(ctx context.Context, tasks []envs.Task, hintShare float64, sess retool.Session, rng *rand.Rand) (convs [][]tokenizer.Message, hinted int, err error) {
+	for _, t := range tasks {
+		kind := retool.DemoTool
+		switch x := rng.Float64(); {
+		case x < 0.2:
+			kind = retool.DemoRecover
+		case x < 0.3:
+			kind = retool.DemoDirect
+		}
+		hint := hintShare > 0 && rng.Float64() < hintShare // no draw when off: the shipped model's stream
+		made := false                                      // a named operation under a made-up word
+		if _, named := t.Meta["op_word"]; named {
+			var ok bool
+			if t, made, ok = namedOpDemoTask(t, hint, rng); !ok {
+				continue
+			}
+		}
+		user := t.Prompt
+		if hint { // a bridge thought for a flawed attempt, then the fix
+			flaw := retool.Flaws[rng.IntN(len(retool.Flaws))]
+			if made {
+				// A first attempt at an operation one does not know computes another one, or guesses.
+				flaw = [...]string{"computed_else", "guessed"}[rng.IntN(2)]
+			}
+			h, err := retool.FlawedAttemptHint(ctx, t, flaw, sess, rng)
+			if err != nil {
+				return nil, 0, err
+			}
+			kind, user = retool.DemoTool, retool.WithHint(t.Prompt, h)
+			hinted++
+		}
+		demo, err := retool.Demonstration(ctx, t, kind, sess, retool.FormatInterpreter)
+		if err != nil {
+			return nil, 0, err
+		}
+		conv := []tokenizer.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: user}}
+		for _, m := range demo {
+			conv = append(conv, tokenizer.Message{Role: m.Role, Content: m.Content})
+		}
+		convs = append(convs, conv)
+	}
+	return convs, hinted, nil
+}
+
+// namedOpDemoTask is the named-operation problem t as SFT demonstrates it, never under a word
+// left for RL: without a bridge thought under a word SFT teaches (NamedOps' Taught); with one,
+// half the time under a taught word and half under a made-up one (made), whose meaning only the
+// hint (naming the program) gives, so that the model learns to read it there. ok is false when
+// no rewording outside the held-out problems was found.
+func namedOpDemoTask(t envs.Task, hinted bool, rng *rand.Rand) (_ envs.Task, made, ok bool) {
+	made = hinted && rng.IntN(2) == 0
+	taught := slices.DeleteFunc(slices.Clone(retool.NamedOps), func(o retool.NamedOp) bool { return !o.Taught })
+	for range 8 {
+		word := taught[rng.IntN(len(taught))].Word
+		if made {
+			word = retool.NonceWord(rng)
+		}
+		if r, ok := retool.Reword(t, word); ok {
+			return r, made, true
+		}
+	}
+	return t, made, false
 }
 
 // sftModel is the model SFT trains: o.Init's, or a new small Qwen3-shaped one with random

@@ -3,7 +3,9 @@ package engine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
+	"agentrl/envs/retool"
 	"agentrl/recipes"
 	"agentrl/store/safetensors"
 )
@@ -153,5 +156,64 @@ func TestSFTContinuesFromInit(t *testing.T) {
 	err = SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: t.TempDir(), Examples: 10, Steps: 1, Batch: 2, Init: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "--init") {
 		t.Errorf("an init folder without a model: %v; want an error naming --init and the folder", err)
+	}
+}
+
+// TestSFTConversationsNamedOps: what SFT shows of named-operation problems, in the conversations
+// themselves: no user turn names an operation left for RL; an unhinted one names a taught word; a
+// made-up word comes only with a hint that names the program the demonstration then runs, and
+// hinted ones are about half made-up, half taught words; numbers, answer and program stay the
+// task's.
+func TestSFTConversationsNamedOps(t *testing.T) {
+	tasks, _, err := retool.Synthetic{Levels: []int{0, retool.NamedOpLevel}, Seed: 5}.Split(300, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := (&retool.Starlark{}).NewSession()
+	convs, hinted, err := sftConversations(context.Background(), tasks, 0.5, sess, rand.New(rand.NewPCG(1, 17)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(convs) < 290 || hinted < 100 || hinted > 200 {
+		t.Fatalf("%d conversations of 300 tasks, %d hinted; want about 300 and 150", len(convs), hinted)
+	}
+	var named, namedHinted, made int
+	for _, conv := range convs {
+		user := conv[1].Content
+		problem := user[strings.LastIndex(user, "\n")+1:]
+		var word string
+		var a, b int
+		if n, _ := fmt.Sscanf(problem, "What is the %s of %d and %d?", &word, &a, &b); n != 3 {
+			continue
+		}
+		named++
+		var op *retool.NamedOp
+		for i := range retool.NamedOps {
+			if retool.NamedOps[i].Word == word {
+				op = &retool.NamedOps[i]
+			}
+		}
+		hint := strings.HasPrefix(user, "Hint: ")
+		code := conv[2].Content
+		switch {
+		case op != nil && !op.Taught:
+			t.Fatalf("SFT shows %q, an operation left for RL", user)
+		case !hint && op == nil:
+			t.Errorf("unhinted %q: a made-up word; want a taught one", user)
+		case hint && op == nil && !strings.Contains(user, strings.TrimSuffix(strings.TrimPrefix(code, "<code>\n"), "\n</code>")):
+			t.Errorf("hinted %q: the hint does not name the program %q", user, code)
+		}
+		if hint {
+			namedHinted++
+			if op == nil {
+				made++
+			}
+		}
+	}
+	if made < namedHinted/4 || made > 3*namedHinted/4 {
+		t.Errorf("%d of %d hinted named-operation conversations under a made-up word; want about half", made, namedHinted)
+	}
+	if named < 100 || namedHinted < 30 || named-namedHinted < 30 {
+		t.Errorf("%d named-operation conversations, %d hinted", named, namedHinted)
 	}
 }
