@@ -158,12 +158,22 @@ func TestSFTProbe(t *testing.T) {
 			t.Errorf("no row for %s in\n%s", flaw, out)
 		}
 	}
+	// --levels replaces the recipe's levels, and the table has a column per kind of task.
+	out, err = runCmd(t, "sft", "probe", "--model", model, "--recipe", recipe, "--tasks", "12", "--levels", "0,6")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "(levels [0 6])") || !strings.Contains(out, "level 0 (") || !strings.Contains(out, "named, ") || strings.Contains(out, "level 1 (") {
+		t.Errorf("--levels 0,6:\n%s", out)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"sft", "probe", "--recipe", recipe}, "--model DIR is required"},
 		{[]string{"sft", "probe", "--model", model, "--recipe", recipe, "--tasks", "0"}, "--tasks 0: give at least 1"},
+		{[]string{"sft", "probe", "--model", model, "--recipe", recipe, "--levels", "0,9"}, "--levels [0 9]: level 9 is not one of 0 to 6"},
+		{[]string{"sft", "--recipe", recipe, "--out", t.TempDir(), "--levels", "-1"}, "--levels [-1]: level -1 is not one of 0 to 6"},
 		{[]string{"sft", "probe", "--model", filepath.Join(t.TempDir(), "none"), "--recipe", recipe}, "none"},
 	} {
 		if _, err := runCmd(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -24,6 +24,7 @@ func sftCommand(env Env) *cobra.Command {
 	var bf backendFlags
 	var recipe, out string
 	var seed uint64
+	var levels []int
 	o := engine.SFTOptions{}
 	cmd := &cobra.Command{
 		Use:   "sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR]",
@@ -39,6 +40,9 @@ this way).`,
 			r, err := recipes.Load(recipe, recipes.Options{})
 			if err != nil {
 				return err
+			}
+			if err := setLevels(r, levels); err != nil {
+				return fmt.Errorf("sft: %w", err)
 			}
 			choice, err := bf.open(env.Stderr)
 			if err != nil {
@@ -68,8 +72,23 @@ this way).`,
 	fl.Float64Var(&o.HintShare, "hint-share", 0, "share of demonstrations with a bridge thought in the prompt (the rules hint for a flawed attempt, then the fix); 0: none")
 	fl.StringVar(&o.Init, "init", "", "continue from this HF folder's model and tokenizer (keeps the vocabulary) instead of training both from scratch")
 	fl.Uint64Var(&seed, "seed", 1, "seed")
+	fl.IntSliceVar(&levels, "levels", nil, "task levels to demonstrate, instead of the recipe's env.tasks.synthetic.levels (make builtin's stages differ in them)")
 	cmd.AddCommand(hintProbeCommand(env))
 	return cmd
+}
+
+// setLevels puts levels (when any) in place of r's synthetic task levels, refusing one out of range.
+func setLevels(r *recipes.Recipe, levels []int) error {
+	if len(levels) == 0 {
+		return nil
+	}
+	for _, l := range levels {
+		if l < 0 || l > retool.MaxLevel {
+			return fmt.Errorf("--levels %v: level %d is not one of 0 to %d (0-5 by difficulty, 6 named operations)", levels, l, retool.MaxLevel)
+		}
+	}
+	r.Env.Tasks.Synthetic.Levels = levels
+	return nil
 }
 
 // hintProbeCommand measures, per kind of rules hint, how much the hint raises a model's log-prob
@@ -81,6 +100,7 @@ func hintProbeCommand(env Env) *cobra.Command {
 	var tasks int
 	var seed uint64
 	var asJSON bool
+	var levels []int
 	cmd := &cobra.Command{
 		Use:   "probe --model DIR [--recipe RECIPE] [--tasks N] [--json]",
 		Short: "per kind of rules hint, its lift of the reference demonstrations' log-prob with the model as teacher",
@@ -101,6 +121,9 @@ the model as teacher makes a correct continuation more likely with the hint than
 			r, err := recipes.Load(recipe, recipes.Options{})
 			if err != nil {
 				return err
+			}
+			if err := setLevels(r, levels); err != nil {
+				return fmt.Errorf("sft probe: %w", err)
 			}
 			tok, err := tokenizer.Load(dir)
 			if err != nil {
@@ -123,8 +146,21 @@ the model as teacher makes a correct continuation more likely with the hint than
 				return writeJSON(env.Stdout, rows)
 			}
 			fmt.Fprintf(env.Stdout, "%s as teacher, %d tasks of %s (levels %v): hint's lift of the reference demonstration, per token\n\n", dir, len(train), recipe, syn.Levels)
+			fmt.Fprintf(env.Stdout, "%-14s %8s", "", "all")
+			for _, g := range rows[0].Groups {
+				fmt.Fprintf(env.Stdout, " %*s", max(len(g.Group), 8), fmt.Sprintf("%s (%d)", g.Group, g.Tasks))
+			}
+			fmt.Fprintln(env.Stdout)
 			for _, row := range rows {
-				fmt.Fprintf(env.Stdout, "%-14s %+.3f   e.g. %s\n", row.Flaw, row.Lift, row.Example)
+				fmt.Fprintf(env.Stdout, "%-14s %+8.3f", row.Flaw, row.Lift)
+				for _, g := range row.Groups {
+					fmt.Fprintf(env.Stdout, " %*s", max(len(g.Group), 8), fmt.Sprintf("%+.3f", g.Lift))
+				}
+				fmt.Fprintln(env.Stdout)
+			}
+			fmt.Fprintln(env.Stdout, "\nhints written for the first task:")
+			for _, row := range rows {
+				fmt.Fprintf(env.Stdout, "%-14s %s\n", row.Flaw, row.Example)
 			}
 			return nil
 		},
@@ -136,6 +172,7 @@ the model as teacher makes a correct continuation more likely with the hint than
 	fl.IntVar(&tasks, "tasks", 64, "training tasks to probe with")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the copying slips' wrong numbers")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	fl.IntSliceVar(&levels, "levels", nil, "task levels to probe on, instead of the recipe's env.tasks.synthetic.levels")
 	return cmd
 }
 

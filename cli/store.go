@@ -49,8 +49,9 @@ func compareCommand(env Env) *cobra.Command {
 	var paths []string
 	var step int
 	var asJSON bool
+	var group string
 	cmd := &cobra.Command{
-		Use:   "compare --store PATH [--store PATH2 ...] RUN_A RUN_B [--step S] [--json]",
+		Use:   "compare --store PATH [--store PATH2 ...] RUN_A RUN_B [--step S] [--group G] [--json]",
 		Short: "two runs' (or two recipes' seeds') held-out pass@k: A − B ± paired standard error",
 		Long: `Sets two runs' held-out pass@k side by side at the last step both evaluated (or --step), with
 A − B task by task and its paired standard error (per task, A's pass@k minus B's; their standard
@@ -65,7 +66,11 @@ an n-seed mean): A − B, A's change and B's change.
 Runs made at the same time each write their own store (a running run holds its store's lock):
 give every store, --store a.db --store b.db, and each run is read from the store that has it.
 An id found in two of them (the same recipe and seed started in the same second, with other
---set values) is refused; name its store before it, as a.db:RUN.`,
+--set values) is refused; name its store before it, as a.db:RUN.
+
+--group compares on a part of the held-out tasks, drawn again from each run's stored recipe:
+"level N", or for the named operations "named, taught" and "named, untaught" (the words SFT
+leaves to RL, where a bridge thought carries what the problem does not).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
@@ -80,9 +85,13 @@ An id found in two of them (the same recipe and seed started in the same second,
 				defer s.Close()
 				st = append(st, s)
 			}
+			var src engine.RunSource = st
+			if group != "" {
+				src = engine.GroupSource{RunSource: st, Group: group}
+			}
 			as, bs := splitRuns(args[0]), splitRuns(args[1])
 			if len(as) > 1 || len(bs) > 1 {
-				sc, err := engine.CompareSeeds(st, as, bs, step)
+				sc, err := engine.CompareSeeds(src, as, bs, step)
 				if err != nil {
 					return err
 				}
@@ -92,14 +101,18 @@ An id found in two of them (the same recipe and seed started in the same second,
 				printSeedComparison(env.Stdout, sc)
 				return nil
 			}
-			c, err := engine.CompareRuns(st, args[0], args[1], step)
+			c, err := engine.CompareRuns(src, args[0], args[1], step)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return writeJSON(env.Stdout, c)
 			}
-			fmt.Fprintf(env.Stdout, "A %s\nB %s\nstep %d, %d held-out tasks; A − B task by task, ± paired standard error\n\n", c.A, c.B, c.Step, c.Tasks)
+			of := ""
+			if group != "" {
+				of = fmt.Sprintf(" (group %q)", group)
+			}
+			fmt.Fprintf(env.Stdout, "A %s\nB %s\nstep %d, %d held-out tasks%s; A − B task by task, ± paired standard error\n\n", c.A, c.B, c.Step, c.Tasks, of)
 			fmt.Fprintf(env.Stdout, "%-8s %7s %7s  %s\n", "", "A", "B", "A − B")
 			for _, r := range c.Rows {
 				fmt.Fprintf(env.Stdout, "%-8s %7.3f %7.3f  %+.3f ± %.3f\n", fmt.Sprintf("pass@%d", r.K), r.A, r.B, r.Diff, r.SE)
@@ -110,6 +123,7 @@ An id found in two of them (the same recipe and seed started in the same second,
 	cmd.Flags().StringSliceVar(&paths, "store", []string{defaultStore}, "the store file; repeat it (or give a comma-separated list) to compare runs kept in several stores, such as runs made at the same time")
 	cmd.Flags().IntVar(&step, "step", -1, "the evaluation step to compare (default: the last one both runs have)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&group, "group", "", `compare on these held-out tasks only: "level N", "named, taught" or "named, untaught"`)
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
@@ -20,6 +21,15 @@ type HintKindLift struct {
 	Lift    float64 `json:"lift"`
 	Tasks   int     `json:"tasks"`
 	Example string  `json:"example"` // the hint written for the first task
+	// Groups splits Lift by kind of task (TaskGroup), in the order the groups first occur.
+	Groups []GroupLift `json:"groups"`
+}
+
+// GroupLift is a HintKindLift over the tasks of one TaskGroup.
+type GroupLift struct {
+	Group string  `json:"group"`
+	Lift  float64 `json:"lift"`
+	Tasks int     `json:"tasks"`
 }
 
 // ProbeHintKinds measures HintKindLift for every flaw of retool.Flaws over tasks, with m as
@@ -66,8 +76,18 @@ func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenize
 			}
 			row.Lift += lift
 			row.Tasks++
+			g := slices.IndexFunc(row.Groups, func(g GroupLift) bool { return g.Group == TaskGroup(t) })
+			if g < 0 {
+				g = len(row.Groups)
+				row.Groups = append(row.Groups, GroupLift{Group: TaskGroup(t)})
+			}
+			row.Groups[g].Lift += lift
+			row.Groups[g].Tasks++
 		}
 		row.Lift /= float64(max(row.Tasks, 1))
+		for g := range row.Groups {
+			row.Groups[g].Lift /= float64(row.Groups[g].Tasks)
+		}
 		out = append(out, row)
 	}
 	return out, nil
