@@ -52,7 +52,7 @@ func runGPUCheck(t *testing.T, timeout time.Duration, env ...string) (int, strin
 
 // TestGPUCheckOnCPU runs every step of the GPU self-check on the CPU at tiny sizes
 // (GPU_CHECK_BACKEND=go, the built-in model's shape, batches 1 and 4, a 2 × 64 update, a 3-step
-// run of 2 trajectories) and checks the report's fields, so that the script is known to work up to
+// run of 2 trajectories, one step each of synchronous and partial rollouts) and checks the report's fields, so that the script is known to work up to
 // the point where a GPU is needed.
 func TestGPUCheckOnCPU(t *testing.T) {
 	if testing.Short() {
@@ -63,6 +63,8 @@ func TestGPUCheckOnCPU(t *testing.T) {
 		"GPU_CHECK_PROMPT_LEN=8", "GPU_CHECK_NEW=8", "GPU_CHECK_TRAIN_SEQS=2", "GPU_CHECK_TRAIN_LEN=64", "GPU_CHECK_TRAIN_MICRO=2",
 		"GPU_CHECK_RUN_VRAM=8GiB", "GPU_CHECK_BUDGET_S=300",
 		"GPU_CHECK_RUN_SET=rollout.tasks_per_step=1 rollout.group_size=2 rollout.max_new_tokens=16 rollout.max_turns=1 rollout.max_total_tokens=128",
+		"GPU_CHECK_PARTIAL_STEPS=1",
+		"GPU_CHECK_PARTIAL_SET=rollout.tasks_per_step=1 rollout.group_size=2 rollout.max_new_tokens=16 rollout.max_turns=2 rollout.max_total_tokens=128 env.long_tail.share=0",
 		// the portable kernels: no kernel measurement in between, and bf16 computed right on every
 		// CPU (the SIMD ones get it wrong on some; doctor and the bf16 parity rows would say so)
 		"GOMLX_SIMD_AVX512=false", "GOMLX_SIMD_AVX2=false"}
@@ -85,7 +87,7 @@ func TestGPUCheckOnCPU(t *testing.T) {
 			t.Errorf("step %s exited %d: %s", s.Name, s.ExitCode, s.LogTail)
 		}
 	}
-	for _, want := range []string{"doctor", "plan", "parity", "random-model", "run-plan", "run", "rollout-1", "rollout-4", "train"} {
+	for _, want := range []string{"doctor", "plan", "parity", "random-model", "run-plan", "run", "partial", "rollout-1", "rollout-4", "train"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no step %s in %v", want, names)
 		}
@@ -115,6 +117,9 @@ func TestGPUCheckOnCPU(t *testing.T) {
 	if u := r.Run; u == nil || u.Status != "finished" || u.Steps != 3 || len(u.SwitchToTrain) != 3 || len(u.SwitchToRollout) != 3 ||
 		len(u.Sync) != 3 || u.Predicted <= 0 || u.EngineLedger <= 0 {
 		t.Errorf("run row %+v; want 3 finished steps with switch and sync times and the ledger's prediction", u)
+	}
+	if p := r.Partial; p == nil || p.Sync.Tokens <= 0 || p.Partial.Tokens <= 0 || p.Ratio <= 0 || p.Bound < 1 {
+		t.Errorf("partial row %+v; want trained tokens of both runs, their ratio and the bound", p)
 	}
 	if p := r.Plan; p == nil || p.Shape != "qwen3-4b" || p.Budget != 96<<30 {
 		t.Errorf("plan row %+v; want qwen3-4b at 96 GiB", p)

@@ -9,6 +9,7 @@
 # share 0.1 of 16 turns; the partial run adds rollout.partial (over_sample 2, max_staleness 1).
 # Trained tokens are the policy tokens of the trajectories each step trained (their `pieces`
 # in the JSON events); a partial run's paused trajectories count where they finally train.
+# BENCH_PARTIAL_JSON=1 adds the result as one JSON line at the end (scripts/gpu-check.sh reads it).
 set -eu
 steps=${1:-4}
 [ $# -gt 0 ] && shift
@@ -23,9 +24,9 @@ common="--max-steps $steps --set eval.at_start=false --set eval.every=0 --set ch
 # shellcheck disable=SC2086
 "$bin" --ui json recipes/retool.yaml $common --set rollout.partial.enabled=true "$@" --store "$out/partial.db" >"$out/partial.jsonl" 2>"$out/partial.err"
 python3 - "$out/sync.jsonl" "$out/partial.jsonl" <<'PY'
-import json, sys
+import json, os, sys
 STEP = {"rollout", "score", "reference", "advantage", "train", "sync"}
-res = {}
+res, sides = {}, {}
 for name, path in zip(("sync", "partial"), sys.argv[1:]):
     secs = rollout = tokens = 0.0
     occ, tails, extra = [], [], {}
@@ -45,9 +46,13 @@ for name, path in zip(("sync", "partial"), sys.argv[1:]):
                 if k in e["metrics"]:
                     extra.setdefault(k, []).append(e["metrics"][k])
     res[name] = tokens / secs
+    sides[name] = {"tokens": tokens, "seconds": secs, "rollout_s": rollout, "tokens_per_s": tokens / secs,
+                   "occupancy": sum(occ) / len(occ), "tail_s": sum(tails) / len(tails)}
     print(f"{name:8s} {tokens:8.0f} trained tokens in {secs:7.1f} s of steps ({rollout:6.1f} s rollout): "
           f"{tokens/secs:6.1f} tokens/s; occupancy {sum(occ)/len(occ):.2f}, tail {sum(tails)/len(tails):.2f} s mean"
           + "".join(f"; {k} {sum(v)/len(v):.2f}" for k, v in extra.items()))
 print(f"ratio    {res['partial']/res['sync']:.2f}x")
+if os.environ.get("BENCH_PARTIAL_JSON"):  # one JSON line last, for gpu-check's report
+    print(json.dumps({"sync": sides["sync"], "partial": sides["partial"], "ratio": res["partial"] / res["sync"]}))
 PY
-echo "events and stores in $out"
+echo "events and stores in $out" >&2

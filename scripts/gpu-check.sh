@@ -9,7 +9,8 @@
 # time left of GPU_CHECK_BUDGET_S (600): doctor --gpu; plan for qwen3-4b at 96 GiB; HF parity of
 # testdata/fixtures in float32 and bfloat16 (log-prob error, argmax, greedy through score and
 # generate); a random-weight qwen3-0.6b folder; a 3-step run of recipes/retool.yaml on it under an
-# NVML sampler, beside the ledger's plan for it; bench rollout at batch 1, 64 and 256 against HF
+# NVML sampler, beside the ledger's plan for it; scripts/bench-partial.sh (synchronous vs partial
+# rollouts on the long-tail workload, the built-in model); bench rollout at batch 1, 64 and 256 against HF
 # generate; bench train at 8 × 1024 and PyTorch eager on the same shape and batch. Nothing comes
 # from the network.
 #
@@ -39,6 +40,8 @@ RECIPE=${GPU_CHECK_RECIPE:-recipes/retool.yaml}
 RUN_STEPS=${GPU_CHECK_RUN_STEPS:-3}
 RUN_VRAM=${GPU_CHECK_RUN_VRAM:-}                           # the run plan's budget; empty: NVML's free memory
 RUN_SET=${GPU_CHECK_RUN_SET:-}                             # more recipe key=value changes for the run
+PARTIAL_STEPS=${GPU_CHECK_PARTIAL_STEPS:-4}                # steps of each scripts/bench-partial.sh run; 0 leaves it out
+PARTIAL_SET=${GPU_CHECK_PARTIAL_SET:-}                     # more recipe key=value changes for both of its runs
 PLAN_SHAPE=${GPU_CHECK_PLAN_SHAPE:-qwen3-4b}
 PLAN_VRAM=${GPU_CHECK_PLAN_VRAM:-96GiB}
 
@@ -132,7 +135,16 @@ step run-plan "$STEPS/run-plan.json" env "${run_env[@]}" "$BIN" "${plan_run[@]}"
 step run "$STEPS/run.jsonl" "$BIN" dev watch --out "$STEPS/run-peak.json" -- env "${run_env[@]}" \
 	"$BIN" run "$RECIPE" --model "$MODEL" "${backend[@]}" --ui json --store "$OUT/run.db" --run-name gpu-check
 
-# 4. benchmarks against the PyTorch references
+# 4. partial rollouts on the long-tail workload (issue #25's goal: 1.5x trained tokens/s over whole
+# steps), synchronous then partial, the built-in model on this backend
+if [ "$PARTIAL_STEPS" -gt 0 ]; then
+	partial_set=()
+	for kv in $PARTIAL_SET; do partial_set+=(--set "$kv"); done
+	step partial "$STEPS/partial.json" env AGENTRL_BIN="$BIN" BENCH_PARTIAL_JSON=1 TMPDIR="$OUT" \
+		scripts/bench-partial.sh "$PARTIAL_STEPS" "${backend[@]}" "${partial_set[@]}"
+fi
+
+# 5. benchmarks against the PyTorch references
 for b in $BATCHES; do
 	step "rollout-$b" "$STEPS/rollout-$b.json" "$BIN" bench rollout "${bench_model[@]}" "${backend[@]}" --slots "$b" --sequences "$b" \
 		--prompt-len "$PROMPT_LEN" --new "$NEW" --json --torch-python "${TORCH_PYTHON:-auto}"
@@ -148,7 +160,7 @@ else
 	echo "no python with torch found (tried /opt/torch/.venv/bin/python, python3, /usr/bin/python3); set TORCH_PYTHON" > "$STEPS/torch-train.log"
 fi
 
-# 5. the report
+# 6. the report
 echo
 "$BIN" dev gpu-report "$STEPS" --out "$OUT"
 rc=$?

@@ -66,6 +66,10 @@ func (r *GPUReport) Markdown() string {
 			row(true, fmt.Sprintf("plan %s at %s", p.Shape, gib(p.Budget)), "does not fit: %s", p.Reason)
 		}
 	}
+	if p := r.Partial; p != nil {
+		row(p.Ratio >= PartialGoal, "partial rollouts, long-tail workload", "%.2f× trained tokens/s (goal %.1f×; no rollout schedule can pass %.2f× here): synchronous %.1f tokens/s, occupancy %.2f, tail %.2f s, rollout %.0f of %.0f s; partial %.1f tokens/s, occupancy %.2f, tail %.2f s",
+			p.Ratio, PartialGoal, p.Bound, p.Sync.TokensPerS, p.Sync.Occupancy, p.Sync.TailS, p.Sync.RolloutS, p.Sync.Seconds, p.Partial.TokensPerS, p.Partial.Occupancy, p.Partial.TailS)
+	}
 	b.WriteString("\n| step | exit | seconds |\n| --- | --- | --- |\n")
 	for _, s := range r.Steps {
 		fmt.Fprintf(&b, "| %s | %d | %.1f |\n", s.Name, s.ExitCode, s.Seconds)

@@ -31,7 +31,8 @@ const (
 	RunPeakFile    = "run-peak.json"
 	TrainFile      = "train.json"
 	TorchTrainFile = "torch-train.json"
-	rolloutPrefix  = "rollout-" // rollout-<batch>.json
+	PartialFile    = "partial.json" // scripts/bench-partial.sh's JSON line
+	rolloutPrefix  = "rollout-"     // rollout-<batch>.json
 )
 
 // StepStatus is how one step of the script ended.
@@ -106,6 +107,30 @@ type PlanRow struct {
 	Reason     string `json:"reason,omitempty"`
 }
 
+// PartialSide is one of scripts/bench-partial.sh's two runs: trained tokens over the seconds of
+// whole steps, of which the rollout's, and the rollout's slot occupancy and tail (step means).
+type PartialSide struct {
+	Tokens     float64 `json:"tokens"`
+	Seconds    float64 `json:"seconds"`
+	RolloutS   float64 `json:"rollout_s"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	Occupancy  float64 `json:"occupancy"`
+	TailS      float64 `json:"tail_s"`
+}
+
+// PartialRow is synchronous against partial rollouts on the long-tail workload.
+type PartialRow struct {
+	Sync    PartialSide `json:"sync"`
+	Partial PartialSide `json:"partial"`
+	Ratio   float64     `json:"ratio"` // partial ÷ synchronous trained tokens/s
+	// Bound is what a rollout that took no time would give: synchronous step seconds over its
+	// seconds without the rollout (Amdahl), the most any rollout schedule can gain here.
+	Bound float64 `json:"bound"`
+}
+
+// PartialGoal is issue #25's goal for Ratio.
+const PartialGoal = 1.5
+
 // GPUReport is the self-check's one JSON report.
 type GPUReport struct {
 	Created string       `json:"created"`
@@ -119,6 +144,7 @@ type GPUReport struct {
 	Train   *TrainRow    `json:"train,omitempty"`
 	Run     *RunRow      `json:"run,omitempty"`
 	Plan    *PlanRow     `json:"plan,omitempty"`
+	Partial *PartialRow  `json:"partial,omitempty"`
 	Missing []string     `json:"missing,omitempty"` // step outputs that are absent or unreadable
 }
 
@@ -146,6 +172,13 @@ func BuildReport(dir string) (*GPUReport, error) {
 	var plan planJSON
 	if r.read(dir, PlanFile, &plan) {
 		r.Plan = plan.row()
+	}
+	var part PartialRow
+	if slices.ContainsFunc(r.Steps, func(s StepStatus) bool { return s.Name == "partial" }) && r.read(dir, PartialFile, &part) {
+		if rest := part.Sync.Seconds - part.Sync.RolloutS; rest > 0 {
+			part.Bound = part.Sync.Seconds / rest
+		}
+		r.Partial = &part
 	}
 	r.OK = len(r.Steps) > 0 && len(r.Parity) > 0
 	for _, s := range r.Steps {

@@ -131,6 +131,31 @@ func TestBuildReport(t *testing.T) {
 			wantMD: []string{"NOT ALL GOOD", "| train | 1 | 12.0 |", "Missing outputs: train.json"},
 		},
 		{
+			// bench-partial.sh's text, then its JSON line; the bound is worked out by hand:
+			// 100 s of steps, 60 of them rollout, so a free rollout gives at most 100 / 40 = 2.5x.
+			name: "partial rollouts", status: allGood + "partial\t0\t240\n", wantOK: true,
+			edit: func(f map[string]any) {
+				f[PartialFile] = "sync 4000 trained tokens ...\nratio 1.60x\n" +
+					`{"sync": {"tokens": 4000, "seconds": 100, "rollout_s": 60, "tokens_per_s": 40, "occupancy": 0.5, "tail_s": 9},` +
+					` "partial": {"tokens": 4096, "seconds": 64, "rollout_s": 24, "tokens_per_s": 64, "occupancy": 0.9, "tail_s": 1}, "ratio": 1.6}` + "\n"
+			},
+			check: func(t *testing.T, r *GPUReport) {
+				p := r.Partial
+				if p == nil || p.Ratio != 1.6 || p.Bound != 2.5 || p.Sync.TokensPerS != 40 || p.Partial.Occupancy != 0.9 || len(r.Missing) > 0 {
+					t.Errorf("partial %+v, missing %v", p, r.Missing)
+				}
+			},
+			wantMD: []string{"| partial rollouts, long-tail workload | ✓ | 1.60× trained tokens/s (goal 1.5×; no rollout schedule can pass 2.50× here): synchronous 40.0 tokens/s, occupancy 0.50, tail 9.00 s, rollout 60 of 100 s; partial 64.0 tokens/s"},
+		},
+		{
+			name: "partial rollouts left out", status: allGood, wantOK: true,
+			check: func(t *testing.T, r *GPUReport) {
+				if r.Partial != nil || len(r.Missing) > 0 {
+					t.Errorf("partial %+v, missing %v; want neither without the step", r.Partial, r.Missing)
+				}
+			},
+		},
+		{
 			name: "a parity row off", status: allGood,
 			edit: func(f map[string]any) {
 				p := f[ParityFile].(ParityReport)
