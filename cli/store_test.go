@@ -73,6 +73,9 @@ func TestRecipeRunJSON(t *testing.T) {
 		"AGENTRL_ROLLOUT_MAX_TOTAL_TOKENS": "128", "AGENTRL_EVAL_HELDOUT_TASKS": "2", "AGENTRL_EVAL_N_SAMPLES": "2",
 		"AGENTRL_EVAL_KS": "1,2", "AGENTRL_ENV_TASKS_TRAIN_SIZE": "8", "AGENTRL_ENV_TASKS_HELDOUT_SIZE": "4",
 		"AGENTRL_EVAL_VALIDATION_TASKS": "2", "AGENTRL_EVAL_VALIDATION_SAMPLES": "2",
+		// Two validation tasks of two samples move by 0.25 on one sample: early stopping (tested on
+		// its own) would end a run this short on noise.
+		"AGENTRL_EARLY_STOP_MAX_DROP": "0", "AGENTRL_EARLY_STOP_PATIENCE": "0",
 	} {
 		t.Setenv(k, v)
 	}
@@ -126,6 +129,9 @@ func TestBuiltinRecipeShortRun(t *testing.T) {
 		"AGENTRL_ROLLOUT_TASKS_PER_STEP": "2", "AGENTRL_ROLLOUT_GROUP_SIZE": "4", "AGENTRL_EVAL_HELDOUT_TASKS": "4",
 		"AGENTRL_EVAL_N_SAMPLES": "2", "AGENTRL_EVAL_KS": "1,2", "AGENTRL_EVAL_EVERY": "2", "AGENTRL_CHECKPOINT_EVERY": "1",
 		"AGENTRL_EVAL_VALIDATION_TASKS": "2", "AGENTRL_EVAL_VALIDATION_SAMPLES": "2",
+		// Two validation tasks of two samples move by 0.25 on one sample: early stopping (tested on
+		// its own) would end a run this short on noise.
+		"AGENTRL_EARLY_STOP_MAX_DROP": "0", "AGENTRL_EARLY_STOP_PATIENCE": "0",
 	} {
 		t.Setenv(k, v)
 	}
