@@ -27,7 +27,7 @@ func sftCommand(env Env) *cobra.Command {
 	var levels []int
 	o := engine.SFTOptions{}
 	cmd := &cobra.Command{
-		Use:   "sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR]",
+		Use:   "sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR --levels L,...]",
 		Short: "supervised warm-up: a tokenizer and a small Qwen3-shaped model trained on tool-use demonstrations",
 		Long: `Writes a HuggingFace folder: executed tool-use demonstrations from the recipe's task set, a
 tokenizer trained on them and a small Qwen3-shaped model (make builtin rebuilds testdata/builtin
@@ -102,14 +102,16 @@ func hintProbeCommand(env Env) *cobra.Command {
 	var asJSON bool
 	var levels []int
 	cmd := &cobra.Command{
-		Use:   "probe --model DIR [--recipe RECIPE] [--tasks N] [--json]",
+		Use:   "probe --model DIR [--recipe RECIPE] [--tasks N] [--levels L,...] [--json]",
 		Short: "per kind of rules hint, its lift of the reference demonstrations' log-prob with the model as teacher",
 		Long: `For each flaw the rules hinter writes a hint for (a copying slip, code that computed something
 else, a guess, a name error, no answer, bad format, a timeout), writes that hint for each of the
 recipe's first N training tasks and prints the mean per-token change of the model's log-prob of the
 task's reference demonstration (its program through the tool, the answer boxed) when the hint
 stands before the problem: a Hybrid run's hint_lift_demo, kind by kind, without a run. Above zero,
-the model as teacher makes a correct continuation more likely with the hint than without.`,
+the model as teacher makes a correct continuation more likely with the hint than without. Each
+lift is also split by kind of task: "level N", and for the named operations (level 6) "named,
+taught" and "named, untaught" (the words SFT leaves to RL, where the hint names what to compute).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
