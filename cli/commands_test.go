@@ -13,6 +13,7 @@ import (
 	"agentrl/engine"
 	"agentrl/engine/device"
 	"agentrl/envs/retool"
+	"agentrl/recipes"
 )
 
 // TestEveryCommandHelp runs `COMMAND --help` for every command in the tree: each prints its own
@@ -178,6 +179,32 @@ func TestSFTProbe(t *testing.T) {
 	} {
 		if _, err := runCmd(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v; want an error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestLevelRangeAgrees: a recipe's env.tasks.synthetic.levels and sft's --levels accept the
+// same levels as the task generator, retool.MaxLevel the highest (recipes keeps its own bound
+// and does not import the environment).
+func TestLevelRangeAgrees(t *testing.T) {
+	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		level int
+		ok    bool
+	}{{0, true}, {retool.MaxLevel, true}, {retool.MaxLevel + 1, false}, {-1, false}} {
+		c := *r
+		c.Env.Tasks.Synthetic.Levels = []int{tc.level}
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("recipe with level %d: %v; want ok %v", tc.level, err, tc.ok)
+		}
+		if err := setLevels(&c, []int{tc.level}); (err == nil) != tc.ok {
+			t.Errorf("--levels %d: %v; want ok %v", tc.level, err, tc.ok)
+		}
+		if _, _, err := (retool.Synthetic{Levels: []int{tc.level}}).Split(1, 0); (err == nil) != tc.ok {
+			t.Errorf("generator, level %d: %v; want ok %v", tc.level, err, tc.ok)
 		}
 	}
 }

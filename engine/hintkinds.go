@@ -76,10 +76,11 @@ func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenize
 			}
 			row.Lift += lift
 			row.Tasks++
-			g := slices.IndexFunc(row.Groups, func(g GroupLift) bool { return g.Group == TaskGroup(t) })
+			group := TaskGroup(t)
+			g := slices.IndexFunc(row.Groups, func(g GroupLift) bool { return g.Group == group })
 			if g < 0 {
 				g = len(row.Groups)
-				row.Groups = append(row.Groups, GroupLift{Group: TaskGroup(t)})
+				row.Groups = append(row.Groups, GroupLift{Group: group})
 			}
 			row.Groups[g].Lift += lift
 			row.Groups[g].Tasks++

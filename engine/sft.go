@@ -227,7 +227,7 @@ func namedOpDemoTask(t envs.Task, hinted bool, rng *rand.Rand) (_ envs.Task, mad
 	made = hinted && rng.IntN(2) == 0
 	taught := slices.DeleteFunc(slices.Clone(retool.NamedOps), func(o retool.NamedOp) bool { return !o.Taught })
 	for range 8 {
-		word := taught[rng.IntN(len(taught))].Word
+		word := taught[rng.IntN(len(taught))].Word // drawn even when made: the shipped model's stream
 		if made {
 			word = retool.NonceWord(rng)
 		}

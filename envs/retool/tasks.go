@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/big"
 	"math/rand/v2"
 	"slices"
@@ -182,12 +183,11 @@ func generate(rng *rand.Rand, level int) envs.Task {
 			a, b = b, a // the larger first: no negative difference, a quotient of at least 1
 		}
 		op := NamedOps[rng.IntN(len(NamedOps))]
-		t := envs.Task{
+		return envs.Task{
 			Prompt: fmt.Sprintf(namedOpPrompt, op.Word, a, b),
 			Answer: strconv.FormatInt(namedOpValue(op.Op, a, b), 10),
 			Meta:   map[string]string{"level": strconv.Itoa(level), "code": fmt.Sprintf("print(%d %s %d)", a, op.Op, b), "op_word": op.Word},
 		}
-		return t
 	default:
 		a, b, c, m := r(1000, 99999), r(1000, 99999), r(1, 9999), r(101, 9973)
 		e := r(2, 9)
@@ -228,10 +228,7 @@ func Reword(t envs.Task, word string) (envs.Task, bool) {
 	if p == t.Prompt && word != old || heldOut(p) {
 		return t, false
 	}
-	meta := make(map[string]string, len(t.Meta))
-	for k, v := range t.Meta {
-		meta[k] = v
-	}
+	meta := maps.Clone(t.Meta)
 	meta["op_word"] = word
 	t.Prompt, t.Meta = p, meta
 	return t, true
