@@ -309,11 +309,10 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		if c.stopping() {
 			break
 		}
-		err := c.step(work, step)
-		c.emit(c.ledger())
-		if err != nil && !errors.Is(err, errStop) {
+		if err := c.step(work, step); err != nil && !errors.Is(err, errStop) {
 			return err
 		}
+		c.emit(c.ledger())
 		c.pass(step, "")
 		switch {
 		case c.stopping():

@@ -50,7 +50,7 @@ func referenceToHost(m *model.Model) error {
 func deviceBytes(ts []*tensors.Tensor) int64 {
 	var n int64
 	for _, t := range ts {
-		if t != nil && t.IsOnDevice(0) {
+		if t.Ok() && t.IsOnDevice(0) {
 			n += int64(t.Memory())
 		}
 	}

@@ -49,4 +49,5 @@ func (tr *Trainer) OnDevice() (master, moments int64) {
 	return master, moments
 }
 
-func onDevice(t *tensors.Tensor) bool { return t.IsOnDevice(0) }
+// onDevice: t holds device memory (a tensor freed by an update that did not return holds none).
+func onDevice(t *tensors.Tensor) bool { return t.Ok() && t.IsOnDevice(0) }

@@ -84,3 +84,38 @@ func abs32(x float32) float32 {
 	}
 	return x
 }
+
+// A parameter tensor freed under the trainer (as an update that fails or is stopped leaves the
+// ones it was given) is not counted, and reading the footprint does not panic: the engine reads it
+// for the ledger after every step, the failed one too.
+func TestFootprintSkipsFreedTensors(t *testing.T) {
+	m := tinyModel(t, 3)
+	tr, err := New(m, Config{LR: 1e-2, MicroBatch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	var seqs []Sequence
+	for i := 0; i < 2; i++ {
+		seq, lps := sample(t, m, rng, []int32{1, 2}, 6)
+		seqs = append(seqs, toSequence(seq, 2, lps, float64(i%2)*2-1))
+	}
+	if _, err := tr.Update(seqs, 1e-2); err != nil { // everything on the device, as after a step
+		t.Fatal(err)
+	}
+	whole := tr.Footprint()
+	if whole.MasterWeights == 0 || whole.OptimizerMoments == 0 {
+		t.Fatalf("footprint %+v; want master weights and moments on the device", whole)
+	}
+	first := m.Params.Values[tr.train[0]]
+	size := int64(first.Memory())
+	first.MustFinalizeAll()
+	after := tr.Footprint()
+	if after.MasterWeights != whole.MasterWeights-size || after.OptimizerMoments != whole.OptimizerMoments {
+		t.Errorf("footprint after freeing a %d-byte parameter: %+v; want %+v less those bytes of master weights", size, after, whole)
+	}
+	if master, _ := tr.OnDevice(); master != after.MasterWeights {
+		t.Errorf("OnDevice master %d; want the footprint's %d", master, after.MasterWeights)
+	}
+}

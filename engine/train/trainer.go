@@ -826,20 +826,16 @@ type Footprint struct {
 	HostMoments      int64 // AdamW m and v held only in host memory (offloaded)
 }
 
-// Footprint reports the bytes the trainer holds now.
+// Footprint reports the bytes the trainer holds now. A tensor given up to an update that did not
+// return (an error, a stop) holds nothing and is not counted: the ledger read after a failed step
+// must not panic over it (seen on the first GPU run, docs/gpu/2026-11-27-h100.md).
 func (tr *Trainer) Footprint() Footprint {
 	var f Footprint
-	for _, t := range tr.params() {
-		if t.IsOnDevice(0) {
-			f.MasterWeights += int64(t.Memory())
-		}
-	}
+	f.MasterWeights, f.OptimizerMoments = tr.OnDevice()
 	m, v := tr.moments()
 	for i := range m {
 		for _, t := range []*tensors.Tensor{m[i], v[i]} {
-			if t.IsOnDevice(0) {
-				f.OptimizerMoments += int64(t.Memory())
-			} else {
+			if t.Ok() && !onDevice(t) {
 				f.HostMoments += int64(t.Memory())
 			}
 		}
