@@ -8,6 +8,7 @@ import (
 
 	"agentrl/engine/model"
 	"agentrl/engine/record"
+	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/train"
 	"agentrl/envs"
@@ -72,13 +73,13 @@ func New(o Options) (*Controller, error) {
 	}
 	c.weights = retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
 	slots, micro := int(r.Memory.KVSlots), int(r.Train.MicroBatch)
-	c.offload = r.Memory.OptimizerOffload == "host"
-	c.masterHost = r.Memory.MasterOffload == "host"
+	c.dev = &residency.Device{Reference: o.Reference, SharedReference: r.Train.LoRA.Rank > 0,
+		MomentsOnHost: r.Memory.OptimizerOffload == "host", MasterOnHost: r.Memory.MasterOffload == "host"}
 	if p := o.Plan; p != nil && p.Budget > 0 {
 		if !p.Fits {
 			return nil, fmt.Errorf("engine: the recipe does not fit the device's %s: %s (see agentrl-tui plan)", recipes.FormatGiB(p.Budget), p.Reason)
 		}
-		slots, micro, c.offload, c.masterHost = p.KVSlots, p.MicroBatch, p.MomentsOnHost, p.MasterOnHost
+		slots, micro, c.dev.MomentsOnHost, c.dev.MasterOnHost = p.KVSlots, p.MicroBatch, p.MomentsOnHost, p.MasterOnHost
 	}
 	// No budget to size against (the CPU backend): more decode lanes than the cores can feed
 	// only lengthen each step, and 8-row micro-batches are where the recipes were measured.
@@ -106,7 +107,7 @@ func New(o Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	if c.infer, err = newInferenceCopy(o.Policy, c.compiles); err != nil {
+	if c.dev.Infer, err = residency.NewInferenceCopy(o.Policy, c.compiles); err != nil {
 		c.tr.Close()
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func New(o Options) (*Controller, error) {
 	if r.Env.Executor == "python" {
 		toolWorkers = sb.WorkerCount()
 	}
-	c.gen, err = rollout.New(c.infer.model, rollout.Config{
+	c.gen, err = rollout.New(c.dev.Infer.Model(), rollout.Config{
 		Slots: slots, MaxLen: model.Bucket(r.Rollout.MaxTotalTokens),
 		Truncation:      r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
 		Decode:          func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
@@ -126,25 +127,14 @@ func New(o Options) (*Controller, error) {
 		Compiles:        c.compiles,
 	})
 	if err != nil {
-		c.infer.close()
+		c.dev.Infer.Close()
 		c.tr.Close()
 		return nil, err
 	}
-	if c.offload {
-		if err := c.tr.OffloadMoments(); err != nil {
-			c.Close()
-			return nil, err
-		}
-	}
-	// What waits during rollout leaves the device now: offloaded master weights (the inference
-	// copy is built) and the reference copy, which comes in only for the reference forward.
-	if c.masterHost {
-		if err := c.tr.OffloadMaster(); err != nil {
-			c.Close()
-			return nil, err
-		}
-	}
-	if err := c.moveReference(false); err != nil {
+	// What waits during rollout leaves the device now: offloaded moments and master weights (the
+	// inference copy is built) and the reference copy, which comes in only for the reference forward.
+	c.dev.Gen, c.dev.Trainer = c.gen, c.tr
+	if err := c.dev.Settle(); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -170,7 +160,7 @@ func New(o Options) (*Controller, error) {
 // restore loads a checkpoint's weights, moments and bookkeeping.
 func (c *Controller) restore(cp *store.Checkpoint) error {
 	src := fmt.Sprintf("checkpoint %s/%d", cp.Run, cp.Step)
-	if err := c.setWeights(cp.Weights, src); err != nil {
+	if err := residency.SetWeights(c.o.Policy, cp.Weights, src); err != nil {
 		return err
 	}
 	byName := map[string]*safetensors.Tensor{}
@@ -187,7 +177,7 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 				if !ok {
 					return fmt.Errorf("%s: optimizer moment %s%s is missing", src, pre, spec.Name)
 				}
-				tt, err := momentFrom(t, spec.Dims, src)
+				tt, err := residency.MomentFrom(t, spec.Dims, src)
 				if err != nil {
 					return err
 				}

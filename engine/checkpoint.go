@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"agentrl/engine/event"
+	"agentrl/engine/residency"
 	"agentrl/store"
 	"agentrl/store/safetensors"
 )
@@ -25,14 +26,14 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	cp := &store.Checkpoint{Manifest: store.Manifest{Run: c.o.RunID, Step: step, RecipeHash: c.r.Hash(),
 		DataPosition: int64(step * c.r.Rollout.TasksPerStep),
 		Metrics:      map[string]float64{"best": c.best, "best_step": float64(c.bestStep), "since_best": float64(c.sinceBest), "adam_step": float64(adamStep)}},
-		Weights: ts, FileData: c.checkpointFiles()}
+		Weights: ts, FileData: residency.CheckpointFiles(c.o.Policy, c.o.ModelFiles, c.r.Model.Path)}
 	if c.r.Checkpoint.SaveOptimizer {
 		for i, spec := range c.tr.TrainedSpecs() { // a LoRA run's: the adapters
 			for _, pair := range []struct {
 				prefix string
 				t      *tensors.Tensor
 			}{{"m.", m[i]}, {"v.", v[i]}} {
-				st, err := momentTensor(pair.prefix+spec.Name, spec.Dims, pair.t)
+				st, err := residency.MomentTensor(pair.prefix+spec.Name, spec.Dims, pair.t)
 				if err != nil {
 					return err
 				}

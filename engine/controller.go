@@ -19,6 +19,7 @@ import (
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/record"
+	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
@@ -65,10 +66,8 @@ type Controller struct {
 	o          Options
 	r          *recipes.Recipe
 	gen        *rollout.Generator
-	infer      *inferenceCopy // the generator's weights: the master weights cast, rebuilt by each sync
 	tr         *train.Trainer
-	offload    bool // AdamW moments wait in host memory during rollout
-	masterHost bool // the float32 master weights wait in host memory during rollout and the reference forward
+	dev        *residency.Device // what is on the device when: the inference copy, the KV cache, master weights, moments, the reference
 	judge      *selfJudge
 	ext        *agentEnv             // env.name external: the endpoint and the agent runner (external.go); nil for retool
 	hinter     retool.Hinter         // nil: no hints
@@ -99,9 +98,6 @@ type Controller struct {
 	// phases holds the seconds each phase of step phasesStep took, stored with the step.
 	phases     map[string]float64
 	phasesStep int
-	// skipSync, when set (tests only), leaves the inference weights of that step stale: the
-	// mis-synced copy the log-prob probe exists to catch.
-	skipSync func(step int) bool
 	// onEmit and onUpdate (tests only) see each event as it is emitted, on the emitting goroutine,
 	// and each micro-batch of an update as it is about to run: a test stops the run there.
 	onEmit   func(event.Event)
@@ -128,7 +124,7 @@ func (c *Controller) Close() {
 	c.ro.dropPaused()
 	c.ext.close()
 	c.gen.Close()
-	c.infer.close()
+	c.dev.Infer.Close()
 	c.tr.Close()
 }
 
@@ -195,10 +191,10 @@ func (c *Controller) Export(step int) (string, error) {
 // ledger reports what the engine holds on the device, by component, with NVML's reading of the
 // whole device when there is one (ok=false on the CPU backend: then only the components count).
 func (c *Controller) ledger() event.Ledger {
-	params, base := c.paramBytes()
+	params, base := residency.ParamBytes(c.o.Policy)
 	cfg := c.gen.Config()
 	l := event.Ledger{Backend: c.o.Backend, Components: map[string]int64{
-		"inference weights": c.infer.bytes(),
+		"inference weights": c.dev.Infer.Bytes(),
 		"KV cache":          model.CacheBytes(c.o.Policy.Config, c.o.Policy.Options().Compute, cfg.Slots, cfg.MaxLen),
 	}}
 	// Where each waiting component is now, from the tensors themselves: "NAME (host)" for the
@@ -217,7 +213,7 @@ func (c *Controller) ledger() event.Ledger {
 	if base > 0 { // LoRA: one frozen base, the reference being that base with the adapters off
 		l.Components["base weights"] = base
 	} else {
-		put("reference weights", deviceBytes(c.o.Reference.Params.Values), c.o.Reference.Params.Bytes())
+		put("reference weights", residency.DeviceBytes(c.o.Reference.Params.Values), c.o.Reference.Params.Bytes())
 	}
 	if c.o.Monitor != nil {
 		if rd, ok := c.o.Monitor.Read(); ok {

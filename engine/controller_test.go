@@ -403,7 +403,7 @@ func TestMarkedBestSurvivesRetentionAndResume(t *testing.T) {
 func TestSkippedSyncRaisesAlarms(t *testing.T) {
 	c, _, events := tinyRun(t, map[string]string{"run.max_steps": "3", "train.lr": "0.01", "train.warmup_steps": "0",
 		"eval.at_start": "false"})
-	c.skipSync = func(step int) bool { return step == 1 }
+	c.dev.SkipSync = func(step int) bool { return step == 1 }
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(context.Background()); close(events) }()
 	alarms := map[string][]int{}

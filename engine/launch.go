@@ -12,6 +12,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/ledger"
+	"agentrl/engine/residency"
 	"agentrl/engine/tokenizer"
 	"agentrl/recipes"
 	"agentrl/store"
@@ -73,7 +74,7 @@ func Open(l Launch) (sess *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	policy, reference, err := loadPolicy(choice.Backend, dir, dt, r)
+	policy, reference, err := residency.LoadPolicy(choice.Backend, dir, dt, r)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
+	"agentrl/engine/residency"
 	"agentrl/recipes"
 	"agentrl/store"
 	"agentrl/store/safetensors"
@@ -57,7 +58,7 @@ func loraCheckpoint(t *testing.T, l model.LoRA) (*model.Model, *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac, err := adapterConfig(l, "/models/tiny")
+	ac, err := residency.AdapterConfig(l, "/models/tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestLoRAResumeMatchesUninterrupted(t *testing.T) {
 	}
 	defer st.Close()
 	run := func(id string, resume *store.Checkpoint, stopAfter int) map[int]map[string]float64 {
-		policy, reference, err := loraModels(backend, model.RandomParams(cfg, 1, 0.02), dtypes.Float32, r)
+		policy, reference, err := residency.LoRAModels(backend, model.RandomParams(cfg, 1, 0.02), dtypes.Float32, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +234,7 @@ func TestLoRAResumeMatchesUninterrupted(t *testing.T) {
 		for _, v := range policy.Params.Values {
 			all += int64(v.Memory())
 		}
-		if on := deviceBytes(policy.Params.Values); on != all {
+		if on := residency.DeviceBytes(policy.Params.Values); on != all {
 			t.Errorf("%s: %d of the policy's %d weight bytes on the device after New; want all", id, on, all)
 		}
 		return runStoppedAfter(t, c, events, stopAfter, nil)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"math"
 
 	"agentrl/engine/train"
@@ -183,73 +182,3 @@ func divideGroupStd(adv, rewards []float64, groups []int, eps float64) {
 		adv[i] /= std + eps
 	}
 }
-
-// toReference switches the time-shared device from rollout to the reference forward: the KV cache
-// and the inference weights are freed (neither phase after rollout holds them) and the reference
-// weights come onto the device. Master weights and moments that wait on the host stay there: the
-// ledger's reference phase holds the reference copy instead of them.
-func (c *Controller) toReference(step int) error {
-	if err := c.gen.ReleaseCache(); err != nil {
-		return fmt.Errorf("engine: step %d: entering the reference forward: %w", step, err)
-	}
-	if !c.skipsSync(step) {
-		c.infer.release()
-	}
-	if c.r.UsesReference() {
-		if err := c.moveReference(true); err != nil {
-			return fmt.Errorf("engine: step %d: %w", step, err)
-		}
-	}
-	return nil
-}
-
-// toTrain switches to the update once the reference forward is done: the reference weights go
-// back to host memory, then offloaded master weights and AdamW moments come onto the device.
-func (c *Controller) toTrain(step int) error {
-	if err := c.moveReference(false); err != nil {
-		return fmt.Errorf("engine: step %d: %w", step, err)
-	}
-	if c.masterHost {
-		if err := c.tr.RestoreMaster(); err != nil {
-			return fmt.Errorf("engine: step %d: entering training: %w", step, err)
-		}
-	}
-	if c.offload {
-		if err := c.tr.RestoreMoments(); err != nil {
-			return fmt.Errorf("engine: step %d: entering training: %w", step, err)
-		}
-	}
-	return nil
-}
-
-// toRollout is the sync after an update: offloaded moments go to host memory, the inference
-// weights are rebuilt from the master weights on the device and checked against them, offloaded
-// master weights then go to host memory, and the KV cache is allocated again. It returns
-// max |inference − cast(master)|, 0 when in sync.
-func (c *Controller) toRollout(step int) (float64, error) {
-	if c.offload {
-		if err := c.tr.OffloadMoments(); err != nil {
-			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
-		}
-	}
-	if !c.skipsSync(step) {
-		if err := c.infer.refresh(); err != nil {
-			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
-		}
-	}
-	diff, err := c.infer.check()
-	if err != nil {
-		return 0, err
-	}
-	if c.masterHost {
-		if err := c.tr.OffloadMaster(); err != nil {
-			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
-		}
-	}
-	if err := c.gen.RestoreCache(); err != nil {
-		return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
-	}
-	return diff, nil
-}
-
-func (c *Controller) skipsSync(step int) bool { return c.skipSync != nil && c.skipSync(step) }

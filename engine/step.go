@@ -158,16 +158,16 @@ func (c *Controller) reference(step int, batch []*traj) (float64, error) {
 	if !c.enter(step, event.PhaseReference) {
 		return 0, errStop
 	}
-	if err := c.toReference(step); err != nil {
+	if err := c.dev.ToReference(step, c.r.UsesReference()); err != nil {
 		return 0, err
 	}
 	switchToTrain := time.Since(t0).Seconds()
 	if err := c.referenceForward(batch); err != nil {
-		_ = c.toTrain(step) // a consistent device for what follows the error (save, close)
+		_ = c.dev.ToTrain(step) // a consistent device for what follows the error (save, close)
 		return 0, err
 	}
 	t1 := time.Now()
-	if err := c.toTrain(step); err != nil {
+	if err := c.dev.ToTrain(step); err != nil {
 		return 0, err
 	}
 	switchToTrain += time.Since(t1).Seconds()

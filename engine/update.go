@@ -68,7 +68,7 @@ func (c *Controller) trainStep(step int, batch []*traj, metrics map[string]float
 // equal to them (sync_diff_max; above 0 raises stale_weights).
 func (c *Controller) syncWeights(step int, metrics map[string]float64) error {
 	t0 := time.Now()
-	diff, err := c.toRollout(step)
+	diff, err := c.dev.ToRollout(step)
 	if err != nil {
 		return err
 	}

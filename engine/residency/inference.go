@@ -1,4 +1,4 @@
-package engine
+package residency
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"agentrl/engine/model"
 )
 
-// inferenceCopy is the generator's copy of the policy: the float32 master weights the trainer
+// InferenceCopy is the generator's copy of the policy: the float32 master weights the trainer
 // updates, cast to the compute dtype (bfloat16 on a GPU). The time-shared device holds it during
 // rollout only: entering the training phase frees it (the ledger counts it in rollout, not in
 // train) and the sync after the update rebuilds it from the master weights, on the device.
@@ -23,17 +23,17 @@ import (
 // rather than the whole model, and no second copy of the base exists. (Merging the adapters
 // into an inference copy of the base would make decoding a little cheaper but cost a full
 // second copy of the weights on the device and a full-size sync.)
-type inferenceCopy struct {
+type InferenceCopy struct {
 	master *model.Model   // the trainer's model: float32 master weights
-	model  *model.Model   // the generator's model: the same config, the inference weights
+	model  *model.Model   // the generator's model: the same config, the inference weights (Model)
 	synced []int          // the parameters copied and synced: all, or a LoRA model's adapters
 	cast   *compiles.Exec // synced master weights → compute dtype, one output per parameter
 	diff   *compiles.Exec // max |inference − cast(master)| over the synced parameters, a float32 scalar
 }
 
-// newInferenceCopy builds the inference copy of master's current weights; cc counts the sync's
+// NewInferenceCopy builds the inference copy of master's current weights; cc counts the sync's
 // programs (kind "sync": the cast and the check) and the copy's own (kind "inference").
-func newInferenceCopy(master *model.Model, cc *compiles.Counter) (*inferenceCopy, error) {
+func NewInferenceCopy(master *model.Model, cc *compiles.Counter) (*InferenceCopy, error) {
 	synced := master.Params.TrainableIndices()
 	np := len(synced)
 	dt := master.Options().Compute
@@ -69,10 +69,10 @@ func newInferenceCopy(master *model.Model, cc *compiles.Counter) (*inferenceCopy
 		cast.Finalize()
 		return nil, fmt.Errorf("engine: preparing the weight-sync check: %w", err)
 	}
-	c := &inferenceCopy{master: master, synced: synced, cast: cast.WithName("weight_sync"), diff: diff.WithName("weight_sync_check")}
+	c := &InferenceCopy{master: master, synced: synced, cast: cast.WithName("weight_sync"), diff: diff.WithName("weight_sync_check")}
 	values, err := c.castMaster()
 	if err != nil {
-		c.close()
+		c.Close()
 		return nil, err
 	}
 	all := append([]*tensors.Tensor{}, master.Params.Values...) // a LoRA base: shared
@@ -81,19 +81,22 @@ func newInferenceCopy(master *model.Model, cc *compiles.Counter) (*inferenceCopy
 	}
 	p, err := master.Params.Sibling(all)
 	if err != nil {
-		c.close()
+		c.Close()
 		return nil, err
 	}
 	if c.model, err = model.New(master.Backend, p, master.Options()); err != nil {
-		c.close()
+		c.Close()
 		return nil, err
 	}
 	c.model.CountCompiles(cc, "inference")
 	return c, nil
 }
 
+// Model is the generator's model: the master's config with the inference weights.
+func (c *InferenceCopy) Model() *model.Model { return c.model }
+
 // castMaster runs the cast graph on the master weights.
-func (c *inferenceCopy) castMaster() ([]*tensors.Tensor, error) {
+func (c *InferenceCopy) castMaster() ([]*tensors.Tensor, error) {
 	in := make([]any, len(c.synced))
 	for k, i := range c.synced {
 		in[k] = c.master.Params.Values[i]
@@ -106,7 +109,7 @@ func (c *inferenceCopy) castMaster() ([]*tensors.Tensor, error) {
 }
 
 // release frees the inference weights (entering the training phase).
-func (c *inferenceCopy) release() {
+func (c *InferenceCopy) release() {
 	for _, i := range c.synced {
 		if v := c.model.Params.Values[i]; v != nil {
 			v.FinalizeAll()
@@ -116,13 +119,13 @@ func (c *inferenceCopy) release() {
 }
 
 // released says whether the inference weights are freed.
-func (c *inferenceCopy) released() bool {
+func (c *InferenceCopy) released() bool {
 	return len(c.synced) > 0 && c.model.Params.Values[c.synced[0]] == nil
 }
 
 // refresh rebuilds the inference weights from the master weights (the sync after an update),
 // freeing the old ones if they are still held.
-func (c *inferenceCopy) refresh() error {
+func (c *InferenceCopy) refresh() error {
 	values, err := c.castMaster()
 	if err != nil {
 		return err
@@ -135,7 +138,7 @@ func (c *inferenceCopy) refresh() error {
 }
 
 // check returns max |inference − cast(master)| over every weight: 0 after a sync.
-func (c *inferenceCopy) check() (float64, error) {
+func (c *InferenceCopy) check() (float64, error) {
 	if c.released() {
 		return 0, errors.New("engine: weight-sync check: the inference weights are released")
 	}
@@ -154,8 +157,8 @@ func (c *inferenceCopy) check() (float64, error) {
 	return float64(tensors.ToScalar[float32](out[0])), nil
 }
 
-// bytes is the size of the inference weights in the compute dtype (a LoRA model's adapters).
-func (c *inferenceCopy) bytes() int64 {
+// Bytes is the size of the inference weights in the compute dtype (a LoRA model's adapters).
+func (c *InferenceCopy) Bytes() int64 {
 	var n int64
 	for _, i := range c.synced {
 		n += int64(c.master.Params.Specs[i].Size()) * int64(c.master.Options().Compute.Size())
@@ -163,7 +166,8 @@ func (c *inferenceCopy) bytes() int64 {
 	return n
 }
 
-func (c *inferenceCopy) close() {
+// Close frees the inference weights and the sync programs.
+func (c *InferenceCopy) Close() {
 	if c.model != nil {
 		c.release()
 		c.model.Close()

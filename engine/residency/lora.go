@@ -1,4 +1,4 @@
-package engine
+package residency
 
 import (
 	"encoding/json"
@@ -13,12 +13,12 @@ import (
 	"agentrl/store/safetensors"
 )
 
-// loadPolicy loads the policy and the reference model from a HuggingFace folder. Without LoRA
+// LoadPolicy loads the policy and the reference model from a HuggingFace folder. Without LoRA
 // they are two float32 copies (the reference stays frozen). With train.lora.rank > 0 the policy
 // is the base in the compute dtype, frozen, plus float32 adapters (A from the run's seed, B = 0),
 // and the reference is the same base tensors with the adapters off: one copy of the base serves
 // rollout, training and the reference.
-func loadPolicy(backend compute.Backend, dir string, dt dtypes.DType, r *recipes.Recipe) (policy, reference *model.Model, err error) {
+func LoadPolicy(backend compute.Backend, dir string, dt dtypes.DType, r *recipes.Recipe) (policy, reference *model.Model, err error) {
 	opts := model.Options{Compute: dt}
 	l := r.Train.LoRA
 	if l.Rank == 0 {
@@ -38,11 +38,11 @@ func loadPolicy(backend compute.Backend, dir string, dt dtypes.DType, r *recipes
 	if err != nil {
 		return nil, nil, err
 	}
-	return loraModels(backend, base, dt, r)
+	return LoRAModels(backend, base, dt, r)
 }
 
-// loraModels is loadPolicy's LoRA case on base parameters already loaded (taken over).
-func loraModels(backend compute.Backend, base *model.Params, dt dtypes.DType, r *recipes.Recipe) (policy, reference *model.Model, err error) {
+// LoRAModels is LoadPolicy's LoRA case on base parameters already loaded (taken over).
+func LoRAModels(backend compute.Backend, base *model.Params, dt dtypes.DType, r *recipes.Recipe) (policy, reference *model.Model, err error) {
 	l, opts := r.Train.LoRA, model.Options{Compute: dt}
 	p, err := model.WithLoRA(base, model.LoRA{Rank: l.Rank, Alpha: l.Alpha, Targets: l.Targets}, uint64(r.Run.Seed), dt)
 	if err != nil {
@@ -57,9 +57,9 @@ func loraModels(backend compute.Backend, base *model.Params, dt dtypes.DType, r 
 	return policy, reference, nil
 }
 
-// adapterConfig is PEFT's adapter_config.json for a LoRA policy, saved with each checkpoint so
+// AdapterConfig is PEFT's adapter_config.json for a LoRA policy, saved with each checkpoint so
 // that `export --peft` writes it and a merged export knows the scale (lora_alpha ÷ r).
-func adapterConfig(l model.LoRA, baseModel string) ([]byte, error) {
+func AdapterConfig(l model.LoRA, baseModel string) ([]byte, error) {
 	return json.MarshalIndent(map[string]any{
 		"peft_type":               "LORA",
 		"task_type":               "CAUSAL_LM",
@@ -78,43 +78,43 @@ func adapterConfig(l model.LoRA, baseModel string) ([]byte, error) {
 	}, "", "  ")
 }
 
-// setWeights loads a checkpoint's weights into the policy: every parameter, or with LoRA the
+// SetWeights loads a checkpoint's weights into the policy: every parameter, or with LoRA the
 // adapters only (the frozen base, shared with the reference model, stays as loaded).
-func (c *Controller) setWeights(ts []*safetensors.Tensor, src string) error {
-	p := c.o.Policy.Params
+func SetWeights(policy *model.Model, ts []*safetensors.Tensor, src string) error {
+	p := policy.Params
 	if p.Config.LoRA.Enabled() {
 		return p.SetAdapters(ts, src)
 	}
 	return p.SetFromTensors(ts, src)
 }
 
-// checkpointFiles are the files a checkpoint carries: the model folder's (config.json, the
-// tokenizer) and, with LoRA, PEFT's adapter_config.json. A LoRA checkpoint's weights are the
-// base and the adapters (the base's chunks are stored once, however many checkpoints name
-// them), so that export can write the merged model or the adapters alone.
-func (c *Controller) checkpointFiles() map[string][]byte {
-	l := c.o.Policy.Params.Config.LoRA
+// CheckpointFiles are the files a checkpoint carries: the model folder's (modelFiles: config.json,
+// the tokenizer) and, with LoRA, PEFT's adapter_config.json naming base (the model folder, "" for
+// the built-in model). A LoRA checkpoint's weights are the base and the adapters (the base's
+// chunks are stored once, however many checkpoints name them), so that export can write the
+// merged model or the adapters alone.
+func CheckpointFiles(policy *model.Model, modelFiles map[string][]byte, base string) map[string][]byte {
+	l := policy.Params.Config.LoRA
 	if !l.Enabled() {
-		return c.o.ModelFiles
+		return modelFiles
 	}
-	files := make(map[string][]byte, len(c.o.ModelFiles)+1)
-	for k, v := range c.o.ModelFiles {
+	files := make(map[string][]byte, len(modelFiles)+1)
+	for k, v := range modelFiles {
 		files[k] = v
 	}
-	base := c.r.Model.Path
 	if base == "" {
 		base = "agentrl-builtin"
 	}
-	if js, err := adapterConfig(l, base); err == nil {
+	if js, err := AdapterConfig(l, base); err == nil {
 		files[store.AdapterConfigFile] = js
 	}
 	return files
 }
 
-// paramBytes is the size of the trained float32 parameters (a LoRA run's adapters, else the
+// ParamBytes is the size of the trained float32 parameters (a LoRA run's adapters, else the
 // whole model) and of a LoRA run's frozen base in the dtype it is held in (0 without LoRA).
-func (c *Controller) paramBytes() (trained, base int64) {
-	p := c.o.Policy.Params
+func ParamBytes(policy *model.Model) (trained, base int64) {
+	p := policy.Params
 	if !p.Config.LoRA.Enabled() {
 		return p.Bytes(), 0
 	}

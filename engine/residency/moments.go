@@ -1,4 +1,4 @@
-package engine
+package residency
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"agentrl/store/safetensors"
 )
 
-// momentTensor encodes one AdamW moment for a checkpoint: float32 moments as F32 shaped like
+// MomentTensor encodes one AdamW moment for a checkpoint: float32 moments as F32 shaped like
 // their parameter (dims), 8-bit ones (train.MomentShape) as I8 in their storage shape
 // [blocks, 256 + 4], codes and scales as the trainer holds them.
-func momentTensor(name string, dims []int, t *tensors.Tensor) (*safetensors.Tensor, error) {
+func MomentTensor(name string, dims []int, t *tensors.Tensor) (*safetensors.Tensor, error) {
 	if t.DType() == dtypes.Int8 {
 		vals, err := tensors.CopyFlatData[int8](t)
 		if err != nil {
@@ -31,8 +31,8 @@ func momentTensor(name string, dims []int, t *tensors.Tensor) (*safetensors.Tens
 	return safetensors.FromFloat32(name, dims, vals, safetensors.F32)
 }
 
-// momentFrom decodes momentTensor's encoding; dims is the parameter's shape (float32 moments).
-func momentFrom(t *safetensors.Tensor, dims []int, src string) (*tensors.Tensor, error) {
+// MomentFrom decodes MomentTensor's encoding; dims is the parameter's shape (float32 moments).
+func MomentFrom(t *safetensors.Tensor, dims []int, src string) (*tensors.Tensor, error) {
 	if t.DType == safetensors.I8 {
 		vals := make([]int8, len(t.Data))
 		for i, b := range t.Data {

@@ -1,0 +1,170 @@
+// Package residency decides what is on the time-shared device when. Rollout holds the inference
+// copy of the policy and the KV cache; the reference forward holds the reference (teacher) copy;
+// the update holds the float32 master weights, the AdamW moments and the activations. The loop
+// calls one switch between phases (ToReference, ToTrain, ToRollout) and the Device moves the
+// tensors: freed, rebuilt from the master weights (the weight sync), or sent to host memory and
+// back (offload), as the memory ledger planned. It also holds what a checkpoint needs to know
+// about where weights live: LoRA's shared base, the adapters' PEFT config, the moments' encoding.
+package residency
+
+import (
+	"fmt"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"agentrl/engine/model"
+	"agentrl/engine/rollout"
+	"agentrl/engine/train"
+)
+
+// Device is the time-shared device's residency plan for one run. On the go backend host and
+// device are the same memory, but the moves are the ones a GPU makes.
+type Device struct {
+	Infer     *InferenceCopy     // the generator's weights: the master weights cast, rebuilt by each sync
+	Gen       *rollout.Generator // its KV cache is freed outside rollout
+	Trainer   *train.Trainer     // the master weights and moments
+	Reference *model.Model       // the frozen reference (teacher)
+	// MomentsOnHost: the AdamW moments wait in host memory during rollout and the reference
+	// forward. MasterOnHost: the float32 master weights do too (the inference copy is built from
+	// them before they leave).
+	MomentsOnHost, MasterOnHost bool
+	// SharedReference: the reference is the policy's own frozen base with LoRA's adapters off,
+	// which rollout and training use too: it never moves.
+	SharedReference bool
+	// SkipSync, when set (tests only), leaves the inference weights of that step stale: the
+	// mis-synced copy the loop's log-prob probe exists to catch.
+	SkipSync func(step int) bool
+}
+
+func (d *Device) skipsSync(step int) bool { return d.SkipSync != nil && d.SkipSync(step) }
+
+// Settle puts the device in its rollout state once everything is built: offloaded moments and
+// master weights go to host memory (the inference copy exists), and so does the reference, which
+// comes in only for the reference forward.
+func (d *Device) Settle() error {
+	if d.MomentsOnHost {
+		if err := d.Trainer.OffloadMoments(); err != nil {
+			return err
+		}
+	}
+	if d.MasterOnHost {
+		if err := d.Trainer.OffloadMaster(); err != nil {
+			return err
+		}
+	}
+	return d.moveReference(false)
+}
+
+// ToReference switches the device from rollout to the reference forward: the KV cache and the
+// inference weights are freed (neither phase after rollout holds them) and, when the recipe has
+// a reference forward (usesReference), the reference weights come onto the device. Master weights
+// and moments that wait on the host stay there: the ledger's reference phase holds the reference
+// copy instead of them.
+func (d *Device) ToReference(step int, usesReference bool) error {
+	if err := d.Gen.ReleaseCache(); err != nil {
+		return fmt.Errorf("engine: step %d: entering the reference forward: %w", step, err)
+	}
+	if !d.skipsSync(step) {
+		d.Infer.release()
+	}
+	if usesReference {
+		if err := d.moveReference(true); err != nil {
+			return fmt.Errorf("engine: step %d: %w", step, err)
+		}
+	}
+	return nil
+}
+
+// ToTrain switches to the update once the reference forward is done: the reference weights go
+// back to host memory, then offloaded master weights and AdamW moments come onto the device.
+func (d *Device) ToTrain(step int) error {
+	if err := d.moveReference(false); err != nil {
+		return fmt.Errorf("engine: step %d: %w", step, err)
+	}
+	if d.MasterOnHost {
+		if err := d.Trainer.RestoreMaster(); err != nil {
+			return fmt.Errorf("engine: step %d: entering training: %w", step, err)
+		}
+	}
+	if d.MomentsOnHost {
+		if err := d.Trainer.RestoreMoments(); err != nil {
+			return fmt.Errorf("engine: step %d: entering training: %w", step, err)
+		}
+	}
+	return nil
+}
+
+// ToRollout is the sync after an update: offloaded moments go to host memory, the inference
+// weights are rebuilt from the master weights on the device and checked against them, offloaded
+// master weights then go to host memory, and the KV cache is allocated again. It returns
+// max |inference − cast(master)|, 0 when in sync.
+func (d *Device) ToRollout(step int) (float64, error) {
+	if d.MomentsOnHost {
+		if err := d.Trainer.OffloadMoments(); err != nil {
+			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
+		}
+	}
+	if !d.skipsSync(step) {
+		if err := d.Infer.refresh(); err != nil {
+			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
+		}
+	}
+	diff, err := d.Infer.check()
+	if err != nil {
+		return 0, err
+	}
+	if d.MasterOnHost {
+		if err := d.Trainer.OffloadMaster(); err != nil {
+			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
+		}
+	}
+	if err := d.Gen.RestoreCache(); err != nil {
+		return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
+	}
+	return diff, nil
+}
+
+// moveReference puts the reference copy on the device (toDevice) or in host memory; a shared
+// reference (LoRA) stays where it is.
+func (d *Device) moveReference(toDevice bool) error {
+	if d.SharedReference {
+		return nil
+	}
+	if toDevice {
+		return referenceToDevice(d.Reference)
+	}
+	return referenceToHost(d.Reference)
+}
+
+// referenceToDevice brings the reference weights onto the device for the reference forward.
+func referenceToDevice(m *model.Model) error {
+	for i, t := range m.Params.Values {
+		if err := t.ToDevice(m.Backend, compute.DeviceNum(0)); err != nil {
+			return fmt.Errorf("engine: reference weight %s to the device: %w", m.Params.Specs[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// referenceToHost moves the reference weights to host memory, freeing their device buffers.
+func referenceToHost(m *model.Model) error {
+	for i, t := range m.Params.Values {
+		if err := t.ToLocal(); err != nil {
+			return fmt.Errorf("engine: reference weight %s to the host: %w", m.Params.Specs[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// DeviceBytes is the size of the tensors that hold a device buffer now (a tensor freed by an
+// update that did not return holds none).
+func DeviceBytes(ts []*tensors.Tensor) int64 {
+	var n int64
+	for _, t := range ts {
+		if t.Ok() && t.IsOnDevice(0) {
+			n += int64(t.Memory())
+		}
+	}
+	return n
+}
