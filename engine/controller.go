@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/compiles"
 	"agentrl/engine/device"
 	"agentrl/engine/event"
@@ -104,7 +105,7 @@ type Controller struct {
 	onUpdate func(done, total int)
 	// onTrain (tests only) sees a step's trajectories (an agent's later segments included) and
 	// the sequences the update is about to train on.
-	onTrain func(step int, batch []*traj, seqs []train.Sequence)
+	onTrain func(step int, trajs []*batch.Trajectory, seqs []train.Sequence)
 
 	// the stopping model (stop.go): where the run is, the stop asked for and what it keeps
 	stopMu       sync.Mutex

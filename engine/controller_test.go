@@ -17,6 +17,7 @@ import (
 	_ "github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
@@ -671,24 +672,24 @@ func TestAdvantagesPassK(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := &Controller{r: r}
-		var batch []*traj
+		var trajs []*batch.Trajectory
 		for i := range 8 {
-			tr := &traj{mask: []bool{false, true, true}}
+			tr := &batch.Trajectory{Mask: []bool{false, true, true}}
 			if i == 3 {
-				tr.reward.Total = 1
+				tr.Reward.Total = 1
 			}
-			batch = append(batch, tr)
+			trajs = append(trajs, tr)
 		}
-		if _, err := c.advantages(batch); err != nil {
+		if _, err := c.advantages(trajs); err != nil {
 			t.Fatal(err)
 		}
-		for i, tr := range batch {
+		for i, tr := range trajs {
 			want := tc.wrongs
 			if i == 3 {
 				want = tc.right
 			}
-			if tr.adv[0] != 0 || math.Abs(float64(tr.adv[1])-want) > 1e-5 || tr.adv[1] != tr.adv[2] {
-				t.Errorf("pass_k %d, sample %d: advantages %v; want 0 on the prompt, %.5f on the response", tc.passK, i, tr.adv, want)
+			if tr.Advantages[0] != 0 || math.Abs(float64(tr.Advantages[1])-want) > 1e-5 || tr.Advantages[1] != tr.Advantages[2] {
+				t.Errorf("pass_k %d, sample %d: advantages %v; want 0 on the prompt, %.5f on the response", tc.passK, i, tr.Advantages, want)
 			}
 		}
 	}

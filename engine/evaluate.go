@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/envs"
 	"agentrl/store"
@@ -16,14 +17,14 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	r := c.r
 	t0 := time.Now()
 	tasks := c.heldout[:min(r.Eval.HeldoutTasks, len(c.heldout))]
-	var batch []*traj
+	var trajs []*batch.Trajectory
 	for i, task := range tasks {
 		for s := 0; s < r.Eval.NSamples; s++ {
-			batch = append(batch, &traj{task: task, group: i, sample: s})
+			trajs = append(trajs, &batch.Trajectory{Task: task, Group: i, Sample: s})
 		}
 	}
 	c.noteEval(0, len(tasks))
-	if _, err := c.rollout(ctx, step, event.PhaseEval, batch, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
+	if _, err := c.rollout(ctx, step, event.PhaseEval, trajs, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
 		return event.Eval{}, c.stopOr(ctx, err)
 	}
 	var val map[int]float64
@@ -37,10 +38,10 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 		return event.Eval{}, errStop
 	}
 	counts := make([][2]int, len(tasks))
-	for _, t := range batch {
-		counts[t.group][0]++
-		if t.summary.Correct {
-			counts[t.group][1]++
+	for _, t := range trajs {
+		counts[t.Group][0]++
+		if t.Summary.Correct {
+			counts[t.Group][1]++
 		}
 	}
 	ev, err := passAtK(step, tasks, counts, r.Eval.Ks)
@@ -84,20 +85,20 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 // for the ks the samples allow. Its trajectories are not shown or stored: they choose, not report.
 func (c *Controller) validate(ctx context.Context, step int) (map[int]float64, error) {
 	r := c.r
-	var batch []*traj
+	var trajs []*batch.Trajectory
 	for i, task := range c.validation {
 		for s := 0; s < r.Eval.ValidationSamples; s++ {
-			batch = append(batch, &traj{task: task, group: i, sample: s})
+			trajs = append(trajs, &batch.Trajectory{Task: task, Group: i, Sample: s})
 		}
 	}
-	if _, err := c.rollout(ctx, step, event.PhaseValidate, batch, uint64(r.Run.Seed)*1_000_003+uint64(step)+500_009, r.Eval.Temperature); err != nil {
+	if _, err := c.rollout(ctx, step, event.PhaseValidate, trajs, uint64(r.Run.Seed)*1_000_003+uint64(step)+500_009, r.Eval.Temperature); err != nil {
 		return nil, err
 	}
 	counts := make([][2]int, len(c.validation))
-	for _, t := range batch {
-		counts[t.group][0]++
-		if t.summary.Correct {
-			counts[t.group][1]++
+	for _, t := range trajs {
+		counts[t.Group][0]++
+		if t.Summary.Correct {
+			counts[t.Group][1]++
 		}
 	}
 	out := map[int]float64{}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/engine/serve"
 	"agentrl/envs"
@@ -117,19 +118,6 @@ func (a *agentEnv) close() {
 	}
 }
 
-// agentRun is what an external agent's run left with its trajectory.
-type agentRun struct {
-	res  external.Result
-	rec  *serve.Trajectory
-	key  string        // the trajectory's API key, refused since its end
-	drop external.Drop // why the trajectory is dropped, "" when usable
-	why  string        // the reason in a sentence
-	// segs are the trajectory's later segments as sequences of their own, while a step trains
-	// them (expandSegments); of is set on those: the trajectory they belong to.
-	segs []*traj
-	of   *traj
-}
-
 // dropNoRequests is the drop of an agent that gave a result without calling the model: there is
 // nothing to train on.
 const dropNoRequests external.Drop = "no_requests"
@@ -138,76 +126,76 @@ const dropNoRequests external.Drop = "no_requests"
 // run with it, the key finished, and the trajectory filled from the server's record and the
 // agent's result. Only a stop (ctx ended) or a server fault is an error; whatever goes wrong
 // with the agent drops the trajectory.
-func (c *Controller) runAgent(ctx context.Context, t *traj, seed uint64, temperature float64) error {
+func (c *Controller) runAgent(ctx context.Context, t *batch.Trajectory, seed uint64, temperature float64) error {
 	a, r := c.ext, c.r
 	pol := serve.Sampling{Temperature: float32(temperature), TopP: float32(r.Rollout.TopP), TopK: r.Rollout.TopK}
-	key := a.srv.Begin(fmt.Sprintf("%s#%d", t.task.ID, t.sample), serve.TrajectoryOptions{Seed: seed, Sampling: &pol, Override: true})
-	res, runErr := a.runner.Run(ctx, t.task, a.base, key)
+	key := a.srv.Begin(fmt.Sprintf("%s#%d", t.Task.ID, t.Sample), serve.TrajectoryOptions{Seed: seed, Sampling: &pol, Override: true})
+	res, runErr := a.runner.Run(ctx, t.Task, a.base, key)
 	rec, err := a.srv.Finish(key) // after the agent is gone: its slot is free, its key refused
 	if runErr != nil && ctx.Err() != nil {
 		return runErr // a stop: the rollout is abandoned
 	}
 	if err != nil {
-		return fmt.Errorf("engine: trajectory %s#%d: %w", t.task.ID, t.sample, err)
+		return fmt.Errorf("engine: trajectory %s#%d: %w", t.Task.ID, t.Sample, err)
 	}
 	c.fillAgentTrajectory(t, res, rec)
-	t.ext.key = key
+	t.Agent.Key = key
 	return nil
 }
 
 // fillAgentTrajectory sets t from the agent's result and the server's record: the first
 // segment's tokens, the transcript as turns, the token-drift finding, the reward and the summary
 // the hinter and the process scorer read.
-func (c *Controller) fillAgentTrajectory(t *traj, res external.Result, rec *serve.Trajectory) {
-	x := &agentRun{res: res, rec: rec, drop: res.Drop, why: res.Dropped}
-	t.ext = x
-	if x.drop == external.DropNone && len(rec.Segments) == 0 {
-		x.drop, x.why = dropNoRequests, "made no request to the model: there is nothing to train on"
+func (c *Controller) fillAgentTrajectory(t *batch.Trajectory, res external.Result, rec *serve.Trajectory) {
+	x := &batch.AgentRun{Result: res, Record: rec, Drop: res.Drop, Why: res.Dropped}
+	t.Agent = x
+	if x.Drop == external.DropNone && len(rec.Segments) == 0 {
+		x.Drop, x.Why = dropNoRequests, "made no request to the model: there is nothing to train on"
 	}
 	if len(rec.Segments) > 0 {
 		s := rec.Segments[0]
-		t.tokens, t.mask, t.lps, t.promptLen = s.Tokens, s.Mask, s.LogProbs, s.PromptLen
+		t.Tokens, t.Mask, t.LogProbs, t.PromptLen = s.Tokens, s.Mask, s.LogProbs, s.PromptLen
 		for _, s := range rec.Segments[1:] {
-			x.segs = append(x.segs, &traj{task: t.task, group: t.group, sample: t.sample,
-				tokens: s.Tokens, mask: s.Mask, lps: s.LogProbs, promptLen: s.PromptLen, ext: &agentRun{of: t}})
+			x.Segments = append(x.Segments, &batch.Trajectory{Task: t.Task, Group: t.Group, Sample: t.Sample,
+				Tokens: s.Tokens, Mask: s.Mask, LogProbs: s.LogProbs, PromptLen: s.PromptLen, Agent: &batch.AgentRun{Of: t}})
 		}
 	}
-	t.turns = c.agentTurns(rec)
-	t.drift = rec.Drift
-	if x.drop != external.DropNone {
+	t.Turns = c.agentTurns(rec)
+	t.Drift = rec.Drift
+	if x.Drop != external.DropNone {
 		return
 	}
-	t.summary = agentSummary(rec, t.turns)
+	t.Summary = agentSummary(rec, t.Turns)
 	switch {
 	case res.Reward != nil:
-		t.reward = envs.Reward{Outcome: *res.Reward}
-		t.summary.Correct = *res.Reward >= agentPassReward
+		t.Reward = envs.Reward{Outcome: *res.Reward}
+		t.Summary.Correct = *res.Reward >= agentPassReward
 	case res.Answer != nil:
 		// Scored as the ReTool loop scores its own: the verifier's outcome, the format penalty
 		// for no answer or a malformed reply, the tool-use shaping term.
-		t.reward = retool.ScoreAnswer(*res.Answer, t.task.Answer)
-		t.summary.Answered, t.summary.Answer = strings.TrimSpace(*res.Answer) != "", *res.Answer
+		t.Reward = retool.ScoreAnswer(*res.Answer, t.Task.Answer)
+		t.Summary.Answered, t.Summary.Answer = strings.TrimSpace(*res.Answer) != "", *res.Answer
 		if a := retool.Parse(*res.Answer); a.HasAnswer {
-			t.summary.Answer = a.Answer
+			t.Summary.Answer = a.Answer
 		}
-		t.summary.Correct = t.reward.Outcome == 1
-		if t.summary.FormatErrors > 0 {
-			t.reward.FormatPenalty = 1
+		t.Summary.Correct = t.Reward.Outcome == 1
+		if t.Summary.FormatErrors > 0 {
+			t.Reward.FormatPenalty = 1
 		}
-		t.reward.Shaping = retool.ToolShaping(t.summary)
+		t.Reward.Shaping = retool.ToolShaping(t.Summary)
 	}
-	t.reward = c.composeReward(t)
+	t.Reward = c.composeReward(t)
 }
 
 // composeReward is t's reward with its total: the recipe's weights over its parts, or for an
 // agent that scored itself, its reward as given plus the weighted process score.
-func (c *Controller) composeReward(t *traj) envs.Reward {
-	if t.ext != nil && t.ext.res.Reward != nil {
-		r := t.reward
-		r.Total = *t.ext.res.Reward + c.weights.Process*r.Process
+func (c *Controller) composeReward(t *batch.Trajectory) envs.Reward {
+	if t.Agent != nil && t.Agent.Result.Reward != nil {
+		r := t.Reward
+		r.Total = *t.Agent.Result.Reward + c.weights.Process*r.Process
 		return r
 	}
-	return c.weights.Compose(t.reward)
+	return c.weights.Compose(t.Reward)
 }
 
 // agentTurns is the transcript as turns: one per answered request, with the reply as the model
@@ -351,18 +339,18 @@ func lastLines(s string, n int) string {
 // splitDropped separates the trajectories whose agent gave nothing usable from the rest: the
 // step trains on the usable ones and shows and stores both. A step with nothing usable is an
 // error that says why (the agent does not work; fixing it and resuming goes on).
-func splitDropped(step int, batch []*traj) (usable, dropped []*traj, err error) {
-	for _, t := range batch {
-		if t.ext != nil && t.ext.drop != external.DropNone {
+func splitDropped(step int, trajs []*batch.Trajectory) (usable, dropped []*batch.Trajectory, err error) {
+	for _, t := range trajs {
+		if t.Agent != nil && t.Agent.Drop != external.DropNone {
 			dropped = append(dropped, t)
 		} else {
 			usable = append(usable, t)
 		}
 	}
 	if len(usable) == 0 && len(dropped) > 0 {
-		x := dropped[0].ext
-		msg := fmt.Sprintf("engine: step %d: every one of its %d trajectories was dropped (%s); the first: %s", step, len(dropped), dropCounts(dropped), x.why)
-		if tail := strings.TrimSpace(x.res.StderrTail); tail != "" {
+		x := dropped[0].Agent
+		msg := fmt.Sprintf("engine: step %d: every one of its %d trajectories was dropped (%s); the first: %s", step, len(dropped), dropCounts(dropped), x.Why)
+		if tail := strings.TrimSpace(x.Result.StderrTail); tail != "" {
 			msg += "; its stderr ends:\n" + lastLines(tail, 8)
 		}
 		return nil, dropped, errors.New(msg + "\nrun the agent by hand against `agentrl-tui serve` to see what it does, fix it, and resume the run")
@@ -371,10 +359,10 @@ func splitDropped(step int, batch []*traj) (usable, dropped []*traj, err error) 
 }
 
 // dropCounts says how many trajectories were dropped for each reason: "3 crashed, 1 timeout".
-func dropCounts(dropped []*traj) string {
+func dropCounts(dropped []*batch.Trajectory) string {
 	n := map[external.Drop]int{}
 	for _, t := range dropped {
-		n[t.ext.drop]++
+		n[t.Agent.Drop]++
 	}
 	kinds := make([]string, 0, len(n))
 	for k := range n {
@@ -394,7 +382,7 @@ var dropReasons = []external.Drop{external.DropCrashed, external.DropTimeout, ex
 
 // dropMetrics counts an external run's dropped trajectories in the step's metrics: dropped, and
 // dropped_REASON for each reason. A ReTool run drops nothing and gets none of these.
-func (c *Controller) dropMetrics(metrics map[string]float64, dropped []*traj) {
+func (c *Controller) dropMetrics(metrics map[string]float64, dropped []*batch.Trajectory) {
 	if c.ext == nil {
 		return
 	}
@@ -403,7 +391,7 @@ func (c *Controller) dropMetrics(metrics map[string]float64, dropped []*traj) {
 		metrics["dropped_"+string(k)] = 0
 	}
 	for _, t := range dropped {
-		metrics["dropped_"+string(t.ext.drop)]++
+		metrics["dropped_"+string(t.Agent.Drop)]++
 	}
 }
 
@@ -411,14 +399,14 @@ func (c *Controller) dropMetrics(metrics map[string]float64, dropped []*traj) {
 // sequences of their own with its reward: the reference forward, the advantages and the update
 // treat them as any sequence, and advantages counts them once (with their trajectory) in the
 // group's statistics. collapseSegments undoes it.
-func expandSegments(batch []*traj) []*traj {
-	out := batch
-	for _, t := range batch {
-		if t.ext == nil {
+func expandSegments(trajs []*batch.Trajectory) []*batch.Trajectory {
+	out := trajs
+	for _, t := range trajs {
+		if t.Agent == nil {
 			continue
 		}
-		for _, s := range t.ext.segs {
-			s.reward = t.reward
+		for _, s := range t.Agent.Segments {
+			s.Reward = t.Reward
 			out = append(out, s)
 		}
 	}
@@ -427,9 +415,9 @@ func expandSegments(batch []*traj) []*traj {
 
 // collapseSegments drops the later segments expandSegments added (their trajectory keeps them,
 // with their advantages, for its event).
-func collapseSegments(batch []*traj) []*traj {
-	out := batch[:0:0]
-	for _, t := range batch {
+func collapseSegments(trajs []*batch.Trajectory) []*batch.Trajectory {
+	out := trajs[:0:0]
+	for _, t := range trajs {
 		if !isLaterSegment(t) {
 			out = append(out, t)
 		}
@@ -438,40 +426,40 @@ func collapseSegments(batch []*traj) []*traj {
 }
 
 // isLaterSegment reports whether t is a later segment of an external trajectory.
-func isLaterSegment(t *traj) bool { return t.ext != nil && t.ext.of != nil }
+func isLaterSegment(t *batch.Trajectory) bool { return t.Agent != nil && t.Agent.Of != nil }
 
 // teacherPrompt is the prompt the teacher and the hint probe read t's response after, with hint
 // before the problem as retool.WithHint puts it ("" for none): ReTool's own prompt for a ReTool
 // trajectory; for an agent's, its own first prompt with the problem text replaced by the hinted
 // one (ok false when the prompt does not hold the problem's text, so no hint can be placed).
-func (c *Controller) teacherPrompt(t *traj, hint string) (ids []int32, ok bool, err error) {
-	if t.ext == nil {
-		ids, err = c.prompt(t.task, hint)
+func (c *Controller) teacherPrompt(t *batch.Trajectory, hint string) (ids []int32, ok bool, err error) {
+	if t.Agent == nil {
+		ids, err = c.prompt(t.Task, hint)
 		return ids, err == nil, err
 	}
-	prompt := t.tokens[:t.promptLen]
+	prompt := t.Tokens[:t.PromptLen]
 	if hint == "" {
 		return append([]int32{}, prompt...), true, nil
 	}
 	text := c.o.Tokenizer.Decode(prompt, false)
-	i := strings.LastIndex(text, t.task.Prompt)
-	if t.task.Prompt == "" || i < 0 {
+	i := strings.LastIndex(text, t.Task.Prompt)
+	if t.Task.Prompt == "" || i < 0 {
 		return nil, false, nil
 	}
-	return c.o.Tokenizer.Encode(text[:i] + retool.WithHint(t.task.Prompt, hint) + text[i+len(t.task.Prompt):]), true, nil
+	return c.o.Tokenizer.Encode(text[:i] + retool.WithHint(t.Task.Prompt, hint) + text[i+len(t.Task.Prompt):]), true, nil
 }
 
 // agentEvent adds an external trajectory's agent run to its event: the drop, the result, the
 // stderr tail, and its later segments' tokens (with their advantages) in the token view.
-func (c *Controller) agentEvent(e *event.Trajectory, t *traj) {
-	x := t.ext
-	if x == nil || x.of != nil {
+func (c *Controller) agentEvent(e *event.Trajectory, t *batch.Trajectory) {
+	x := t.Agent
+	if x == nil || x.Of != nil {
 		return
 	}
-	res := x.res
-	a := &event.Agent{Drop: string(x.drop), Dropped: x.why, Answer: res.Answer, Reward: res.Reward, Info: res.Info,
+	res := x.Result
+	a := &event.Agent{Drop: string(x.Drop), Dropped: x.Why, Answer: res.Answer, Reward: res.Reward, Info: res.Info,
 		StderrTail: res.StderrTail, ExitCode: res.ExitCode, Signal: res.Signal, Seconds: res.Duration.Seconds(), Queued: res.Queued.Seconds()}
-	if rec := x.rec; rec != nil {
+	if rec := x.Record; rec != nil {
 		a.Requests, a.Segments = rec.Requests, len(rec.Segments)
 		if len(rec.Turns) > 0 {
 			for _, m := range rec.Turns[0].Messages {
@@ -480,16 +468,16 @@ func (c *Controller) agentEvent(e *event.Trajectory, t *traj) {
 		}
 	}
 	e.Agent = a
-	for _, s := range x.segs {
-		e.Tokens += len(s.tokens)
+	for _, s := range x.Segments {
+		e.Tokens += len(s.Tokens)
 		if e.Eval {
 			continue
 		}
-		for j := s.promptLen; j < len(s.tokens); j++ {
-			if s.mask[j] {
-				e.Pieces = append(e.Pieces, c.o.Tokenizer.Decode(s.tokens[j:j+1], false))
-				if s.adv != nil {
-					e.Advantages = append(e.Advantages, s.adv[j])
+		for j := s.PromptLen; j < len(s.Tokens); j++ {
+			if s.Mask[j] {
+				e.Pieces = append(e.Pieces, c.o.Tokenizer.Decode(s.Tokens[j:j+1], false))
+				if s.Advantages != nil {
+					e.Advantages = append(e.Advantages, s.Advantages[j])
 				}
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
@@ -199,18 +200,18 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 	})
 	tok := c.o.Tokenizer
 	type trained struct {
-		t    *traj
+		t    *batch.Trajectory
 		seqs []train.Sequence
 	}
 	var got []trained
-	c.onTrain = func(step int, batch []*traj, seqs []train.Sequence) {
-		for i, tr := range batch {
+	c.onTrain = func(step int, trajs []*batch.Trajectory, seqs []train.Sequence) {
+		for i, tr := range trajs {
 			if isLaterSegment(tr) {
 				continue
 			}
 			g := trained{t: tr, seqs: []train.Sequence{seqs[i]}}
-			for j, s := range batch {
-				if isLaterSegment(s) && s.ext.of == tr {
+			for j, s := range trajs {
+				if isLaterSegment(s) && s.Agent.Of == tr {
 					g.seqs = append(g.seqs, seqs[j])
 				}
 			}
@@ -236,25 +237,25 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 	}
 	imEnd, _ := tok.TokenID("<|im_end|>")
 	for _, g := range got {
-		x := g.t.ext
-		name := fmt.Sprintf("%s#%d", g.t.task.ID, g.t.sample)
+		x := g.t.Agent
+		name := fmt.Sprintf("%s#%d", g.t.Task.ID, g.t.Sample)
 		// The trainer's sequences are the server's segments, token for token.
-		if len(g.seqs) != len(x.rec.Segments) {
-			t.Fatalf("%s: %d sequences trained for %d segments", name, len(g.seqs), len(x.rec.Segments))
+		if len(g.seqs) != len(x.Record.Segments) {
+			t.Fatalf("%s: %d sequences trained for %d segments", name, len(g.seqs), len(x.Record.Segments))
 		}
-		for i, s := range x.rec.Segments {
+		for i, s := range x.Record.Segments {
 			q := g.seqs[i]
 			if !slices.Equal(q.Tokens, s.Tokens) || !slices.Equal(q.LossMask, s.Mask) || !slices.Equal(q.OldLogProbs, s.LogProbs) {
 				t.Errorf("%s: sequence %d is not the server's segment %d", name, i, i)
 			}
 		}
 		// …and they are the agent's conversation: rebuilt from its transcript alone.
-		tf, ok := byKey[x.key]
+		tf, ok := byKey[x.Key]
 		if !ok {
 			t.Fatalf("%s: the agent wrote no transcript for its key", name)
 		}
-		if len(x.rec.Segments) != 1 {
-			t.Fatalf("%s: %d segments; the example agent always extends its conversation", name, len(x.rec.Segments))
+		if len(x.Record.Segments) != 1 {
+			t.Fatalf("%s: %d segments; the example agent always extends its conversation", name, len(x.Record.Segments))
 		}
 		seq := g.seqs[0]
 		var msgs []tokenizer.Message
@@ -267,7 +268,7 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := tok.Encode(opening)
-		if len(seq.Tokens) < len(want) || !slices.Equal(seq.Tokens[:len(want)], want) || x.rec.Segments[0].PromptLen != len(want) {
+		if len(seq.Tokens) < len(want) || !slices.Equal(seq.Tokens[:len(want)], want) || x.Record.Segments[0].PromptLen != len(want) {
 			t.Fatalf("%s: the trained sequence does not start with the agent's rendered opening messages", name)
 		}
 		at := len(want)
@@ -386,30 +387,30 @@ func TestExternalFaults(t *testing.T) {
 	})
 	var trainedTasks []string
 	hinted := 0
-	c.onTrain = func(_ int, batch []*traj, seqs []train.Sequence) {
-		for _, tr := range batch {
-			if tr.hint != "" && tr.teacher != nil {
+	c.onTrain = func(_ int, trajs []*batch.Trajectory, seqs []train.Sequence) {
+		for _, tr := range trajs {
+			if tr.Hint != "" && tr.TeacherLogProbs != nil {
 				hinted++
 			}
 			if isLaterSegment(tr) {
-				lead := tr.ext.of
+				lead := tr.Agent.Of
 				// Without a teacher, a sequence's advantage is its trajectory's (with one, the
 				// trajectory's first segment adds the OPD term: TestAgentGroupStatistics).
-				if lead.task.ID != "train-0003" || tr.reward != lead.reward || tr.teacher != nil ||
-					lead.teacher == nil && tr.adv[len(tr.adv)-1] != lead.adv[len(lead.adv)-1] {
-					t.Errorf("%s#%d's later segment: reward %+v, advantage %g; want its trajectory's %+v, %g", lead.task.ID, lead.sample,
-						tr.reward, tr.adv[len(tr.adv)-1], lead.reward, lead.adv[len(lead.adv)-1])
+				if lead.Task.ID != "train-0003" || tr.Reward != lead.Reward || tr.TeacherLogProbs != nil ||
+					lead.TeacherLogProbs == nil && tr.Advantages[len(tr.Advantages)-1] != lead.Advantages[len(lead.Advantages)-1] {
+					t.Errorf("%s#%d's later segment: reward %+v, advantage %g; want its trajectory's %+v, %g", lead.Task.ID, lead.Sample,
+						tr.Reward, tr.Advantages[len(tr.Advantages)-1], lead.Reward, lead.Advantages[len(lead.Advantages)-1])
 				}
 				continue
 			}
-			trainedTasks = append(trainedTasks, tr.task.ID)
-			if tr.ext.drop != "" {
-				t.Errorf("%s#%d is trained though dropped (%s)", tr.task.ID, tr.sample, tr.ext.why)
+			trainedTasks = append(trainedTasks, tr.Task.ID)
+			if tr.Agent.Drop != "" {
+				t.Errorf("%s#%d is trained though dropped (%s)", tr.Task.ID, tr.Sample, tr.Agent.Why)
 			}
-			if (tr.task.ID == "train-0000" || tr.task.ID == "train-0001") && tr.teacher == nil {
-				for j, m := range tr.mask {
-					if m && tr.adv[j] != 0 {
-						t.Errorf("%s#%d: advantage %g; want 0, its group's only sample left", tr.task.ID, tr.sample, tr.adv[j])
+			if (tr.Task.ID == "train-0000" || tr.Task.ID == "train-0001") && tr.TeacherLogProbs == nil {
+				for j, m := range tr.Mask {
+					if m && tr.Advantages[j] != 0 {
+						t.Errorf("%s#%d: advantage %g; want 0, its group's only sample left", tr.Task.ID, tr.Sample, tr.Advantages[j])
 						break
 					}
 				}
@@ -529,19 +530,19 @@ func TestAgentGroupStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Controller{r: r}
-	mk := func(group int, reward float64, drop external.Drop) *traj {
-		return &traj{group: group, tokens: []int32{1, 2, 3}, mask: []bool{false, true, true}, lps: []float32{0, -1, -1},
-			reward: envs.Reward{Total: reward}, ext: &agentRun{drop: drop}}
+	mk := func(group int, reward float64, drop external.Drop) *batch.Trajectory {
+		return &batch.Trajectory{Group: group, Tokens: []int32{1, 2, 3}, Mask: []bool{false, true, true}, LogProbs: []float32{0, -1, -1},
+			Reward: envs.Reward{Total: reward}, Agent: &batch.AgentRun{Drop: drop}}
 	}
 	rewrote := mk(0, 1, "")
-	rewrote.ext.segs = []*traj{{group: 0, tokens: []int32{4, 5}, mask: []bool{false, true}, lps: []float32{0, -2}, ext: &agentRun{of: rewrote}}}
-	batch := []*traj{rewrote, mk(0, 0, ""), mk(0, 0, external.DropCrashed), mk(0, 0, ""), mk(1, 1, ""), mk(1, 0, external.DropTimeout)}
-	usable, dropped, err := splitDropped(1, batch)
+	rewrote.Agent.Segments = []*batch.Trajectory{{Group: 0, Tokens: []int32{4, 5}, Mask: []bool{false, true}, LogProbs: []float32{0, -2}, Agent: &batch.AgentRun{Of: rewrote}}}
+	trajs := []*batch.Trajectory{rewrote, mk(0, 0, ""), mk(0, 0, external.DropCrashed), mk(0, 0, ""), mk(1, 1, ""), mk(1, 0, external.DropTimeout)}
+	usable, dropped, err := splitDropped(1, trajs)
 	if err != nil || len(usable) != 4 || len(dropped) != 2 {
 		t.Fatalf("splitDropped: %d usable, %d dropped, %v; want 4, 2, nil", len(usable), len(dropped), err)
 	}
 	seqs := expandSegments(usable)
-	if len(seqs) != 5 || seqs[4] != rewrote.ext.segs[0] || seqs[4].reward != rewrote.reward {
+	if len(seqs) != 5 || seqs[4] != rewrote.Agent.Segments[0] || seqs[4].Reward != rewrote.Reward {
 		t.Fatalf("expandSegments: %d sequences; want the 4 trajectories and the later segment, with its trajectory's reward", len(seqs))
 	}
 	if _, err := c.advantages(seqs); err != nil {
@@ -556,7 +557,7 @@ func TestAgentGroupStatistics(t *testing.T) {
 		if i == 4 {
 			w = want[0] // the later segment: its trajectory's
 		}
-		if got := float64(tr.adv[len(tr.adv)-1]); math.Abs(got-w) > 1e-5 {
+		if got := float64(tr.Advantages[len(tr.Advantages)-1]); math.Abs(got-w) > 1e-5 {
 			t.Errorf("sequence %d: advantage %g; want %g", i, got, w)
 		}
 	}
@@ -565,8 +566,8 @@ func TestAgentGroupStatistics(t *testing.T) {
 	}
 	// Nothing usable: the step stops with the reasons and the first agent's stderr.
 	crashed := mk(0, 0, external.DropCrashed)
-	crashed.ext.why, crashed.ext.res.StderrTail = "crashed: exit status 1", "Error: connect ECONNREFUSED\n"
-	if _, _, err := splitDropped(3, []*traj{crashed, mk(0, 0, external.DropTimeout)}); err == nil ||
+	crashed.Agent.Why, crashed.Agent.Result.StderrTail = "crashed: exit status 1", "Error: connect ECONNREFUSED\n"
+	if _, _, err := splitDropped(3, []*batch.Trajectory{crashed, mk(0, 0, external.DropTimeout)}); err == nil ||
 		!strings.Contains(err.Error(), "every one of its 2 trajectories was dropped (1 crashed, 1 timeout)") || !strings.Contains(err.Error(), "ECONNREFUSED") {
 		t.Errorf("a step with every trajectory dropped: %v; want an error naming the reasons and the stderr", err)
 	}
@@ -614,7 +615,7 @@ func TestAgentTeacherPrompt(t *testing.T) {
 	}
 	task := envs.Task{ID: "t", Prompt: "What is 12 + 30?"}
 	prompt := render("Task: " + task.Prompt)
-	tr := &traj{task: task, tokens: append(slices.Clone(prompt), 5, 6), promptLen: len(prompt), ext: &agentRun{}}
+	tr := &batch.Trajectory{Task: task, Tokens: append(slices.Clone(prompt), 5, 6), PromptLen: len(prompt), Agent: &batch.AgentRun{}}
 	ids, ok, err := c.teacherPrompt(tr, "Add the numbers with code.")
 	if err != nil || !ok {
 		t.Fatalf("teacherPrompt: %v, %v", ok, err)
@@ -625,7 +626,7 @@ func TestAgentTeacherPrompt(t *testing.T) {
 	if ids, ok, _ := c.teacherPrompt(tr, ""); !ok || !slices.Equal(ids, prompt) {
 		t.Errorf("the prompt without a hint is not the agent's own tokens")
 	}
-	tr.task.Prompt = "What is 1 + 1?"
+	tr.Task.Prompt = "What is 1 + 1?"
 	if _, ok, err := c.teacherPrompt(tr, "a hint"); ok || err != nil {
 		t.Errorf("a prompt without the problem's text took a hint (%v, %v)", ok, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
@@ -117,22 +118,22 @@ func (c *Controller) newHinter() (retool.Hinter, retool.Scorer, error) {
 // algorithms with a teacher (hybrid, opd), asks the hinter for a bridge thought. A judge is only
 // asked about trajectories that the rules do not already pass as clean successes. Judge failures
 // to answer usefully fall back to no hint and the rules' process score.
-func (c *Controller) hindsight(ctx context.Context, batch []*traj) error {
+func (c *Controller) hindsight(ctx context.Context, trajs []*batch.Trajectory) error {
 	wantHints := c.hinter != nil && (c.r.Algorithm.Name == "hybrid" || c.r.Algorithm.Name == "opd")
-	reqs := make([]retool.HintRequest, len(batch))
-	for i, t := range batch {
-		reqs[i] = retool.HintRequest{Task: t.task, Response: transcript(t), Summary: t.summary}
+	reqs := make([]retool.HintRequest, len(trajs))
+	for i, t := range trajs {
+		reqs[i] = retool.HintRequest{Task: t.Task, Response: transcript(t), Summary: t.Summary}
 	}
 	if c.scorer != nil {
-		err := c.judgeAll(ctx, c.scorer == retool.Scorer(c.judge), len(batch), func(ctx context.Context, i int) error {
+		err := c.judgeAll(ctx, c.scorer == retool.Scorer(c.judge), len(trajs), func(ctx context.Context, i int) error {
 			s, ok, err := c.scorer.Score(ctx, reqs[i])
 			if err != nil {
 				return err
 			}
 			if !ok {
-				s = retool.RulesProcessScore(batch[i].summary)
+				s = retool.RulesProcessScore(trajs[i].Summary)
 			}
-			batch[i].reward.Process = s
+			trajs[i].Reward.Process = s
 			return nil
 		})
 		if err != nil {
@@ -142,19 +143,19 @@ func (c *Controller) hindsight(ctx context.Context, batch []*traj) error {
 	if !wantHints {
 		return nil
 	}
-	return c.judgeAll(ctx, c.hinter == retool.Hinter(c.judge), len(batch), func(ctx context.Context, i int) error {
-		if retool.RulesHint(batch[i].summary) == "" { // a clean success needs no hint
+	return c.judgeAll(ctx, c.hinter == retool.Hinter(c.judge), len(trajs), func(ctx context.Context, i int) error {
+		if retool.RulesHint(trajs[i].Summary) == "" { // a clean success needs no hint
 			return nil
 		}
 		h, err := c.hinter.Hint(ctx, reqs[i])
 		if err != nil {
 			return err
 		}
-		batch[i].hint, batch[i].hintCut = c.fitHint(h)
-		if _, ok, err := c.teacherPrompt(batch[i], batch[i].hint); err != nil {
+		trajs[i].Hint, trajs[i].HintCut = c.fitHint(h)
+		if _, ok, err := c.teacherPrompt(trajs[i], trajs[i].Hint); err != nil {
 			return err
 		} else if !ok { // an agent's prompt without the problem's text: nowhere to put the hint
-			batch[i].hint, batch[i].hintCut = "", hintDropped
+			trajs[i].Hint, trajs[i].HintCut = "", hintDropped
 		}
 		return nil
 	})
@@ -225,9 +226,9 @@ func wholeHint(tok *tokenizer.Tokenizer, h string, n int) (hint, cut string) {
 
 // transcript is the trajectory after the prompt as the judge reads it: each assistant turn and
 // the tool's output.
-func transcript(t *traj) string {
+func transcript(t *batch.Trajectory) string {
 	var b strings.Builder
-	for _, turn := range t.turns {
+	for _, turn := range t.Turns {
 		b.WriteString(turn.Assistant)
 		b.WriteString("\n")
 		if turn.Observation != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/envs"
 	"agentrl/envs/retool"
@@ -38,22 +39,22 @@ type demoScore struct {
 // reference model's log-prob of that sibling's response: the mean over its policy tokens of
 // log p_ref(token | prompt + hint) − log p_ref(token | prompt). A hint that helps makes the right
 // answer more likely; one the teacher cannot read leaves it flat or lowers it.
-func (c *Controller) measureHintLift(batch []*traj) (hintProbe, error) {
+func (c *Controller) measureHintLift(trajs []*batch.Trajectory) (hintProbe, error) {
 	var p hintProbe
-	plain := map[*traj][]float32{} // a sibling's response log-probs without a hint, computed once
-	for _, t := range batch {
+	plain := map[*batch.Trajectory][]float32{} // a sibling's response log-probs without a hint, computed once
+	for _, t := range trajs {
 		if p.probed == maxLiftProbes {
 			break
 		}
 		if c.stopping() {
 			return p, errStop
 		}
-		if t.hint == "" || t.summary.Correct {
+		if t.Hint == "" || t.Summary.Correct {
 			continue
 		}
-		var u *traj
-		for _, s := range batch {
-			if s.group == t.group && s.summary.Correct {
+		var u *batch.Trajectory
+		for _, s := range trajs {
+			if s.Group == t.Group && s.Summary.Correct {
 				u = s
 				break
 			}
@@ -61,7 +62,7 @@ func (c *Controller) measureHintLift(batch []*traj) (hintProbe, error) {
 		if u == nil {
 			continue
 		}
-		with, err := c.responseLogProbs(u, t.hint)
+		with, err := c.responseLogProbs(u, t.Hint)
 		if err != nil {
 			return p, err
 		}
@@ -78,7 +79,7 @@ func (c *Controller) measureHintLift(batch []*traj) (hintProbe, error) {
 		var sum float64
 		var n int
 		for j := range with {
-			if u.mask[u.promptLen+j] {
+			if u.Mask[u.PromptLen+j] {
 				sum += float64(with[j] - without[j])
 				n++
 			}
@@ -91,14 +92,14 @@ func (c *Controller) measureHintLift(batch []*traj) (hintProbe, error) {
 	if p.probed > 0 {
 		p.lift /= float64(p.probed)
 	}
-	for _, t := range batch {
+	for _, t := range trajs {
 		if p.demoProbed == maxLiftProbes {
 			break
 		}
 		if c.stopping() {
 			return p, errStop
 		}
-		if t.hint == "" || t.summary.Correct || t.ext != nil || t.task.Meta["code"] == "" {
+		if t.Hint == "" || t.Summary.Correct || t.Agent != nil || t.Task.Meta["code"] == "" {
 			continue
 		}
 		lift, ok, err := c.demoLift(t)
@@ -119,24 +120,24 @@ func (c *Controller) measureHintLift(batch []*traj) (hintProbe, error) {
 // demoLift is the hint's lift of t's task's reference demonstration: the mean over the
 // demonstration's own tokens of log p_ref(token | prompt + t.hint) − log p_ref(token | prompt).
 // ok is false where the task has no demonstration.
-func (c *Controller) demoLift(t *traj) (lift float64, ok bool, err error) {
+func (c *Controller) demoLift(t *batch.Trajectory) (lift float64, ok bool, err error) {
 	d, err := c.demonstration(t)
 	if err != nil || d == nil {
 		return 0, false, err
 	}
-	with, err := demoLogProbs(c.o.Reference, c.o.Tokenizer, retool.SystemFor(c.r.Env.Observation.Format), t.task, d.turns, t.hint)
+	with, err := demoLogProbs(c.o.Reference, c.o.Tokenizer, retool.SystemFor(c.r.Env.Observation.Format), t.Task, d.turns, t.Hint)
 	if err != nil {
 		return 0, false, err
 	}
-	lift, err = meanLift(t.task, with, d.without)
+	lift, err = meanLift(t.Task, with, d.without)
 	return lift, err == nil, err
 }
 
 // demonstration returns t's task's reference demonstration, in the run's observation format and
 // scored without a hint; nil when the reference code does not give the answer. It is built and
 // scored once per task.
-func (c *Controller) demonstration(t *traj) (*demoScore, error) {
-	if d, ok := c.demos[t.task.ID]; ok {
+func (c *Controller) demonstration(t *batch.Trajectory) (*demoScore, error) {
+	if d, ok := c.demos[t.Task.ID]; ok {
 		return d, nil
 	}
 	if c.demos == nil {
@@ -147,28 +148,28 @@ func (c *Controller) demonstration(t *traj) (*demoScore, error) {
 	if err != nil {
 		return nil, err
 	}
-	turns, err := retool.Demonstration(context.Background(), t.task, retool.DemoTool, sess, format)
+	turns, err := retool.Demonstration(context.Background(), t.Task, retool.DemoTool, sess, format)
 	sess.Close()
 	if err != nil { // a task whose program does not print its answer has no demonstration to probe with
-		c.demos[t.task.ID] = nil
+		c.demos[t.Task.ID] = nil
 		return nil, nil
 	}
 	d := &demoScore{turns: turns}
-	if d.without, err = demoLogProbs(c.o.Reference, c.o.Tokenizer, retool.SystemFor(format), t.task, turns, ""); err != nil {
+	if d.without, err = demoLogProbs(c.o.Reference, c.o.Tokenizer, retool.SystemFor(format), t.Task, turns, ""); err != nil {
 		return nil, err
 	}
-	c.demos[t.task.ID] = d
+	c.demos[t.Task.ID] = d
 	return d, nil
 }
 
 // responseLogProbs scores u's response after u's task prompt rendered with hint ("" for none):
 // the reference model's log-prob of each token from u.promptLen on.
-func (c *Controller) responseLogProbs(u *traj, hint string) ([]float32, error) {
+func (c *Controller) responseLogProbs(u *batch.Trajectory, hint string) ([]float32, error) {
 	tp, ok, err := c.teacherPrompt(u, hint)
 	if err != nil || !ok {
 		return nil, err // !ok: an agent's prompt without the problem's text, where no hint goes
 	}
-	resp := u.tokens[u.promptLen:]
+	resp := u.Tokens[u.PromptLen:]
 	s, err := c.o.Reference.Score([][]int32{append(append([]int32{}, tp...), resp...)})
 	if err != nil {
 		return nil, err
@@ -185,24 +186,24 @@ func (c *Controller) responseLogProbs(u *traj, hint string) ([]float32, error) {
 // log-prob over hinted responses, and hint_lift (measureHintLift) where a group had a correct
 // sample. A probe at or below zero raises the hint_useless alarm: the teacher signal is then noise
 // that centring and clipping hide, and the run is outcome-only GRPO at a teacher's cost.
-func (c *Controller) hintMetrics(step int, batch []*traj, metrics map[string]float64) {
+func (c *Controller) hintMetrics(step int, trajs []*batch.Trajectory, metrics map[string]float64) {
 	var shortened, dropped, hinted int
 	var gain float64
-	for _, t := range batch {
-		switch t.hintCut {
+	for _, t := range trajs {
+		switch t.HintCut {
 		case hintShortened:
 			shortened++
 		case hintDropped:
 			dropped++
 		}
-		if t.teacher == nil {
+		if t.TeacherLogProbs == nil {
 			continue
 		}
 		var sum float64
 		var n int
-		for j := t.promptLen; j < len(t.tokens); j++ {
-			if t.mask[j] {
-				sum += float64(t.teacher[j] - t.lps[j])
+		for j := t.PromptLen; j < len(t.Tokens); j++ {
+			if t.Mask[j] {
+				sum += float64(t.TeacherLogProbs[j] - t.LogProbs[j])
 				n++
 			}
 		}

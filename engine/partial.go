@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/rollout"
 	"agentrl/envs"
 )
@@ -27,68 +28,18 @@ const (
 // errStaleDropped ends a paused trajectory that is too stale to resume (or whose run ended).
 var errStaleDropped = errors.New("engine: a paused trajectory was dropped")
 
-// segment is the stretch of a trajectory's tokens from start on, sampled in step's rollout phase
-// by the weights of policy version version (the updates applied to them).
-type segment struct{ start, version, step int }
-
-// partRun is a trajectory's state across the partial phases it runs in.
-type partRun struct {
-	group    *pgroup
-	seed     uint64
-	version  int // the version of the weights sampling it now
-	resumes  int
-	state    int
-	err      error
-	segments []segment
-	resume   chan resumeOrder
-	settle   func() // the current phase's: the trajectory paused or ended in it
-}
-
-// resumeOrder resumes a paused trajectory in a phase: its context (with the phase's lockstep
-// ticket), or a nil ctx when it is dropped.
-type resumeOrder struct {
-	ctx           context.Context
-	version, step int
-}
-
-// pgroup is a task's group of samples in flight across phases.
-type pgroup struct {
-	id      int
-	task    envs.Task
-	samples []*traj
-}
-
 // partialState is what a rollout phase keeps across steps with partial rollouts.
 type partialState struct {
-	groups []*pgroup // started, not yet trained, in start order
-	next   int       // groups started so far: the next group's id
-}
-
-// resumeSalt varies a resumed request's sampling stream (0 for a trajectory never paused, so
-// the sampled tokens are those of a whole rollout).
-func (t *traj) resumeSalt() uint64 {
-	if t.part == nil {
-		return 0
-	}
-	return uint64(t.part.resumes) * 0x9e3779b97f4a7c15
-}
-
-// minVersion is the oldest policy version among t's sampled tokens (ok false when it has none).
-func (t *traj) minVersion() (v int, ok bool) {
-	for i, m := range t.mask {
-		if m && i < len(t.versions) && (!ok || int(t.versions[i]) < v) {
-			v, ok = int(t.versions[i]), true
-		}
-	}
-	return v, ok
+	groups []*batch.Group // started, not yet trained, in start order
+	next   int            // groups started so far: the next group's id
 }
 
 // open opens t's generator session; when the phase has paused before t got a slot, t pauses
 // until its next phase (ctx becomes that phase's).
-func (p *rolloutPhase) open(ctx *context.Context, t *traj) (*rollout.Session, error) {
+func (p *rolloutPhase) open(ctx *context.Context, t *batch.Trajectory) (*rollout.Session, error) {
 	for {
 		s, err := p.gen.Open(*ctx)
-		if !errors.Is(err, rollout.ErrPaused) || t.part == nil {
+		if !errors.Is(err, rollout.ErrPaused) || t.Partial == nil {
 			return s, err
 		}
 		if *ctx, err = p.wait(t); err != nil {
@@ -98,8 +49,8 @@ func (p *rolloutPhase) open(ctx *context.Context, t *traj) (*rollout.Session, er
 }
 
 // pause settles t as paused in its phase, waits for its next phase and opens a session there.
-func (p *rolloutPhase) pause(ctx *context.Context, t *traj) (*rollout.Session, error) {
-	if t.part == nil {
+func (p *rolloutPhase) pause(ctx *context.Context, t *batch.Trajectory) (*rollout.Session, error) {
+	if t.Partial == nil {
 		return nil, errors.New("engine: the generator paused a trajectory outside a partial rollout")
 	}
 	var err error
@@ -110,18 +61,18 @@ func (p *rolloutPhase) pause(ctx *context.Context, t *traj) (*rollout.Session, e
 }
 
 // wait settles t as paused and blocks until a phase resumes it (its context) or drops it.
-func (p *rolloutPhase) wait(t *traj) (context.Context, error) {
-	pr := t.part
-	pr.state = partPaused
-	pr.settle()
-	o := <-pr.resume
-	if o.ctx == nil {
+func (p *rolloutPhase) wait(t *batch.Trajectory) (context.Context, error) {
+	pr := t.Partial
+	pr.State = partPaused
+	pr.Settle()
+	o := <-pr.Resume
+	if o.Ctx == nil {
 		return nil, errStaleDropped
 	}
-	pr.state, pr.version = partRunning, o.version
-	pr.resumes++
-	pr.segments = append(pr.segments, segment{start: len(t.tokens), version: o.version, step: o.step})
-	return o.ctx, nil
+	pr.State, pr.Version = partRunning, o.Version
+	pr.Resumes++
+	pr.Segments = append(pr.Segments, batch.Segment{Start: len(t.Tokens), Version: o.Version, Step: o.Step})
+	return o.Ctx, nil
 }
 
 // partialStats are a partial phase's counts for the step's metrics.
@@ -134,17 +85,17 @@ type partialStats struct {
 // preparePartial lists the trajectories a partial phase of step runs, under policy version
 // version: the paused ones that are not too stale to resume (the others are dropped), then the
 // samples of new groups (tasks(id) each) up to tasks_per_step + over_sample groups in flight.
-func (p *rolloutPhase) preparePartial(step, version int, tasks func(id int) envs.Task, st *partialStats) []*traj {
+func (p *rolloutPhase) preparePartial(step, version int, tasks func(id int) envs.Task, st *partialStats) []*batch.Trajectory {
 	ps, pr := p.partial, p.r.Rollout.Partial
-	var run []*traj
+	var run []*batch.Trajectory
 	for _, g := range ps.groups {
-		for _, t := range g.samples {
-			if t.part.state != partPaused {
+		for _, t := range g.Samples {
+			if t.Partial.State != partPaused {
 				continue
 			}
-			if v, ok := t.minVersion(); ok && version-v > pr.MaxStaleness {
-				t.part.state, t.part.settle = partDropped, func() {}
-				t.part.resume <- resumeOrder{} // its goroutine ends
+			if v, ok := t.MinVersion(); ok && version-v > pr.MaxStaleness {
+				t.Partial.State, t.Partial.Settle = partDropped, func() {}
+				t.Partial.Resume <- batch.ResumeOrder{} // its goroutine ends
 				st.staleDropped++
 				continue
 			}
@@ -153,11 +104,11 @@ func (p *rolloutPhase) preparePartial(step, version int, tasks func(id int) envs
 		}
 	}
 	for len(ps.groups) < p.r.Rollout.TasksPerStep+pr.OverSample {
-		g := &pgroup{id: ps.next, task: tasks(ps.next)}
+		g := &batch.Group{ID: ps.next, Task: tasks(ps.next)}
 		ps.next++
 		for s := 0; s < p.r.Rollout.GroupSize; s++ {
-			t := &traj{task: g.task, group: g.id, sample: s, part: &partRun{group: g, resume: make(chan resumeOrder, 1)}}
-			g.samples = append(g.samples, t)
+			t := &batch.Trajectory{Task: g.Task, Group: g.ID, Sample: s, Partial: &batch.Partial{Group: g, Resume: make(chan batch.ResumeOrder, 1)}}
+			g.Samples = append(g.Samples, t)
 			run = append(run, t)
 		}
 		ps.groups = append(ps.groups, g)
@@ -168,17 +119,17 @@ func (p *rolloutPhase) preparePartial(step, version int, tasks func(id int) envs
 // runPartial runs a partial phase: run's trajectories (preparePartial) until tasks_per_step
 // groups are done, as the generator's pause rule sees their sessions end, trajectory i new here
 // with sampling seed seed+i·7919; the rest pause. finished sees each trajectory that ends.
-func (p *rolloutPhase) runPartial(ctx context.Context, step, version int, run []*traj, seed uint64, temperature float64, finished func(*traj)) (generation, error) {
+func (p *rolloutPhase) runPartial(ctx context.Context, step, version int, run []*batch.Trajectory, seed uint64, temperature float64, finished func(*batch.Trajectory)) (generation, error) {
 	meter := p.gen.Measure()
 	defer meter.Stop()
 	queued := p.pool.QueueWait()
 	base := p.gen.Reserve(len(run))
 	// A sample is done for the rule once it finished or was dropped before this phase, or its
 	// session ended in it.
-	ended := map[*traj]bool{}
+	ended := map[*batch.Trajectory]bool{}
 	for _, t := range run {
-		for _, s := range t.part.group.samples {
-			if s.part.state == partFinished || s.part.state == partDropped {
+		for _, s := range t.Partial.Group.Samples {
+			if s.Partial.State == partFinished || s.Partial.State == partDropped {
 				ended[s] = true
 			}
 		}
@@ -191,7 +142,7 @@ func (p *rolloutPhase) runPartial(ctx context.Context, step, version int, run []
 		}
 		t := run[i]
 		ended[t] = true
-		for _, s := range t.part.group.samples {
+		for _, s := range t.Partial.Group.Samples {
 			if !ended[s] {
 				return false
 			}
@@ -204,34 +155,34 @@ func (p *rolloutPhase) runPartial(ctx context.Context, step, version int, run []
 	for i, t := range run {
 		ticket := base + int64(i)
 		tctx := rollout.WithTicket(ctx, ticket)
-		pr := t.part
+		pr := t.Partial
 		wg.Add(1)
-		pr.settle = func() {
+		pr.Settle = func() {
 			p.gen.Skip(ticket)
-			if pr.state == partFinished && pr.err == nil {
+			if pr.State == partFinished && pr.Err == nil {
 				finished(t)
 			}
 			wg.Done()
 		}
-		if pr.state == partPaused {
-			pr.resume <- resumeOrder{ctx: tctx, version: version, step: step}
+		if pr.State == partPaused {
+			pr.Resume <- batch.ResumeOrder{Ctx: tctx, Version: version, Step: step}
 			continue
 		}
-		pr.seed, pr.version = seed+uint64(i)*7919, version
-		pr.segments = []segment{{start: 0, version: version, step: step}}
+		pr.Seed, pr.Version = seed+uint64(i)*7919, version
+		pr.Segments = []batch.Segment{{Start: 0, Version: version, Step: step}}
 		go func() {
-			err := p.playReTool(tctx, t, pr.seed, temperature)
+			err := p.playReTool(tctx, t, pr.Seed, temperature)
 			if errors.Is(err, errStaleDropped) {
 				return
 			}
-			pr.err, pr.state = err, partFinished
-			pr.settle()
+			pr.Err, pr.State = err, partFinished
+			pr.Settle()
 		}()
 	}
 	wg.Wait()
 	for _, t := range run {
-		if t.part.state == partFinished && t.part.err != nil {
-			return generation{}, t.part.err
+		if t.Partial.State == partFinished && t.Partial.Err != nil {
+			return generation{}, t.Partial.Err
 		}
 	}
 	return generation{stats: meter.Stop(), toolQueue: p.pool.QueueWait() - queued}, nil
@@ -240,14 +191,14 @@ func (p *rolloutPhase) runPartial(ctx context.Context, step, version int, run []
 // collectPartial takes the groups whose samples are all done out of flight and returns their
 // samples to train on, numbered by group in start order, less those older than max_staleness
 // updates (dropped and counted), and the trajectories paused now.
-func (p *rolloutPhase) collectPartial(version int, st *partialStats) (trained, paused []*traj) {
+func (p *rolloutPhase) collectPartial(version int, st *partialStats) (trained, paused []*batch.Trajectory) {
 	ps := p.partial
-	var keep []*pgroup
+	var keep []*batch.Group
 	k := 0
 	for _, g := range ps.groups {
 		done := true
-		for _, t := range g.samples {
-			if t.part.state == partPaused {
+		for _, t := range g.Samples {
+			if t.Partial.State == partPaused {
 				done = false
 				paused = append(paused, t)
 			}
@@ -257,17 +208,17 @@ func (p *rolloutPhase) collectPartial(version int, st *partialStats) (trained, p
 			continue
 		}
 		n := 0
-		for _, t := range g.samples {
-			if t.part.state != partFinished {
+		for _, t := range g.Samples {
+			if t.Partial.State != partFinished {
 				continue
 			}
-			v, _ := t.minVersion()
+			v, _ := t.MinVersion()
 			if version-v > p.r.Rollout.Partial.MaxStaleness {
-				t.part.state = partDropped
+				t.Partial.State = partDropped
 				st.staleDropped++
 				continue
 			}
-			t.group = k
+			t.Group = k
 			st.staleness += float64(version - v)
 			st.trained++
 			trained = append(trained, t)
@@ -288,10 +239,10 @@ func (p *rolloutPhase) dropPaused() {
 		return
 	}
 	for _, g := range p.partial.groups {
-		for _, t := range g.samples {
-			if t.part.state == partPaused {
-				t.part.state, t.part.settle = partDropped, func() {}
-				t.part.resume <- resumeOrder{}
+		for _, t := range g.Samples {
+			if t.Partial.State == partPaused {
+				t.Partial.State, t.Partial.Settle = partDropped, func() {}
+				t.Partial.Resume <- batch.ResumeOrder{}
 			}
 		}
 	}

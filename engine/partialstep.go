@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/engine/train"
 	"agentrl/envs"
@@ -13,13 +14,13 @@ import (
 // the trajectories it paused (shown and stored as paused).
 type partialStep struct {
 	stats  partialStats
-	paused []*traj
+	paused []*batch.Trajectory
 }
 
 // rolloutPartial is a step's rollout phase with partial rollouts (partial.go): the paused
 // trajectories resume and new groups start, the phase ends once tasks_per_step groups are done,
 // and the samples of the groups done come back to train on.
-func (c *Controller) rolloutPartial(ctx context.Context, step int, seed uint64) ([]*traj, event.Generation, error) {
+func (c *Controller) rolloutPartial(ctx context.Context, step int, seed uint64) ([]*batch.Trajectory, event.Generation, error) {
 	var st partialStats
 	version := step - 1
 	run := c.ro.preparePartial(step, version, func(id int) envs.Task { return c.train[id%len(c.train)] }, &st)
@@ -53,17 +54,17 @@ func (c *Controller) partialMetrics(metrics map[string]float64) {
 // decouple rewrites the sequences of trajectories holding tokens of older policy versions for
 // the decoupled objective (train.Decoupled): their proximal log-probs are those of the weights
 // about to be updated, computed here before the update.
-func (c *Controller) decouple(step int, batch []*traj, seqs []train.Sequence) error {
+func (c *Controller) decouple(step int, trajs []*batch.Trajectory, seqs []train.Sequence) error {
 	version := step - 1
 	var idx []int
 	var toks [][]int32
-	stale := make([][]bool, len(batch))
-	for i, t := range batch {
-		for j, m := range t.mask {
-			if m && j < len(t.versions) && int(t.versions[j]) < version {
+	stale := make([][]bool, len(trajs))
+	for i, t := range trajs {
+		for j, m := range t.Mask {
+			if m && j < len(t.Versions) && int(t.Versions[j]) < version {
 				if stale[i] == nil {
-					stale[i] = make([]bool, len(t.tokens))
-					idx, toks = append(idx, i), append(toks, t.tokens)
+					stale[i] = make([]bool, len(t.Tokens))
+					idx, toks = append(idx, i), append(toks, t.Tokens)
 				}
 				stale[i][j] = true
 			}
@@ -86,19 +87,19 @@ func (c *Controller) decouple(step int, batch []*traj, seqs []train.Sequence) er
 
 // segments is t's response stretches by phase for its event (nil for a trajectory sampled in
 // one phase): each segment's first response token and its step and policy version.
-func segments(t *traj) []event.Segment {
-	if t.part == nil || len(t.part.segments) < 2 {
+func segments(t *batch.Trajectory) []event.Segment {
+	if t.Partial == nil || len(t.Partial.Segments) < 2 {
 		return nil
 	}
 	var out []event.Segment
-	for _, s := range t.part.segments {
+	for _, s := range t.Partial.Segments {
 		from := 0
-		for j := t.promptLen; j < min(s.start, len(t.mask)); j++ {
-			if t.mask[j] {
+		for j := t.PromptLen; j < min(s.Start, len(t.Mask)); j++ {
+			if t.Mask[j] {
 				from++
 			}
 		}
-		out = append(out, event.Segment{From: from, Step: s.step, Version: s.version})
+		out = append(out, event.Segment{From: from, Step: s.Step, Version: s.Version})
 	}
 	return out
 }

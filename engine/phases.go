@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/train"
 )
 
@@ -10,46 +11,46 @@ import (
 // teacher on [prompt + hint + response] for every hinted trajectory, and on the trajectory itself
 // when the recipe has a KL term (loss or reward penalty). A stop ends it between trajectories
 // (errStop): nothing is trained yet.
-func (c *Controller) referenceForward(batch []*traj) error {
+func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 	kl := c.r.Algorithm.KLCoef > 0
-	for _, t := range batch {
+	for _, t := range trajs {
 		if c.stopping() {
 			return errStop
 		}
 		if kl {
-			s, err := c.o.Reference.Score([][]int32{t.tokens})
+			s, err := c.o.Reference.Score([][]int32{t.Tokens})
 			if err != nil {
 				return err
 			}
 			// The log-prob of token j is entry j − 1 of the next-token log-probs; the prompt's
 			// first token has none (it is never a policy token).
-			t.ref = make([]float32, len(t.tokens))
-			copy(t.ref[1:], s.NextLogProbs[0][:len(t.tokens)-1])
+			t.RefLogProbs = make([]float32, len(t.Tokens))
+			copy(t.RefLogProbs[1:], s.NextLogProbs[0][:len(t.Tokens)-1])
 		}
-		if t.hint == "" {
+		if t.Hint == "" {
 			continue
 		}
-		tp, ok, err := c.teacherPrompt(t, t.hint)
+		tp, ok, err := c.teacherPrompt(t, t.Hint)
 		if err != nil {
 			return err
 		}
 		if !ok { // hindsight places only the hints it can
 			continue
 		}
-		seq := append(append([]int32{}, tp...), t.tokens[t.promptLen:]...)
+		seq := append(append([]int32{}, tp...), t.Tokens[t.PromptLen:]...)
 		s, err := c.o.Reference.Score([][]int32{seq})
 		if err != nil {
 			return err
 		}
 		// Align: the teacher's log-prob of student token j (j ≥ promptLen) is at index
 		// len(tp) + (j − promptLen) − 1 of its next-token log-probs.
-		t.teacher = make([]float32, len(t.tokens))
-		for j := t.promptLen; j < len(t.tokens); j++ {
-			t.teacher[j] = s.NextLogProbs[0][len(tp)+j-t.promptLen-1]
+		t.TeacherLogProbs = make([]float32, len(t.Tokens))
+		for j := t.PromptLen; j < len(t.Tokens); j++ {
+			t.TeacherLogProbs[j] = s.NextLogProbs[0][len(tp)+j-t.PromptLen-1]
 		}
 	}
 	var err error
-	c.probe, err = c.measureHintLift(batch)
+	c.probe, err = c.measureHintLift(trajs)
 	return err
 }
 
@@ -58,26 +59,26 @@ func (c *Controller) referenceForward(batch []*traj) error {
 // opd_lambda × the centred, clipped OPD advantage on hinted trajectories (hybrid, or alone for
 // opd), minus kl_coef × KL per token when the KL is a reward penalty. It returns how many
 // trajectories had a teacher.
-func (c *Controller) advantages(batch []*traj) (hinted int, err error) {
+func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err error) {
 	a := c.r.Algorithm
 	if a.Name == "ppo" {
-		return 0, c.gaeAdvantages(batch)
+		return 0, c.gaeAdvantages(trajs)
 	}
 	// One reward per trajectory: an external agent's later segments (external.go) take their
 	// trajectory's sequence advantage and do not count again in the group's statistics.
-	rewards := make([]float64, 0, len(batch))
-	groups := make([]int, 0, len(batch))
-	at := make([]int, len(batch)) // sequence i's trajectory, an index into rewards
-	of := map[*traj]int{}
-	for i, t := range batch {
+	rewards := make([]float64, 0, len(trajs))
+	groups := make([]int, 0, len(trajs))
+	at := make([]int, len(trajs)) // sequence i's trajectory, an index into rewards
+	of := map[*batch.Trajectory]int{}
+	for i, t := range trajs {
 		if !isLaterSegment(t) {
 			at[i], of[t] = len(rewards), len(rewards)
-			rewards, groups = append(rewards, t.reward.Total), append(groups, t.group)
+			rewards, groups = append(rewards, t.Reward.Total), append(groups, t.Group)
 		}
 	}
-	for i, t := range batch {
+	for i, t := range trajs {
 		if isLaterSegment(t) {
-			at[i] = of[t.ext.of]
+			at[i] = of[t.Agent.Of]
 		}
 	}
 	var seqAdv []float64
@@ -100,22 +101,22 @@ func (c *Controller) advantages(batch []*traj) (hinted int, err error) {
 			return 0, err
 		}
 	}
-	for i, t := range batch {
+	for i, t := range trajs {
 		var opd []float64
-		if t.teacher != nil {
+		if t.TeacherLogProbs != nil {
 			hinted++
-			if opd, err = train.OPD(t.teacher, t.lps, t.mask); err != nil {
+			if opd, err = train.OPD(t.TeacherLogProbs, t.LogProbs, t.Mask); err != nil {
 				return 0, err
 			}
-			opd = train.CenterClip(opd, t.mask, opdClip)
+			opd = train.CenterClip(opd, t.Mask, opdClip)
 		}
-		adv := train.Hybrid(seqAdv[at[i]], opd, t.mask, a.OPDLambda)
+		adv := train.Hybrid(seqAdv[at[i]], opd, t.Mask, a.OPDLambda)
 		if a.KLCoef > 0 && a.KLMode == "reward" {
-			if adv, err = train.KLRewardPenalty(adv, t.lps, t.ref, t.mask, a.KLCoef, a.KLEstimator); err != nil {
+			if adv, err = train.KLRewardPenalty(adv, t.LogProbs, t.RefLogProbs, t.Mask, a.KLCoef, a.KLEstimator); err != nil {
 				return 0, err
 			}
 		}
-		t.adv = train.Float32s(adv)
+		t.Advantages = train.Float32s(adv)
 	}
 	return hinted, nil
 }
@@ -124,31 +125,31 @@ func (c *Controller) advantages(batch []*traj) (hinted int, err error) {
 // policy tokens (observations are not actions) turns the outcome reward — and the per-token KL
 // penalty when the KL is a reward — into advantages and value targets; with std_normalize the
 // advantages are whitened over every policy token of the step.
-func (c *Controller) gaeAdvantages(batch []*traj) error {
+func (c *Controller) gaeAdvantages(trajs []*batch.Trajectory) error {
 	a := c.r.Algorithm
-	seqs := make([]train.Sequence, len(batch))
-	for i, t := range batch {
-		seqs[i] = train.Sequence{Tokens: t.tokens, LossMask: t.mask}
+	seqs := make([]train.Sequence, len(trajs))
+	for i, t := range trajs {
+		seqs[i] = train.Sequence{Tokens: t.Tokens, LossMask: t.Mask}
 	}
 	values, err := c.tr.Values(seqs)
 	if err != nil {
 		return err
 	}
 	var sum, sq, n float64
-	for i, t := range batch {
+	for i, t := range trajs {
 		var perToken []float64
 		if a.KLCoef > 0 && a.KLMode == "reward" {
-			if perToken, err = train.TokenRewards(0, t.lps, t.ref, t.mask, a.KLCoef, a.KLEstimator); err != nil {
+			if perToken, err = train.TokenRewards(0, t.LogProbs, t.RefLogProbs, t.Mask, a.KLCoef, a.KLEstimator); err != nil {
 				return err
 			}
 		}
-		if t.adv, t.ret, err = train.TokenGAE(t.mask, values[i], t.reward.Total, perToken, a.GAEGamma, a.GAELambda); err != nil {
+		if t.Advantages, t.Returns, err = train.TokenGAE(t.Mask, values[i], t.Reward.Total, perToken, a.GAEGamma, a.GAELambda); err != nil {
 			return err
 		}
-		t.oldValues = values[i]
-		for j, m := range t.mask {
+		t.OldValues = values[i]
+		for j, m := range t.Mask {
 			if m {
-				x := float64(t.adv[j])
+				x := float64(t.Advantages[j])
 				sum, sq, n = sum+x, sq+x*x, n+1
 			}
 		}
@@ -156,10 +157,10 @@ func (c *Controller) gaeAdvantages(batch []*traj) error {
 	if a.StdNormalize && n > 1 {
 		mean := sum / n
 		std := math.Sqrt(math.Max(sq/n-mean*mean, 0))
-		for _, t := range batch {
-			for j, m := range t.mask {
+		for _, t := range trajs {
+			for j, m := range t.Mask {
 				if m {
-					t.adv[j] = float32((float64(t.adv[j]) - mean) / (std + 1e-6))
+					t.Advantages[j] = float32((float64(t.Advantages[j]) - mean) / (std + 1e-6))
 				}
 			}
 		}

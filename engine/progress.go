@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/envs"
 )
@@ -28,12 +29,12 @@ type tracker struct {
 	sums      map[int]float64
 }
 
-func (c *Controller) newTracker(step int, phase string, batch []*traj) *tracker {
-	tk := &tracker{c: c, step: step, phase: phase, total: len(batch), start: time.Now()}
+func (c *Controller) newTracker(step int, phase string, trajs []*batch.Trajectory) *tracker {
+	tk := &tracker{c: c, step: step, phase: phase, total: len(trajs), start: time.Now()}
 	if phase == event.PhaseEval {
 		tk.need, tk.sums = c.r.Eval.NSamples, map[int]float64{}
-		for _, t := range batch {
-			for t.group >= len(tk.counts) {
+		for _, t := range trajs {
+			for t.Group >= len(tk.counts) {
 				tk.counts = append(tk.counts, [2]int{})
 			}
 		}
@@ -49,7 +50,7 @@ func (c *Controller) shape() shape {
 }
 
 // finished reports trajectory t done.
-func (tk *tracker) finished(t *traj) {
+func (tk *tracker) finished(t *batch.Trajectory) {
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
 	c := tk.c
@@ -62,9 +63,9 @@ func (tk *tracker) finished(t *traj) {
 	p.ETA = perTraj * float64(tk.total-tk.done)
 	p.RunETA, p.RunETAAtLeast = c.clock.left(c.shape(), tk.step, tk.phase, p.ETA, phaseTotal)
 	if tk.counts != nil {
-		n := &tk.counts[t.group]
+		n := &tk.counts[t.Group]
 		n[0]++
-		if t.summary.Correct {
+		if t.Summary.Correct {
 			n[1]++
 		}
 		if n[0] == tk.need {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
@@ -19,31 +20,6 @@ import (
 // opdClip bounds each token's centred OPD advantage (see train.CenterClip): a teacher that is
 // unsure of a digit must not outweigh the outcome, whose GRPO advantage is about ±1 to ±3.
 const opdClip = 1.0
-
-// traj is one trajectory in flight and its results.
-type traj struct {
-	task      envs.Task
-	group     int
-	sample    int
-	tokens    []int32
-	mask      []bool
-	lps       []float32
-	promptLen int
-	turns     []event.Turn
-	reward    envs.Reward
-	summary   retool.Summary
-	hint      string
-	hintCut   string // hintShortened or hintDropped when the hinter's text did not fit, else ""
-	adv       []float32
-	ref       []float32 // the reference model's log-prob of each token (KL term), nil without one
-	teacher   []float32 // the teacher's log-prob of each response token given the hint, nil unhinted
-	ret       []float32 // ppo: the value head's targets (GAE returns) per token
-	oldValues []float32 // ppo: the value head's predictions before the update
-	drift     string    // a token-drift finding, "" when the context matched the chat rendering
-	versions  []int32   // partial rollouts: the policy version (updates applied) of each token's weights
-	part      *partRun  // partial rollouts: the trajectory's state across phases; nil otherwise
-	ext       *agentRun // an external agent's run (external.go); nil for a ReTool trajectory
-}
 
 // rolloutPhase runs the generation phases (a step's rollout, an evaluation, its validation): a
 // batch of trajectories through the generator, each with its own lockstep ticket, played as a
@@ -60,7 +36,7 @@ type rolloutPhase struct {
 	// partial is the state partial rollouts keep across steps (rollout.partial.enabled); nil when off.
 	partial *partialState
 	// agent plays a trajectory with env.name external (Controller.runAgent); nil: ReTool episodes.
-	agent func(ctx context.Context, t *traj, seed uint64, temperature float64) error
+	agent func(ctx context.Context, t *batch.Trajectory, seed uint64, temperature float64) error
 }
 
 // generation is what a phase measured: the generator's slot use and the time its trajectories
@@ -82,21 +58,21 @@ func (p *rolloutPhase) prompt(task envs.Task, hint string) ([]int32, error) {
 
 // run plays every trajectory of batch concurrently, trajectory i with sampling seed
 // seed+i·7919, calling finished (from the trajectory's goroutine) as each one ends.
-func (p *rolloutPhase) run(ctx context.Context, batch []*traj, seed uint64, temperature float64, finished func(*traj)) (generation, error) {
+func (p *rolloutPhase) run(ctx context.Context, trajs []*batch.Trajectory, seed uint64, temperature float64, finished func(*batch.Trajectory)) (generation, error) {
 	meter := p.gen.Measure()
 	defer meter.Stop()
 	queued := p.pool.QueueWait()
 	var wg sync.WaitGroup
-	errs := make(chan error, len(batch))
+	errs := make(chan error, len(trajs))
 	// Each trajectory opens its session with its own ticket, so a lockstep generator admits them
 	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
 	// gives its ticket up.
-	base := p.gen.Reserve(len(batch))
+	base := p.gen.Reserve(len(trajs))
 	play := p.playReTool
 	if p.agent != nil {
 		play = p.agent
 	}
-	for i, t := range batch {
+	for i, t := range trajs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -125,9 +101,9 @@ func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
 // for the held-out tasks: then each trajectory is emitted as it finishes, and pass@k over the
 // tasks complete so far), and at the end how the phase used the generator's slots
 // (event.Generation, also returned).
-func (c *Controller) rollout(ctx context.Context, step int, phase string, batch []*traj, seed uint64, temperature float64) (event.Generation, error) {
-	tk := c.newTracker(step, phase, batch)
-	g, err := c.ro.run(ctx, batch, seed, temperature, tk.finished)
+func (c *Controller) rollout(ctx context.Context, step int, phase string, trajs []*batch.Trajectory, seed uint64, temperature float64) (event.Generation, error) {
+	tk := c.newTracker(step, phase, trajs)
+	g, err := c.ro.run(ctx, trajs, seed, temperature, tk.finished)
 	if err != nil {
 		return event.Generation{}, err
 	}
@@ -138,10 +114,10 @@ func (c *Controller) rollout(ctx context.Context, step int, phase string, batch 
 
 // playReTool plays one multi-turn episode. The trained tokens are exactly the sampled ones plus
 // the tokenized template pieces and observations: decoded text is never re-tokenized.
-func (p *rolloutPhase) playReTool(ctx context.Context, t *traj, seed uint64, temperature float64) error {
+func (p *rolloutPhase) playReTool(ctx context.Context, t *batch.Trajectory, seed uint64, temperature float64) error {
 	r := p.r
 	cfg := retool.Config{Executor: p.exec, Pool: p.pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: p.weights}
-	if retool.LongTrajectory(t.task.ID, t.sample, r.Env.LongTail.Share) {
+	if retool.LongTrajectory(t.Task.ID, t.Sample, r.Env.LongTail.Share) {
 		cfg.MinTurns = r.Env.LongTail.Turns
 	}
 	env, err := retool.New(cfg)
@@ -149,27 +125,27 @@ func (p *rolloutPhase) playReTool(ctx context.Context, t *traj, seed uint64, tem
 		return err
 	}
 	defer env.Close()
-	msgs, err := env.Reset(ctx, t.task)
+	msgs, err := env.Reset(ctx, t.Task)
 	if err != nil {
 		return err
 	}
 	chat := []tokenizer.Message{{Role: msgs[0].Role, Content: msgs[0].Content}, {Role: msgs[1].Role, Content: msgs[1].Content}}
-	prompt, err := p.prompt(t.task, "")
+	prompt, err := p.prompt(t.Task, "")
 	if err != nil {
 		return err
 	}
-	t.promptLen = len(prompt)
+	t.PromptLen = len(prompt)
 	add := func(ids []int32, policy bool, lps []float32) {
-		t.tokens = append(t.tokens, ids...)
+		t.Tokens = append(t.Tokens, ids...)
 		for i := range ids {
-			t.mask = append(t.mask, policy)
+			t.Mask = append(t.Mask, policy)
 			if lps != nil {
-				t.lps = append(t.lps, lps[i])
+				t.LogProbs = append(t.LogProbs, lps[i])
 			} else {
-				t.lps = append(t.lps, 0)
+				t.LogProbs = append(t.LogProbs, 0)
 			}
-			if t.part != nil {
-				t.versions = append(t.versions, int32(t.part.version))
+			if t.Partial != nil {
+				t.Versions = append(t.Versions, int32(t.Partial.Version))
 			}
 		}
 	}
@@ -189,9 +165,9 @@ func (p *rolloutPhase) playReTool(ctx context.Context, t *traj, seed uint64, tem
 		var res rollout.Result
 		var ids []int32 // the turn's tokens, over the phases it was paused across
 		for {
-			room := model.Bucket(r.Rollout.MaxTotalTokens) - len(t.tokens) - 1
+			room := model.Bucket(r.Rollout.MaxTotalTokens) - len(t.Tokens) - 1
 			res, err = sess.Generate(ctx, rollout.Request{Append: next, MaxNew: min(r.Rollout.MaxNewTokens-len(ids), room), StopIDs: p.stops, StopStrings: stops,
-				Sampling: rollout.Sampling{Temperature: float32(temperature), TopP: float32(r.Rollout.TopP), TopK: r.Rollout.TopK, Seed: seed + uint64(turn) + t.resumeSalt()}})
+				Sampling: rollout.Sampling{Temperature: float32(temperature), TopP: float32(r.Rollout.TopP), TopK: r.Rollout.TopK, Seed: seed + uint64(turn) + t.ResumeSalt()}})
 			if err != nil {
 				return err
 			}
@@ -206,7 +182,7 @@ func (p *rolloutPhase) playReTool(ctx context.Context, t *traj, seed uint64, tem
 			if sess, err = p.pause(&ctx, t); err != nil {
 				return err
 			}
-			next = t.tokens
+			next = t.Tokens
 		}
 		res.IDs = ids
 		text := strings.TrimSuffix(p.tok.Decode(res.IDs, false), "<|im_end|>")
@@ -219,10 +195,10 @@ func (p *rolloutPhase) playReTool(ctx context.Context, t *traj, seed uint64, tem
 			et.Code, et.ToolStatus, et.ToolSeconds = st.ToolCalls[0].Code, st.ToolCalls[0].Status, st.ToolCalls[0].DurationSec
 			et.Observation = st.Observation
 		}
-		t.turns = append(t.turns, et)
+		t.Turns = append(t.Turns, et)
 		chat = append(chat, tokenizer.Message{Role: "assistant", Content: text})
 		if st.Done {
-			t.reward = st.Reward
+			t.Reward = st.Reward
 			break
 		}
 		// Close the assistant turn (unless it ended on <|im_end|>) and add the observation.
@@ -237,18 +213,18 @@ func (p *rolloutPhase) playReTool(ctx context.Context, t *traj, seed uint64, tem
 			obsMsg.Role, body = "tool", "<tool_response>\n"+st.Observation+"\n</tool_response>"
 		}
 		next = append(closing, p.tok.Encode("\n<|im_start|>user\n"+body+"<|im_end|>\n<|im_start|>assistant\n")...)
-		if len(t.tokens)+len(next)+8 >= model.Bucket(r.Rollout.MaxTotalTokens) || res.Stop == rollout.StopContext {
-			t.reward = p.weights.Compose(envs.Reward{FormatPenalty: 1}) // out of context: no answer
+		if len(t.Tokens)+len(next)+8 >= model.Bucket(r.Rollout.MaxTotalTokens) || res.Stop == rollout.StopContext {
+			t.Reward = p.weights.Compose(envs.Reward{FormatPenalty: 1}) // out of context: no answer
 			break
 		}
 		add(next, false, nil)
 		chat = append(chat, obsMsg)
 		// Token-drift probe at the turn boundary: the context must read as the chat template renders it.
 		want, err := tokenizer.RenderChat(chat, nil, true)
-		if err == nil && p.tok.Decode(t.tokens, false) != want && t.drift == "" {
-			t.drift = fmt.Sprintf("turn %d of %s", turn, t.task.ID)
+		if err == nil && p.tok.Decode(t.Tokens, false) != want && t.Drift == "" {
+			t.Drift = fmt.Sprintf("turn %d of %s", turn, t.Task.ID)
 		}
 	}
-	t.summary = env.Summary()
+	t.Summary = env.Summary()
 	return nil
 }

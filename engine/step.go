@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
 )
 
@@ -24,16 +25,16 @@ func (c *Controller) storePhases(step int) error { return c.rec.Phases(step) }
 // step is one training step, its phases in order. Each phase is entered only while no stop is
 // pending; a stop cuts the step short with errStop (see stop.go for what it keeps).
 func (c *Controller) step(ctx context.Context, step int) error {
-	batch, dropped, gen, err := c.rolloutStep(ctx, step)
+	trajs, dropped, gen, err := c.rolloutStep(ctx, step)
 	if err != nil {
 		return err
 	}
-	if batch, err = c.score(ctx, step, batch); err != nil {
+	if trajs, err = c.score(ctx, step, trajs); err != nil {
 		return err
 	}
 	// The rest of the step is the training phase: the KV cache and the inference weights make
 	// room for the reference forward, the update and their activations.
-	switchToTrain, err := c.reference(step, batch)
+	switchToTrain, err := c.reference(step, trajs)
 	if err != nil {
 		return err
 	}
@@ -41,33 +42,33 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	if !c.enter(step, event.PhaseAdvantage) {
 		return errStop
 	}
-	hinted, err := c.advantages(batch)
+	hinted, err := c.advantages(trajs)
 	if err != nil {
 		return err
 	}
 	c.phase(step, "advantage", t0)
 	metrics := map[string]float64{"switch_to_train_s": switchToTrain}
 	generationMetrics(gen, metrics)
-	if err := c.trainStep(step, batch, metrics); err != nil {
+	if err := c.trainStep(step, trajs, metrics); err != nil {
 		return err
 	}
-	batch = collapseSegments(batch)
+	trajs = collapseSegments(trajs)
 	if err := c.syncWeights(step, metrics); err != nil {
 		return err
 	}
-	c.batchMetrics(step, batch, dropped, hinted, metrics)
+	c.batchMetrics(step, trajs, dropped, hinted, metrics)
 	c.emit(event.StepMetrics{Step: step, Metrics: metrics, Compiles: c.compileMetrics(metrics)})
 
 	// The step is trained: its metrics and trajectories are kept whatever comes next (part of
 	// the save phase's time).
 	t0 = time.Now()
 	c.pass(step, event.PhaseSave)
-	batch = append(batch, dropped...)
+	trajs = append(trajs, dropped...)
 	if c.ro.partial != nil {
-		batch = append(batch, c.part.paused...)
+		trajs = append(trajs, c.part.paused...)
 	}
 	kept := []event.Event{event.StepMetrics{Step: step, Metrics: metrics}}
-	for _, t := range batch {
+	for _, t := range trajs {
 		e := c.trajectoryEvent(step, t, false)
 		c.emit(e)
 		kept = append(kept, e)
@@ -96,7 +97,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 // rolloutStep is a step's rollout phase: the step's tasks, group_size samples each, through the
 // rollout phase; what an external agent left unusable comes back apart (dropped), shown and
 // stored but not trained on.
-func (c *Controller) rolloutStep(ctx context.Context, step int) (batch, dropped []*traj, gen event.Generation, err error) {
+func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped []*batch.Trajectory, gen event.Generation, err error) {
 	r := c.r
 	t0 := time.Now()
 	if !c.enter(step, event.PhaseRollout) {
@@ -104,7 +105,7 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (batch, dropped 
 	}
 	rng := rand.New(rand.NewPCG(uint64(r.Run.Seed), uint64(step)))
 	if c.ro.partial != nil {
-		if batch, gen, err = c.rolloutPartial(ctx, step, rng.Uint64()); err != nil {
+		if trajs, gen, err = c.rolloutPartial(ctx, step, rng.Uint64()); err != nil {
 			return nil, nil, gen, c.stopOr(ctx, err)
 		}
 		dropped = nil
@@ -112,48 +113,48 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (batch, dropped 
 		for i := 0; i < r.Rollout.TasksPerStep; i++ {
 			task := c.train[((step-1)*r.Rollout.TasksPerStep+i)%len(c.train)]
 			for s := 0; s < r.Rollout.GroupSize; s++ {
-				batch = append(batch, &traj{task: task, group: i, sample: s})
+				trajs = append(trajs, &batch.Trajectory{Task: task, Group: i, Sample: s})
 			}
 		}
-		if gen, err = c.rollout(ctx, step, event.PhaseRollout, batch, rng.Uint64(), r.Rollout.Temperature); err != nil {
+		if gen, err = c.rollout(ctx, step, event.PhaseRollout, trajs, rng.Uint64(), r.Rollout.Temperature); err != nil {
 			return nil, nil, gen, c.stopOr(ctx, err)
 		}
-		if batch, dropped, err = splitDropped(step, batch); err != nil {
+		if trajs, dropped, err = splitDropped(step, trajs); err != nil {
 			return nil, nil, gen, err
 		}
 	}
 	c.phase(step, "rollout", t0)
-	for _, t := range batch {
-		if t.drift != "" {
+	for _, t := range trajs {
+		if t.Drift != "" {
 			c.emit(event.Alarm{Step: step, Kind: event.AlarmTokenDrift, Value: 1, Threshold: 0,
-				Message: "the trained tokens do not read as the chat template renders the conversation (" + t.drift + ")"})
+				Message: "the trained tokens do not read as the chat template renders the conversation (" + t.Drift + ")"})
 			break
 		}
 	}
-	return batch, dropped, gen, nil
+	return trajs, dropped, gen, nil
 }
 
 // score is the score phase: hindsight hints, process scores and each trajectory's reward; an
 // agent's later segments come back as sequences of their own.
-func (c *Controller) score(ctx context.Context, step int, batch []*traj) ([]*traj, error) {
+func (c *Controller) score(ctx context.Context, step int, trajs []*batch.Trajectory) ([]*batch.Trajectory, error) {
 	t0 := time.Now()
 	if !c.enter(step, event.PhaseScore) {
 		return nil, errStop
 	}
-	if err := c.hindsight(ctx, batch); err != nil {
+	if err := c.hindsight(ctx, trajs); err != nil {
 		return nil, c.stopOr(ctx, err)
 	}
-	for _, t := range batch {
-		t.reward = c.composeReward(t)
+	for _, t := range trajs {
+		t.Reward = c.composeReward(t)
 	}
-	batch = expandSegments(batch)
+	trajs = expandSegments(trajs)
 	c.phase(step, "score", t0)
-	return batch, nil
+	return trajs, nil
 }
 
 // reference is the reference phase: the switch to training around the reference forward; it
 // returns the switch's seconds.
-func (c *Controller) reference(step int, batch []*traj) (float64, error) {
+func (c *Controller) reference(step int, trajs []*batch.Trajectory) (float64, error) {
 	t0 := time.Now()
 	if !c.enter(step, event.PhaseReference) {
 		return 0, errStop
@@ -162,7 +163,7 @@ func (c *Controller) reference(step int, batch []*traj) (float64, error) {
 		return 0, err
 	}
 	switchToTrain := time.Since(t0).Seconds()
-	if err := c.referenceForward(batch); err != nil {
+	if err := c.referenceForward(trajs); err != nil {
 		_ = c.dev.ToTrain(step) // a consistent device for what follows the error (save, close)
 		return 0, err
 	}
@@ -201,22 +202,22 @@ func (c *Controller) stepSeconds(step int) float64 {
 
 // trajectoryEvent is t as shown and stored; an evaluation's (eval) carries no token pieces, as it
 // has no advantages to colour them by.
-func (c *Controller) trajectoryEvent(step int, t *traj, eval bool) event.Trajectory {
-	e := event.Trajectory{Step: step, TaskID: t.task.ID, Prompt: t.task.Prompt, Group: t.group, Sample: t.sample, Turns: t.turns,
-		Reward: t.reward, Correct: t.summary.Correct, Hint: t.hint, Tokens: len(t.tokens), ToolErrors: t.summary.ToolErrors, Eval: eval}
+func (c *Controller) trajectoryEvent(step int, t *batch.Trajectory, eval bool) event.Trajectory {
+	e := event.Trajectory{Step: step, TaskID: t.Task.ID, Prompt: t.Task.Prompt, Group: t.Group, Sample: t.Sample, Turns: t.Turns,
+		Reward: t.Reward, Correct: t.Summary.Correct, Hint: t.Hint, Tokens: len(t.Tokens), ToolErrors: t.Summary.ToolErrors, Eval: eval}
 	if !eval {
-		for j := t.promptLen; j < len(t.tokens); j++ {
-			if t.mask[j] {
-				e.Pieces = append(e.Pieces, c.o.Tokenizer.Decode(t.tokens[j:j+1], false))
-				if t.adv != nil {
-					e.Advantages = append(e.Advantages, t.adv[j])
+		for j := t.PromptLen; j < len(t.Tokens); j++ {
+			if t.Mask[j] {
+				e.Pieces = append(e.Pieces, c.o.Tokenizer.Decode(t.Tokens[j:j+1], false))
+				if t.Advantages != nil {
+					e.Advantages = append(e.Advantages, t.Advantages[j])
 				}
 			}
 		}
 	}
 	c.agentEvent(&e, t) // an external agent's run, and its later segments' tokens
-	if t.part != nil {
-		e.Paused, e.Segments = t.part.state == partPaused, segments(t)
+	if t.Partial != nil {
+		e.Paused, e.Segments = t.Partial.State == partPaused, segments(t)
 	}
 	return e
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/engine/train"
 )
@@ -11,25 +12,25 @@ import (
 // AdamW (train.epochs_per_step passes), a stop discarding the update in progress; the
 // update's figures and the log-prob probe (rollout against trainer log-probs before the first
 // update) go in metrics.
-func (c *Controller) trainStep(step int, batch []*traj, metrics map[string]float64) error {
+func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[string]float64) error {
 	r := c.r
 	t0 := time.Now()
 	lr := train.Schedule{Base: r.Train.LR, Warmup: r.Train.WarmupSteps, Total: r.Run.MaxSteps, Kind: r.Train.Schedule, MinRatio: r.Train.MinLRRatio}.At(step)
 	metrics["lr"] = lr
-	seqs := make([]train.Sequence, len(batch))
-	for i, t := range batch {
-		seqs[i] = train.Sequence{Tokens: t.tokens, LossMask: t.mask, OldLogProbs: t.lps, Advantages: t.adv, RefLogProbs: t.ref,
-			Returns: t.ret, OldValues: t.oldValues}
+	seqs := make([]train.Sequence, len(trajs))
+	for i, t := range trajs {
+		seqs[i] = train.Sequence{Tokens: t.Tokens, LossMask: t.Mask, OldLogProbs: t.LogProbs, Advantages: t.Advantages, RefLogProbs: t.RefLogProbs,
+			Returns: t.Returns, OldValues: t.OldValues}
 	}
 	if c.ro.partial != nil {
 		t1 := time.Now()
-		if err := c.decouple(step, batch, seqs); err != nil {
+		if err := c.decouple(step, trajs, seqs); err != nil {
 			return err
 		}
 		metrics["proximal_s"] = time.Since(t1).Seconds() // the proximal log-probs' forward pass
 	}
 	if c.onTrain != nil {
-		c.onTrain(step, batch, seqs)
+		c.onTrain(step, trajs, seqs)
 	}
 	var loss, probeMax float64
 	err := c.update(step, func(stop func(done, total int) bool) error { // finished, or discarded by a stop
@@ -84,21 +85,21 @@ func (c *Controller) syncWeights(step int, metrics map[string]float64) error {
 
 // batchMetrics puts what the step's trained batch scored in metrics: reward, accuracy, hints,
 // drops, the judge's unparsed replies and the generator's decode speed.
-func (c *Controller) batchMetrics(step int, batch, dropped []*traj, hinted int, metrics map[string]float64) {
+func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, hinted int, metrics map[string]float64) {
 	r := c.r
 	var meanReward, correct float64
-	for _, t := range batch {
-		meanReward += t.reward.Total
-		if t.summary.Correct {
+	for _, t := range trajs {
+		meanReward += t.Reward.Total
+		if t.Summary.Correct {
 			correct++
 		}
 	}
-	metrics["reward_mean"] = meanReward / float64(len(batch))
-	metrics["accuracy"] = correct / float64(len(batch))
-	metrics["hinted_share"] = float64(hinted) / float64(len(batch))
+	metrics["reward_mean"] = meanReward / float64(len(trajs))
+	metrics["accuracy"] = correct / float64(len(trajs))
+	metrics["hinted_share"] = float64(hinted) / float64(len(trajs))
 	c.dropMetrics(metrics, dropped)
 	c.partialMetrics(metrics)
-	c.hintMetrics(step, batch, metrics)
+	c.hintMetrics(step, trajs, metrics)
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
 		metrics["judge_unparsed"] = float64(c.judge.unparsed.Swap(0)) // replies with no usable \boxed{}
 	}
