@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"agentrl/engine"
+	"agentrl/engine/compare"
 )
 
 // splitRuns reads a comma-separated list of run ids (one id is a list of one).
@@ -37,13 +37,13 @@ func pm(x, se float64, signed bool) string {
 }
 
 // printSeedComparison writes each pair and the n-seed summary as plain tables.
-func printSeedComparison(w io.Writer, sc *engine.SeedComparison) {
+func printSeedComparison(w io.Writer, sc *compare.SeedComparison) {
 	for i, c := range sc.Pairs {
 		fmt.Fprintf(w, "seed pair %d: A %s, B %s, step %d, %d held-out tasks\n", i+1, c.A, c.B, c.Step, c.Tasks)
 		fmt.Fprintf(w, "  %-8s %7s %7s  %-16s %-16s %s\n", "", "A", "B", "A − B", "A since step 0", "B since step 0")
 		for _, r := range c.Rows {
 			ca, cb := sc.Changes[i].A[r.K], sc.Changes[i].B[r.K]
-			since := func(m map[int]engine.Change, ch engine.Change) string {
+			since := func(m map[int]compare.Change, ch compare.Change) string {
 				if m == nil {
 					return "–"
 				}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentrl/engine"
+	"agentrl/engine/compare"
 	"agentrl/store"
 	"agentrl/ui"
 )
@@ -76,7 +76,7 @@ leaves to RL, where a bridge thought carries what the problem does not).`,
 			if len(args) != 2 {
 				return usagef(cmd, "compare takes two run ids (agentrl-tui runs --store %s lists them); got %d", strings.Join(paths, ","), len(args))
 			}
-			var st engine.Stores
+			var st compare.Stores
 			for _, p := range paths {
 				s, err := store.Open(p, store.Options{ReadOnly: true})
 				if err != nil {
@@ -85,13 +85,13 @@ leaves to RL, where a bridge thought carries what the problem does not).`,
 				defer s.Close()
 				st = append(st, s)
 			}
-			var src engine.RunSource = st
+			var src compare.Source = st
 			if group != "" {
-				src = engine.GroupSource{RunSource: st, Group: group}
+				src = compare.GroupSource{Source: st, Group: group}
 			}
 			as, bs := splitRuns(args[0]), splitRuns(args[1])
 			if len(as) > 1 || len(bs) > 1 {
-				sc, err := engine.CompareSeeds(src, as, bs, step)
+				sc, err := compare.Seeds(src, as, bs, step)
 				if err != nil {
 					return err
 				}
@@ -101,7 +101,7 @@ leaves to RL, where a bridge thought carries what the problem does not).`,
 				printSeedComparison(env.Stdout, sc)
 				return nil
 			}
-			c, err := engine.CompareRuns(src, args[0], args[1], step)
+			c, err := compare.Runs(src, args[0], args[1], step)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"encoding/json"
@@ -13,10 +13,10 @@ import (
 )
 
 // TestGroupSource: an evaluation cut to a group keeps the counts of that group's tasks only, in
-// order, with pass@k worked out by hand from them; CompareRuns on the cut pairs the same tasks;
-// a group no task is of, and an evaluation of other tasks, are refused with what is there.
+// order, with pass@k worked out by hand from them; Runs on the cut pairs the same tasks; a group
+// no task is of, and an evaluation of other tasks, are refused with what is there.
 func TestGroupSource(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestGroupSource(t *testing.T) {
 		}
 	}
 	for _, group := range []string{"level 0", "level 6", "named, taught", "named, untaught"} {
-		src := GroupSource{RunSource: st, Group: group}
+		src := GroupSource{Source: st, Group: group}
 		es, err := src.Evals("a")
 		if err != nil {
 			t.Fatalf("%s: %v", group, err)
@@ -71,18 +71,18 @@ func TestGroupSource(t *testing.T) {
 				t.Fatalf("%s: count %d is %v; want %v", group, i, e.Counts[i], want[i])
 			}
 		}
-		c, err := CompareRuns(src, "a", "b", -1)
+		c, err := Runs(src, "a", "b", -1)
 		if err != nil || c.Tasks != len(want) || c.Rows[0].A != e.PassAtK[1] {
 			t.Errorf("%s: compare %+v, %v", group, c, err)
 		}
 	}
-	if _, err := (GroupSource{RunSource: st, Group: "level 4"}).Evals("a"); err == nil || !strings.Contains(err.Error(), `"named, untaught"`) || !strings.Contains(err.Error(), `"level 0"`) {
+	if _, err := (GroupSource{Source: st, Group: "level 4"}).Evals("a"); err == nil || !strings.Contains(err.Error(), `"named, untaught"`) || !strings.Contains(err.Error(), `"level 0"`) {
 		t.Errorf("a group no task is of: %v", err)
 	}
 	if err := st.PutEval("b", store.Eval{Step: 5, Counts: counts["b"], Tasks: "other", PassAtK: map[int]float64{1: 0.5}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (GroupSource{RunSource: st, Group: "level 0"}).Evals("b"); err == nil || !strings.Contains(err.Error(), "step-5 evaluation is not of the held-out tasks") {
+	if _, err := (GroupSource{Source: st, Group: "level 0"}).Evals("b"); err == nil || !strings.Contains(err.Error(), "step-5 evaluation is not of the held-out tasks") {
 		t.Errorf("an evaluation of other tasks: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"encoding/json"
@@ -33,12 +33,12 @@ func inGroup(t envs.Task, group string) bool {
 	return TaskGroup(t) == group || "level "+t.Meta["level"] == group
 }
 
-// GroupSource is src with every evaluation cut to the held-out tasks of one group (TaskGroup, or
+// GroupSource is a Source with every evaluation cut to the held-out tasks of one group (TaskGroup, or
 // "level N"): counts of those tasks only, pass@k over them, and a task fingerprint of its own. A
 // run's held-out tasks are drawn again from its stored recipe and checked against the
 // evaluation's fingerprint, so compare can pair runs on a part of their tasks.
 type GroupSource struct {
-	RunSource
+	Source
 	Group string
 }
 
@@ -52,7 +52,7 @@ func (g GroupSource) Evals(run string) ([]store.Eval, error) {
 	if err != nil {
 		return nil, err
 	}
-	es, err := g.RunSource.Evals(run)
+	es, err := g.Source.Evals(run)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,8 @@
-package engine
+// Package compare sets stored runs' held-out evaluations side by side, the side job behind
+// `agentrl-tui compare`: two runs (Runs), two recipes over several seeds (Seeds), runs kept in
+// several stores (Stores), and a comparison on one kind of task only (GroupSource, TaskGroup). It
+// reads runs through a Source and never imports the engine that made them.
+package compare
 
 import (
 	"fmt"
@@ -10,15 +14,15 @@ import (
 
 // Comparison sets two runs' evaluations of the same held-out tasks side by side.
 type Comparison struct {
-	A     string          `json:"a"`
-	B     string          `json:"b"`
-	Step  int             `json:"step"`
-	Tasks int             `json:"tasks"`
-	Rows  []ComparisonRow `json:"pass_at_k"`
+	A     string `json:"a"`
+	B     string `json:"b"`
+	Step  int    `json:"step"`
+	Tasks int    `json:"tasks"`
+	Rows  []Row  `json:"pass_at_k"`
 }
 
-// ComparisonRow is one k: each run's pass@k and A − B with its paired standard error.
-type ComparisonRow struct {
+// Row is one k: each run's pass@k and A − B with its paired standard error.
+type Row struct {
 	K    int     `json:"k"`
 	A    float64 `json:"a"`
 	B    float64 `json:"b"`
@@ -26,10 +30,10 @@ type ComparisonRow struct {
 	SE   float64 `json:"se"`
 }
 
-// CompareRuns compares runs a and b of st at evaluation step (negative: the last step both
-// evaluated): pass@k of each and A − B with its paired standard error (per task, A's pass@k minus
-// B's; their standard deviation over √tasks). Runs evaluated on other tasks are refused.
-func CompareRuns(st RunSource, a, b string, step int) (*Comparison, error) {
+// Runs compares runs a and b of st at evaluation step (negative: the last step both evaluated):
+// pass@k of each and A − B with its paired standard error (per task, A's pass@k minus B's; their
+// standard deviation over √tasks). Runs evaluated on other tasks are refused.
+func Runs(st Source, a, b string, step int) (*Comparison, error) {
 	ids := [2]string{a, b}
 	evals := [2]map[int]store.Eval{}
 	for i, id := range ids {
@@ -76,7 +80,7 @@ func CompareRuns(st RunSource, a, b string, step int) (*Comparison, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compare: pass@%d: %w", k, err)
 		}
-		c.Rows = append(c.Rows, ComparisonRow{k, pa, pb, d, se})
+		c.Rows = append(c.Rows, Row{k, pa, pb, d, se})
 	}
 	sort.Slice(c.Rows, func(i, j int) bool { return c.Rows[i].K < c.Rows[j].K })
 	return c, nil

@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"encoding/json"
@@ -11,9 +11,9 @@ import (
 )
 
 // SeedComparison compares two recipes over several seeds: pairs of runs (A's seed i against B's
-// seed i, evaluated on the same held-out tasks), each pair as CompareRuns gives it, each run's
-// change since its own step-0 evaluation, and per k the mean over seeds of each with the spread
-// of the seeds over √n — the standard error of an n-seed mean.
+// seed i, evaluated on the same held-out tasks), each pair as Runs gives it, each run's change
+// since its own step-0 evaluation, and per k the mean over seeds of each with the spread of the
+// seeds over √n — the standard error of an n-seed mean.
 type SeedComparison struct {
 	Pairs   []*Comparison `json:"pairs"`
 	Changes []RunChanges  `json:"changes"` // per pair: A's and B's change since step 0
@@ -75,15 +75,15 @@ func (m Mean) MarshalJSON() ([]byte, error) {
 	}{num(m.Mean), num(m.SE), m.Seeds})
 }
 
-// CompareSeeds pairs as[i] with bs[i] (the same seed of two recipes) and compares each pair at
-// step (negative: the last step the pair both evaluated), then averages over the pairs.
-func CompareSeeds(st RunSource, as, bs []string, step int) (*SeedComparison, error) {
+// Seeds pairs as[i] with bs[i] (the same seed of two recipes) and compares each pair at step
+// (negative: the last step the pair both evaluated), then averages over the pairs.
+func Seeds(st Source, as, bs []string, step int) (*SeedComparison, error) {
 	if len(as) != len(bs) || len(as) == 0 {
 		return nil, fmt.Errorf("compare: %d A runs and %d B runs; give the same number on both sides, seed i of A paired with seed i of B", len(as), len(bs))
 	}
 	sc := &SeedComparison{}
 	for i := range as {
-		c, err := CompareRuns(st, as[i], bs[i], step)
+		c, err := Runs(st, as[i], bs[i], step)
 		if err != nil {
 			return nil, fmt.Errorf("pair %d: %w", i+1, err)
 		}
@@ -120,18 +120,18 @@ func CompareSeeds(st RunSource, as, bs []string, step int) (*SeedComparison, err
 }
 
 // row returns the comparison's row for k.
-func (c *Comparison) row(k int) (ComparisonRow, bool) {
+func (c *Comparison) row(k int) (Row, bool) {
 	for _, r := range c.Rows {
 		if r.K == k {
 			return r, true
 		}
 	}
-	return ComparisonRow{}, false
+	return Row{}, false
 }
 
 // changeSinceStart is run's pass@k at step minus its step-0 pass@k, task by task; nil when the
 // run has no step-0 evaluation with per-task counts (eval.at_start off).
-func changeSinceStart(st RunSource, run string, step int) (map[int]Change, error) {
+func changeSinceStart(st Source, run string, step int) (map[int]Change, error) {
 	es, err := st.Evals(run)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func meanSE(xs []float64) Mean {
 }
 
 // MarshalJSON writes an undefined standard error (one held-out task) as null.
-func (r ComparisonRow) MarshalJSON() ([]byte, error) {
+func (r Row) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		K    int     `json:"k"`
 		A    float64 `json:"a"`

@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"encoding/json"
@@ -37,9 +37,9 @@ func seedStore(t *testing.T, runs map[string]map[int][][2]int) *store.Store {
 	return st
 }
 
-// TestCompareSeeds checks the three-seed means and standard errors against values worked out by
-// hand: per-pair A − B of 1/4, 1/4, 1/2 has mean 1/3 and spread/√3 = (√3/12)/√3 = 1/12.
-func TestCompareSeeds(t *testing.T) {
+// TestSeeds checks the three-seed means and standard errors against values worked out by hand:
+// per-pair A − B of 1/4, 1/4, 1/2 has mean 1/3 and spread/√3 = (√3/12)/√3 = 1/12.
+func TestSeeds(t *testing.T) {
 	start := [][2]int{{2, 0}, {2, 1}} // pass@1 = 1/4
 	st := seedStore(t, map[string]map[int][][2]int{
 		"a1": {0: start, 5: {{2, 2}, {2, 1}}}, // 3/4
@@ -49,7 +49,7 @@ func TestCompareSeeds(t *testing.T) {
 		"b2": {0: start, 5: {{2, 1}, {2, 1}}},
 		"b3": {0: start, 5: {{2, 0}, {2, 1}}}, // 1/4
 	})
-	sc, err := CompareSeeds(st, []string{"a1", "a2", "a3"}, []string{"b1", "b2", "b3"}, -1)
+	sc, err := Seeds(st, []string{"a1", "a2", "a3"}, []string{"b1", "b2", "b3"}, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +80,8 @@ func TestCompareSeeds(t *testing.T) {
 	}
 }
 
-// TestCompareSeedsRefuses: unequal sides, a pair evaluated on other tasks, a run with no step 0.
-func TestCompareSeedsRefuses(t *testing.T) {
+// TestSeedsRefuses: unequal sides, a pair evaluated on other tasks, a run with no step 0.
+func TestSeedsRefuses(t *testing.T) {
 	st := seedStore(t, map[string]map[int][][2]int{
 		"a": {0: {{2, 1}}, 5: {{2, 2}}},
 		"b": {5: {{2, 1}}},
@@ -94,12 +94,12 @@ func TestCompareSeedsRefuses(t *testing.T) {
 		{[]string{"a", "a"}, []string{"b"}, "2 A runs and 1 B runs"},
 		{[]string{"a", "a"}, []string{"b", "c"}, "pair 2: compare: runs a and c evaluated different held-out tasks"},
 	} {
-		if _, err := CompareSeeds(st, tc.as, tc.bs, -1); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("CompareSeeds(%v, %v): %v; want an error saying %q", tc.as, tc.bs, err, tc.want)
+		if _, err := Seeds(st, tc.as, tc.bs, -1); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Seeds(%v, %v): %v; want an error saying %q", tc.as, tc.bs, err, tc.want)
 		}
 	}
 	// b has no step-0 evaluation: its change is left out, one seed's mean has no standard error.
-	sc, err := CompareSeeds(st, []string{"a"}, []string{"b"}, -1)
+	sc, err := Seeds(st, []string{"a"}, []string{"b"}, -1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package compare
 
 import (
 	"errors"
@@ -8,15 +8,15 @@ import (
 	"agentrl/store"
 )
 
-// RunSource is what a comparison reads of runs: their records and evaluations.
-type RunSource interface {
+// Source is what a comparison reads of runs: their records and evaluations.
+type Source interface {
 	GetRun(id string) (store.Run, error)
 	Evals(run string) ([]store.Eval, error)
 }
 
 var (
-	_ RunSource = (*store.Store)(nil)
-	_ RunSource = Stores(nil)
+	_ Source = (*store.Store)(nil)
+	_ Source = Stores(nil)
 )
 
 // Stores reads runs from several stores, each run from the store that has it. Runs made at
