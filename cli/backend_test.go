@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"agentrl/engine"
+	"agentrl/engine/model"
 )
 
 // TestGOMLXBackendGoRunsRecipe: GOMLX_BACKEND=go (GoMLX's parallel op scheduler with its default,
@@ -29,7 +29,7 @@ func TestGOMLXBackendGoRunsRecipe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Run([]string{recipe("retool.yaml"), "--max-steps", "1", "--ui", "plain", "--store", filepath.Join(t.TempDir(), "runs.db")},
-			Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", engine.BuiltinSourceDir))})
+			Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", model.BuiltinSourceDir))})
 	}()
 	select {
 	case err := <-done:

@@ -9,7 +9,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/spf13/cobra"
 
-	"agentrl/engine"
+	"agentrl/engine/bench"
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
@@ -72,12 +72,12 @@ func (f *benchModelFlags) load(w io.Writer, verb string) (*model.Model, *device.
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench %s: %w", verb, err)
 	}
-	m, err := engine.BenchModelWith(choice, f.dir, f.shape, model.Options{Compute: dt, Attention: attn, AttentionBlock: f.attentionBlock})
+	m, err := bench.ModelWith(choice, f.dir, f.shape, model.Options{Compute: dt, Attention: attn, AttentionBlock: f.attentionBlock})
 	return m, choice, err
 }
 
 // reportReference says on w why the PyTorch reference did not run, if it did not.
-func reportReference(w io.Writer, v engine.Versus) {
+func reportReference(w io.Writer, v bench.Versus) {
 	for _, s := range []string{v.ReferenceSkipped, v.ReferenceError} {
 		if s != "" {
 			fmt.Fprintln(w, s)
@@ -87,7 +87,7 @@ func reportReference(w io.Writer, v engine.Versus) {
 
 // printBench prints a bench result (after why its reference was skipped or failed, on stderr):
 // as JSON with --json, else for a person.
-func (f *benchModelFlags) printBench(env Env, v engine.Versus, res interface{ Write(io.Writer) }) error {
+func (f *benchModelFlags) printBench(env Env, v bench.Versus, res interface{ Write(io.Writer) }) error {
 	reportReference(env.Stderr, v)
 	if f.asJSON {
 		return writeJSON(env.Stdout, res)
@@ -116,7 +116,7 @@ the Go backend), on a GPU transformers' generate.`,
 				return err
 			}
 			defer m.Close()
-			res, err := engine.BenchRollout(context.Background(), m, choice.Kind, bc, f.python)
+			res, err := bench.Rollout(context.Background(), m, choice.Kind, bc, f.python)
 			if err != nil {
 				return err
 			}
@@ -164,10 +164,10 @@ beyond one block, dense below).`,
 				return err
 			}
 			if seqLen > 0 || peak {
-				c.Peak = engine.PeakMeter(choice.Kind)
+				c.Peak = bench.PeakMeter(choice.Kind)
 			}
 			defer m.Close()
-			res, err := engine.BenchTrain(context.Background(), m, choice.Kind, c, f.python)
+			res, err := bench.Train(context.Background(), m, choice.Kind, c, f.python)
 			if err != nil {
 				return err
 			}
@@ -195,7 +195,7 @@ func benchServeCommand(env Env) *cobra.Command {
 	var bf backendFlags
 	var dir, dtype string
 	var asJSON bool
-	c := engine.ServeBenchConfig{Bench: rollout.BenchConfig{Seed: 1}}
+	c := bench.ServeConfig{Bench: rollout.BenchConfig{Seed: 1}}
 	cmd := &cobra.Command{
 		Use:   "serve [--model DIR] [--clients 16 --slots 16 --sequences 64 --prompt-len 64 --new 128 --rounds 2] [--json]",
 		Short: "requests/s and tokens/s through the OpenAI-compatible endpoint against bench rollout's, on the same engine",
@@ -209,7 +209,7 @@ generator tokens/s. Without --model it serves the built-in model.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				var err error
-				if dir, err = engine.BuiltinModel(env.Builtin); err != nil {
+				if dir, err = model.BuiltinDir(env.Builtin); err != nil {
 					return err
 				}
 			}
@@ -235,7 +235,7 @@ generator tokens/s. Without --model it serves the built-in model.`,
 				return err
 			}
 			defer m.Close()
-			res, err := engine.BenchServe(context.Background(), m, tok, c)
+			res, err := bench.Serve(context.Background(), m, tok, c)
 			if err != nil {
 				return err
 			}

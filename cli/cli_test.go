@@ -11,15 +11,15 @@ import (
 	"strings"
 	"testing"
 
-	"agentrl/engine"
 	"agentrl/engine/device"
+	"agentrl/engine/model"
 )
 
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	t.Setenv("GOMLX_BACKEND", device.GoConfig) // as the device package opens it (see engine/device)
 	var out, errb bytes.Buffer
-	err := Run(args, Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", engine.BuiltinSourceDir))})
+	err := Run(args, Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", model.BuiltinSourceDir))})
 	return out.String(), err
 }
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentrl/engine"
 	"agentrl/engine/device"
+	"agentrl/engine/model"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
 )
@@ -148,9 +148,9 @@ func TestRunFlagsOverrides(t *testing.T) {
 // TestSFTProbe: sft probe prints a row per kind of rules hint for the built-in model, and names
 // what is missing or wrong in its flags.
 func TestSFTProbe(t *testing.T) {
-	model := filepath.Join("..", engine.BuiltinSourceDir)
+	dir := filepath.Join("..", model.BuiltinSourceDir)
 	recipe := filepath.Join("..", "recipes", "retool.yaml")
-	out, err := runCmd(t, "sft", "probe", "--model", model, "--recipe", recipe, "--tasks", "2")
+	out, err := runCmd(t, "sft", "probe", "--model", dir, "--recipe", recipe, "--tasks", "2")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -160,7 +160,7 @@ func TestSFTProbe(t *testing.T) {
 		}
 	}
 	// --levels replaces the recipe's levels, and the table has a column per kind of task.
-	out, err = runCmd(t, "sft", "probe", "--model", model, "--recipe", recipe, "--tasks", "12", "--levels", "0,6")
+	out, err = runCmd(t, "sft", "probe", "--model", dir, "--recipe", recipe, "--tasks", "12", "--levels", "0,6")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -172,8 +172,8 @@ func TestSFTProbe(t *testing.T) {
 		want string
 	}{
 		{[]string{"sft", "probe", "--recipe", recipe}, "--model DIR is required"},
-		{[]string{"sft", "probe", "--model", model, "--recipe", recipe, "--tasks", "0"}, "--tasks 0: give at least 1"},
-		{[]string{"sft", "probe", "--model", model, "--recipe", recipe, "--levels", "0,9"}, "--levels [0 9]: level 9 is not one of 0 to 6"},
+		{[]string{"sft", "probe", "--model", dir, "--recipe", recipe, "--tasks", "0"}, "--tasks 0: give at least 1"},
+		{[]string{"sft", "probe", "--model", dir, "--recipe", recipe, "--levels", "0,9"}, "--levels [0 9]: level 9 is not one of 0 to 6"},
 		{[]string{"sft", "--recipe", recipe, "--out", t.TempDir(), "--levels", "-1"}, "--levels [-1]: level -1 is not one of 0 to 6"},
 		{[]string{"sft", "probe", "--model", filepath.Join(t.TempDir(), "none"), "--recipe", recipe}, "none"},
 	} {

@@ -9,9 +9,9 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/spf13/cobra"
 
-	"agentrl/engine"
 	"agentrl/engine/device"
 	"agentrl/engine/doctor"
+	"agentrl/engine/model"
 	"agentrl/engine/torchref"
 	"agentrl/recipes"
 )
@@ -84,7 +84,7 @@ func (f *doctorFlags) check(ctx context.Context, env Env, path string) *doctor.R
 	}
 	r, err := recipes.Load(path, recipes.Options{Overrides: over})
 	o := doctor.Options{Recipe: r, RecipePath: path, RecipeErr: err, RequireGPU: f.gpu, TorchPython: f.python}
-	builtin := func() (string, error) { return engine.BuiltinModel(env.Builtin) }
+	builtin := func() (string, error) { return model.BuiltinDir(env.Builtin) }
 	if env.Builtin == nil {
 		builtin = func() (string, error) {
 			return "", fmt.Errorf("this binary has no built-in model")

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentrl/engine"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 )
@@ -58,7 +57,7 @@ func generateCommand(env Env) *cobra.Command {
 				return err
 			}
 			defer m.Close()
-			res, err := engine.GenerateOnce(context.Background(), m, tok, in, maxNew,
+			res, err := rollout.GenerateOnce(context.Background(), m, tok, in, maxNew,
 				rollout.Sampling{Temperature: float32(temp), TopP: float32(topP), TopK: topK, Seed: seed})
 			if err != nil {
 				return err

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"agentrl/engine"
+	"agentrl/engine/bench"
 	"agentrl/engine/device"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
@@ -48,7 +48,7 @@ func (w kernelWork) key() string {
 	if w.shape != "" {
 		var sh ledger.Shape
 		if sh, err = ledger.KnownShape(w.shape); err == nil {
-			cfg = engine.ConfigFromShape(sh)
+			cfg = bench.ConfigFromShape(sh)
 		}
 	}
 	m := w.dir + w.shape
@@ -64,7 +64,7 @@ func builtinDir(env Env) string {
 	if env.Builtin == nil {
 		return ""
 	}
-	dir, _ := engine.BuiltinModel(env.Builtin)
+	dir, _ := model.BuiltinDir(env.Builtin)
 	return dir
 }
 
@@ -88,7 +88,7 @@ func (w kernelWork) measure() (device.KernelTiming, error) {
 	if err != nil {
 		return device.KernelTiming{}, err
 	}
-	m, err := engine.BenchModel(choice, w.dir, w.shape, w.dtype)
+	m, err := bench.Model(choice, w.dir, w.shape, w.dtype)
 	if err != nil {
 		return device.KernelTiming{}, err
 	}
@@ -119,7 +119,7 @@ func (w kernelWork) choose(env Env, fresh, measure bool) device.KernelChoice {
 // the process with them: then it does not return. It prints the choice's reason (which names the
 // set) on stderr and returns it; "" when w does not run on the Go backend or names no model.
 func applyKernels(env Env, w kernelWork) string {
-	if _, err := ledger.KnownShape(w.shape); (w.shape != "" && err != nil) || (w.shape == "" && (w.dir == "" || !engine.BuiltinExists(w.dir))) ||
+	if _, err := ledger.KnownShape(w.shape); (w.shape != "" && err != nil) || (w.shape == "" && (w.dir == "" || !model.HasConfig(w.dir))) ||
 		!device.GoBackend(w.backend) {
 		return "" // no model there (the command says so), or a GPU
 	}

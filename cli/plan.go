@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentrl/engine"
 	"agentrl/engine/device"
 	"agentrl/engine/ledger"
+	"agentrl/engine/model"
 	"agentrl/recipes"
 )
 
@@ -44,7 +44,7 @@ func planCommand(env Env) *cobra.Command {
 			mon.Close()
 			var builtin string // only a plan that names no model reads the built-in one
 			if dir == "" && shape == "" && r.Model.Path == "" {
-				if builtin, err = engine.BuiltinModel(env.Builtin); err != nil {
+				if builtin, err = model.BuiltinDir(env.Builtin); err != nil {
 					return err
 				}
 			}

@@ -15,6 +15,7 @@ import (
 
 	"agentrl/engine"
 	"agentrl/engine/event"
+	"agentrl/engine/model"
 	"agentrl/recipes"
 	"agentrl/ui"
 )
@@ -158,7 +159,7 @@ func execute(env Env, l engine.Launch) error {
 	l.Kernels = recipeKernels(env, l.Recipe) // may restart the process with other kernels
 	events := make(chan event.Event, 256)
 	l.Events, l.Log = events, env.Stderr
-	l.Builtin = func() (string, error) { return engine.BuiltinModel(env.Builtin) }
+	l.Builtin = func() (string, error) { return model.BuiltinDir(env.Builtin) }
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, stopSignals...)
 	defer func() { signal.Stop(sigs); close(sigs) }()

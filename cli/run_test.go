@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"agentrl/engine"
 	"agentrl/engine/device"
+	"agentrl/engine/model"
 	"agentrl/store"
 )
 
@@ -68,7 +68,7 @@ func TestWaysOutInProcess(t *testing.T) {
 			code := make(chan int, 1)
 			go func() {
 				args := append([]string{recipe("retool.yaml"), "--store", db, "--backend", "go"}, tc.args...)
-				code <- Main(args, Env{Stdin: in, Stdout: &out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", engine.BuiltinSourceDir))})
+				code <- Main(args, Env{Stdin: in, Stdout: &out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", model.BuiltinSourceDir))})
 			}()
 			if tc.key != "" {
 				for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), "ETA eval "); time.Sleep(50 * time.Millisecond) {

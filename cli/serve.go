@@ -12,7 +12,6 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/spf13/cobra"
 
-	"agentrl/engine"
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
@@ -174,7 +173,7 @@ func (f *serveFlags) modelDir(env Env) (dir, name string, builtin bool, cleanup 
 		cleanup = func() { os.RemoveAll(dir) }
 		name = fmt.Sprintf("%s-step%d", f.run, f.step)
 	default:
-		if dir, err = engine.BuiltinModel(env.Builtin); err != nil {
+		if dir, err = model.BuiltinDir(env.Builtin); err != nil {
 			return "", "", false, cleanup, err
 		}
 		name, builtin = "agentrl-builtin", true

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"agentrl/engine"
+	"agentrl/engine/bench"
 	"agentrl/engine/device"
+	"agentrl/engine/model"
 	"agentrl/store"
 )
 
@@ -23,7 +24,7 @@ func startServe(t *testing.T, args ...string) (base string, out *syncBuffer, sto
 	t.Setenv("GOMLX_BACKEND", device.GoConfig)
 	out = &syncBuffer{}
 	var errb syncBuffer
-	root := newRoot(Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", engine.BuiltinSourceDir))})
+	root := newRoot(Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", model.BuiltinSourceDir))})
 	root.SetArgs(append([]string{"serve", "--addr", "127.0.0.1:0", "--backend", "go"}, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -131,7 +132,7 @@ func TestServeCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ImportHF(filepath.Join("..", engine.BuiltinSourceDir), "imported", 3); err != nil {
+	if err := s.ImportHF(filepath.Join("..", model.BuiltinSourceDir), "imported", 3); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -171,7 +172,7 @@ func TestBenchServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r engine.ServeBench
+	var r bench.ServeResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("bench serve printed %q: %v", out, err)
 	}

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"agentrl/engine"
+	"agentrl/engine/bench"
 	"agentrl/engine/torchref"
 )
 
@@ -259,7 +259,7 @@ func (r *GPUReport) rollouts(dir string) {
 		if err != nil {
 			continue
 		}
-		var res engine.RolloutBench
+		var res bench.RolloutResult
 		if !r.read(dir, filepath.Base(f), &res) || res.BenchResult == nil {
 			continue
 		}
@@ -283,7 +283,7 @@ func (r *GPUReport) rollouts(dir string) {
 }
 
 // reference says what a benchmark's reference was, or why it did not run.
-func reference(v engine.Versus, what func() string) string {
+func reference(v bench.Versus, what func() string) string {
 	switch {
 	case v.ReferenceError != "":
 		return "failed: " + firstLine(v.ReferenceError)
@@ -299,7 +299,7 @@ func firstLine(s string) string {
 }
 
 func (r *GPUReport) train(dir string) {
-	var res engine.TrainBench
+	var res bench.TrainResult
 	if !r.read(dir, TrainFile, &res) || res.BenchResult == nil {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"agentrl/engine"
+	"agentrl/engine/bench"
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
@@ -22,10 +22,10 @@ import (
 // stepFiles are the outputs of a self-check whose every step went well.
 func stepFiles(t *testing.T) map[string]any {
 	t.Helper()
-	ro := func(tps float64) engine.RolloutBench {
-		return engine.RolloutBench{BenchResult: &rollout.BenchResult{TokensPerSec: tps, StepMillis: 5, BytesPerSec: 1e12, CompileTime: 3 * time.Second},
+	ro := func(tps float64) bench.RolloutResult {
+		return bench.RolloutResult{BenchResult: &rollout.BenchResult{TokensPerSec: tps, StepMillis: 5, BytesPerSec: 1e12, CompileTime: 3 * time.Second},
 			Bandwidth: 3.35e12, Torch: &torchref.GenerateResult{Torch: "2.9.0", Device: "NVIDIA H100", TokensPerSec: tps / 2},
-			Versus: engine.Versus{ReferenceTokensPerSec: tps / 2, Ratio: 2}}
+			Versus: bench.Versus{ReferenceTokensPerSec: tps / 2, Ratio: 2}}
 	}
 	return map[string]any{
 		DoctorFile: Report{Backend: device.CUDA, GPU: h100(), CanRun: true, GPUReady: true},
@@ -34,7 +34,7 @@ func stepFiles(t *testing.T) map[string]any {
 			{Fixture: "qwen3-tiny", DType: "bfloat16", Cases: 3, MaxLogProbErr: 0.01, ArgmaxAgree: 0.97, ScoreGreedy: 2, Generate: 3, Tolerance: TolBF16, OK: true}}},
 		"rollout-1.json":  ro(100),
 		"rollout-64.json": ro(5000),
-		TrainFile: engine.TrainBench{BenchResult: &train.BenchResult{Config: train.BenchConfig{Sequences: 8, Length: 1024}, TokensPerSec: 20000, MicroStepMs: 400},
+		TrainFile: bench.TrainResult{BenchResult: &train.BenchResult{Config: train.BenchConfig{Sequences: 8, Length: 1024}, TokensPerSec: 20000, MicroStepMs: 400},
 			Backend: device.CUDA, PeakShare: 0.4},
 		TorchTrainFile: torchref.Result{Torch: "2.9.0", Device: "NVIDIA H100", Train: &torchref.TrainResult{TokensPerSec: 10000}},
 		PlanFile:       json.RawMessage(`{"fits":true,"kv_slots":64,"micro_batch":6,"total":102000000000,"budget":103079215104,"shape":"qwen3-4b"}`),

@@ -15,7 +15,6 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 
-	"agentrl/engine"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 )
@@ -137,7 +136,7 @@ func parityOne(ctx context.Context, b compute.Backend, dir string, dt dtypes.DTy
 		if slices.Equal(greedy, c.Greedy) {
 			row.ScoreGreedy++
 		}
-		res, err := engine.GenerateOnce(ctx, m, nil, c.InputIDs, len(c.Greedy), rollout.Sampling{Temperature: 0, TopP: 1, Seed: 1})
+		res, err := rollout.GenerateOnce(ctx, m, nil, c.InputIDs, len(c.Greedy), rollout.Sampling{Temperature: 0, TopP: 1, Seed: 1})
 		if err != nil {
 			return fail(err)
 		}

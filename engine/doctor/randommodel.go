@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"agentrl/engine"
+	"agentrl/engine/bench"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
@@ -42,7 +42,7 @@ func WriteRandomModel(o RandomModel) error {
 		if err != nil {
 			return err
 		}
-		cfg = engine.ConfigFromShape(sh)
+		cfg = bench.ConfigFromShape(sh)
 	} else {
 		var err error
 		if cfg, err = model.ReadConfig(o.Like); err != nil {

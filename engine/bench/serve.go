@@ -1,4 +1,4 @@
-package engine
+package bench
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ import (
 	"agentrl/engine/tokenizer"
 )
 
-// ServeBenchConfig is a serving benchmark: bench rollout's requests (Bench) straight into a
+// ServeConfig is a serving benchmark: bench rollout's requests (Bench) straight into a
 // generator, then the same requests through the HTTP endpoint from Clients concurrent clients
 // (each one API key, one request at a time), alternating Rounds times.
-type ServeBenchConfig struct {
+type ServeConfig struct {
 	Bench   rollout.BenchConfig
 	Clients int
 	Rounds  int
@@ -37,10 +37,10 @@ type ServeRun struct {
 	Occupancy      float64       `json:"slot_occupancy"`
 }
 
-// ServeBench is what `bench serve` measured: each round's direct and HTTP passes, the best of
+// ServeResult is what `bench serve` measured: each round's direct and HTTP passes, the best of
 // each, and what the HTTP layer costs: Ratio is the best HTTP tokens/s over the best direct
 // tokens/s, Overhead 1 − Ratio.
-type ServeBench struct {
+type ServeResult struct {
 	Clients   int        `json:"clients"`
 	Slots     int        `json:"slots"`
 	Sequences int        `json:"sequences"`
@@ -54,10 +54,10 @@ type ServeBench struct {
 	Kernels   string     `json:"kernels,omitempty"`
 }
 
-// BenchServe runs c on model m with tokenizer tok (the server renders and decodes with it).
+// Serve runs c on model m with tokenizer tok (the server renders and decodes with it).
 // Both passes sample at temperature 1 with each request's own seed and generate exactly
 // NewTokens tokens (the HTTP requests ask for ignore_eos, as the direct ones stop on nothing).
-func BenchServe(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, c ServeBenchConfig) (*ServeBench, error) {
+func Serve(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, c ServeConfig) (*ServeResult, error) {
 	bc := c.Bench
 	if bc.Gen.Slots <= 0 {
 		bc.Gen.Slots = 8
@@ -66,7 +66,7 @@ func BenchServe(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, c
 		bc.Gen.MaxLen = model.Bucket(bc.PromptLen + bc.NewTokens + 1)
 	}
 	c.Clients, c.Rounds = max(c.Clients, 1), max(c.Rounds, 1)
-	out := &ServeBench{Clients: c.Clients, Slots: bc.Gen.Slots, Sequences: bc.Sequences, PromptLen: bc.PromptLen, NewTokens: bc.NewTokens}
+	out := &ServeResult{Clients: c.Clients, Slots: bc.Gen.Slots, Sequences: bc.Sequences, PromptLen: bc.PromptLen, NewTokens: bc.NewTokens}
 	for range c.Rounds {
 		d, err := rollout.Bench(ctx, m, bc)
 		if err != nil {
@@ -74,7 +74,7 @@ func BenchServe(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, c
 		}
 		out.Direct = append(out.Direct, ServeRun{Requests: bc.Sequences, Tokens: d.Tokens, Wall: d.Wall, TokensPerSec: d.TokensPerSec,
 			RequestsPerSec: float64(bc.Sequences) / d.Wall.Seconds(), StepMillis: d.StepMillis, Occupancy: d.Occupancy})
-		h, err := benchHTTP(ctx, m, tok, bc, c.Clients)
+		h, err := httpPass(ctx, m, tok, bc, c.Clients)
 		if err != nil {
 			return nil, err
 		}
@@ -94,9 +94,9 @@ func BenchServe(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, c
 	return out, nil
 }
 
-// benchHTTP serves m on a generator of bc.Gen and sends bc's requests as completions of token
+// httpPass serves m on a generator of bc.Gen and sends bc's requests as completions of token
 // ids from clients concurrent clients, timing from the first request to the last reply.
-func benchHTTP(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, bc rollout.BenchConfig, clients int) (*ServeRun, error) {
+func httpPass(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, bc rollout.BenchConfig, clients int) (*ServeRun, error) {
 	gcfg := bc.Gen
 	gcfg.Decode = func(ids []int32) string { return tok.Decode(ids, false) }
 	gen, err := rollout.New(m, gcfg)
@@ -126,7 +126,7 @@ func benchHTTP(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, bc
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < bc.Sequences; i = int(next.Add(1) - 1) {
-				n, err := benchRequest(ctx, hc, base, fmt.Sprintf("client-%d", k), rollout.BenchPrompt(bc, i, m.Config.VocabSize), bc.NewTokens, bc.Seed+uint64(i))
+				n, err := postCompletion(ctx, hc, base, fmt.Sprintf("client-%d", k), rollout.BenchPrompt(bc, i, m.Config.VocabSize), bc.NewTokens, bc.Seed+uint64(i))
 				if err != nil {
 					errs <- fmt.Errorf("bench serve: request %d: %w", i, err)
 					return
@@ -155,8 +155,8 @@ func benchHTTP(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, bc
 	return r, nil
 }
 
-// benchRequest posts one completion of prompt ids and returns the tokens it generated.
-func benchRequest(ctx context.Context, hc *http.Client, base, key string, prompt []int32, newTokens int, seed uint64) (int, error) {
+// postCompletion posts one completion of prompt ids and returns the tokens it generated.
+func postCompletion(ctx context.Context, hc *http.Client, base, key string, prompt []int32, newTokens int, seed uint64) (int, error) {
 	body, _ := json.Marshal(map[string]any{"model": "bench", "prompt": prompt, "max_tokens": newTokens, "ignore_eos": true,
 		"temperature": 1, "seed": seed})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/completions", bytes.NewReader(body))
@@ -189,7 +189,7 @@ func benchRequest(ctx context.Context, hc *http.Client, base, key string, prompt
 }
 
 // Write prints the result for a person.
-func (b *ServeBench) Write(w io.Writer) {
+func (b *ServeResult) Write(w io.Writer) {
 	if b.Kernels != "" {
 		fmt.Fprintf(w, "kernels: %s\n", b.Kernels)
 	}

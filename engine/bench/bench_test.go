@@ -1,4 +1,4 @@
-package engine
+package bench
 
 import (
 	"context"
@@ -47,9 +47,9 @@ func checkVersus(t *testing.T, v Versus, engineTPS float64, want bool) {
 	}
 }
 
-// TestBenchTrain runs the training benchmark on the tiny fixture with and without the PyTorch
+// TestTrain runs the training benchmark on the tiny fixture with and without the PyTorch
 // reference: tokens/s, the peak and its share, and the reference's numbers when it ran.
-func TestBenchTrain(t *testing.T) {
+func TestTrain(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		torch  bool
@@ -64,7 +64,7 @@ func TestBenchTrain(t *testing.T) {
 				python = systemTorch(t)
 			}
 			choice, m := tinyBenchModel(t)
-			res, err := BenchTrain(context.Background(), m, choice.Kind, tc.config, python)
+			res, err := Train(context.Background(), m, choice.Kind, tc.config, python)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func tinyBenchModel(t *testing.T) (*device.Choice, *model.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := BenchModel(choice, filepath.Join("..", "testdata", "fixtures", "qwen3-tiny"), "", dtypes.Float32)
+	m, err := Model(choice, filepath.Join("..", "..", "testdata", "fixtures", "qwen3-tiny"), "", dtypes.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,12 +114,12 @@ func tinyRolloutBench(t *testing.T) (*device.Choice, *model.Model, rollout.Bench
 	return choice, m, rollout.BenchConfig{Sequences: 3, PromptLen: 4, NewTokens: 5, Seed: 1, Gen: rollout.Config{Slots: 2}}
 }
 
-// TestBenchRolloutReference: on the CPU, bench rollout runs the eager reference on the same
+// TestRolloutReference: on the CPU, bench rollout runs the eager reference on the same
 // requests (skipped when /usr/bin/python3 has no torch).
-func TestBenchRolloutReference(t *testing.T) {
+func TestRolloutReference(t *testing.T) {
 	python := systemTorch(t)
 	choice, m, bc := tinyRolloutBench(t)
-	res, err := BenchRollout(context.Background(), m, choice.Kind, bc, python)
+	res, err := Rollout(context.Background(), m, choice.Kind, bc, python)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +129,11 @@ func TestBenchRolloutReference(t *testing.T) {
 	}
 }
 
-// TestBenchRolloutCompiles: bench rollout reports the generator's programs, one per step shape:
+// TestRolloutCompiles: bench rollout reports the generator's programs, one per step shape:
 // decode (chunk 1) and prefill (chunks 16 and 64) at the one attention bucket of a 16-row cache.
-func TestBenchRolloutCompiles(t *testing.T) {
+func TestRolloutCompiles(t *testing.T) {
 	choice, m, bc := tinyRolloutBench(t)
-	res, err := BenchRollout(context.Background(), m, choice.Kind, bc, "")
+	res, err := Rollout(context.Background(), m, choice.Kind, bc, "")
 	if err != nil {
 		t.Fatal(err)
 	}

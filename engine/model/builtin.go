@@ -1,4 +1,4 @@
-package engine
+package model
 
 import (
 	"crypto/sha256"
@@ -9,16 +9,16 @@ import (
 	"path/filepath"
 )
 
-// BuiltinSourceDir is where the built-in small model lives in the source tree (`make builtin`
-// rebuilds it); the binary embeds a copy of it.
+// BuiltinSourceDir is where the built-in small model lives in the source tree, relative to the
+// repository's root (`make builtin` rebuilds it); the binary embeds a copy of it.
 const BuiltinSourceDir = "testdata/builtin"
 
-// BuiltinModel returns a folder holding the built-in model: the source tree's when the process
-// runs from the repository (so a freshly rebuilt model is used at once), else the files of
-// embedded (the binary's copy: config.json, model.safetensors, tokenizer.json at its root),
-// unpacked once into the user's cache directory under a name derived from their contents.
-func BuiltinModel(embedded fs.FS) (string, error) {
-	if BuiltinExists(BuiltinSourceDir) {
+// BuiltinDir returns a folder holding the built-in model, for Load: the source tree's when the
+// process runs from the repository's root (so a freshly rebuilt model is used at once), else the
+// files of embedded (the binary's copy: config.json, model.safetensors, tokenizer.json at its
+// root), unpacked once into the user's cache directory under a name derived from their contents.
+func BuiltinDir(embedded fs.FS) (string, error) {
+	if HasConfig(BuiltinSourceDir) {
 		return BuiltinSourceDir, nil
 	}
 	h := sha256.New()
@@ -44,7 +44,7 @@ func BuiltinModel(embedded fs.FS) (string, error) {
 		cache = os.TempDir()
 	}
 	dir := filepath.Join(cache, "agentrl-tui", "builtin-"+hex.EncodeToString(h.Sum(nil))[:12])
-	if BuiltinExists(dir) {
+	if HasConfig(dir) {
 		return dir, nil
 	}
 	// Unpack into a fresh folder and rename it into place, so a concurrent start never sees half.
@@ -63,7 +63,7 @@ func BuiltinModel(embedded fs.FS) (string, error) {
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		os.RemoveAll(tmp)
-		if BuiltinExists(dir) {
+		if HasConfig(dir) {
 			return dir, nil // another process unpacked it first
 		}
 		return "", fmt.Errorf("unpacking the built-in model: %w", err)
@@ -71,8 +71,9 @@ func BuiltinModel(embedded fs.FS) (string, error) {
 	return dir, nil
 }
 
-// BuiltinExists reports whether a model folder holds a config.json.
-func BuiltinExists(dir string) bool {
+// HasConfig reports whether dir holds a config.json, as every model folder does (the built-in
+// model's unpacked copy included).
+func HasConfig(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "config.json"))
 	return err == nil
 }

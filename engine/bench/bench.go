@@ -1,4 +1,10 @@
-package engine
+// Package bench measures the engine for `agentrl-tui bench` and `make gpu-check`: generation
+// (Rollout) against the device's memory bandwidth, one update (Train) against the backend's
+// matmul peak, the OpenAI endpoint against the generator it serves (Serve), each set against
+// PyTorch where a python with torch is found (Versus). It is a side job of the RL loop and imports
+// none of it: the loop is package engine, the benchmarks build on engine/model, engine/rollout,
+// engine/train and engine/serve directly.
+package bench
 
 import (
 	"context"
@@ -23,14 +29,14 @@ import (
 	"agentrl/engine/train"
 )
 
-// BenchModel loads the model a benchmark runs: a HuggingFace folder, or (dir empty) a known shape
+// Model loads the model a benchmark runs: a HuggingFace folder, or (dir empty) a known shape
 // with random weights (ledger.KnownShape names them).
-func BenchModel(choice *device.Choice, dir, shape string, dt dtypes.DType) (*model.Model, error) {
-	return BenchModelWith(choice, dir, shape, model.Options{Compute: dt})
+func Model(choice *device.Choice, dir, shape string, dt dtypes.DType) (*model.Model, error) {
+	return ModelWith(choice, dir, shape, model.Options{Compute: dt})
 }
 
-// BenchModelWith is BenchModel with every model option (attention, its block) given.
-func BenchModelWith(choice *device.Choice, dir, shape string, opts model.Options) (*model.Model, error) {
+// ModelWith is Model with every model option (attention, its block) given.
+func ModelWith(choice *device.Choice, dir, shape string, opts model.Options) (*model.Model, error) {
 	if dir != "" {
 		return model.Load(choice.Backend, dir, opts)
 	}
@@ -130,10 +136,10 @@ func (v *Versus) writeReference(w io.Writer, what string, millis float64, unit s
 		r.Torch, what, r.Device, r.Threads, r.Python, blas, v.ReferenceTokensPerSec, millis, unit, v.Ratio)
 }
 
-// RolloutBench is what `bench rollout` measured: the engine's generation, the memory bandwidth it
+// RolloutResult is what `bench rollout` measured: the engine's generation, the memory bandwidth it
 // is set against, and PyTorch's generation of the same requests on the same shape (Versus; on a
 // GPU transformers' generate, whose own result is in Torch).
-type RolloutBench struct {
+type RolloutResult struct {
 	*rollout.BenchResult
 	Bandwidth       float64                  `json:"reference_bytes_per_s,omitempty"`
 	BandwidthSource string                   `json:"-"`
@@ -146,18 +152,18 @@ type RolloutBench struct {
 	Versus
 }
 
-// BenchRollout generates bc's requests with m and measures them against the device's memory
+// Rollout generates bc's requests with m and measures them against the device's memory
 // bandwidth (on the CPU: a memcpy measured in the same run) and against PyTorch when torchPython
 // (a path, torchref.Auto, or empty to skip) finds one with torch: on the CPU the eager reference
 // (engine/torchref) with as many threads as the Go backend, on a GPU transformers' generate.
-func BenchRollout(ctx context.Context, m *model.Model, kind string, bc rollout.BenchConfig, torchPython string) (*RolloutBench, error) {
+func Rollout(ctx context.Context, m *model.Model, kind string, bc rollout.BenchConfig, torchPython string) (*RolloutResult, error) {
 	cc := compiles.NewCounter()
 	bc.Gen.Compiles = cc
 	res, err := rollout.Bench(ctx, m, bc)
 	if err != nil {
 		return nil, err
 	}
-	out := &RolloutBench{BenchResult: res, Compiles: cc.Snapshot()}
+	out := &RolloutResult{BenchResult: res, Compiles: cc.Snapshot()}
 	if kind == device.Go {
 		out.Bandwidth, out.BandwidthSource = rollout.HostBandwidth(), "host memcpy measured in this run"
 		slots := bc.Gen.Slots
@@ -197,7 +203,7 @@ func BenchRollout(ctx context.Context, m *model.Model, kind string, bc rollout.B
 
 // Write prints the result for a person: the engine's generation and memory traffic, then the
 // reference's tokens/s and the ratio.
-func (b *RolloutBench) Write(w io.Writer) {
+func (b *RolloutResult) Write(w io.Writer) {
 	if b.Kernels != "" {
 		fmt.Fprintf(w, "kernels: %s\n", b.Kernels)
 	}
@@ -212,9 +218,9 @@ func (b *RolloutBench) Write(w io.Writer) {
 	}
 }
 
-// TrainBench is what `bench train` measured: one update of the engine, its arithmetic rate against
+// TrainResult is what `bench train` measured: one update of the engine, its arithmetic rate against
 // the peak (see MatmulPeak), and on the CPU the PyTorch eager reference's update of the same batch.
-type TrainBench struct {
+type TrainResult struct {
 	*train.BenchResult
 	Backend    string  `json:"backend"`
 	Threads    int     `json:"threads,omitempty"` // the Go backend's (GOMAXPROCS), and the reference's
@@ -229,17 +235,17 @@ type TrainBench struct {
 	Versus
 }
 
-// BenchTrain runs train.Bench on m, measures the backend's peak with MatmulPeak and, on the Go
+// Train runs train.Bench on m, measures the backend's peak with MatmulPeak and, on the Go
 // backend when torchPython finds a python with torch, times the PyTorch eager reference on the
 // same shape, batch, micro-batches and trained tokens with as many threads as the Go backend.
-func BenchTrain(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, torchPython string) (*TrainBench, error) {
+func Train(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, torchPython string) (*TrainResult, error) {
 	cc := compiles.NewCounter()
 	c.Compiles = cc
 	res, err := train.Bench(m, c)
 	if err != nil {
 		return nil, err
 	}
-	out := &TrainBench{BenchResult: res, Backend: kind, Compiles: cc.Snapshot()}
+	out := &TrainResult{BenchResult: res, Backend: kind, Compiles: cc.Snapshot()}
 	sizes := []int{512, 1024}
 	if kind != device.Go {
 		sizes = []int{4096, 8192}
@@ -267,7 +273,7 @@ func BenchTrain(ctx context.Context, m *model.Model, kind string, c train.BenchC
 }
 
 // Write prints the result for a person: the engine's update, its share of the peak, the reference.
-func (b *TrainBench) Write(w io.Writer) {
+func (b *TrainResult) Write(w io.Writer) {
 	if b.Kernels != "" {
 		fmt.Fprintf(w, "kernels: %s\n", b.Kernels)
 	}
