@@ -32,7 +32,7 @@ import (
 // softmax over the vocabulary took nearly all of these tests' time.)
 func testTokenizer(t *testing.T) *tokenizer.Tokenizer {
 	t.Helper()
-	tok, err := tokenizer.Load(filepath.Join("..", BuiltinSourceDir))
+	tok, err := tokenizer.Load(filepath.Join("..", model.BuiltinSourceDir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func builtinRun(t *testing.T, extra map[string]string) (*Controller, chan event.
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join("..", BuiltinSourceDir)
+	dir := filepath.Join("..", model.BuiltinSourceDir)
 	policy, err := model.Load(backend, dir, model.Options{})
 	if err != nil {
 		t.Fatal(err)

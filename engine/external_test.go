@@ -107,7 +107,7 @@ func exampleAgentDir(t *testing.T) string {
 // sizes: two tasks of two samples, one step) with the overrides given, storing into a fresh store.
 func externalRun(t *testing.T, extra map[string]string) (*Controller, chan event.Event) {
 	t.Helper()
-	dir := filepath.Join("..", BuiltinSourceDir)
+	dir := filepath.Join("..", model.BuiltinSourceDir)
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"agentrl/engine/event"
+	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
@@ -38,7 +39,7 @@ var rulesHintCases = []retool.Summary{
 // checks that, at both ReTool recipes' hinter.max_hint_tokens, the teacher gets the whole hint,
 // ending in its instruction's full stop.
 func TestRulesHintsAreWhole(t *testing.T) {
-	toks := map[string]string{"built-in": filepath.Join("..", BuiltinSourceDir), "qwen3": filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer")}
+	toks := map[string]string{"built-in": filepath.Join("..", model.BuiltinSourceDir), "qwen3": filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer")}
 	for _, name := range []string{"retool.yaml", "retool-baseline.yaml"} {
 		r, err := recipes.Load(filepath.Join("..", "recipes", name), recipes.Options{IgnoreEnv: true})
 		if err != nil {

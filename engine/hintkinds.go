@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"agentrl/engine/compare"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
@@ -76,7 +77,7 @@ func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenize
 			}
 			row.Lift += lift
 			row.Tasks++
-			group := TaskGroup(t)
+			group := compare.TaskGroup(t)
 			g := slices.IndexFunc(row.Groups, func(g GroupLift) bool { return g.Group == group })
 			if g < 0 {
 				g = len(row.Groups)
