@@ -13,7 +13,8 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 
-	"agentrl/engine"
+	"agentrl/engine/hint"
+	"agentrl/engine/sft"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
@@ -25,7 +26,7 @@ func sftCommand(env Env) *cobra.Command {
 	var recipe, out string
 	var seed uint64
 	var levels []int
-	o := engine.SFTOptions{}
+	o := sft.Options{}
 	cmd := &cobra.Command{
 		Use:   "sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR --levels L,...]",
 		Short: "supervised warm-up: a tokenizer and a small Qwen3-shaped model trained on tool-use demonstrations",
@@ -51,7 +52,7 @@ this way).`,
 			o.Recipe, o.Backend, o.Out, o.Seed, o.Log = r, choice.Backend, out, seed, env.Stderr
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if err := engine.SFT(ctx, o); err != nil {
+			if err := sft.Run(ctx, o); err != nil {
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "wrote %s\n", out)
@@ -140,7 +141,7 @@ taught" and "named, untaught" (the words SFT leaves to RL, where the hint names 
 			if err != nil {
 				return fmt.Errorf("sft probe: %s: env.tasks: %w", recipe, err)
 			}
-			rows, err := engine.ProbeHintKinds(cmd.Context(), m, tok, train, &retool.Starlark{}, seed)
+			rows, err := hint.ProbeKinds(cmd.Context(), m, tok, train, &retool.Starlark{}, seed)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/hint"
 	"agentrl/engine/model"
 	"agentrl/engine/record"
 	"agentrl/engine/residency"
@@ -149,8 +150,14 @@ func New(o Options) (*Controller, error) {
 		}
 		c.ro.agent = c.runAgent // the recipe's agent program plays each trajectory
 	}
-	c.judge = &selfJudge{c: c}
-	if c.hinter, c.scorer, err = c.newHinter(); err != nil {
+	c.hints, err = hint.New(hint.Config{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Stops: c.stops, Reference: o.Reference,
+		Exec: exec, TeacherPrompt: c.teacherPrompt, Interrupt: func() error {
+			if c.stopping() {
+				return errStop
+			}
+			return nil
+		}})
+	if err != nil {
 		c.Close()
 		return nil, err
 	}

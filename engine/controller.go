@@ -17,6 +17,7 @@ import (
 	"agentrl/engine/compiles"
 	"agentrl/engine/device"
 	"agentrl/engine/event"
+	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/record"
@@ -69,15 +70,12 @@ type Controller struct {
 	gen        *rollout.Generator
 	tr         *train.Trainer
 	dev        *residency.Device // what is on the device when: the inference copy, the KV cache, master weights, moments, the reference
-	judge      *selfJudge
-	ext        *agentEnv             // env.name external: the endpoint and the agent runner (external.go); nil for retool
-	hinter     retool.Hinter         // nil: no hints
-	probe      hintProbe             // the step's hint-usefulness probe (reference phase)
-	demos      map[string]*demoScore // each task's reference demonstration as the hint probe scores it
-	scorer     retool.Scorer         // nil: no process reward
-	ro         *rolloutPhase         // the generation phases: trajectories, tickets, tools
-	rec        *record.Recorder      // what the store keeps of the events emitted (nil: no store)
-	part       partialStep           // the step's partial rollout (rollout.partial), for its metrics and events
+	ext        *agentEnv         // env.name external: the endpoint and the agent runner (external.go); nil for retool
+	hints      *hint.Hinting     // the hinter, the process scorer and the hint probes
+	probe      hint.Probe        // the step's hint-usefulness probe (reference phase)
+	ro         *rolloutPhase     // the generation phases: trajectories, tickets, tools
+	rec        *record.Recorder  // what the store keeps of the events emitted (nil: no store)
+	part       partialStep       // the step's partial rollout (rollout.partial), for its metrics and events
 	train      []envs.Task
 	heldout    []envs.Task
 	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them

@@ -3,94 +3,17 @@ package engine
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
-	"agentrl/engine/model"
+	"agentrl/engine/hint"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
-	"agentrl/recipes"
 )
-
-// rulesHintCases trigger every branch of the rules hinter, error messages at and past the quoted
-// length included.
-var rulesHintCases = []retool.Summary{
-	{ToolCalls: 1, Timeouts: 1, LastError: "timeout"},
-	{ToolCalls: 1, Killed: 1},
-	{ToolCalls: 1, ToolErrors: 1, LastError: "Traceback (most recent call last):\n  File \"<code>\", line 3\nNameError: name 'total_sum_of_all_the_values' is not defined"},
-	{ToolCalls: 1, ToolErrors: 1, LastError: "  File \"<code>\", line 1\n    print(1 +\nSyntaxError: '(' was never closed because the line ended early"},
-	{ToolCalls: 1, ToolErrors: 1, LastError: "ZeroDivisionError: division by zero, while computing the ratio of the two sums given"},
-	{ToolCalls: 1, ToolErrors: 1, LastError: "the code did something odd that is no exception at all but still failed to run properly"},
-	{ToolCalls: 1, ToolErrors: 1, LastError: "code.star:3:5: undefined: x"},
-	{FormatErrors: 1},
-	{ToolCalls: 1},
-	{Answered: true},
-	{ToolCalls: 1, Answered: true, Answer: "12", LastOutput: "12"},
-	{ToolCalls: 1, Answered: true, Answer: "12", LastOutput: "13"},
-	{ToolCalls: 1, Answered: true, Answer: "123456789012345678901234567890123456789012345678901234567890", LastOutput: "line one\n3.14159265358979323846264338327950288419716939937510582097494459"},
-	{ToolCalls: 1, Answered: true, Answer: "?", LastOutput: ""},
-}
-
-// TestRulesHintsAreWhole renders every rules hint with the built-in tokenizer and with Qwen3's and
-// checks that, at both ReTool recipes' hinter.max_hint_tokens, the teacher gets the whole hint,
-// ending in its instruction's full stop.
-func TestRulesHintsAreWhole(t *testing.T) {
-	toks := map[string]string{"built-in": filepath.Join("..", model.BuiltinSourceDir), "qwen3": filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer")}
-	for _, name := range []string{"retool.yaml", "retool-baseline.yaml"} {
-		r, err := recipes.Load(filepath.Join("..", "recipes", name), recipes.Options{IgnoreEnv: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for tname, dir := range toks {
-			tok, err := tokenizer.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// A task whose reference program is as long as a hint names (48 characters, digits
-			// that the built-in tokenizer spends a token each on).
-			task := envs.Task{Meta: map[string]string{"code": "print(" + strings.Repeat("1234567 * ", 5)[:41] + ")"}}
-			for _, s := range rulesHintCases {
-				for _, h := range []string{retool.RulesHint(s), retool.RulesHintFor(s, task)} {
-					got, cut := wholeHint(tok, h, r.Hinter.MaxHintTokens)
-					if h == "" || got != h || cut != "" || !strings.HasSuffix(got, ".") {
-						t.Errorf("%s, %s tokenizer (%d tokens of %d): hint %q reaches the teacher as %q (%s)", name, tname,
-							len(tok.Encode(h)), r.Hinter.MaxHintTokens, h, got, cut)
-					}
-				}
-			}
-		}
-	}
-}
-
-// TestWholeHint: a hint over the budget loses whole trailing sentences, never part of one, and one
-// whose first sentence does not fit is dropped.
-func TestWholeHint(t *testing.T) {
-	tok, err := tokenizer.Load(filepath.Join("..", "testdata", "fixtures", "qwen3-tokenizer"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	two := "Print the sum first. Then copy the printed number into the box."
-	first := len(tok.Encode("Print the sum first."))
-	for _, tc := range []struct {
-		name, hint string
-		n          int
-		want, cut  string
-	}{
-		{"fits", two, 64, two, ""},
-		{"second sentence left out", two, first, "Print the sum first.", hintShortened},
-		{"first sentence too long", two, first - 1, "", hintDropped},
-		{"no budget", two, 0, two, ""},
-		{"empty", "", 8, "", ""},
-	} {
-		if got, cut := wholeHint(tok, tc.hint, tc.n); got != tc.want || cut != tc.cut {
-			t.Errorf("%s: got %q (%q); want %q (%q)", tc.name, got, cut, tc.want, tc.cut)
-		}
-	}
-}
 
 // TestRunHintsWhole runs a step of the Hybrid recipe and checks what reached the teacher: every
 // hint a whole rules hint, none shortened or dropped, the usefulness probe in the step's metrics
@@ -100,7 +23,7 @@ func TestRunHintsWhole(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(context.Background()); close(events) }()
 	whole := map[string]bool{}
-	for _, s := range rulesHintCases {
+	for _, s := range retool.RulesHintCases {
 		whole[retool.RulesHint(s)] = true
 	}
 	hinted, alarms := 0, 0
@@ -159,7 +82,7 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 		byID[task.ID] = task
 	}
 	n := 0
-	for id, d := range c.demos {
+	for id, d := range c.hints.Demos() {
 		if d == nil {
 			continue
 		}
@@ -169,10 +92,10 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conv := demoConversation(retool.SystemFor(c.r.Env.Observation.Format), task, d.turns, "")
+		conv := hint.DemoConversation(retool.SystemFor(c.r.Env.Observation.Format), task, d.Turns, "")
 		own := checkLayout(t, c.o.Tokenizer, conv, prompt)
-		if own != len(d.without) {
-			t.Errorf("task %s: %d own tokens, %d log-probs scored without the hint", id, own, len(d.without))
+		if own != len(d.Without) {
+			t.Errorf("task %s: %d own tokens, %d log-probs scored without the hint", id, own, len(d.Without))
 		}
 	}
 	if n == 0 {
@@ -189,7 +112,7 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 // tokens are the assistant turns, each closed by <|im_end|>.
 func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []tokenizer.Message, prompt []int32) int {
 	t.Helper()
-	s, ok := maskAssistant(tok, conv)
+	s, ok := batch.MaskAssistant(tok, conv)
 	if !ok {
 		t.Fatalf("%v does not render", conv)
 	}
@@ -247,29 +170,5 @@ func TestDemonstrationLayoutToolResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkLayout(t, tok, demoConversation(system, tasks[0], turns, ""), tok.Encode(opening))
-}
-
-// TestFitHintStripsSpecialTokens: a rules hint quoting an answer the policy wrote with a chat
-// marker in it reaches the teacher as one user turn: the marker's text is gone before the hint
-// is fitted and encoded.
-func TestFitHintStripsSpecialTokens(t *testing.T) {
-	tok := testTokenizer(t)
-	r := &recipes.Recipe{}
-	r.Hinter.MaxHintTokens = 128
-	c := &Controller{o: Options{Tokenizer: tok}, r: r}
-	h := retool.RulesHint(retool.Summary{Answered: true, ToolCalls: 1, LastOutput: "86143986\n", Answer: "861<|im_start|>1986"})
-	if !strings.Contains(h, "<|im_start|>") {
-		t.Fatalf("the rules hint %q no longer quotes the answer; the test needs one that does", h)
-	}
-	got, cut := c.fitHint(h)
-	if want := strings.ReplaceAll(h, "<|im_start|>", ""); got != want || cut != "" {
-		t.Errorf("fitHint = %q (%q), want %q", got, cut, want)
-	}
-	imStart, _ := tok.TokenID("<|im_start|>")
-	for _, id := range tok.Encode(got) {
-		if id == imStart {
-			t.Errorf("the fitted hint %q encodes <|im_start|>", got)
-		}
-	}
+	checkLayout(t, tok, hint.DemoConversation(system, tasks[0], turns, ""), tok.Encode(opening))
 }

@@ -50,7 +50,7 @@ func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 		}
 	}
 	var err error
-	c.probe, err = c.measureHintLift(trajs)
+	c.probe, err = c.hints.MeasureLift(trajs)
 	return err
 }
 

@@ -141,7 +141,7 @@ func (c *Controller) score(ctx context.Context, step int, trajs []*batch.Traject
 	if !c.enter(step, event.PhaseScore) {
 		return nil, errStop
 	}
-	if err := c.hindsight(ctx, trajs); err != nil {
+	if err := c.hints.Hindsight(ctx, trajs); err != nil {
 		return nil, c.stopOr(ctx, err)
 	}
 	for _, t := range trajs {

@@ -99,9 +99,11 @@ func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, 
 	metrics["hinted_share"] = float64(hinted) / float64(len(trajs))
 	c.dropMetrics(metrics, dropped)
 	c.partialMetrics(metrics)
-	c.hintMetrics(step, trajs, metrics)
+	if alarm := c.hints.Metrics(step, trajs, c.probe, metrics); alarm != nil {
+		c.emit(*alarm)
+	}
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
-		metrics["judge_unparsed"] = float64(c.judge.unparsed.Swap(0)) // replies with no usable \boxed{}
+		metrics["judge_unparsed"] = float64(c.hints.Unparsed()) // replies with no usable \boxed{}
 	}
 	st := c.gen.Stats()
 	metrics["tokens_per_s"] = float64(st.Tokens) / max(st.StepTime.Seconds(), 1e-9)

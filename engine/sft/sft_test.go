@@ -1,4 +1,4 @@
-package engine
+package sft
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
@@ -22,13 +23,13 @@ import (
 // TestSFTWritesLoadableModel runs a very small SFT and checks that its folder loads as a model and
 // a tokenizer, and that the demonstrations' assistant tokens are the only trained ones.
 func TestSFTWritesLoadableModel(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	backend, _ := device.NewGo(device.GoConfig)
 	out := filepath.Join(t.TempDir(), "builtin")
-	if err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: out, Examples: 40, Vocab: 300, Hidden: 32, Layers: 1, Steps: 3, Batch: 2}); err != nil {
+	if err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: out, Examples: 40, Vocab: 300, Hidden: 32, Layers: 1, Steps: 3, Batch: 2}); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := tokenizer.Load(out)
@@ -45,7 +46,7 @@ func TestSFTWritesLoadableModel(t *testing.T) {
 	conv := []tokenizer.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 2 + 2?"},
 		{Role: "assistant", Content: "<code>\nprint(2 + 2)\n</code>"}, {Role: "user", Content: "<interpreter>\n4\n</interpreter>"},
 		{Role: "assistant", Content: `\boxed{4}`}}
-	s, _ := maskAssistant(tok, conv)
+	s, _ := batch.MaskAssistant(tok, conv)
 	var trained []int32
 	for i, id := range s.Tokens {
 		if s.LossMask[i] {
@@ -63,14 +64,14 @@ func TestSFTWritesLoadableModel(t *testing.T) {
 // TestSFTHintedDemonstrations: with --hint-share 1 every demonstration's user message carries the
 // rules hint for a flawed attempt, where the controller puts hints, and the log says how many.
 func TestSFTHintedDemonstrations(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	backend, _ := device.NewGo(device.GoConfig)
 	var log strings.Builder
 	out := filepath.Join(t.TempDir(), "hinted")
-	if err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: out, Examples: 20, Vocab: 300, Hidden: 32,
+	if err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: out, Examples: 20, Vocab: 300, Hidden: 32,
 		Layers: 1, Steps: 1, Batch: 2, HintShare: 1, Log: &log}); err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +83,13 @@ func TestSFTHintedDemonstrations(t *testing.T) {
 // TestSFTRejectsHintShare: a share outside [0, 1] is refused with the flag's name and range,
 // before any demonstration is built.
 func TestSFTRejectsHintShare(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	backend, _ := device.NewGo(device.GoConfig)
 	for _, share := range []float64{-0.5, 1.5, math.NaN()} {
-		err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: t.TempDir(), HintShare: share})
+		err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: t.TempDir(), HintShare: share})
 		if err == nil || !strings.Contains(err.Error(), "--hint-share") || !strings.Contains(err.Error(), "want 0 (none) to 1 (all)") {
 			t.Errorf("hint share %v: %v", share, err)
 		}
@@ -100,13 +101,13 @@ func TestSFTRejectsHintShare(t *testing.T) {
 // weights: three steps at a small learning rate move the weights by a few times the rate and no more
 // (a model drawn afresh would be 0.02-scale noise away); a folder without a model is refused.
 func TestSFTContinuesFromInit(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	backend, _ := device.NewGo(device.GoConfig)
 	base := filepath.Join(t.TempDir(), "base")
-	if err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: base, Examples: 30, Vocab: 300, Hidden: 32, Layers: 1, Steps: 1, Batch: 2}); err != nil {
+	if err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: base, Examples: 30, Vocab: 300, Hidden: 32, Layers: 1, Steps: 1, Batch: 2}); err != nil {
 		t.Fatal(err)
 	}
 	weights := func(dir string) map[string][]float32 {
@@ -133,7 +134,7 @@ func TestSFTContinuesFromInit(t *testing.T) {
 	before := weights(base)
 	out := filepath.Join(t.TempDir(), "continued")
 	const lr = 1e-4
-	if err := SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: out, Examples: 30, Vocab: 500, Hidden: 64, Layers: 2,
+	if err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: out, Examples: 30, Vocab: 500, Hidden: 64, Layers: 2,
 		Steps: 3, Batch: 2, LR: lr, HintShare: 0.5, Init: base}); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestSFTContinuesFromInit(t *testing.T) {
 	if moved == 0 || moved > 20*lr {
 		t.Errorf("three steps at lr %g moved the weights by at most %g; want above 0 and within 20 × lr", lr, moved)
 	}
-	err = SFT(context.Background(), SFTOptions{Recipe: r, Backend: backend, Out: t.TempDir(), Examples: 10, Steps: 1, Batch: 2, Init: t.TempDir()})
+	err = Run(context.Background(), Options{Recipe: r, Backend: backend, Out: t.TempDir(), Examples: 10, Steps: 1, Batch: 2, Init: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "--init") {
 		t.Errorf("an init folder without a model: %v; want an error naming --init and the folder", err)
 	}
@@ -170,7 +171,7 @@ func TestSFTConversationsNamedOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess, _ := (&retool.Starlark{}).NewSession()
-	convs, hinted, err := sftConversations(context.Background(), tasks, 0.5, sess, rand.New(rand.NewPCG(1, 17)))
+	convs, hinted, err := conversations(context.Background(), tasks, 0.5, sess, rand.New(rand.NewPCG(1, 17)))
 	if err != nil {
 		t.Fatal(err)
 	}

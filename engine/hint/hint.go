@@ -1,4 +1,10 @@
-package engine
+// Package hint is hindsight for a step's trajectories: the process scorer (prm.kind) that reads
+// each finished trajectory, the hinter that writes a failed one's bridge thought (rules, the
+// policy itself as a judge, or an OpenAI-compatible model), the fitting of a hint to
+// hinter.max_hint_tokens, and the probes that say whether the teacher can read the hints
+// (hint_lift on a correct sibling, hint_lift_demo on the task's reference demonstration, and
+// ProbeKinds for `sft probe`).
+package hint
 
 import (
 	"context"
@@ -9,9 +15,11 @@ import (
 	"sync/atomic"
 
 	"agentrl/engine/batch"
+	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
+	"agentrl/recipes"
 )
 
 // judgeConcurrency bounds the judge requests in flight (sessions of the generator, or HTTP
@@ -22,7 +30,10 @@ const judgeConcurrency = 8
 // "self" hinter) and a process scorer (prm.kind judge). It decodes greedily, so a judgement is
 // reproducible, and runs in the score phase, while the generator still holds its KV cache.
 type selfJudge struct {
-	c        *Controller
+	tok      *tokenizer.Tokenizer
+	gen      *rollout.Generator
+	stops    []int32      // the ids that end a turn
+	maxHint  int          // hinter.max_hint_tokens
 	unparsed atomic.Int64 // replies with no usable \boxed{} (then: no hint, or the rules score)
 }
 
@@ -34,28 +45,27 @@ var (
 // ask renders a judge prompt with the chat template, generates up to maxNew tokens and returns
 // the reply text.
 func (j *selfJudge) ask(ctx context.Context, system, user string, maxNew int) (string, error) {
-	c := j.c
 	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}, nil, true)
 	if err != nil {
 		return "", err
 	}
-	ids := c.o.Tokenizer.Encode(text)
-	room := c.gen.Config().MaxLen - 1
+	ids := j.tok.Encode(text)
+	room := j.gen.Config().MaxLen - 1
 	if len(ids) >= room {
 		ids = ids[len(ids)-room/2:] // keep the end: the attempt's last turns and the question
 	}
-	res, err := c.gen.Generate(ctx, rollout.Request{Append: ids, MaxNew: min(maxNew, room-len(ids)), StopIDs: c.stops,
+	res, err := j.gen.Generate(ctx, rollout.Request{Append: ids, MaxNew: min(maxNew, room-len(ids)), StopIDs: j.stops,
 		Sampling: rollout.Sampling{Temperature: 0}})
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSuffix(c.o.Tokenizer.Decode(res.IDs, false), "<|im_end|>"), nil
+	return strings.TrimSuffix(j.tok.Decode(res.IDs, false), "<|im_end|>"), nil
 }
 
 // Hint asks the policy for a bridge thought; an unusable reply is no hint.
 func (j *selfJudge) Hint(ctx context.Context, req retool.HintRequest) (string, error) {
 	system, user := retool.JudgeHintPrompt(req)
-	n := j.c.r.Hinter.MaxHintTokens
+	n := j.maxHint
 	reply, err := j.ask(ctx, system, user, n+16) // room for \boxed{ … } around the sentence
 	if err != nil {
 		return "", err
@@ -81,52 +91,80 @@ func (j *selfJudge) Score(ctx context.Context, req retool.HintRequest) (float64,
 	return s, ok, nil
 }
 
-// newHinter builds the recipe's hinter (nil for none) and process scorer (nil for none).
-func (c *Controller) newHinter() (retool.Hinter, retool.Scorer, error) {
-	r := c.r
-	var h retool.Hinter
+// Hinting is a run's hindsight: its hinter (nil: no hints), its process scorer (nil: no process
+// reward), the policy as a judge when the recipe names it, and what the probes keep across steps.
+type Hinting struct {
+	Hinter retool.Hinter
+	Scorer retool.Scorer
+	cfg    Config
+	judge  *selfJudge
+	demos  map[string]*Demo // each task's reference demonstration as the probe scores it
+}
+
+// Config is what hindsight works with.
+type Config struct {
+	Recipe    *recipes.Recipe
+	Tokenizer *tokenizer.Tokenizer
+	Gen       *rollout.Generator // the self judge generates on it, in the score phase
+	Stops     []int32            // the ids that end a turn; Stops[0] is <|im_end|>
+	Reference *model.Model       // the teacher the probes score with
+	Exec      retool.Executor    // runs the tasks' reference programs for the demonstrations
+	// TeacherPrompt is a trajectory's prompt with a hint placed in it, as the teacher reads it
+	// (ok false where a hint has nowhere to go: an agent's prompt without the problem's text).
+	TeacherPrompt func(t *batch.Trajectory, hint string) (ids []int32, ok bool, err error)
+	// Interrupt ends a probe between reference forwards with the error it returns (a stop).
+	Interrupt func() error
+}
+
+// New builds the recipe's hinter (hinter.kind) and process scorer (prm.kind).
+func New(cfg Config) (*Hinting, error) {
+	r := cfg.Recipe
+	h := &Hinting{cfg: cfg, judge: &selfJudge{tok: cfg.Tokenizer, gen: cfg.Gen, stops: cfg.Stops, maxHint: r.Hinter.MaxHintTokens}}
 	switch r.Hinter.Kind {
 	case "rules":
-		h = retool.Rules{}
+		h.Hinter = retool.Rules{}
 	case "self":
-		h = c.judge
+		h.Hinter = h.judge
 	case "openai":
 		key := ""
 		if r.Hinter.APIKeyEnv != "" {
 			key = os.Getenv(r.Hinter.APIKeyEnv)
 		}
-		h = retool.OpenAI{Endpoint: r.Hinter.Endpoint, Model: r.Hinter.Model, APIKey: key,
-			MaxTokens: r.Hinter.MaxHintTokens + 16, Unparsed: &c.judge.unparsed}
+		h.Hinter = retool.OpenAI{Endpoint: r.Hinter.Endpoint, Model: r.Hinter.Model, APIKey: key,
+			MaxTokens: r.Hinter.MaxHintTokens + 16, Unparsed: &h.judge.unparsed}
 	case "none", "":
 	default:
-		return nil, nil, fmt.Errorf("engine: hinter.kind %q is not one of none, rules, self, openai", r.Hinter.Kind)
+		return nil, fmt.Errorf("engine: hinter.kind %q is not one of none, rules, self, openai", r.Hinter.Kind)
 	}
-	var s retool.Scorer
 	switch r.PRM.Kind {
 	case "rules":
-		s = retool.Rules{}
+		h.Scorer = retool.Rules{}
 	case "judge":
-		s = c.judge
+		h.Scorer = h.judge
 	case "none", "":
 	default:
-		return nil, nil, fmt.Errorf("engine: prm.kind %q is not one of none, rules, judge", r.PRM.Kind)
+		return nil, fmt.Errorf("engine: prm.kind %q is not one of none, rules, judge", r.PRM.Kind)
 	}
-	return h, s, nil
+	return h, nil
 }
 
-// hindsight scores each finished trajectory's process (when the recipe has a PRM) and, for
+// Unparsed returns, and resets, the count of judge replies with no usable \boxed{} since the last
+// call (the step's judge_unparsed).
+func (h *Hinting) Unparsed() int64 { return h.judge.unparsed.Swap(0) }
+
+// Hindsight scores each finished trajectory's process (when the recipe has a PRM) and, for
 // algorithms with a teacher (hybrid, opd), asks the hinter for a bridge thought. A judge is only
 // asked about trajectories that the rules do not already pass as clean successes. Judge failures
 // to answer usefully fall back to no hint and the rules' process score.
-func (c *Controller) hindsight(ctx context.Context, trajs []*batch.Trajectory) error {
-	wantHints := c.hinter != nil && (c.r.Algorithm.Name == "hybrid" || c.r.Algorithm.Name == "opd")
+func (h *Hinting) Hindsight(ctx context.Context, trajs []*batch.Trajectory) error {
+	wantHints := h.Hinter != nil && (h.cfg.Recipe.Algorithm.Name == "hybrid" || h.cfg.Recipe.Algorithm.Name == "opd")
 	reqs := make([]retool.HintRequest, len(trajs))
 	for i, t := range trajs {
 		reqs[i] = retool.HintRequest{Task: t.Task, Response: transcript(t), Summary: t.Summary}
 	}
-	if c.scorer != nil {
-		err := c.judgeAll(ctx, c.scorer == retool.Scorer(c.judge), len(trajs), func(ctx context.Context, i int) error {
-			s, ok, err := c.scorer.Score(ctx, reqs[i])
+	if h.Scorer != nil {
+		err := h.judgeAll(ctx, h.Scorer == retool.Scorer(h.judge), len(trajs), func(ctx context.Context, i int) error {
+			s, ok, err := h.Scorer.Score(ctx, reqs[i])
 			if err != nil {
 				return err
 			}
@@ -143,19 +181,19 @@ func (c *Controller) hindsight(ctx context.Context, trajs []*batch.Trajectory) e
 	if !wantHints {
 		return nil
 	}
-	return c.judgeAll(ctx, c.hinter == retool.Hinter(c.judge), len(trajs), func(ctx context.Context, i int) error {
+	return h.judgeAll(ctx, h.Hinter == retool.Hinter(h.judge), len(trajs), func(ctx context.Context, i int) error {
 		if retool.RulesHint(trajs[i].Summary) == "" { // a clean success needs no hint
 			return nil
 		}
-		h, err := c.hinter.Hint(ctx, reqs[i])
+		text, err := h.Hinter.Hint(ctx, reqs[i])
 		if err != nil {
 			return err
 		}
-		trajs[i].Hint, trajs[i].HintCut = c.fitHint(h)
-		if _, ok, err := c.teacherPrompt(trajs[i], trajs[i].Hint); err != nil {
+		trajs[i].Hint, trajs[i].HintCut = h.Fit(text)
+		if _, ok, err := h.cfg.TeacherPrompt(trajs[i], trajs[i].Hint); err != nil {
 			return err
 		} else if !ok { // an agent's prompt without the problem's text: nowhere to put the hint
-			trajs[i].Hint, trajs[i].HintCut = "", hintDropped
+			trajs[i].Hint, trajs[i].HintCut = "", Dropped
 		}
 		return nil
 	})
@@ -167,13 +205,13 @@ func (c *Controller) hindsight(ctx context.Context, trajs []*batch.Trajectory) e
 // at most judgeConcurrency requests at once; the self judge is bounded by the generator's slots
 // instead, since lockstep admission waits for each ticket in turn and a ticket must not wait for
 // an earlier request's reply.
-func (c *Controller) judgeAll(ctx context.Context, onGenerator bool, n int, fn func(ctx context.Context, i int) error) error {
+func (h *Hinting) judgeAll(ctx context.Context, onGenerator bool, n int, fn func(ctx context.Context, i int) error) error {
 	limit := judgeConcurrency
 	if onGenerator {
 		limit = max(1, n)
 	}
 	sem := make(chan struct{}, limit)
-	base := c.gen.Reserve(n)
+	base := h.cfg.Gen.Reserve(n)
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
@@ -182,7 +220,7 @@ func (c *Controller) judgeAll(ctx context.Context, onGenerator bool, n int, fn f
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			defer c.gen.Skip(base + int64(i))
+			defer h.cfg.Gen.Skip(base + int64(i))
 			if err := fn(rollout.WithTicket(ctx, base+int64(i)), i); err != nil {
 				once.Do(func() { firstErr = err })
 			}
@@ -192,22 +230,23 @@ func (c *Controller) judgeAll(ctx context.Context, onGenerator bool, n int, fn f
 	return firstErr
 }
 
-// Why a hint was changed to fit hinter.max_hint_tokens (traj.hintCut).
+// Why a hint was changed to fit hinter.max_hint_tokens (batch.Trajectory.HintCut).
 const (
-	hintShortened = "shortened" // its last sentences left out
-	hintDropped   = "dropped"   // not even its first sentence fits
+	Shortened = "shortened" // its last sentences left out
+	Dropped   = "dropped"   // not even its first sentence fits
 )
 
-// fitHint keeps a hint within hinter.max_hint_tokens tokens of the policy's tokenizer without
+// Fit keeps a hint within hinter.max_hint_tokens tokens of the policy's tokenizer without
 // ever cutting a sentence: the whole hint when it fits, else its longest run of leading sentences
-// that fits (hintShortened), else nothing (hintDropped). A cut hint would hand the teacher a
+// that fits (Shortened), else nothing (Dropped). A cut hint would hand the teacher a
 // clause without its instruction ("The final answer does not match the printed result:").
 //
 // A hint is user text in the teacher's prompt: the text of special tokens in it (a rules hint
 // quoting an answer the policy wrote with <|im_start|> in it, a judge's reply) is removed first,
 // as it would encode as the token and open or close a chat turn.
-func (c *Controller) fitHint(h string) (hint, cut string) {
-	return wholeHint(c.o.Tokenizer, c.o.Tokenizer.StripSpecial(h), c.r.Hinter.MaxHintTokens)
+func (h *Hinting) Fit(text string) (hint, cut string) {
+	tok := h.cfg.Tokenizer
+	return wholeHint(tok, tok.StripSpecial(text), h.cfg.Recipe.Hinter.MaxHintTokens)
 }
 
 func wholeHint(tok *tokenizer.Tokenizer, h string, n int) (hint, cut string) {
@@ -219,9 +258,9 @@ func wholeHint(tok *tokenizer.Tokenizer, h string, n int) (hint, cut string) {
 	case h:
 		return hint, ""
 	case "":
-		return "", hintDropped
+		return "", Dropped
 	}
-	return hint, hintShortened
+	return hint, Shortened
 }
 
 // transcript is the trajectory after the prompt as the judge reads it: each assistant turn and

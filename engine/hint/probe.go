@@ -1,4 +1,4 @@
-package engine
+package hint
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // one or two reference forwards.
 const maxLiftProbes = 8
 
-// hintProbe is what the usefulness probe measured in a step's reference phase.
-type hintProbe struct {
+// Probe is what the usefulness probe measured in a step's reference phase.
+type Probe struct {
 	lift   float64 // mean over probed trajectories of the hint's lift of a correct continuation
 	probed int     // trajectories with a correct sibling whose lift was measured
 	// The same lift on the task's reference demonstration (its reference program run through
@@ -26,28 +26,32 @@ type hintProbe struct {
 	demoProbed int
 }
 
-// demoScore is a task's reference demonstration as the probe scores it: its turns and the
-// reference model's log-prob of each of its own tokens without a hint (the reference is frozen,
-// so this is computed once per task).
-type demoScore struct {
-	turns   []envs.Message
-	without []float32
+// Demo is a task's reference demonstration as the probe scores it: its turns and the reference
+// model's log-prob of each of its own tokens without a hint (the reference is frozen, so this is
+// computed once per task).
+type Demo struct {
+	Turns   []envs.Message
+	Without []float32
 }
 
-// measureHintLift asks, for up to maxLiftProbes hinted trajectories that have a correct sibling
+// Demos are the demonstrations the probe has scored so far, by task id (nil: the task's program
+// does not print its answer).
+func (h *Hinting) Demos() map[string]*Demo { return h.demos }
+
+// MeasureLift asks, for up to maxLiftProbes hinted trajectories that have a correct sibling
 // in their group (a known right continuation of the same task), how much the hint raises the
 // reference model's log-prob of that sibling's response: the mean over its policy tokens of
 // log p_ref(token | prompt + hint) − log p_ref(token | prompt). A hint that helps makes the right
 // answer more likely; one the teacher cannot read leaves it flat or lowers it.
-func (c *Controller) measureHintLift(trajs []*batch.Trajectory) (hintProbe, error) {
-	var p hintProbe
+func (h *Hinting) MeasureLift(trajs []*batch.Trajectory) (Probe, error) {
+	var p Probe
 	plain := map[*batch.Trajectory][]float32{} // a sibling's response log-probs without a hint, computed once
 	for _, t := range trajs {
 		if p.probed == maxLiftProbes {
 			break
 		}
-		if c.stopping() {
-			return p, errStop
+		if err := h.cfg.Interrupt(); err != nil {
+			return p, err
 		}
 		if t.Hint == "" || t.Summary.Correct {
 			continue
@@ -62,7 +66,7 @@ func (c *Controller) measureHintLift(trajs []*batch.Trajectory) (hintProbe, erro
 		if u == nil {
 			continue
 		}
-		with, err := c.responseLogProbs(u, t.Hint)
+		with, err := h.responseLogProbs(u, t.Hint)
 		if err != nil {
 			return p, err
 		}
@@ -71,7 +75,7 @@ func (c *Controller) measureHintLift(trajs []*batch.Trajectory) (hintProbe, erro
 		}
 		without, ok := plain[u]
 		if !ok {
-			if without, err = c.responseLogProbs(u, ""); err != nil {
+			if without, err = h.responseLogProbs(u, ""); err != nil {
 				return p, err
 			}
 			plain[u] = without
@@ -96,13 +100,13 @@ func (c *Controller) measureHintLift(trajs []*batch.Trajectory) (hintProbe, erro
 		if p.demoProbed == maxLiftProbes {
 			break
 		}
-		if c.stopping() {
-			return p, errStop
+		if err := h.cfg.Interrupt(); err != nil {
+			return p, err
 		}
 		if t.Hint == "" || t.Summary.Correct || t.Agent != nil || t.Task.Meta["code"] == "" {
 			continue
 		}
-		lift, ok, err := c.demoLift(t)
+		lift, ok, err := h.demoLift(t)
 		if err != nil {
 			return p, err
 		}
@@ -120,57 +124,57 @@ func (c *Controller) measureHintLift(trajs []*batch.Trajectory) (hintProbe, erro
 // demoLift is the hint's lift of t's task's reference demonstration: the mean over the
 // demonstration's own tokens of log p_ref(token | prompt + t.hint) − log p_ref(token | prompt).
 // ok is false where the task has no demonstration.
-func (c *Controller) demoLift(t *batch.Trajectory) (lift float64, ok bool, err error) {
-	d, err := c.demonstration(t)
+func (h *Hinting) demoLift(t *batch.Trajectory) (lift float64, ok bool, err error) {
+	d, err := h.demonstration(t)
 	if err != nil || d == nil {
 		return 0, false, err
 	}
-	with, err := demoLogProbs(c.o.Reference, c.o.Tokenizer, retool.SystemFor(c.r.Env.Observation.Format), t.Task, d.turns, t.Hint)
+	with, err := demoLogProbs(h.cfg.Reference, h.cfg.Tokenizer, retool.SystemFor(h.cfg.Recipe.Env.Observation.Format), t.Task, d.Turns, t.Hint)
 	if err != nil {
 		return 0, false, err
 	}
-	lift, err = meanLift(t.Task, with, d.without)
+	lift, err = meanLift(t.Task, with, d.Without)
 	return lift, err == nil, err
 }
 
 // demonstration returns t's task's reference demonstration, in the run's observation format and
 // scored without a hint; nil when the reference code does not give the answer. It is built and
 // scored once per task.
-func (c *Controller) demonstration(t *batch.Trajectory) (*demoScore, error) {
-	if d, ok := c.demos[t.Task.ID]; ok {
+func (h *Hinting) demonstration(t *batch.Trajectory) (*Demo, error) {
+	if d, ok := h.demos[t.Task.ID]; ok {
 		return d, nil
 	}
-	if c.demos == nil {
-		c.demos = map[string]*demoScore{}
+	if h.demos == nil {
+		h.demos = map[string]*Demo{}
 	}
-	format := c.r.Env.Observation.Format
-	sess, err := c.ro.exec.NewSession()
+	format := h.cfg.Recipe.Env.Observation.Format
+	sess, err := h.cfg.Exec.NewSession()
 	if err != nil {
 		return nil, err
 	}
 	turns, err := retool.Demonstration(context.Background(), t.Task, retool.DemoTool, sess, format)
 	sess.Close()
 	if err != nil { // a task whose program does not print its answer has no demonstration to probe with
-		c.demos[t.Task.ID] = nil
+		h.demos[t.Task.ID] = nil
 		return nil, nil
 	}
-	d := &demoScore{turns: turns}
-	if d.without, err = demoLogProbs(c.o.Reference, c.o.Tokenizer, retool.SystemFor(format), t.Task, turns, ""); err != nil {
+	d := &Demo{Turns: turns}
+	if d.Without, err = demoLogProbs(h.cfg.Reference, h.cfg.Tokenizer, retool.SystemFor(format), t.Task, turns, ""); err != nil {
 		return nil, err
 	}
-	c.demos[t.Task.ID] = d
+	h.demos[t.Task.ID] = d
 	return d, nil
 }
 
 // responseLogProbs scores u's response after u's task prompt rendered with hint ("" for none):
 // the reference model's log-prob of each token from u.promptLen on.
-func (c *Controller) responseLogProbs(u *batch.Trajectory, hint string) ([]float32, error) {
-	tp, ok, err := c.teacherPrompt(u, hint)
+func (h *Hinting) responseLogProbs(u *batch.Trajectory, hint string) ([]float32, error) {
+	tp, ok, err := h.cfg.TeacherPrompt(u, hint)
 	if err != nil || !ok {
 		return nil, err // !ok: an agent's prompt without the problem's text, where no hint goes
 	}
 	resp := u.Tokens[u.PromptLen:]
-	s, err := c.o.Reference.Score([][]int32{append(append([]int32{}, tp...), resp...)})
+	s, err := h.cfg.Reference.Score([][]int32{append(append([]int32{}, tp...), resp...)})
 	if err != nil {
 		return nil, err
 	}
@@ -181,19 +185,20 @@ func (c *Controller) responseLogProbs(u *batch.Trajectory, hint string) ([]float
 	return out, nil
 }
 
-// hintMetrics adds the step's hint figures: how many hints were shortened or dropped to fit
+// Metrics adds the step's hint figures: how many hints were shortened or dropped to fit
 // hinter.max_hint_tokens, and the usefulness probe — hint_gain, the mean teacher − student
-// log-prob over hinted responses, and hint_lift (measureHintLift) where a group had a correct
-// sample. A probe at or below zero raises the hint_useless alarm: the teacher signal is then noise
-// that centring and clipping hide, and the run is outcome-only GRPO at a teacher's cost.
-func (c *Controller) hintMetrics(step int, trajs []*batch.Trajectory, metrics map[string]float64) {
+// log-prob over hinted responses, and hint_lift and hint_lift_demo (MeasureLift's probe of the
+// step) where a group had a correct sample. A probe at or below zero returns the hint_useless
+// alarm: the teacher signal is then noise that centring and clipping hide, and the run is
+// outcome-only GRPO at a teacher's cost.
+func (h *Hinting) Metrics(step int, trajs []*batch.Trajectory, probe Probe, metrics map[string]float64) *event.Alarm {
 	var shortened, dropped, hinted int
 	var gain float64
 	for _, t := range trajs {
 		switch t.HintCut {
-		case hintShortened:
+		case Shortened:
 			shortened++
-		case hintDropped:
+		case Dropped:
 			dropped++
 		}
 		if t.TeacherLogProbs == nil {
@@ -212,24 +217,25 @@ func (c *Controller) hintMetrics(step int, trajs []*batch.Trajectory, metrics ma
 			hinted++
 		}
 	}
-	if c.hinter == nil {
-		return
+	if h.Hinter == nil {
+		return nil
 	}
 	metrics["hints_shortened"], metrics["hints_dropped"] = float64(shortened), float64(dropped)
 	if hinted == 0 {
-		return
+		return nil
 	}
 	metrics["hint_gain"] = gain / float64(hinted)
-	probe, what := metrics["hint_gain"], "hint_gain, teacher − student log-prob on hinted responses"
-	if c.probe.demoProbed > 0 {
-		metrics["hint_lift_demo"], metrics["hint_lift_demo_probed"] = c.probe.demoLift, float64(c.probe.demoProbed)
+	value, what := metrics["hint_gain"], "hint_gain, teacher − student log-prob on hinted responses"
+	if probe.demoProbed > 0 {
+		metrics["hint_lift_demo"], metrics["hint_lift_demo_probed"] = probe.demoLift, float64(probe.demoProbed)
 	}
-	if c.probe.probed > 0 {
-		metrics["hint_lift"], metrics["hint_lift_probed"] = c.probe.lift, float64(c.probe.probed)
-		probe, what = c.probe.lift, "hint_lift, the hint's effect on the reference's log-prob of a correct sample"
+	if probe.probed > 0 {
+		metrics["hint_lift"], metrics["hint_lift_probed"] = probe.lift, float64(probe.probed)
+		value, what = probe.lift, "hint_lift, the hint's effect on the reference's log-prob of a correct sample"
 	}
-	if probe <= 0 {
-		c.emit(event.Alarm{Step: step, Kind: event.AlarmHintUseless, Value: probe, Threshold: 0, Below: true,
-			Message: fmt.Sprintf("hints do not help the teacher (%s): the OPD term is noise and the run is GRPO at extra cost", what)})
+	if value > 0 {
+		return nil
 	}
+	return &event.Alarm{Step: step, Kind: event.AlarmHintUseless, Value: value, Threshold: 0, Below: true,
+		Message: fmt.Sprintf("hints do not help the teacher (%s): the OPD term is noise and the run is GRPO at extra cost", what)}
 }

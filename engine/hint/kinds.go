@@ -1,4 +1,4 @@
-package engine
+package hint
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/compare"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
@@ -13,30 +14,30 @@ import (
 	"agentrl/envs/retool"
 )
 
-// HintKindLift is what one kind of rules hint does for a model as teacher: over tasks, the mean
+// KindLift is what one kind of rules hint does for a model as teacher: over tasks, the mean
 // per-token change of the model's log-prob of each task's reference demonstration when the hint
 // for a first attempt with that flaw stands before the problem. It is the run's hint_lift_demo
 // for one kind of hint at a time, without a run.
-type HintKindLift struct {
+type KindLift struct {
 	Flaw    string  `json:"flaw"`
 	Lift    float64 `json:"lift"`
 	Tasks   int     `json:"tasks"`
 	Example string  `json:"example"` // the hint written for the first task
-	// Groups splits Lift by kind of task (TaskGroup), in the order the groups first occur.
+	// Groups splits Lift by kind of task (compare.TaskGroup), in the order the groups first occur.
 	Groups []GroupLift `json:"groups"`
 }
 
-// GroupLift is a HintKindLift over the tasks of one TaskGroup.
+// GroupLift is a KindLift over the tasks of one compare.TaskGroup.
 type GroupLift struct {
 	Group string  `json:"group"`
 	Lift  float64 `json:"lift"`
 	Tasks int     `json:"tasks"`
 }
 
-// ProbeHintKinds measures HintKindLift for every flaw of retool.Flaws over tasks, with m as
-// the teacher. Demonstrations and hints are laid out as the SFT lays them out (engine/sft.go),
+// ProbeKinds measures KindLift for every flaw of retool.Flaws over tasks, with m as
+// the teacher. Demonstrations and hints are laid out as the SFT lays them out (batch.MaskAssistant, as engine/sft does),
 // their code run through sessions of exec.
-func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks []envs.Task, exec retool.Executor, seed uint64) ([]HintKindLift, error) {
+func ProbeKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks []envs.Task, exec retool.Executor, seed uint64) ([]KindLift, error) {
 	sess, err := exec.NewSession()
 	if err != nil {
 		return nil, err
@@ -53,9 +54,9 @@ func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenize
 		}
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
-	var out []HintKindLift
+	var out []KindLift
 	for _, flaw := range retool.Flaws {
-		row := HintKindLift{Flaw: flaw}
+		row := KindLift{Flaw: flaw}
 		for i, t := range tasks {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -95,9 +96,9 @@ func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenize
 	return out, nil
 }
 
-// demoConversation is t's demonstration after the system prompt and t's problem with hint
+// DemoConversation is t's demonstration after the system prompt and t's problem with hint
 // ("" for none) before it.
-func demoConversation(system string, t envs.Task, demo []envs.Message, hint string) []tokenizer.Message {
+func DemoConversation(system string, t envs.Task, demo []envs.Message, hint string) []tokenizer.Message {
 	conv := []tokenizer.Message{{Role: "system", Content: system}, {Role: "user", Content: retool.WithHint(t.Prompt, hint)}}
 	for _, msg := range demo {
 		conv = append(conv, tokenizer.Message{Role: msg.Role, Content: msg.Content})
@@ -109,8 +110,8 @@ func demoConversation(system string, t envs.Task, demo []envs.Message, hint stri
 // system prompt and t's problem with hint ("" for none), laid out as a rollout lays out a
 // trajectory (maskAssistant).
 func demoLogProbs(m *model.Model, tok *tokenizer.Tokenizer, system string, t envs.Task, demo []envs.Message, hint string) ([]float32, error) {
-	conv := demoConversation(system, t, demo, hint)
-	s, ok := maskAssistant(tok, conv)
+	conv := DemoConversation(system, t, demo, hint)
+	s, ok := batch.MaskAssistant(tok, conv)
 	if !ok {
 		return nil, fmt.Errorf("task %s: the demonstration does not render", t.ID)
 	}

@@ -1,26 +1,32 @@
-package engine
+package hint
 
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"agentrl/engine/device"
 	"agentrl/engine/model"
+	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
 )
 
-// TestProbeHintKinds: one row per flaw over every task, each with its hint; the plain prompt's
+// TestProbeKinds: one row per flaw over every task, each with its hint; the plain prompt's
 // demonstration log-probs compared with themselves give a lift of exactly 0, so a row's lift is
 // the hint's alone.
-func TestProbeHintKinds(t *testing.T) {
-	tok := testTokenizer(t)
+func TestProbeKinds(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "..", model.BuiltinSourceDir))
+	if err != nil {
+		t.Fatal(err)
+	}
 	backend, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.New(backend, model.RandomParams(tinyConfig(tok), 3, 0.02), model.Options{})
+	m, err := model.New(backend, model.RandomParams(&model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 16, IntermediateSize: 32,
+		NumLayers: 1, NumHeads: 2, NumKVHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}, 3, 0.02), model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +34,7 @@ func TestProbeHintKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := ProbeHintKinds(context.Background(), m, tok, tasks, &retool.Starlark{}, 1)
+	rows, err := ProbeKinds(context.Background(), m, tok, tasks, &retool.Starlark{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package engine
+// Package sft is supervised fine-tuning: the built-in model's warm start from executed tool-use
+// demonstrations (a byte-level BPE and a small Qwen3-shaped model trained on them, or a
+// continuation of an existing folder), laid out and masked as the RL trainer lays out a
+// trajectory (batch.MaskAssistant).
+package sft
 
 import (
 	"context"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/gomlx/compute"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
@@ -22,9 +27,9 @@ import (
 	"agentrl/store/safetensors"
 )
 
-// SFTOptions describe a supervised warm-start: demonstrations from the recipe's synthetic task
+// Options describe a supervised warm-start: demonstrations from the recipe's synthetic task
 // set, a byte-level BPE trained on them, and a small Qwen3-shaped model trained on them.
-type SFTOptions struct {
+type Options struct {
 	Recipe   *recipes.Recipe
 	Backend  compute.Backend
 	Out      string // HF folder written: config.json, model.safetensors, tokenizer.json
@@ -49,8 +54,8 @@ type SFTOptions struct {
 	Log  io.Writer // progress lines
 }
 
-// SFT builds the demonstrations, trains the tokenizer and the model, and writes the folder.
-func SFT(ctx context.Context, o SFTOptions) error {
+// Run builds the demonstrations, trains the tokenizer and the model, and writes the folder.
+func Run(ctx context.Context, o Options) error {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -83,19 +88,19 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 17))
-	convs, hinted, err := sftConversations(ctx, tasks, o.HintShare, sess, rng)
+	convs, hinted, err := conversations(ctx, tasks, o.HintShare, sess, rng)
 	if err != nil {
 		return err
 	}
 	texts := make([]string, len(convs))
 	for i, conv := range convs {
-		pieces, err := turnPieces(conv)
+		pieces, err := batch.TurnPieces(conv)
 		if err != nil {
 			return err
 		}
 		var text strings.Builder
 		for _, p := range pieces {
-			text.WriteString(p.text)
+			text.WriteString(p.Text)
 		}
 		texts[i] = text.String()
 	}
@@ -116,7 +121,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	}
 	var seqs []train.Sequence
 	for _, conv := range convs {
-		s, ok := maskAssistant(tok, conv)
+		s, ok := batch.MaskAssistant(tok, conv)
 		if ok && len(s.Tokens) <= r.Rollout.MaxTotalTokens {
 			seqs = append(seqs, s)
 		}
@@ -125,7 +130,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 		return fmt.Errorf("sft: no demonstration fits rollout.max_total_tokens %d", r.Rollout.MaxTotalTokens)
 	}
 	fmt.Fprintf(o.Log, "sft: tokenizer of %d ids; %d sequences\n", tok.VocabSize(), len(seqs))
-	m, err := sftModel(o, tok)
+	m, err := newModel(o, tok)
 	if err != nil {
 		return err
 	}
@@ -169,12 +174,12 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	return nil
 }
 
-// sftConversations are the SFT demonstrations of tasks, as chat conversations: each task's executed
+// conversations are the SFT demonstrations of tasks, as chat conversations: each task's executed
 // demonstration (mostly through the tool; some recover from an error, some answer directly),
 // a hintShare of them with the rules hint for a flawed first attempt before the problem (then
 // always through the tool); hinted counts those. A named-operation problem is shown as
 // namedOpDemoTask words it, or left out when it finds no wording.
-func sftConversations(ctx context.Context, tasks []envs.Task, hintShare float64, sess retool.Session, rng *rand.Rand) (convs [][]tokenizer.Message, hinted int, err error) {
+func conversations(ctx context.Context, tasks []envs.Task, hintShare float64, sess retool.Session, rng *rand.Rand) (convs [][]tokenizer.Message, hinted int, err error) {
 	for _, t := range tasks {
 		kind := retool.DemoTool
 		switch x := rng.Float64(); {
@@ -238,9 +243,9 @@ func namedOpDemoTask(t envs.Task, hinted bool, rng *rand.Rand) (_ envs.Task, mad
 	return t, made, false
 }
 
-// sftModel is the model SFT trains: o.Init's, or a new small Qwen3-shaped one with random
+// newModel is the model SFT trains: o.Init's, or a new small Qwen3-shaped one with random
 // weights over tok's vocabulary.
-func sftModel(o SFTOptions, tok *tokenizer.Tokenizer) (*model.Model, error) {
+func newModel(o Options, tok *tokenizer.Tokenizer) (*model.Model, error) {
 	if o.Init != "" {
 		m, err := model.Load(o.Backend, o.Init, model.Options{})
 		if err != nil {
@@ -258,54 +263,4 @@ func sftModel(o SFTOptions, tok *tokenizer.Tokenizer) (*model.Model, error) {
 	imEnd, _ := tok.TokenID("<|im_end|>")
 	cfg.EOSTokenIDs = []int32{imEnd}
 	return model.New(o.Backend, model.RandomParams(cfg, o.Seed, 0.02), model.Options{})
-}
-
-// piece is a stretch of a trajectory's text; policy pieces are the model's own tokens.
-type piece struct {
-	text   string
-	policy bool
-}
-
-// turnPieces lays a conversation out exactly as the controller builds a trajectory: the
-// rendered opening with the generation prompt, then each assistant turn's content closed by
-// <|im_end|> (policy), and each observation as a user turn followed by a new generation prompt
-// (a tool turn is the user turn wrapping its text in <tool_response>, as the template renders it).
-// (The chat template would add an empty <think> block to a final assistant turn; rollouts never
-// produce one.)
-func turnPieces(conv []tokenizer.Message) ([]piece, error) {
-	opening, err := tokenizer.RenderChat(conv[:2], nil, true)
-	if err != nil {
-		return nil, err
-	}
-	pieces := []piece{{opening, false}}
-	for _, m := range conv[2:] {
-		body := m.Content
-		switch m.Role {
-		case "assistant":
-			pieces = append(pieces, piece{m.Content + "<|im_end|>", true})
-			continue
-		case "tool":
-			body = "<tool_response>\n" + body + "\n</tool_response>"
-		}
-		pieces = append(pieces, piece{"\n<|im_start|>user\n" + body + "<|im_end|>\n<|im_start|>assistant\n", false})
-	}
-	return pieces, nil
-}
-
-// maskAssistant tokenizes a conversation piece by piece and marks the assistant's own tokens
-// (its content and the closing <|im_end|>) as trained.
-func maskAssistant(tok *tokenizer.Tokenizer, conv []tokenizer.Message) (train.Sequence, bool) {
-	pieces, err := turnPieces(conv)
-	if err != nil {
-		return train.Sequence{}, false
-	}
-	var s train.Sequence
-	for _, p := range pieces {
-		ids := tok.Encode(p.text)
-		s.Tokens = append(s.Tokens, ids...)
-		for range ids {
-			s.LossMask = append(s.LossMask, p.policy)
-		}
-	}
-	return s, true
 }
