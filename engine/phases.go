@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"math"
-
 	"agentrl/engine/batch"
 	"agentrl/engine/train"
 )
@@ -81,25 +79,10 @@ func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err erro
 			at[i] = of[t.Agent.Of]
 		}
 	}
-	var seqAdv []float64
-	switch {
-	case a.Name == "opd":
-		seqAdv = make([]float64, len(rewards)) // the teacher alone
-	case a.PassK > 0:
-		if seqAdv, err = train.BestOfK(rewards, groups, a.PassK, a.StdNormalize, 1e-6); err != nil {
-			return 0, err
-		}
-	case a.Baseline == "rloo":
-		if seqAdv, err = train.RLOO(rewards, groups); err != nil {
-			return 0, err
-		}
-		if a.StdNormalize {
-			divideGroupStd(seqAdv, rewards, groups, 1e-6)
-		}
-	default:
-		if seqAdv, err = train.GRPO(rewards, groups, a.StdNormalize, 1e-6); err != nil {
-			return 0, err
-		}
+	est := train.Estimator{Algorithm: a.Name, Baseline: a.Baseline, PassK: a.PassK, StdNormalize: a.StdNormalize}
+	seqAdv, err := est.SequenceAdvantages(rewards, groups)
+	if err != nil {
+		return 0, err
 	}
 	for i, t := range trajs {
 		var opd []float64
@@ -135,7 +118,6 @@ func (c *Controller) gaeAdvantages(trajs []*batch.Trajectory) error {
 	if err != nil {
 		return err
 	}
-	var sum, sq, n float64
 	for i, t := range trajs {
 		var perToken []float64
 		if a.KLCoef > 0 && a.KLMode == "reward" {
@@ -147,39 +129,13 @@ func (c *Controller) gaeAdvantages(trajs []*batch.Trajectory) error {
 			return err
 		}
 		t.OldValues = values[i]
-		for j, m := range t.Mask {
-			if m {
-				x := float64(t.Advantages[j])
-				sum, sq, n = sum+x, sq+x*x, n+1
-			}
-		}
 	}
-	if a.StdNormalize && n > 1 {
-		mean := sum / n
-		std := math.Sqrt(math.Max(sq/n-mean*mean, 0))
-		for _, t := range trajs {
-			for j, m := range t.Mask {
-				if m {
-					t.Advantages[j] = float32((float64(t.Advantages[j]) - mean) / (std + 1e-6))
-				}
-			}
-		}
+	if !a.StdNormalize {
+		return nil
 	}
-	return nil
-}
-
-// divideGroupStd divides each advantage by the standard deviation of its group's rewards (+ eps).
-func divideGroupStd(adv, rewards []float64, groups []int, eps float64) {
-	sum, sq, n := map[int]float64{}, map[int]float64{}, map[int]float64{}
-	for i, r := range rewards {
-		sum[groups[i]] += r
-		sq[groups[i]] += r * r
-		n[groups[i]]++
+	adv, masks := make([][]float32, len(trajs)), make([][]bool, len(trajs))
+	for i, t := range trajs {
+		adv[i], masks[i] = t.Advantages, t.Mask
 	}
-	for i := range adv {
-		g := groups[i]
-		mean := sum[g] / n[g]
-		std := math.Sqrt(math.Max(sq[g]/n[g]-mean*mean, 0))
-		adv[i] /= std + eps
-	}
+	return train.Whiten(adv, masks)
 }

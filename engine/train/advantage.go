@@ -22,32 +22,26 @@ func GRPO(rewards []float64, groups []int, divideStd bool, eps float64) ([]float
 	if err := finite("grpo", rewards); err != nil {
 		return nil, err
 	}
-	type acc struct{ sum, sq, n, lo, hi float64 }
-	stats := map[int]*acc{}
+	stats := groupStats(rewards, groups)
+	lo, hi := map[int]float64{}, map[int]float64{}
 	for i, r := range rewards {
-		a := stats[groups[i]]
-		if a == nil {
-			a = &acc{lo: r, hi: r}
-			stats[groups[i]] = a
+		g := groups[i]
+		if l, ok := lo[g]; !ok || r < l {
+			lo[g] = r
 		}
-		a.sum += r
-		a.n++
-		a.lo, a.hi = math.Min(a.lo, r), math.Max(a.hi, r)
-	}
-	for i, r := range rewards { // second pass: variance about the mean, numerically stable
-		a := stats[groups[i]]
-		d := r - a.sum/a.n
-		a.sq += d * d
+		if h, ok := hi[g]; !ok || r > h {
+			hi[g] = r
+		}
 	}
 	out := make([]float64, len(rewards))
 	for i, r := range rewards {
-		a := stats[groups[i]]
-		if a.lo == a.hi { // a group of equal rewards carries no signal: exactly 0
+		g := groups[i]
+		if lo[g] == hi[g] { // a group of equal rewards carries no signal: exactly 0
 			continue
 		}
-		adv := r - a.sum/a.n
+		adv := r - stats[g].mean()
 		if divideStd {
-			adv /= math.Sqrt(a.sq/a.n) + eps // population std, as GRPO implementations use
+			adv /= stats[g].std() + eps // population std, as GRPO implementations use
 		}
 		out[i] = adv
 	}
