@@ -16,6 +16,7 @@ import (
 	"agentrl/engine"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 )
 
@@ -140,7 +141,7 @@ taught" and "named, untaught" (the words SFT leaves to RL, where the hint names 
 			if err != nil {
 				return fmt.Errorf("sft probe: %s: env.tasks: %w", recipe, err)
 			}
-			rows, err := engine.ProbeHintKinds(cmd.Context(), m, tok, train, &retool.Starlark{}, seed)
+			rows, err := engine.ProbeHintKinds(cmd.Context(), m, tok, train, &sandbox.Starlark{}, seed)
 			if err != nil {
 				return err
 			}

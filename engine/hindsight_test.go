@@ -12,6 +12,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 )
 
@@ -229,7 +230,7 @@ func TestDemonstrationLayoutToolResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := (&retool.Starlark{}).NewSession()
+	sess, err := (&sandbox.Starlark{}).NewSession()
 	if err != nil {
 		t.Fatal(err)
 	}

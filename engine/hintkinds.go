@@ -10,6 +10,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 )
 
 // HintKindLift is what one kind of rules hint does for a model as teacher: over tasks, the mean
@@ -35,7 +36,7 @@ type GroupLift struct {
 // ProbeHintKinds measures HintKindLift for every flaw of retool.Flaws over tasks, with m as
 // the teacher. Demonstrations and hints are laid out as the SFT lays them out (engine/sft.go),
 // their code run through sessions of exec.
-func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks []envs.Task, exec retool.Executor, seed uint64) ([]HintKindLift, error) {
+func ProbeHintKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks []envs.Task, exec sandbox.Executor, seed uint64) ([]HintKindLift, error) {
 	sess, err := exec.NewSession()
 	if err != nil {
 		return nil, err

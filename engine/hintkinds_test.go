@@ -9,6 +9,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 )
 
 // TestProbeHintKinds: one row per flaw over every task, each with its hint; the plain prompt's
@@ -28,7 +29,7 @@ func TestProbeHintKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := ProbeHintKinds(context.Background(), m, tok, tasks, &retool.Starlark{}, 1)
+	rows, err := ProbeHintKinds(context.Background(), m, tok, tasks, &sandbox.Starlark{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestProbeHintKinds(t *testing.T) {
 	if !strings.Contains(rows[0].Example, "copy the printed number") {
 		t.Errorf("the wrong_copy hint %q is not the copying-slip hint", rows[0].Example)
 	}
-	sess, err := (&retool.Starlark{}).NewSession()
+	sess, err := (&sandbox.Starlark{}).NewSession()
 	if err != nil {
 		t.Fatal(err)
 	}

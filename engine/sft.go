@@ -18,6 +18,7 @@ import (
 	"agentrl/engine/train"
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 	"agentrl/store/safetensors"
 )
@@ -78,7 +79,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 	if err != nil {
 		return err
 	}
-	sess, err := (&retool.Starlark{}).NewSession()
+	sess, err := (&sandbox.Starlark{}).NewSession()
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func SFT(ctx context.Context, o SFTOptions) error {
 // a hintShare of them with the rules hint for a flawed first attempt before the problem (then
 // always through the tool); hinted counts those. A named-operation problem is shown as
 // namedOpDemoTask words it, or left out when it finds no wording.
-func sftConversations(ctx context.Context, tasks []envs.Task, hintShare float64, sess retool.Session, rng *rand.Rand) (convs [][]tokenizer.Message, hinted int, err error) {
+func sftConversations(ctx context.Context, tasks []envs.Task, hintShare float64, sess sandbox.Session, rng *rand.Rand) (convs [][]tokenizer.Message, hinted int, err error) {
 	for _, t := range tasks {
 		kind := retool.DemoTool
 		switch x := rng.Float64(); {
