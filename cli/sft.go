@@ -17,6 +17,7 @@ import (
 	"agentrl/engine/sft"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 )
 
@@ -141,7 +142,7 @@ taught" and "named, untaught" (the words SFT leaves to RL, where the hint names 
 			if err != nil {
 				return fmt.Errorf("sft probe: %s: env.tasks: %w", recipe, err)
 			}
-			rows, err := hint.ProbeKinds(cmd.Context(), m, tok, train, &retool.Starlark{}, seed)
+			rows, err := hint.ProbeKinds(cmd.Context(), m, tok, train, &sandbox.Starlark{}, seed)
 			if err != nil {
 				return err
 			}

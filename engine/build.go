@@ -14,6 +14,7 @@ import (
 	"agentrl/engine/train"
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 	"agentrl/store"
 	"agentrl/store/safetensors"
@@ -43,14 +44,14 @@ func New(o Options) (*Controller, error) {
 			return nil, fmt.Errorf("engine: tokenizer id %d is outside the model's vocabulary (%d): model and tokenizer do not match", id, o.Policy.Config.VocabSize)
 		}
 	}
-	lim := retool.Limits{Timeout: r.Env.Timeout, MaxOutputBytes: r.Env.Limits.MaxOutputBytes, MaxSteps: uint64(r.Env.Limits.MaxSteps), MaxMemoryMB: r.Env.Limits.MaxMemoryMB}
+	lim := sandbox.Limits{Timeout: r.Env.Timeout, MaxOutputBytes: r.Env.Limits.MaxOutputBytes, MaxSteps: uint64(r.Env.Limits.MaxSteps), MaxMemoryMB: r.Env.Limits.MaxMemoryMB}
 	// A nil module list means the default modules; an empty one (modules: []) means none.
-	sb := retool.Sandbox{Isolation: r.Env.Sandbox.Isolation, Python: r.Env.Sandbox.Python,
+	sb := sandbox.Config{Isolation: r.Env.Sandbox.Isolation, Python: r.Env.Sandbox.Python,
 		Modules: r.Env.Sandbox.Modules, Workers: int(r.Env.Sandbox.Workers)}
 	if sb.Modules != nil {
 		sb.Modules = append([]string{}, sb.Modules...)
 	}
-	exec, err := retool.NewExecutorSandbox(r.Env.Executor, lim, r.Env.Session, sb)
+	exec, err := sandbox.NewExecutorWith(r.Env.Executor, lim, r.Env.Session, sb)
 	if err != nil {
 		return nil, err // strict isolation the machine cannot give: the refusal says what to enable
 	}
@@ -139,7 +140,7 @@ func New(o Options) (*Controller, error) {
 		c.Close()
 		return nil, err
 	}
-	c.ro = &rolloutPhase{r: r, tok: o.Tokenizer, gen: c.gen, exec: exec, pool: retool.NewPool(sb.WorkerCount()), weights: c.weights, stops: c.stops}
+	c.ro = &rolloutPhase{r: r, tok: o.Tokenizer, gen: c.gen, exec: exec, pool: sandbox.NewPool(sb.WorkerCount()), weights: c.weights, stops: c.stops}
 	if r.Rollout.Partial.Enabled { // a resumed run starts its groups where the checkpoint's data position is
 		c.ro.partial = &partialState{next: (c.start - 1) * r.Rollout.TasksPerStep}
 	}
@@ -243,7 +244,7 @@ func klLoss(r *recipes.Recipe) float64 {
 
 // sandboxLine is the isolation model-written code runs under, for RunStart: the python executor's
 // own description ("strict: …" or "NONE …"), "" for the Starlark executor (no files, no network).
-func sandboxLine(e retool.Executor) string {
+func sandboxLine(e sandbox.Executor) string {
 	if p, ok := e.(interface{ Isolation() string }); ok {
 		return p.Isolation()
 	}

@@ -13,6 +13,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 )
 
 // TestRunHintsWhole runs a step of the Hybrid recipe and checks what reached the teacher: every
@@ -153,7 +154,7 @@ func TestDemonstrationLayoutToolResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := (&retool.Starlark{}).NewSession()
+	sess, err := (&sandbox.Starlark{}).NewSession()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 )
 
@@ -29,8 +30,8 @@ type rolloutPhase struct {
 	r       *recipes.Recipe
 	tok     *tokenizer.Tokenizer
 	gen     *rollout.Generator
-	exec    retool.Executor
-	pool    *retool.Pool
+	exec    sandbox.Executor
+	pool    *sandbox.Pool
 	weights retool.Weights
 	stops   []int32 // the ids that end a turn; stops[0] is <|im_end|>
 	// partial is the state partial rollouts keep across steps (rollout.partial.enabled); nil when off.

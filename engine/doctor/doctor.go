@@ -123,7 +123,7 @@ type BackendProbe struct {
 }
 
 // SandboxInfo is what the python executor would run with: the interpreter (or why there is none),
-// the isolation it gets on this machine (envs/retool's description), whether the process runs as
+// the isolation it gets on this machine (envs/sandbox's description), whether the process runs as
 // root (then every execution gets its own uid) and whether user namespaces are available.
 type SandboxInfo struct {
 	Python    string
@@ -405,7 +405,7 @@ func (d *doc) sandbox() {
 		userns = "user namespaces available (" + s.UserNS + ")"
 	}
 	detail := fmt.Sprintf("%s; %s", s.Isolation, userns)
-	// envs/retool's own words: "strict: …" (its own namespaces), or without them, as root, a
+	// envs/sandbox's own words: "strict: …" (its own namespaces), or without them, as root, a
 	// uid of its own per execution and an empty network namespace
 	isolated := strings.HasPrefix(s.Isolation, "strict") ||
 		(s.Root && strings.Contains(s.Isolation, "per-sandbox uid") && !strings.Contains(s.Isolation, "NOT isolated") && !strings.HasPrefix(s.Isolation, "NONE"))

@@ -18,7 +18,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/torchref"
-	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 )
 
 // SystemEnv is the real machine. builtin returns the built-in model's folder; kernels, when not
@@ -104,7 +104,7 @@ func importTorch(ctx context.Context, python string) (string, bool, error) {
 	return ver, cuda, nil
 }
 
-// systemSandbox probes the python executor as a run would create it (envs/retool).
+// systemSandbox probes the python executor as a run would create it (envs/sandbox).
 func systemSandbox() SandboxInfo {
 	s := SandboxInfo{Root: os.Geteuid() == 0}
 	if data, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
@@ -118,10 +118,10 @@ func systemSandbox() SandboxInfo {
 	// The strict sandbox is what a run gets; when the machine refuses it (the error says what is
 	// missing and how to enable it), the interpreter and its modules are still worth reporting,
 	// so they are looked up without isolation.
-	p, err := retool.NewPythonSandbox(retool.Limits{}, false, retool.Sandbox{})
+	p, err := sandbox.NewPythonWith(sandbox.Limits{}, false, sandbox.Config{})
 	if err != nil {
 		s.PythonErr = err
-		if open, oerr := retool.NewPythonSandbox(retool.Limits{}, false, retool.Sandbox{Isolation: retool.IsolationNone}); oerr == nil {
+		if open, oerr := sandbox.NewPythonWith(sandbox.Limits{}, false, sandbox.Config{Isolation: sandbox.IsolationNone}); oerr == nil {
 			s.Python = open.Interpreter
 			s.Modules, s.Missing = open.Modules()
 		}

@@ -19,6 +19,7 @@ import (
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 )
 
@@ -108,7 +109,7 @@ type Config struct {
 	Gen       *rollout.Generator // the self judge generates on it, in the score phase
 	Stops     []int32            // the ids that end a turn; Stops[0] is <|im_end|>
 	Reference *model.Model       // the teacher the probes score with
-	Exec      retool.Executor    // runs the tasks' reference programs for the demonstrations
+	Exec      sandbox.Executor   // runs the tasks' reference programs for the demonstrations
 	// TeacherPrompt is a trajectory's prompt with a hint placed in it, as the teacher reads it
 	// (ok false where a hint has nowhere to go: an agent's prompt without the problem's text).
 	TeacherPrompt func(t *batch.Trajectory, hint string) (ids []int32, ok bool, err error)

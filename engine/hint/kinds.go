@@ -12,6 +12,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 )
 
 // KindLift is what one kind of rules hint does for a model as teacher: over tasks, the mean
@@ -37,7 +38,7 @@ type GroupLift struct {
 // ProbeKinds measures KindLift for every flaw of retool.Flaws over tasks, with m as
 // the teacher. Demonstrations and hints are laid out as the SFT lays them out (batch.MaskAssistant, as engine/sft does),
 // their code run through sessions of exec.
-func ProbeKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks []envs.Task, exec retool.Executor, seed uint64) ([]KindLift, error) {
+func ProbeKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, tasks []envs.Task, exec sandbox.Executor, seed uint64) ([]KindLift, error) {
 	sess, err := exec.NewSession()
 	if err != nil {
 		return nil, err

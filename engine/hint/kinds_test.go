@@ -11,6 +11,7 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 )
 
 // TestProbeKinds: one row per flaw over every task, each with its hint; the plain prompt's
@@ -34,7 +35,7 @@ func TestProbeKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := ProbeKinds(context.Background(), m, tok, tasks, &retool.Starlark{}, 1)
+	rows, err := ProbeKinds(context.Background(), m, tok, tasks, &sandbox.Starlark{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestProbeKinds(t *testing.T) {
 	if !strings.Contains(rows[0].Example, "copy the printed number") {
 		t.Errorf("the wrong_copy hint %q is not the copying-slip hint", rows[0].Example)
 	}
-	sess, err := (&retool.Starlark{}).NewSession()
+	sess, err := (&sandbox.Starlark{}).NewSession()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"agentrl/engine/train"
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 	"agentrl/store/safetensors"
 )
@@ -83,7 +84,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	sess, err := (&retool.Starlark{}).NewSession()
+	sess, err := (&sandbox.Starlark{}).NewSession()
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func Run(ctx context.Context, o Options) error {
 // a hintShare of them with the rules hint for a flawed first attempt before the problem (then
 // always through the tool); hinted counts those. A named-operation problem is shown as
 // namedOpDemoTask words it, or left out when it finds no wording.
-func conversations(ctx context.Context, tasks []envs.Task, hintShare float64, sess retool.Session, rng *rand.Rand) (convs [][]tokenizer.Message, hinted int, err error) {
+func conversations(ctx context.Context, tasks []envs.Task, hintShare float64, sess sandbox.Session, rng *rand.Rand) (convs [][]tokenizer.Message, hinted int, err error) {
 	for _, t := range tasks {
 		kind := retool.DemoTool
 		switch x := rng.Float64(); {

@@ -16,6 +16,7 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 	"agentrl/store/safetensors"
 )
@@ -170,7 +171,7 @@ func TestSFTConversationsNamedOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, _ := (&retool.Starlark{}).NewSession()
+	sess, _ := (&sandbox.Starlark{}).NewSession()
 	convs, hinted, err := conversations(context.Background(), tasks, 0.5, sess, rand.New(rand.NewPCG(1, 17)))
 	if err != nil {
 		t.Fatal(err)

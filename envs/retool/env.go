@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"agentrl/envs"
+	"agentrl/envs/sandbox"
 )
 
 // Observation formats: how a tool result is shown to the model.
@@ -50,14 +51,14 @@ func obsTag(format string) string {
 
 // Observe renders one execution result as the text the model sees: stdout, or the error's last
 // traceback lines, or a timeout/limit notice, cut to maxChars, in the format's tag.
-func Observe(r Result, format string, maxChars int) string {
+func Observe(r sandbox.Result, format string, maxChars int) string {
 	body := r.Output
 	switch r.Status {
-	case StatusTimeout:
+	case sandbox.StatusTimeout:
 		body = strings.TrimRight(body, "\n") + "\n[timeout: " + r.Detail + "]"
-	case StatusKilled:
+	case sandbox.StatusKilled:
 		body = strings.TrimRight(body, "\n") + "\n[stopped: " + r.Detail + "]"
-	case StatusOK:
+	case sandbox.StatusOK:
 		if strings.TrimSpace(body) == "" {
 			body = "[no output: use print() to see values]"
 		}
@@ -148,9 +149,9 @@ func ToolShaping(s Summary) float64 {
 
 // Config sets up the environment.
 type Config struct {
-	Executor    Executor
-	Pool        *Pool // shared by all trajectories; nil = unbounded
-	MaxTurns    int   // assistant turns; the trajectory ends after the last one (default 3)
+	Executor    sandbox.Executor
+	Pool        *sandbox.Pool // shared by all trajectories; nil = unbounded
+	MaxTurns    int           // assistant turns; the trajectory ends after the last one (default 3)
 	Format      string
 	MaxObsChars int
 	Weights     Weights
@@ -169,7 +170,7 @@ const DefaultSystem = "Solve the problem. You may run code by writing it between
 type Env struct {
 	cfg     Config
 	task    envs.Task
-	session Session
+	session sandbox.Session
 	sum     Summary
 	done    bool
 }
@@ -238,7 +239,7 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 	case len(a.Code) > 0:
 		var obs []string
 		for _, code := range a.Code {
-			var r Result
+			var r sandbox.Result
 			if e.cfg.Pool != nil {
 				r = e.cfg.Pool.Run(ctx, e.session, code)
 			} else {
@@ -266,27 +267,36 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 	return st, ctx.Err()
 }
 
-func (e *Env) record(r Result) {
+func (e *Env) record(r sandbox.Result) {
 	e.sum.ToolCalls++
 	switch r.Status {
-	case StatusOK:
+	case sandbox.StatusOK:
 		if e.sum.ToolErrors+e.sum.Timeouts+e.sum.Killed > 0 {
 			e.sum.Recovered = true
 		}
 		e.sum.LastOutput = strings.TrimSpace(r.Output)
-	case StatusError:
+	case sandbox.StatusError:
 		e.sum.ToolErrors++
 		e.sum.LastError = lastLines(r.Output, 2)
 		e.sum.Recovered = false
-	case StatusTimeout:
+	case sandbox.StatusTimeout:
 		e.sum.Timeouts++
 		e.sum.LastError = "timeout: " + r.Detail
 		e.sum.Recovered = false
-	case StatusKilled:
+	case sandbox.StatusKilled:
 		e.sum.Killed++
 		e.sum.LastError = r.Detail
 		e.sum.Recovered = false
 	}
+}
+
+// lastLines keeps the last n lines of s (the useful end of a traceback).
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // finish ends the trajectory and fills the reward.
@@ -330,7 +340,7 @@ type ToolRun struct {
 
 // RunTool runs code once with the named executor and returns what the model would see.
 func RunTool(ctx context.Context, executor string, timeout time.Duration, code string) (ToolRun, error) {
-	ex, err := NewExecutor(executor, Limits{Timeout: timeout}, "fresh")
+	ex, err := sandbox.NewExecutor(executor, sandbox.Limits{Timeout: timeout}, "fresh")
 	if err != nil {
 		return ToolRun{}, err
 	}
@@ -341,7 +351,7 @@ func RunTool(ctx context.Context, executor string, timeout time.Duration, code s
 	defer s.Close()
 	r := s.Run(ctx, code)
 	out := ToolRun{Observation: Observe(r, FormatInterpreter, 0), Status: string(r.Status), Output: r.Output, DurationSec: r.Duration.Seconds(), Detail: r.Detail}
-	if p, ok := ex.(*Python); ok {
+	if p, ok := ex.(*sandbox.Python); ok {
 		out.Isolation = p.Isolation()
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"agentrl/envs"
+	"agentrl/envs/sandbox"
 )
 
 // WithHint is the user message of a task whose prompt carries a bridge thought: where the
@@ -32,7 +33,7 @@ var Flaws = []string{"wrong_copy", "computed_else", "guessed", "name_error", "no
 // FlawedAttemptHint is the bridge thought the rules hinter writes for a first attempt at t with
 // the named flaw: the Summary such an attempt ends with, through RulesHint. A name error runs the
 // task's code with an undefined name through s, so the hint quotes the interpreter's own message.
-func FlawedAttemptHint(ctx context.Context, t envs.Task, flaw string, s Session, rng *rand.Rand) (string, error) {
+func FlawedAttemptHint(ctx context.Context, t envs.Task, flaw string, s sandbox.Session, rng *rand.Rand) (string, error) {
 	var sum Summary
 	switch flaw {
 	case "wrong_copy": // the code printed the answer, the box holds another number
@@ -49,7 +50,7 @@ func FlawedAttemptHint(ctx context.Context, t envs.Task, flaw string, s Session,
 		sum = Summary{Answered: true}
 	case "name_error":
 		r := s.Run(ctx, "print(undefined_name)")
-		if r.Status != StatusError {
+		if r.Status != sandbox.StatusError {
 			return "", fmt.Errorf("task %s: code with an undefined name did not fail (%s)", t.ID, r.Status)
 		}
 		sum = Summary{ToolCalls: 1, ToolErrors: 1, LastError: lastLines(r.Output, 2)}

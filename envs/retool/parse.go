@@ -1,6 +1,7 @@
 // Package retool is the ReTool environment: the model solves math problems by writing code that
-// a sandbox runs; the output goes back into its context; a verifier checks the final \boxed{}
-// answer. The chain is action text → parser → executor → observation → verifier → reward.
+// a sandbox runs (an executor of envs/sandbox); the output goes back into its context; a verifier
+// checks the final \boxed{} answer. The chain is action text → parser → executor → observation →
+// verifier → reward.
 package retool
 
 import (

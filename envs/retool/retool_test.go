@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.starlark.net/starlark"
-
 	"agentrl/envs"
+	"agentrl/envs/sandbox"
 )
 
 func TestParse(t *testing.T) {
@@ -157,287 +154,22 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func run(t *testing.T, ex Executor, code string) Result {
-	t.Helper()
-	s, err := ex.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	return s.Run(context.Background(), code)
-}
-
-func TestStarlark(t *testing.T) {
-	ex := &Starlark{Limits: Limits{Timeout: time.Second, MaxSteps: 1_000_000, MaxOutputBytes: 64}}
-	for _, tc := range []struct {
-		name, code string
-		status     Status
-		output     string
-	}{
-		{"print", "print(6 * 7)", StatusOK, "42\n"},
-		{"big int pow mod", "print(pow(3, 1000, 7))", StatusOK, "4\n"},
-		{"loop digit sum", "t = str(pow(2, 57))\ns = 0\nfor i in range(len(t)):\n    s += int(t[i])\nprint(s)", StatusOK, "80\n"},
-		{"error", "print(undefined_name)", StatusError, "undefined"},
-		{"syntax", "print(", StatusError, "code.py:1"},
-		{"infinite loop hits steps", "while True:\n    pass", StatusKilled, ""},
-		{"output truncated", "for i in range(1000):\n    print(i)", StatusOK, "output truncated"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := run(t, ex, tc.code)
-			if r.Status != tc.status || !strings.Contains(r.Output, tc.output) {
-				t.Errorf("got %s %q (%s); want %s containing %q", r.Status, r.Output, r.Detail, tc.status, tc.output)
-			}
-		})
-	}
-	// Wall-clock limit with a generous step budget.
-	slow := &Starlark{Limits: Limits{Timeout: 200 * time.Millisecond, MaxSteps: 1 << 62}}
-	if r := run(t, slow, "while True:\n    pass"); r.Status != StatusTimeout {
-		t.Errorf("infinite loop: %s; want timeout", r.Status)
-	}
-	// Sessions keep globals.
-	s, _ := ex.NewSession()
-	s.Run(context.Background(), "x = 5")
-	if r := s.Run(context.Background(), "print(x * 2)"); r.Output != "10\n" {
-		t.Errorf("globals not kept: %q", r.Output)
-	}
-}
-
-// The tests' time limits for one execution. Code that must be stopped (an infinite loop, a fork
-// bomb) gets hostileTimeout, so the test ends soon; code that must finish, or be stopped by
-// another limit, gets finishTimeout, which only a hung sandbox reaches: on a loaded machine an
-// interpreter that printed its result can take seconds to exit, and a 3-second limit then turned
-// a finished execution into a timeout (seen at a load average of 25).
-const (
-	hostileTimeout = 3 * time.Second
-	finishTimeout  = 2 * time.Minute
-)
-
-// timeoutFor is the limit for code expected to end with one of statuses.
-func timeoutFor(statuses []Status) time.Duration {
-	if slices.Contains(statuses, StatusTimeout) {
-		return hostileTimeout
-	}
-	return finishTimeout
-}
-
-func needPython(t *testing.T, timeout time.Duration) *Python {
-	t.Helper()
-	p, err := NewPython(Limits{Timeout: timeout, MaxMemoryMB: 256, MaxProcs: 32, MaxFileMB: 8, MaxOutputBytes: 2048}, false)
-	if err != nil {
-		t.Skipf("python3 is absent (CI installs it): %v", err)
-	}
-	return p
-}
-
-// TestPythonHostileCode runs each kind of hostile code for real under small limits: each must end
-// with a clear result, the run goes on, and no process is left behind.
-func TestPythonHostileCode(t *testing.T) {
-	p := needPython(t, finishTimeout)
-	quick := needPython(t, hostileTimeout)
-	t.Logf("isolation: %s", p.Isolation())
-	t.Setenv("AGENTRL_TEST_SECRET", "hunter2")
-	marker := fmt.Sprintf("agentrl-orphan-%d", time.Now().UnixNano())
-	for _, tc := range []struct {
-		name     string
-		code     string
-		statuses []Status
-		output   string
-	}{
-		{"ok", "print(sum(i*i for i in range(10)))", []Status{StatusOK}, "285"},
-		{"exception", "x = 1/0", []Status{StatusError}, "ZeroDivisionError"},
-		{"output then exception", "print('before')\nx = 1/0", []Status{StatusError}, "before\nTraceback (most recent call last):\n  File \"<code>\", line 2, in <module>\nZeroDivisionError: division by zero"},
-		{"infinite loop", "while True: pass", []Status{StatusTimeout, StatusKilled}, ""},
-		{"fork bomb", "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass", []Status{StatusTimeout, StatusKilled, StatusError}, ""},
-		{"allocate 10 GiB", "x = bytearray(10 * 1024**3)", []Status{StatusError}, "MemoryError"},
-		{"print 100 MB", "import sys\nsys.stdout.write('x' * (100 * 1024 * 1024))", []Status{StatusOK, StatusError}, "output truncated"},
-		{"write 10 GiB file", "f = open('big', 'wb')\nfor i in range(10 * 1024):\n    f.write(b'0' * (1024 * 1024))", []Status{StatusKilled, StatusError}, ""},
-		{"orphan process", "import subprocess\nsubprocess.Popen(['sleep', '300', '" + marker + "'], start_new_session=True)\nprint('spawned')", []Status{StatusOK}, "spawned"},
-		{"environment secrets", "import os\nprint(os.environ.get('AGENTRL_TEST_SECRET'), sorted(os.environ))", []Status{StatusOK}, "None"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ex := p
-			if timeoutFor(tc.statuses) == hostileTimeout {
-				ex = quick
-			}
-			r := run(t, ex, tc.code)
-			if !slices.Contains(tc.statuses, r.Status) || !strings.Contains(r.Output, tc.output) {
-				t.Errorf("got %s %q (%s); want one of %v with %q", r.Status, trunc(r.Output), r.Detail, tc.statuses, tc.output)
-			}
-			if strings.Contains(r.Output, "hunter2") {
-				t.Error("the child saw the parent's environment")
-			}
-			if strings.Contains(r.Output, "in _run") {
-				t.Errorf("the sandbox's own frame is in the traceback: %q", r.Output)
-			}
-			if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
-				t.Errorf("a process outlived the call: pid %s", out)
-			}
-			if ex.root && uidsBusy(ex) {
-				t.Error("a sandbox uid still has processes")
-			}
-		})
-	}
-	t.Run("network", func(t *testing.T) {
-		r := run(t, p, "import socket\ns = socket.create_connection(('1.1.1.1', 53), timeout=1)\nprint('connected')")
-		if p.netns && (r.Status != StatusError || strings.Contains(r.Output, "connected")) {
-			t.Errorf("network reachable inside the sandbox: %s %q", r.Status, r.Output)
-		}
-		t.Logf("network attempt: %s %q", r.Status, trunc(r.Output))
-	})
-	if r := run(t, p, "print('still fine')"); r.Status != StatusOK {
-		t.Errorf("after hostile code the executor no longer works: %+v", r)
-	}
-}
-
-func uidsBusy(p *Python) bool {
-	return len(scanProcs(func(_ string, uid int) bool { return uid >= p.uidBase && uid < p.uidBase+uidBlock })) > 0
-}
-
-// trunc keeps the end of s, where a traceback says what went wrong.
-func trunc(s string) string {
-	if len(s) > 300 {
-		return "…" + s[len(s)-300:]
-	}
-	return s
-}
-
-func TestPythonPersistent(t *testing.T) {
-	needPython(t, finishTimeout)
-	p, err := NewPython(Limits{Timeout: 2 * time.Second}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := p.NewSession()
-	defer s.Close()
-	ctx := context.Background()
-	if r := s.Run(ctx, "x = 21"); r.Status != StatusOK {
-		t.Fatalf("%+v", r)
-	}
-	if r := s.Run(ctx, "print(x * 2)"); r.Status != StatusOK || r.Output != "42\n" {
-		t.Fatalf("variables not kept: %+v", r)
-	}
-	if r := s.Run(ctx, "import os\nos.system('echo from-child')"); !strings.Contains(r.Output, "from-child") {
-		t.Errorf("child output not captured: %+v", r)
-	}
-	if r := s.Run(ctx, "print('first')\nprint(y)"); r.Status != StatusError || !strings.HasPrefix(r.Output, "first\nTraceback") || !strings.Contains(r.Output, "NameError") || strings.Contains(r.Output, "_run") {
-		t.Errorf("error: %+v", r)
-	}
-	if r := s.Run(ctx, "while True: pass"); r.Status != StatusTimeout {
-		t.Errorf("timeout: %+v", r)
-	}
-	if r := s.Run(ctx, "print(x)"); r.Status != StatusError || !strings.Contains(r.Output, "restarted") {
-		t.Errorf("after a timeout the session should restart fresh with a notice: %+v", r)
-	}
-}
-
-// TestPythonPersistentHostile: in a persistent session a process the call started does not
-// outlive the call, and a fork bomb ends in a restart with nothing left behind.
-func TestPythonPersistentHostile(t *testing.T) {
-	needPython(t, finishTimeout)
-	p, err := NewPython(Limits{Timeout: 2 * time.Second, MaxMemoryMB: 256, MaxProcs: 32}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := p.NewSession()
-	defer s.Close()
-	ctx := context.Background()
-	marker := fmt.Sprintf("agentrl-persistent-orphan-%d", time.Now().UnixNano())
-	if r := s.Run(ctx, "import subprocess\nkeep = 7\nsubprocess.Popen(['sleep', '300', '"+marker+"'], start_new_session=True)\nprint('spawned')"); r.Status != StatusOK {
-		t.Fatalf("%+v", r)
-	}
-	if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
-		t.Errorf("a process outlived the call in a persistent session: pid %s", out)
-	}
-	if r := s.Run(ctx, "print(keep)"); r.Output != "7\n" {
-		t.Errorf("the interpreter did not survive the cleanup: %+v", r)
-	}
-	r := s.Run(ctx, "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass")
-	if r.Status != StatusTimeout && r.Status != StatusKilled {
-		t.Errorf("fork bomb: %+v", r)
-	}
-	if p.root && uidsBusy(p) {
-		t.Error("a sandbox uid still has processes after the fork bomb")
-	}
-	if r := s.Run(ctx, "print('after')"); r.Status != StatusOK || !strings.Contains(r.Output, "after") {
-		t.Errorf("the session did not restart: %+v", r)
-	}
-}
-
-// TestPythonSandboxesBusy: as root, a call that finds every sandbox uid taken waits for its
-// context and says so.
-func TestPythonSandboxesBusy(t *testing.T) {
-	p := needPython(t, finishTimeout)
-	if !p.root {
-		t.Skip("sandbox uids exist only as root")
-	}
-	var held []int
-	for len(p.uids) > 0 {
-		held = append(held, <-p.uids)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	s, _ := p.NewSession()
-	if r := s.Run(ctx, "print(1)"); r.Status != StatusError || !strings.Contains(r.Output, "sandboxes are busy") {
-		t.Errorf("got %+v", r)
-	}
-	for _, u := range held {
-		p.uids <- u
-	}
-	if r := s.Run(context.Background(), "print(1)"); r.Status != StatusOK {
-		t.Errorf("after the uids came back: %+v", r)
-	}
-}
-
-func TestPoolClose(t *testing.T) {
-	pool := NewPool(1)
-	s, _ := (&Starlark{}).NewSession()
-	block := make(chan struct{})
-	started := make(chan struct{})
-	slow := sessionFunc(func(ctx context.Context, code string) Result {
-		close(started)
-		<-block
-		return Result{Status: StatusOK}
-	})
-	done := make(chan Result)
-	go func() { done <- pool.Run(context.Background(), slow, "") }()
-	<-started
-	waiting := make(chan Result)
-	go func() { waiting <- pool.Run(context.Background(), s, "print(1)") }()
-	pool.Close()
-	if r := <-waiting; r.Status != StatusKilled || !strings.Contains(r.Detail, "closed") {
-		t.Errorf("a call waiting on a closed pool: %+v", r)
-	}
-	close(block)
-	if r := <-done; r.Status != StatusOK {
-		t.Errorf("the running call: %+v", r)
-	}
-	if r := pool.Run(context.Background(), s, "print(1)"); r.Status != StatusKilled {
-		t.Errorf("a call after Close ran: %+v", r)
-	}
-	pool.Close() // idempotent
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if r := NewPool(1).Run(ctx, s, "print(1)"); r.Status != StatusKilled || !strings.Contains(r.Detail, "cancelled") {
-		t.Errorf("cancelled context: %+v", r)
-	}
-}
-
 func TestObserve(t *testing.T) {
 	for _, tc := range []struct {
-		r      Result
+		r      sandbox.Result
 		format string
 		max    int
 		want   string
 	}{
-		{Result{Status: StatusOK, Output: "42\n"}, FormatInterpreter, 0, "<interpreter>\n42\n</interpreter>"},
-		{Result{Status: StatusOK, Output: ""}, FormatToolResponse, 0, "[no output: use print() to see values]"},
-		{Result{Status: StatusTimeout, Detail: "stopped after 5s"}, FormatToolResponse, 0, "[timeout: stopped after 5s]"},
-		{Result{Status: StatusKilled, Output: "partial\n", Detail: "killed by SIGKILL"}, FormatToolResponse, 0, "partial\n[stopped: killed by SIGKILL]"},
-		{Result{Status: StatusError, Output: "NameError: x"}, FormatToolResponse, 0, "NameError: x"},
-		{Result{Status: StatusOK, Output: strings.Repeat("a", 20)}, FormatToolResponse, 10, "aaaaaaaaaa\n[… truncated]"},
-		{Result{Status: StatusOK, Output: "ééééé"}, FormatToolResponse, 3, "é\n[… truncated]"},
-		{Result{Status: StatusOK, Output: "7\n"}, "tag:output", 0, "<output>\n7\n</output>"},
-		{Result{Status: StatusError, Output: "Traceback\nNameError: x\n"}, "tag:output", 0, "<output>\nTraceback\nNameError: x\n</output>"},
+		{sandbox.Result{Status: sandbox.StatusOK, Output: "42\n"}, FormatInterpreter, 0, "<interpreter>\n42\n</interpreter>"},
+		{sandbox.Result{Status: sandbox.StatusOK, Output: ""}, FormatToolResponse, 0, "[no output: use print() to see values]"},
+		{sandbox.Result{Status: sandbox.StatusTimeout, Detail: "stopped after 5s"}, FormatToolResponse, 0, "[timeout: stopped after 5s]"},
+		{sandbox.Result{Status: sandbox.StatusKilled, Output: "partial\n", Detail: "killed by SIGKILL"}, FormatToolResponse, 0, "partial\n[stopped: killed by SIGKILL]"},
+		{sandbox.Result{Status: sandbox.StatusError, Output: "NameError: x"}, FormatToolResponse, 0, "NameError: x"},
+		{sandbox.Result{Status: sandbox.StatusOK, Output: strings.Repeat("a", 20)}, FormatToolResponse, 10, "aaaaaaaaaa\n[… truncated]"},
+		{sandbox.Result{Status: sandbox.StatusOK, Output: "ééééé"}, FormatToolResponse, 3, "é\n[… truncated]"},
+		{sandbox.Result{Status: sandbox.StatusOK, Output: "7\n"}, "tag:output", 0, "<output>\n7\n</output>"},
+		{sandbox.Result{Status: sandbox.StatusError, Output: "Traceback\nNameError: x\n"}, "tag:output", 0, "<output>\nTraceback\nNameError: x\n</output>"},
 	} {
 		if got := Observe(tc.r, tc.format, tc.max); got != tc.want {
 			t.Errorf("Observe(%+v) = %q; want %q", tc.r, got, tc.want)
@@ -469,7 +201,7 @@ func TestObservationFormats(t *testing.T) {
 			t.Errorf("SystemFor(%q) = %q; want it to mention %q", tc.format, SystemFor(tc.format), tc.system)
 		}
 	}
-	if _, err := New(Config{Executor: &Starlark{}, Format: "xml"}); err == nil || !strings.Contains(err.Error(), `"xml"`) {
+	if _, err := New(Config{Executor: &sandbox.Starlark{}, Format: "xml"}); err == nil || !strings.Contains(err.Error(), `"xml"`) {
 		t.Errorf("New with a bad format: %v", err)
 	}
 }
@@ -492,7 +224,7 @@ func TestToolShaping(t *testing.T) {
 }
 
 func TestEnvEpisode(t *testing.T) {
-	e, err := New(Config{Executor: &Starlark{}, MaxTurns: 3, Weights: Weights{Outcome: 1, FormatPenalty: 0.5}})
+	e, err := New(Config{Executor: &sandbox.Starlark{}, MaxTurns: 3, Weights: Weights{Outcome: 1, FormatPenalty: 0.5}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +273,7 @@ func TestEnvEpisode(t *testing.T) {
 	}
 
 	// A failure after a recovery is unrecovered again; the weights combine every part.
-	e2, _ := New(Config{Executor: &Starlark{}, MaxTurns: 4, Weights: Weights{Outcome: 1, Process: 0, Shaping: 0.2, FormatPenalty: 0.5}})
+	e2, _ := New(Config{Executor: &sandbox.Starlark{}, MaxTurns: 4, Weights: Weights{Outcome: 1, Process: 0, Shaping: 0.2, FormatPenalty: 0.5}})
 	e2.Reset(ctx, envs.Task{ID: "t3", Prompt: "p", Answer: "3"})
 	e2.Step(ctx, "<code>print(q)</code>")
 	e2.Step(ctx, "<code>print(3)</code>")
@@ -562,7 +294,7 @@ func TestEnvEpisode(t *testing.T) {
 // the answer of its last turn counts; LongTrajectory picks a share of the trajectories, the same
 // every time.
 func TestLongTask(t *testing.T) {
-	e, err := New(Config{Executor: &Starlark{}, MaxTurns: 4, MinTurns: 3, Weights: Weights{Outcome: 1, FormatPenalty: 0.5}})
+	e, err := New(Config{Executor: &sandbox.Starlark{}, MaxTurns: 4, MinTurns: 3, Weights: Weights{Outcome: 1, FormatPenalty: 0.5}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,6 +329,17 @@ func TestLongTask(t *testing.T) {
 	}
 }
 
+// run executes code once in a new session of ex.
+func run(t *testing.T, ex sandbox.Executor, code string) sandbox.Result {
+	t.Helper()
+	s, err := ex.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return s.Run(context.Background(), code)
+}
+
 func TestSyntheticTasks(t *testing.T) {
 	s := Synthetic{Levels: []int{1, 2, 3, 4, 5, NamedOpLevel}, Seed: 7}
 	train, held, err := s.Split(200, 40)
@@ -620,14 +363,14 @@ func TestSyntheticTasks(t *testing.T) {
 		}
 	}
 	// Every reference solution runs in both executors and prints the answer.
-	st := &Starlark{}
-	py, perr := NewPython(Limits{Timeout: 5 * time.Second}, false)
+	st := &sandbox.Starlark{}
+	py, perr := sandbox.NewPython(sandbox.Limits{Timeout: 5 * time.Second}, false)
 	for _, tk := range append(train[:30], held[:10]...) {
-		if r := run(t, st, tk.Meta["code"]); r.Status != StatusOK || !Verify(r.Output, tk.Answer) {
+		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer) {
 			t.Errorf("starlark: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
 		}
 		if perr == nil {
-			if r := run(t, py, tk.Meta["code"]); r.Status != StatusOK || !Verify(r.Output, tk.Answer) {
+			if r := run(t, py, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer) {
 				t.Errorf("python: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
 			}
 		}
@@ -642,7 +385,7 @@ func TestDemonstrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := (&Starlark{}).NewSession()
+	s, _ := (&sandbox.Starlark{}).NewSession()
 	for i, tk := range train {
 		kind := []string{DemoTool, DemoRecover, DemoDirect}[i%3]
 		msgs, err := Demonstration(context.Background(), tk, kind, s, FormatInterpreter)
@@ -669,45 +412,6 @@ func TestRunTool(t *testing.T) {
 	}
 }
 
-// TestPoolBoundsConcurrency runs 64 executions through a pool of 2 and checks that at most 2 ran
-// at once (counted, not timed).
-func TestPoolBoundsConcurrency(t *testing.T) {
-	pool := NewPool(2)
-	var mu sync.Mutex
-	cur, peak := 0, 0
-	counting := sessionFunc(func(ctx context.Context, code string) Result {
-		mu.Lock()
-		cur++
-		peak = max(peak, cur)
-		mu.Unlock()
-		s, _ := (&Starlark{}).NewSession()
-		r := s.Run(ctx, code)
-		mu.Lock()
-		cur--
-		mu.Unlock()
-		return r
-	})
-	var wg sync.WaitGroup
-	for i := 0; i < 64; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if r := pool.Run(context.Background(), counting, "s = 0\nfor i in range(20000):\n    s += i\nprint(s)"); r.Status != StatusOK {
-				t.Errorf("%+v", r)
-			}
-		}()
-	}
-	wg.Wait()
-	if peak > 2 {
-		t.Errorf("%d executions ran at once through a pool of 2", peak)
-	}
-}
-
-type sessionFunc func(ctx context.Context, code string) Result
-
-func (f sessionFunc) Run(ctx context.Context, code string) Result { return f(ctx, code) }
-func (f sessionFunc) Close() error                                { return nil }
-
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"<code>print(1)</code>", "```python\nx\n```", `<tool_call>{"name":"python","arguments":{"code":"1"}}</tool_call>`,
 		`\boxed{\frac{1}{2}}`, "<code>", `\boxed{{}`, "<code>a</code><code>\\boxed{1}</code> \\boxed{2}", "```\n<code>x</code>\n```", "<tool_call>{"} {
@@ -732,29 +436,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzStarlark runs arbitrary text through the parser, the guard's rewrite and the interpreter
-// with small limits: whatever the code, the call ends with a status and no panic.
-func FuzzStarlark(f *testing.F) {
-	for _, s := range []string{"print(1 + 2)", "l = [0] * 10\nl += l\nprint(l[1:3])", "s = 'a'.join(['b', 'c'])\nprint(s.replace('a', 'x'), '%s' % s)",
-		"def f(x, y=2 * 3, *a, **k):\n    return x + y\nprint(f(1))", "d = {k: v for k, v in zip([1], [2])}\nd['x'] = d.get(1) * 2", "x = pow(3, 5, 7)\nx %= 5\nprint(str(x) * 3)",
-		"a = [[1]]\na[0][0] += 1\nprint(getattr(a, 'append'))", "while True:\n    pass"} {
-		f.Add(s)
-	}
-	ex := &Starlark{Limits: Limits{Timeout: time.Second, MaxSteps: 20000, MaxMemoryMB: 16}}
-	f.Fuzz(func(t *testing.T, code string) {
-		s, _ := ex.NewSession()
-		r := s.Run(context.Background(), code)
-		switch r.Status {
-		case StatusOK, StatusError, StatusTimeout, StatusKilled:
-		default:
-			t.Fatalf("status %q", r.Status)
-		}
-		if strings.Contains(r.Output, "Error in $") {
-			t.Fatalf("a guard's name leaked into the output: %q", r.Output)
-		}
-	})
-}
-
 func FuzzVerify(f *testing.F) {
 	for _, s := range [][2]string{{"42", "42"}, {`\frac{1}{2}`, "0.5"}, {"1,234", "1234"}, {"x = 3", "3"}, {"1/0", "0"}} {
 		f.Add(s[0], s[1])
@@ -768,74 +449,6 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
-
-// BenchmarkExecutors runs 64 concurrent trajectories' executions through a pool of 2 (the CPU
-// count) for each executor and reports executions per second. starlark-unguarded runs the same
-// code through plain go.starlark.net (no rewrite, no budget) as the reference for the guard's
-// cost; python-persistent makes 4 calls per session (one interpreter start per 4 calls).
-func BenchmarkExecutors(b *testing.B) {
-	code := "s = 0\nfor i in range(1000):\n    s += i * i\nprint(s % 97)"
-	for _, tc := range []struct {
-		name, executor, session string
-		calls                   int
-	}{
-		{"starlark", "starlark", "fresh", 1},
-		{"starlark-unguarded", "", "", 1},
-		{"python-fresh", "python", "fresh", 1},
-		{"python-persistent", "python", "persistent", 4},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			newSession := func() (Session, error) { return unguardedSession{}, nil }
-			if tc.executor != "" {
-				ex, err := NewExecutor(tc.executor, Limits{Timeout: 10 * time.Second}, tc.session)
-				if err != nil {
-					b.Skip(err)
-				}
-				newSession = ex.NewSession
-			}
-			pool := NewPool(2)
-			defer pool.Close()
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				var wg sync.WaitGroup
-				for j := 0; j < 64; j++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						s, err := newSession()
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						defer s.Close()
-						for k := 0; k < tc.calls; k++ {
-							if r := pool.Run(context.Background(), s, code); r.Status != StatusOK || r.Output != "19\n" {
-								b.Errorf("%+v", r)
-							}
-						}
-					}()
-				}
-				wg.Wait()
-			}
-			b.ReportMetric(float64(64*tc.calls*b.N)/time.Since(start).Seconds(), "executions/s")
-		})
-	}
-}
-
-// unguardedSession runs code with plain go.starlark.net: the benchmark's reference.
-type unguardedSession struct{}
-
-func (unguardedSession) Run(ctx context.Context, code string) Result {
-	var out strings.Builder
-	th := &starlark.Thread{Print: func(_ *starlark.Thread, msg string) { out.WriteString(msg + "\n") }}
-	th.SetMaxExecutionSteps(10_000_000)
-	if _, err := starlark.ExecFileOptions(starlarkOptions, th, "code.py", code, nil); err != nil {
-		return Result{Status: StatusError, Output: err.Error()}
-	}
-	return Result{Status: StatusOK, Output: out.String()}
-}
-
-func (unguardedSession) Close() error { return nil }
 
 func TestRulesHintAndProcessScore(t *testing.T) {
 	for _, tc := range []struct {

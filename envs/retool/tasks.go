@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"agentrl/envs"
+	"agentrl/envs/sandbox"
 )
 
 // MaxLevel is the highest synthetic level: 0 to 5 rise in difficulty, NamedOpLevel stands apart.
@@ -276,7 +277,7 @@ const (
 
 // Demonstration writes a reference trajectory for t (the assistant and observation turns after
 // the opening messages), running the code through session s so that observations are real.
-func Demonstration(ctx context.Context, t envs.Task, kind string, s Session, format string) ([]envs.Message, error) {
+func Demonstration(ctx context.Context, t envs.Task, kind string, s sandbox.Session, format string) ([]envs.Message, error) {
 	code := t.Meta["code"]
 	if code == "" {
 		return nil, fmt.Errorf("task %s has no reference code", t.ID)
@@ -286,9 +287,9 @@ func Demonstration(ctx context.Context, t envs.Task, kind string, s Session, for
 		role = "tool"
 	}
 	var msgs []envs.Message
-	run := func(c string) (Result, error) {
+	run := func(c string) (sandbox.Result, error) {
 		r := s.Run(ctx, c)
-		if r.Status == StatusTimeout || r.Status == StatusKilled {
+		if r.Status == sandbox.StatusTimeout || r.Status == sandbox.StatusKilled {
 			return r, fmt.Errorf("task %s: reference code did not finish: %s", t.ID, r.Detail)
 		}
 		msgs = append(msgs, envs.Message{Role: "assistant", Content: "<code>\n" + c + "\n</code>"}, envs.Message{Role: role, Content: Observe(r, format, 0)})
@@ -303,7 +304,7 @@ func Demonstration(ctx context.Context, t envs.Task, kind string, s Session, for
 		if err != nil {
 			return nil, err
 		}
-		if r.Status != StatusError {
+		if r.Status != sandbox.StatusError {
 			return nil, fmt.Errorf("task %s: the broken demonstration code did not fail", t.ID)
 		}
 		fallthrough
@@ -312,7 +313,7 @@ func Demonstration(ctx context.Context, t envs.Task, kind string, s Session, for
 		if err != nil {
 			return nil, err
 		}
-		if r.Status != StatusOK || !Verify(r.Output, t.Answer) {
+		if r.Status != sandbox.StatusOK || !Verify(r.Output, t.Answer) {
 			return nil, fmt.Errorf("task %s: reference code printed %q, want %s", t.ID, r.Output, t.Answer)
 		}
 		msgs = append(msgs, envs.Message{Role: "assistant", Content: "\\boxed{" + t.Answer + "}"})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"agentrl/envs"
+	"agentrl/envs/sandbox"
 )
 
 // TestValidationTasks: validation tasks are disjoint from the training and held-out ones,
@@ -56,7 +57,7 @@ func TestValidationTasks(t *testing.T) {
 // TestFlawedAttemptHint: every flaw gets the rules hinter's bridge thought for it, the name error
 // quoting the interpreter's own message, and the hint sits where the controller puts hints.
 func TestFlawedAttemptHint(t *testing.T) {
-	s, err := (&Starlark{}).NewSession()
+	s, err := (&sandbox.Starlark{}).NewSession()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestNamedOpLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
-	st := &Starlark{}
+	st := &sandbox.Starlark{}
 	for _, tk := range append(train, held...) {
 		word := tk.Meta["op_word"]
 		seen[word]++
@@ -106,7 +107,7 @@ func TestNamedOpLevel(t *testing.T) {
 		if n, err := fmt.Sscanf(tk.Prompt, "What is the %s of %d and %d?", &w, &a, &b); n != 3 || err != nil || w != word || a < b || b < 10 || a > 99 {
 			t.Fatalf("%q: %d fields, %v; word %q, operands %d and %d", tk.Prompt, n, err, w, a, b)
 		}
-		if r := run(t, st, tk.Meta["code"]); r.Status != StatusOK || !Verify(r.Output, tk.Answer) {
+		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer) {
 			t.Errorf("%q: %q printed %q; answer %s", tk.Prompt, tk.Meta["code"], r.Output, tk.Answer)
 		}
 		for _, to := range append([]string{"zibo"}, "sum", "remainder") {

@@ -18,6 +18,7 @@ import (
 
 	"agentrl/envs"
 	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
 )
 
 // agentScript returns agent.mjs in a folder whose node_modules holds the pinned openai package:
@@ -197,7 +198,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a first turn: the observation text its own loop would feed back.
 func envObservation(t *testing.T, format, turn string) string {
 	t.Helper()
-	ex, err := retool.NewExecutor("python", retool.Limits{Timeout: 5 * time.Second}, "fresh")
+	ex, err := sandbox.NewExecutor("python", sandbox.Limits{Timeout: 5 * time.Second}, "fresh")
 	if err != nil {
 		t.Fatal(err)
 	}

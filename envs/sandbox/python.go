@@ -1,4 +1,4 @@
-package retool
+package sandbox
 
 import (
 	"bufio"
@@ -36,7 +36,7 @@ type Python struct {
 	Limits      Limits
 	Persistent  bool
 
-	sb      Sandbox
+	sb      Config
 	info    pyInfo
 	strict  bool   // namespaces (sandbox_linux.go)
 	spec    nsSpec // the strict sandbox's mounts, without the interpreter's argv
@@ -51,15 +51,15 @@ type Python struct {
 // its trajectory's life); a further one waits for a free uid or for its context.
 const uidBlock = 1024
 
-// NewPython is NewPythonSandbox with the default sandbox: strict isolation, the system python3.
+// NewPython is NewPythonWith with the default sandbox: strict isolation, the system python3.
 func NewPython(lim Limits, persistent bool) (*Python, error) {
-	return NewPythonSandbox(lim, persistent, Sandbox{})
+	return NewPythonWith(lim, persistent, Config{})
 }
 
-// NewPythonSandbox finds the interpreter and sets up the isolation sb asks for. Under strict
+// NewPythonWith finds the interpreter and sets up the isolation sb asks for. Under strict
 // isolation it fails, saying what is missing and how to enable it, when the machine cannot
 // give it (CheckIsolation makes the same check).
-func NewPythonSandbox(lim Limits, persistent bool, sb Sandbox) (*Python, error) {
+func NewPythonWith(lim Limits, persistent bool, sb Config) (*Python, error) {
 	sb = sb.withDefaults()
 	if sb.Isolation != IsolationStrict && sb.Isolation != IsolationNone {
 		return nil, fmt.Errorf("executor python: isolation %q is not one of strict, none", sb.Isolation)

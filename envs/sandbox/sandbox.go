@@ -1,4 +1,4 @@
-package retool
+package sandbox
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 // Isolation levels of the python executor (recipe env.sandbox.isolation).
 const (
 	// IsolationStrict runs each session in its own user, mount, PID, network, IPC and UTS
-	// namespaces (see the package comment of sandbox_linux.go) and refuses to start without them.
+	// namespaces (see the file comment of sandbox_linux.go) and refuses to start without them.
 	IsolationStrict = "strict"
 	// IsolationNone runs the code with resource limits, a temporary folder and a minimal
 	// environment only: it can read what the user can read and reach the network.
@@ -26,8 +26,8 @@ const (
 // names none: the ones math code written by instruction-tuned models commonly starts with.
 var DefaultModules = []string{"numpy", "sympy"}
 
-// Sandbox configures the python executor's isolation (the recipe's env.sandbox section).
-type Sandbox struct {
+// Config configures the python executor's isolation (the recipe's env.sandbox section).
+type Config struct {
 	// Isolation is IsolationStrict (the default when empty) or IsolationNone.
 	Isolation string
 	// Python is the interpreter; empty means the system python3 (/usr/bin/python3, else
@@ -46,14 +46,14 @@ type Sandbox struct {
 }
 
 // WorkerCount is the number of executions that may run at once: Workers, or the machine's cores.
-func (s Sandbox) WorkerCount() int {
+func (s Config) WorkerCount() int {
 	if s.Workers > 0 {
 		return s.Workers
 	}
 	return runtime.NumCPU()
 }
 
-func (s Sandbox) withDefaults() Sandbox {
+func (s Config) withDefaults() Config {
 	if s.Isolation == "" {
 		s.Isolation = IsolationStrict
 	}
@@ -64,7 +64,7 @@ func (s Sandbox) withDefaults() Sandbox {
 }
 
 // interpreter finds the python the sandbox runs: the configured one, else the system python3.
-func (s Sandbox) interpreter() (string, error) {
+func (s Config) interpreter() (string, error) {
 	if s.Python != "" {
 		path, err := exec.LookPath(s.Python)
 		if err != nil {
@@ -169,7 +169,7 @@ func isolationRefused(cause error) error {
 // CheckIsolation reports whether the python executor can run under sb on this machine: nil, or
 // the error a run would refuse to start with (what is missing and how to enable it). Under
 // isolation none it only checks that the interpreter runs.
-func CheckIsolation(sb Sandbox) error {
-	_, err := NewPythonSandbox(Limits{}, false, sb)
+func CheckIsolation(sb Config) error {
+	_, err := NewPythonWith(Limits{}, false, sb)
 	return err
 }

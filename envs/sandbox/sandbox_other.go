@@ -1,6 +1,6 @@
 //go:build !linux
 
-package retool
+package sandbox
 
 import (
 	"context"

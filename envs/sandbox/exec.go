@@ -1,4 +1,13 @@
-package retool
+// Package sandbox runs model-written code: the executors (Starlark, embedded and guarded; python3
+// in subprocesses under resource limits and, by default, strict Linux-namespace isolation), their
+// sessions, the Pool that bounds how many executions run at once, and the isolation checks that
+// doctor and a run's start make. The ReTool environment (envs/retool) runs its tool calls
+// through it, and so do the CLI (sft probe), engine/doctor, the engine (rollouts, SFT
+// demonstrations, the hint-kind probe) and the agent example's tests.
+//
+// The package has an init function (sandbox_linux.go): a binary that links it becomes the
+// sandbox's init when started again with the AGENTRL_SANDBOX_INIT variable.
+package sandbox
 
 import (
 	"context"
@@ -122,7 +131,7 @@ type Pool struct {
 }
 
 // NewPool allows n concurrent executions (n ≤ 0: 2); a run sizes it with
-// Sandbox.WorkerCount (recipe env.sandbox.workers).
+// Config.WorkerCount (recipe env.sandbox.workers).
 func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = 2
@@ -175,17 +184,17 @@ func (p *Pool) Close() error {
 // NewExecutor returns the executor called name ("starlark" or "python") with the default
 // sandbox (strict isolation, the system python3).
 func NewExecutor(name string, lim Limits, session string) (Executor, error) {
-	return NewExecutorSandbox(name, lim, session, Sandbox{})
+	return NewExecutorWith(name, lim, session, Config{})
 }
 
-// NewExecutorSandbox returns the executor called name; the python executor runs under sb (the
+// NewExecutorWith returns the executor called name; the python executor runs under sb (the
 // recipe's env.sandbox) and fails when the machine cannot give the isolation sb asks for.
-func NewExecutorSandbox(name string, lim Limits, session string, sb Sandbox) (Executor, error) {
+func NewExecutorWith(name string, lim Limits, session string, sb Config) (Executor, error) {
 	switch name {
 	case "starlark":
 		return &Starlark{Limits: lim.withDefaults()}, nil
 	case "python":
-		return NewPythonSandbox(lim, session == "persistent", sb)
+		return NewPythonWith(lim, session == "persistent", sb)
 	}
 	return nil, fmt.Errorf("executor %q is not one of starlark, python", name)
 }

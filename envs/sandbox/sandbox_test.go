@@ -1,6 +1,6 @@
 //go:build linux
 
-package retool
+package sandbox
 
 import (
 	"context"
@@ -28,10 +28,10 @@ const asNobody = "AGENTRL_TEST_AS_NOBODY"
 // test it.
 func needStrict(t *testing.T, persistent bool, timeout time.Duration) *Python {
 	t.Helper()
-	if _, err := (Sandbox{}).interpreter(); err != nil {
+	if _, err := (Config{}).interpreter(); err != nil {
 		t.Skipf("python3 is absent (CI installs it): %v", err)
 	}
-	p, err := NewPythonSandbox(Limits{Timeout: timeout, MaxMemoryMB: 256, MaxProcs: 32, MaxFileMB: 8, MaxOutputBytes: 2048}, persistent, Sandbox{})
+	p, err := NewPythonWith(Limits{Timeout: timeout, MaxMemoryMB: 256, MaxProcs: 32, MaxFileMB: 8, MaxOutputBytes: 2048}, persistent, Config{})
 	if err != nil {
 		if os.Getenv(asNobody) != "" {
 			t.Fatal(err)
@@ -248,20 +248,20 @@ func TestSandboxModules(t *testing.T) {
 // TestSandboxRefusal: a machine without the namespaces refuses strict isolation with a message
 // that says what is missing and the way out; isolation none runs without asking.
 func TestSandboxRefusal(t *testing.T) {
-	if _, err := (Sandbox{}).interpreter(); err != nil {
+	if _, err := (Config{}).interpreter(); err != nil {
 		t.Skipf("python3 is absent: %v", err)
 	}
 	missing := func() error { return errors.New("fork/exec: operation not permitted") }
-	_, err := NewPythonSandbox(Limits{}, false, Sandbox{probe: missing})
+	_, err := NewPythonWith(Limits{}, false, Config{probe: missing})
 	for _, want := range []string{"env.sandbox.isolation strict", "operation not permitted", "user namespaces", "env.sandbox.isolation: none"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("got %v; want an error with %q", err, want)
 		}
 	}
-	if _, err := NewExecutorSandbox("python", Limits{}, "fresh", Sandbox{probe: missing}); err == nil {
-		t.Error("NewExecutorSandbox ran without the isolation")
+	if _, err := NewExecutorWith("python", Limits{}, "fresh", Config{probe: missing}); err == nil {
+		t.Error("NewExecutorWith ran without the isolation")
 	}
-	p, err := NewPythonSandbox(Limits{Timeout: 3 * time.Second}, false, Sandbox{Isolation: IsolationNone, probe: missing})
+	p, err := NewPythonWith(Limits{Timeout: 3 * time.Second}, false, Config{Isolation: IsolationNone, probe: missing})
 	if err != nil {
 		t.Fatalf("isolation none: %v", err)
 	}
@@ -271,16 +271,16 @@ func TestSandboxRefusal(t *testing.T) {
 	if r := run(t, p, "print(1)"); r.Status != StatusOK {
 		t.Errorf("isolation none: %+v", r)
 	}
-	if _, err := NewPythonSandbox(Limits{}, false, Sandbox{Isolation: "loose"}); err == nil || !strings.Contains(err.Error(), `"loose"`) {
+	if _, err := NewPythonWith(Limits{}, false, Config{Isolation: "loose"}); err == nil || !strings.Contains(err.Error(), `"loose"`) {
 		t.Errorf("unknown isolation: %v", err)
 	}
 }
 
 func TestSandboxWorkersAndQueue(t *testing.T) {
-	if got := (Sandbox{}).WorkerCount(); got != runtime.NumCPU() {
+	if got := (Config{}).WorkerCount(); got != runtime.NumCPU() {
 		t.Errorf("auto workers: got %d; want %d", got, runtime.NumCPU())
 	}
-	if got := (Sandbox{Workers: 3}).WorkerCount(); got != 3 {
+	if got := (Config{Workers: 3}).WorkerCount(); got != 3 {
 		t.Errorf("workers 3: got %d; want 3", got)
 	}
 	pool := NewPool(1)
@@ -314,10 +314,10 @@ func TestSandboxAsNobody(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("only root can start the tests as uid 65534 (as an ordinary user the tests above already ran unprivileged)")
 	}
-	if _, err := (Sandbox{}).interpreter(); err != nil {
+	if _, err := (Config{}).interpreter(); err != nil {
 		t.Skipf("python3 is absent: %v", err)
 	}
-	dir, err := os.MkdirTemp("", "retool-nobody-") // t.TempDir's parent is closed to others
+	dir, err := os.MkdirTemp("", "sandbox-nobody-") // t.TempDir's parent is closed to others
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestSandboxAsNobody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "retool.test")
+	bin := filepath.Join(dir, "sandbox.test")
 	if err := copyFile(self, bin); err != nil {
 		t.Fatal(err)
 	}

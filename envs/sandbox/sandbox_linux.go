@@ -24,7 +24,8 @@
 // network namespace has only a loopback that is down. When the interpreter exits, the PID
 // namespace (and every process the code left) dies with the init, and the tmpfs with the mount
 // namespace: nothing is written on the host and nothing persists between sessions.
-package retool
+
+package sandbox
 
 import (
 	"context"

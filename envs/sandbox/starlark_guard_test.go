@@ -1,4 +1,4 @@
-package retool
+package sandbox
 
 import (
 	"context"
