@@ -19,16 +19,17 @@ import (
 	"agentrl/store/safetensors"
 )
 
-// devCommand groups the hidden helpers of scripts/gpu-check.sh: a random-weight model folder, HF
-// parity on the fixtures, an NVML peak around a command, and the report.
+// devCommand groups the hidden helpers of scripts/gpu-check.sh (a random-weight model folder, HF
+// parity on the fixtures, an NVML peak around a command, and the report) and a stored run's
+// fingerprint.
 func devCommand(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:    "dev VERB",
-		Short:  "helpers of scripts/gpu-check.sh: random-model, parity, watch, gpu-report",
+		Short:  "helpers of scripts/gpu-check.sh (random-model, parity, watch, gpu-report) and a run's fingerprint",
 		Hidden: true,
 	}
-	verbs(cmd, "dev needs a verb: random-model, parity, watch or gpu-report")
-	cmd.AddCommand(randomModelCommand(env), parityCommand(env), watchCommand(env), gpuReportCommand(env))
+	verbs(cmd, "dev needs a verb: random-model, parity, watch, gpu-report or fingerprint")
+	cmd.AddCommand(randomModelCommand(env), parityCommand(env), watchCommand(env), gpuReportCommand(env), fingerprintCommand(env))
 	return cmd
 }
 
