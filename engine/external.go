@@ -213,11 +213,11 @@ func (c *Controller) agentTurns(rec *serve.Trajectory) []event.Turn {
 		}
 		var code []string
 		for _, call := range rt.ToolCalls {
-			e.ToolCalls = append(e.ToolCalls, event.ToolCall{Name: call.Name, Arguments: call.Arguments})
+			e.ToolCalls = append(e.ToolCalls, envs.ToolCall{Name: call.Name, Arguments: call.Arguments})
 			var args struct {
 				Code string `json:"code"`
 			}
-			if json.Unmarshal([]byte(call.Arguments), &args) == nil && args.Code != "" {
+			if json.Unmarshal([]byte(call.Text()), &args) == nil && args.Code != "" {
 				code = append(code, args.Code)
 			}
 		}
@@ -228,7 +228,7 @@ func (c *Controller) agentTurns(rec *serve.Trajectory) []event.Turn {
 		if i+1 < len(rec.Turns) && rec.Turns[i+1].Segment == rt.Segment {
 			var obs []string
 			for _, m := range rec.Turns[i+1].Messages {
-				e.Sent = append(e.Sent, event.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID})
+				e.Sent = append(e.Sent, envs.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID})
 				obs = append(obs, m.Content)
 			}
 			e.Observation = strings.Join(obs, "\n")
@@ -463,7 +463,7 @@ func (c *Controller) agentEvent(e *event.Trajectory, t *batch.Trajectory) {
 		a.Requests, a.Segments = rec.Requests, len(rec.Segments)
 		if len(rec.Turns) > 0 {
 			for _, m := range rec.Turns[0].Messages {
-				a.Opening = append(a.Opening, event.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID})
+				a.Opening = append(a.Opening, envs.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID})
 			}
 		}
 	}

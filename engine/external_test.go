@@ -258,9 +258,9 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 			t.Fatalf("%s: %d segments; the example agent always extends its conversation", name, len(x.Record.Segments))
 		}
 		seq := g.seqs[0]
-		var msgs []tokenizer.Message
+		var msgs []envs.Message
 		for _, m := range tf.Messages {
-			msgs = append(msgs, tokenizer.Message{Role: m.Role, Content: m.Content})
+			msgs = append(msgs, envs.Message{Role: m.Role, Content: m.Content})
 		}
 		// The first request: the system prompt and the problem, rendered.
 		opening, err := tokenizer.RenderChat(msgs[:2], nil, true)
@@ -302,7 +302,7 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 				t.Fatalf("%s: the transcript has no copy of reply %d", name, k)
 			}
 			next++
-			var added []tokenizer.Message
+			var added []envs.Message
 			for next < len(tf.Messages) && tf.Messages[next].Role != "assistant" {
 				added = append(added, msgs[next])
 				next++
@@ -576,14 +576,14 @@ func TestAgentGroupStatistics(t *testing.T) {
 // TestAgentSummary: what the hinter, the process scorer and the reward read from an agent's
 // transcript in the ReTool format: tool results, their errors and the last output, format errors.
 func TestAgentSummary(t *testing.T) {
-	obs := func(body string) []serve.Message {
-		return []serve.Message{{Role: "user", Content: "<interpreter>\n" + body + "\n</interpreter>"}}
+	obs := func(body string) []envs.Message {
+		return []envs.Message{{Role: "user", Content: "<interpreter>\n" + body + "\n</interpreter>"}}
 	}
 	rec := &serve.Trajectory{Turns: []serve.Turn{
-		{Messages: []serve.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 6 * 7?"}}},
+		{Messages: []envs.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 6 * 7?"}}},
 		{Messages: obs("Traceback (most recent call last):\n  File \"<code>\", line 1, in <module>\nNameError: name 'x' is not defined")},
 		{Messages: obs("42")},
-		{Messages: []serve.Message{{Role: "tool", Content: "5\n[timeout: 5s]"}}},
+		{Messages: []envs.Message{{Role: "tool", Content: "5\n[timeout: 5s]"}}},
 	}}
 	turns := []event.Turn{{Assistant: "<code>\nprint(x)\n</code>"}, {Assistant: "<code>\nprint(6*7)\n</code>"}, {Assistant: "thinking"}, {Assistant: `\boxed{42}`}}
 	s := agentSummary(rec, turns)
@@ -607,7 +607,7 @@ func TestAgentTeacherPrompt(t *testing.T) {
 	tok := testTokenizer(t)
 	c := &Controller{o: Options{Tokenizer: tok}}
 	render := func(user string) []int32 {
-		text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: user}}, nil, true)
+		text, err := tokenizer.RenderChat([]envs.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: user}}, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -111,7 +111,7 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 // rollout's token-drift probe checks a trajectory), then the answer closed by <|im_end|> (the
 // template would put an empty <think> block before a final turn; rollouts have none); its own
 // tokens are the assistant turns, each closed by <|im_end|>.
-func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []tokenizer.Message, prompt []int32) int {
+func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []envs.Message, prompt []int32) int {
 	t.Helper()
 	s, ok := batch.MaskAssistant(tok, conv)
 	if !ok {
@@ -167,7 +167,7 @@ func TestDemonstrationLayoutToolResponse(t *testing.T) {
 		t.Fatalf("the observation turn is %q; want a tool turn", turns[1].Role)
 	}
 	system := retool.SystemFor(retool.FormatToolResponse)
-	opening, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: system}, {Role: "user", Content: tasks[0].Prompt}}, nil, true)
+	opening, err := tokenizer.RenderChat([]envs.Message{{Role: "system", Content: system}, {Role: "user", Content: tasks[0].Prompt}}, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}

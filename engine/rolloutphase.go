@@ -50,7 +50,7 @@ type generation struct {
 // prompt renders the opening messages with the generation prompt; a hint (bridge thought) is
 // appended to the user's problem for the teacher.
 func (p *rolloutPhase) prompt(task envs.Task, hint string) ([]int32, error) {
-	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: retool.SystemFor(p.r.Env.Observation.Format)}, {Role: "user", Content: retool.WithHint(task.Prompt, hint)}}, nil, true)
+	text, err := tokenizer.RenderChat([]envs.Message{{Role: "system", Content: retool.SystemFor(p.r.Env.Observation.Format)}, {Role: "user", Content: retool.WithHint(task.Prompt, hint)}}, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (p *rolloutPhase) playReTool(ctx context.Context, t *batch.Trajectory, seed
 	if err != nil {
 		return err
 	}
-	chat := []tokenizer.Message{{Role: msgs[0].Role, Content: msgs[0].Content}, {Role: msgs[1].Role, Content: msgs[1].Content}}
+	chat := []envs.Message{{Role: msgs[0].Role, Content: msgs[0].Content}, {Role: msgs[1].Role, Content: msgs[1].Content}}
 	prompt, err := p.prompt(t.Task, "")
 	if err != nil {
 		return err
@@ -197,7 +197,7 @@ func (p *rolloutPhase) playReTool(ctx context.Context, t *batch.Trajectory, seed
 			et.Observation = st.Observation
 		}
 		t.Turns = append(t.Turns, et)
-		chat = append(chat, tokenizer.Message{Role: "assistant", Content: text})
+		chat = append(chat, envs.Message{Role: "assistant", Content: text})
 		if st.Done {
 			t.Reward = st.Reward
 			break
@@ -209,7 +209,7 @@ func (p *rolloutPhase) playReTool(ctx context.Context, t *batch.Trajectory, seed
 		}
 		// The observation turn as the chat template renders it: a user turn, or for
 		// tool_response a tool turn (a user turn wrapping the text in <tool_response>).
-		obsMsg, body := tokenizer.Message{Role: "user", Content: st.Observation}, st.Observation
+		obsMsg, body := envs.Message{Role: "user", Content: st.Observation}, st.Observation
 		if r.Env.Observation.Format == retool.FormatToolResponse && len(st.ToolCalls) > 0 {
 			obsMsg.Role, body = "tool", "<tool_response>\n"+st.Observation+"\n</tool_response>"
 		}

@@ -23,10 +23,73 @@ type Task struct {
 	Meta   map[string]string `json:"meta,omitempty"`
 }
 
-// Message is one chat turn; roles are system, user, assistant and tool.
+// Message is one chat turn, the one form every part of the engine keeps: what an environment
+// opens with, what the chat template renders, what an external agent sent (in events and the
+// store) and what the OpenAI-compatible server keeps of a request. Roles are system, user,
+// assistant and tool. The optional fields are left out of the JSON when empty, so a message
+// with only a role and content encodes as {"role", "content"}.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// Name is a participant's (or a tool's) name; ToolCallID the call a tool message answers.
+	Name       string `json:"name,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ToolCalls are an assistant message's function calls.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ReasoningContent is an assistant message's thinking given apart from its content (nil when
+	// none was; the template then reads a <think> block of the content).
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
+}
+
+// ToolCall is one function call of an assistant message. Arguments are JSON: either a JSON
+// string whose text is the arguments as written (what the model wrote, what an OpenAI client
+// sends; the chat template renders it verbatim, see TextArguments) or a JSON value (an object
+// as a chat file gives it; the template re-serialises it, keys in their given order). ID is the
+// call's id ("" when none was given).
+type ToolCall struct {
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// TextArguments are arguments given as text (JSON as the model wrote it, or not JSON at all):
+// a JSON string holding it.
+func TextArguments(text string) json.RawMessage {
+	b, _ := json.Marshal(text) // a string always marshals
+	return b
+}
+
+// Text is the call's arguments as text: a JSON string's content, other JSON as it is ("" when
+// there are none).
+func (c ToolCall) Text() string {
+	var s string
+	if json.Unmarshal(c.Arguments, &s) == nil {
+		return s
+	}
+	return string(c.Arguments)
+}
+
+// UnmarshalJSON reads both {"id", "name", "arguments"} (the form ToolCall marshals to) and
+// OpenAI's {"id", "type": "function", "function": {"name", "arguments"}}, as chat templates
+// accept them.
+func (c *ToolCall) UnmarshalJSON(data []byte) error {
+	var v struct {
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Function  *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	c.ID, c.Name, c.Arguments = v.ID, v.Name, v.Arguments
+	if v.Function != nil {
+		c.Name, c.Arguments = v.Function.Name, v.Function.Arguments
+	}
+	return nil
 }
 
 // Reward keeps each part so that the UI can show the breakdown. Total is the weighted sum the
@@ -39,8 +102,8 @@ type Reward struct {
 	Total         float64 `json:"total"`
 }
 
-// ToolCall is one code execution in a turn.
-type ToolCall struct {
+// Execution is one code execution in a turn.
+type Execution struct {
 	Code        string  `json:"code"`
 	Output      string  `json:"output"`
 	Status      string  `json:"status"` // ok | error | timeout | killed
@@ -49,10 +112,10 @@ type ToolCall struct {
 
 // Step is the outcome of one assistant turn.
 type Step struct {
-	Observation string     `json:"observation"` // text to append as the tool/user turn; "" when done
-	Done        bool       `json:"done"`
-	Reward      Reward     `json:"reward"` // final reward when Done, zero before
-	ToolCalls   []ToolCall `json:"tool_calls,omitempty"`
+	Observation string      `json:"observation"` // text to append as the tool/user turn; "" when done
+	Done        bool        `json:"done"`
+	Reward      Reward      `json:"reward"` // final reward when Done, zero before
+	ToolCalls   []Execution `json:"tool_calls,omitempty"`
 	// FormatError says why the turn could not be parsed ("" when it could).
 	FormatError string `json:"format_error,omitempty"`
 }

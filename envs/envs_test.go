@@ -1,6 +1,7 @@
 package envs
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -121,5 +122,50 @@ func TestLoadJSONL(t *testing.T) {
 	}
 	if _, err := LoadJSONL(filepath.Join(dir, "missing.jsonl"), Fields{}); err == nil || !strings.Contains(err.Error(), "missing.jsonl") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestMessageJSON: a message with only a role and content encodes as {"role", "content"}; the
+// optional fields follow in their order; a tool call reads both its own form and OpenAI's, and
+// arguments given as text come back as that text.
+func TestMessageJSON(t *testing.T) {
+	b, err := json.Marshal(Message{Role: "user", Content: "hi <b>"})
+	if err != nil || string(b) != `{"role":"user","content":"hi \u003cb\u003e"}` {
+		t.Errorf("plain message: %s (%v)", b, err)
+	}
+	r := "hmm"
+	m := Message{Role: "assistant", Content: "", Name: "n", ToolCallID: "c", ReasoningContent: &r,
+		ToolCalls: []ToolCall{{ID: "call_0", Name: "python", Arguments: TextArguments(`{"code":"1"}`)}, {Name: "f", Arguments: json.RawMessage(`{"b": 1, "a": 2}`)}}}
+	b, err = json.Marshal(m)
+	const want = `{"role":"assistant","content":"","name":"n","tool_call_id":"c","tool_calls":[{"id":"call_0","name":"python","arguments":"{\"code\":\"1\"}"},` +
+		`{"name":"f","arguments":{"b":1,"a":2}}],"reasoning_content":"hmm"}`
+	if err != nil || string(b) != want {
+		t.Fatalf("full message: %s (%v)\nwant %s", b, err, want)
+	}
+	var back Message
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := json.Marshal(back); string(again) != want {
+		t.Errorf("read back and re-encoded: %s", again)
+	}
+	if got := back.ToolCalls[0].Text(); got != `{"code":"1"}` {
+		t.Errorf("text arguments read back as %q", got)
+	}
+	if got := back.ToolCalls[1].Text(); got != `{"b":1,"a":2}` {
+		t.Errorf("object arguments read back as %q", got)
+	}
+	var c ToolCall
+	if err := json.Unmarshal([]byte(`{"id":"x","type":"function","function":{"name":"g","arguments":{"k": [1, 2]}}}`), &c); err != nil ||
+		c.ID != "x" || c.Name != "g" || string(c.Arguments) != `{"k": [1, 2]}` {
+		t.Errorf("OpenAI form read as %+v (%v)", c, err)
+	}
+	for _, s := range []string{"", "not JSON", `{"code": "print(\"<b>\")"}`, "caf\u00e9"} {
+		if got := (ToolCall{Arguments: TextArguments(s)}).Text(); got != s {
+			t.Errorf("TextArguments(%q).Text() = %q", s, got)
+		}
+	}
+	if got := (ToolCall{}).Text(); got != "" {
+		t.Errorf("no arguments: Text() = %q", got)
 	}
 }

@@ -21,7 +21,7 @@ import (
 // dropped ones (a crash with its stderr, a timeout).
 func agentRunEvents() []event.Event {
 	str := func(s string) *string { return &s }
-	opening := []event.Message{
+	opening := []envs.Message{
 		{Role: "system", Content: "Solve the problem. You may run code by writing it between <code> and </code>; its output comes back in <interpreter></interpreter>. Give the final answer as \\boxed{answer}."},
 		{Role: "user", Content: "What is 77 + 87?"},
 	}
@@ -31,7 +31,7 @@ func agentRunEvents() []event.Event {
 	text := base(0)
 	text.Turns = []event.Turn{
 		{Assistant: "<code>\nprint(77 + 87)\n</code>", Code: "print(77 + 87)", Observation: "<interpreter>\n164\n</interpreter>", ToolStatus: "ok", Finish: "stop",
-			Sent: []event.Message{{Role: "user", Content: "<interpreter>\n164\n</interpreter>"}}},
+			Sent: []envs.Message{{Role: "user", Content: "<interpreter>\n164\n</interpreter>"}}},
 		{Assistant: "\\boxed{164}", Finish: "stop"},
 	}
 	text.Reward, text.Correct = envs.Reward{Outcome: 1, Shaping: 1, Total: 1}, true
@@ -39,8 +39,8 @@ func agentRunEvents() []event.Event {
 		Seconds: 3.4, Requests: 2, Segments: 1, Opening: opening}
 	call := base(1)
 	call.Turns = []event.Turn{
-		{Assistant: "", Code: "print(77 + 87)", ToolCalls: []event.ToolCall{{Name: "python", Arguments: `{"code": "print(77 + 87)"}`}}, Finish: "tool_calls",
-			Observation: "163", ToolStatus: "ok", Sent: []event.Message{{Role: "tool", Content: "163", ToolCallID: "call_0"}}},
+		{Assistant: "", Code: "print(77 + 87)", ToolCalls: []envs.ToolCall{{Name: "python", Arguments: envs.TextArguments(`{"code": "print(77 + 87)"}`)}}, Finish: "tool_calls",
+			Observation: "163", ToolStatus: "ok", Sent: []envs.Message{{Role: "tool", Content: "163", ToolCallID: "call_0"}}},
 		{Assistant: "\\boxed{163}", Finish: "stop"},
 	}
 	call.Reward = envs.Reward{Shaping: 1}

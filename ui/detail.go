@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"agentrl/engine/event"
+	"agentrl/envs"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -192,7 +193,7 @@ func turnLines(t *Theme, tr *event.Trajectory, w int) []string {
 		for _, call := range turn.ToolCalls {
 			label := "tool call " + call.Name
 			if turn.Code == "" {
-				label += " " + call.Arguments
+				label += " " + call.Text()
 			}
 			for _, l := range wrap(label, tw) {
 				add("  " + t.Accent.Render(l))
@@ -323,7 +324,7 @@ func agentLines(t *Theme, a *event.Agent, w int) []string {
 
 // messageLines are one chat message an agent sent: its role (and tool call id) as a label, then
 // its content in style st.
-func messageLines(t *Theme, m event.Message, w int, st lipgloss.Style) []string {
+func messageLines(t *Theme, m envs.Message, w int, st lipgloss.Style) []string {
 	label := "→ " + m.Role
 	if m.ToolCallID != "" {
 		label += " (" + m.ToolCallID + ")"

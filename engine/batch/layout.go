@@ -3,6 +3,7 @@ package batch
 import (
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
+	"agentrl/envs"
 )
 
 // Piece is a stretch of a trajectory's text; policy pieces are the model's own tokens.
@@ -17,7 +18,7 @@ type Piece struct {
 // (a tool turn is the user turn wrapping its text in <tool_response>, as the template renders it).
 // (The chat template would add an empty <think> block to a final assistant turn; rollouts never
 // produce one.)
-func TurnPieces(conv []tokenizer.Message) ([]Piece, error) {
+func TurnPieces(conv []envs.Message) ([]Piece, error) {
 	opening, err := tokenizer.RenderChat(conv[:2], nil, true)
 	if err != nil {
 		return nil, err
@@ -39,7 +40,7 @@ func TurnPieces(conv []tokenizer.Message) ([]Piece, error) {
 
 // MaskAssistant tokenizes a conversation piece by piece and marks the assistant's own tokens
 // (its content and the closing <|im_end|>) as trained.
-func MaskAssistant(tok *tokenizer.Tokenizer, conv []tokenizer.Message) (train.Sequence, bool) {
+func MaskAssistant(tok *tokenizer.Tokenizer, conv []envs.Message) (train.Sequence, bool) {
 	pieces, err := TurnPieces(conv)
 	if err != nil {
 		return train.Sequence{}, false

@@ -72,7 +72,9 @@ type Phase struct {
 // (env.name external) has one per request the agent made: Assistant is the reply as the model
 // wrote it, ToolCalls the OpenAI tool calls it returned, Sent the messages the agent added
 // before its next request (tool results, user turns: what the model read next), and Observation
-// their text; ToolStatus is read from that text when it is a ReTool interpreter's output.
+// their text; ToolStatus is read from that text when it is a ReTool interpreter's output. A
+// tool call keeps its name and its arguments as the model wrote them (envs.TextArguments), not
+// its id; a sent message (and an Agent's Opening one) its role, content, name and tool call id.
 type Turn struct {
 	Assistant   string  `json:"assistant"`
 	Code        string  `json:"code,omitempty"`
@@ -80,28 +82,14 @@ type Turn struct {
 	ToolStatus  string  `json:"tool_status,omitempty"`
 	ToolSeconds float64 `json:"tool_seconds,omitempty"`
 	// External agents only.
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	Sent      []Message  `json:"sent,omitempty"`
+	ToolCalls []envs.ToolCall `json:"tool_calls,omitempty"`
+	Sent      []envs.Message  `json:"sent,omitempty"`
 	// NewSegment marks a request that did not extend the previous conversation (the agent
 	// rewrote its history): its context was rendered afresh and is trained as a sequence of its
 	// own.
 	NewSegment bool `json:"new_segment,omitempty"`
 	// Finish is the reply's finish_reason (stop, length, tool_calls).
 	Finish string `json:"finish,omitempty"`
-}
-
-// Message is a chat message an external agent sent: role system, user, assistant or tool.
-type Message struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	Name       string `json:"name,omitempty"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
-}
-
-// ToolCall is one function call in a reply: its name and JSON arguments as the model wrote them.
-type ToolCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
 }
 
 // Agent is what an external agent's run adds to its trajectory.
@@ -131,7 +119,7 @@ type Agent struct {
 	Segments int `json:"segments"`
 	// Opening are the messages of its first request (the system prompt and the problem as the
 	// agent wrote them).
-	Opening []Message `json:"opening,omitempty"`
+	Opening []envs.Message `json:"opening,omitempty"`
 }
 
 // IsDropped reports whether t is an external agent's trajectory that was dropped.

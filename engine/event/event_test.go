@@ -102,3 +102,42 @@ func TestPhasesOrder(t *testing.T) {
 		t.Errorf("got %q; want %q", got, want)
 	}
 }
+
+// TestAgentTurnJSON: an external agent's turns (tool calls, sent messages, opening messages)
+// encode to the bytes they did when events had message types of their own (the line below was
+// written by them), and read back to the same values.
+func TestAgentTurnJSON(t *testing.T) {
+	tr := Trajectory{Step: 3, TaskID: "t1", Prompt: "p", Turns: []Turn{{Assistant: "Let me run <it> & see.", Code: "print(1)",
+		ToolCalls: []envs.ToolCall{{Name: "python", Arguments: envs.TextArguments(`{"code": "print(1)", "note": "<b>&"}`)}, {Name: "f", Arguments: envs.TextArguments("")}},
+		Sent:      []envs.Message{{Role: "tool", Content: "1", ToolCallID: "call_0_0", Name: "python"}, {Role: "user", Content: "go on"}}, Finish: "tool_calls"}},
+		Agent: &Agent{Requests: 2, Segments: 1, Opening: []envs.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 6 * 7?"}}}}
+	const want = `{"type":"trajectory","step":3,"task_id":"t1","prompt":"p","group":0,"sample":0,"turns":[{"assistant":"Let me run \u003cit\u003e \u0026 see.","code":"print(1)",` +
+		`"tool_calls":[{"name":"python","arguments":"{\"code\": \"print(1)\", \"note\": \"\u003cb\u003e\u0026\"}"},{"name":"f","arguments":""}],` +
+		`"sent":[{"role":"tool","content":"1","name":"python","tool_call_id":"call_0_0"},{"role":"user","content":"go on"}],"finish":"tool_calls"}],` +
+		`"reward":{"outcome":0,"process":0,"shaping":0,"format_penalty":0,"total":0},"correct":false,"tokens":0,"tool_errors":0,` +
+		`"agent":{"exit_code":0,"seconds":0,"requests":2,"segments":1,"opening":[{"role":"system","content":"s"},{"role":"user","content":"What is 6 * 7?"}]}}`
+	b, err := Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	e, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, ok := e.(Trajectory)
+	if !ok {
+		t.Fatalf("read back a %T", e)
+	}
+	if again, err := Marshal(back); err != nil || string(again) != want {
+		t.Errorf("re-encoded %s (%v); want %s", again, err, want)
+	}
+	if got := back.Turns[0].ToolCalls[0].Text(); got != `{"code": "print(1)", "note": "<b>&"}` {
+		t.Errorf("arguments read back as %q", got)
+	}
+	if !reflect.DeepEqual(back.Turns[0].Sent, tr.Turns[0].Sent) || !reflect.DeepEqual(back.Agent.Opening, tr.Agent.Opening) {
+		t.Errorf("messages read back as %+v, %+v", back.Turns[0].Sent, back.Agent.Opening)
+	}
+}

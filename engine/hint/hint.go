@@ -18,6 +18,7 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
+	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
 	"agentrl/recipes"
@@ -46,7 +47,7 @@ var (
 // ask renders a judge prompt with the chat template, generates up to maxNew tokens and returns
 // the reply text.
 func (j *selfJudge) ask(ctx context.Context, system, user string, maxNew int) (string, error) {
-	text, err := tokenizer.RenderChat([]tokenizer.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}, nil, true)
+	text, err := tokenizer.RenderChat([]envs.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}, nil, true)
 	if err != nil {
 		return "", err
 	}

@@ -99,10 +99,10 @@ func ProbeKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, t
 
 // DemoConversation is t's demonstration after the system prompt and t's problem with hint
 // ("" for none) before it.
-func DemoConversation(system string, t envs.Task, demo []envs.Message, hint string) []tokenizer.Message {
-	conv := []tokenizer.Message{{Role: "system", Content: system}, {Role: "user", Content: retool.WithHint(t.Prompt, hint)}}
+func DemoConversation(system string, t envs.Task, demo []envs.Message, hint string) []envs.Message {
+	conv := []envs.Message{{Role: "system", Content: system}, {Role: "user", Content: retool.WithHint(t.Prompt, hint)}}
 	for _, msg := range demo {
-		conv = append(conv, tokenizer.Message{Role: msg.Role, Content: msg.Content})
+		conv = append(conv, envs.Message{Role: msg.Role, Content: msg.Content})
 	}
 	return conv
 }

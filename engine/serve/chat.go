@@ -70,19 +70,6 @@ func (o *outcome) usage() *usage {
 		PromptTokensDetails: &promptDetail{CachedTokens: o.reused}}
 }
 
-// wireCalls are a reply's tool calls in OpenAI's form (with index, for a stream's delta).
-func wireCalls(calls []ToolCall, indexed bool) []wireToolCall {
-	var out []wireToolCall
-	for i, c := range calls {
-		w := wireToolCall{ID: c.ID, Type: "function", Function: wireFunction{Name: c.Name, Arguments: c.Arguments}}
-		if indexed {
-			w.Index = &i
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
 // chat answers POST /v1/chat/completions.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, t *trajectory) {
 	var q chatRequest
@@ -102,10 +89,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, t *trajectory) {
 			writeError(w, err)
 			return
 		}
-		msg := replyMessage{Role: "assistant", ToolCalls: wireCalls(o.reply.calls, false)}
-		if o.reply.content != "" || len(o.reply.calls) == 0 {
-			msg.Content = &o.reply.content
-		}
+		msg := toWire(o.reply.message(), false)
 		writeJSON(w, http.StatusOK, chatResponse{ID: id, Object: "chat.completion", Created: created, Model: s.o.ModelName,
 			Choices: []chatChoice{{Message: msg, FinishReason: o.reply.finish}}, Usage: o.usage()})
 		return
@@ -123,7 +107,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, t *trajectory) {
 				e.send(event(delta{Content: &rest}, nil))
 			}
 			if len(o.reply.calls) > 0 {
-				e.send(event(delta{ToolCalls: wireCalls(o.reply.calls, true)}, nil))
+				e.send(event(delta{ToolCalls: toWire(o.reply.message(), true).ToolCalls}, nil))
 			}
 			e.send(event(delta{}, &o.reply.finish))
 			if q.StreamOptions != nil && q.StreamOptions.IncludeUsage {

@@ -8,32 +8,15 @@ import (
 	"strings"
 
 	"agentrl/engine/tokenizer"
+	"agentrl/envs"
 )
 
-// Message is a chat message as the server keeps it (and a Turn records it).
-type Message struct {
-	Role       string     `json:"role"` // system (OpenAI's developer too), user, assistant, tool
-	Content    string     `json:"content"`
-	Name       string     `json:"name,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	Reasoning  *string    `json:"reasoning_content,omitempty"`
-}
-
-// ToolCall is one call of a function tool. Arguments is JSON text: in a reply, as the model
-// wrote it.
-type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// readMessages checks a request's messages and turns them into Messages.
-func readMessages(wire []wireMessage) ([]Message, error) {
+// readMessages checks a request's messages and turns them into the messages the server keeps.
+func readMessages(wire []wireMessage) ([]envs.Message, error) {
 	if len(wire) == 0 {
 		return nil, badRequest("messages", "messages is empty: give at least one message")
 	}
-	out := make([]Message, 0, len(wire))
+	out := make([]envs.Message, 0, len(wire))
 	for i, w := range wire {
 		role := w.Role
 		if role == "developer" {
@@ -54,7 +37,6 @@ func readMessages(wire []wireMessage) ([]Message, error) {
 		if len(w.ToolCalls) > 0 && role != "assistant" {
 			return nil, badRequest(fmt.Sprintf("messages[%d].tool_calls", i), "messages[%d] has role %s: only assistant messages carry tool_calls", i, role)
 		}
-		m := Message{Role: role, Content: content, Name: w.Name, ToolCallID: w.ToolCallID, Reasoning: w.ReasoningContent}
 		for j, c := range w.ToolCalls {
 			param := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
 			if c.Type != "" && c.Type != "function" {
@@ -63,20 +45,19 @@ func readMessages(wire []wireMessage) ([]Message, error) {
 			if c.Function.Name == "" {
 				return nil, badRequest(param+".function.name", "%s.function.name is empty", param)
 			}
-			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
-		out = append(out, m)
+		out = append(out, fromWire(w, role, content))
 	}
 	return out, nil
 }
 
 // sameMessage says whether two messages render alike: role, content, name, tool call id,
 // reasoning and tool calls (by name and arguments as JSON values; call ids are not rendered).
-func sameMessage(a, b Message) bool {
+func sameMessage(a, b envs.Message) bool {
 	if a.Role != b.Role || a.Content != b.Content || a.Name != b.Name || a.ToolCallID != b.ToolCallID {
 		return false
 	}
-	if (a.Reasoning == nil) != (b.Reasoning == nil) || a.Reasoning != nil && *a.Reasoning != *b.Reasoning {
+	if (a.ReasoningContent == nil) != (b.ReasoningContent == nil) || a.ReasoningContent != nil && *a.ReasoningContent != *b.ReasoningContent {
 		return false
 	}
 	return sameCalls(a.ToolCalls, b.ToolCalls)
@@ -85,16 +66,16 @@ func sameMessage(a, b Message) bool {
 // echoes says whether m is the agent's copy of reply r: an assistant message with r's content
 // (whitespace at either end aside: clients trim it) and r's tool calls (names equal, arguments
 // equal as JSON values). The kept tokens, not the echo, are what the model continues from.
-func echoes(m Message, r *reply) bool {
+func echoes(m envs.Message, r *reply) bool {
 	return m.Role == "assistant" && strings.TrimSpace(m.Content) == strings.TrimSpace(r.content) && sameCalls(m.ToolCalls, r.calls)
 }
 
-func sameCalls(a, b []ToolCall) bool {
+func sameCalls(a, b []envs.ToolCall) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || !sameArguments(a[i].Arguments, b[i].Arguments) {
+		if a[i].Name != b[i].Name || !sameArguments(a[i].Text(), b[i].Text()) {
 			return false
 		}
 	}
@@ -114,13 +95,14 @@ func sameArguments(a, b string) bool {
 	return reflect.DeepEqual(va, vb)
 }
 
-// chatMessages turns messages into the tokenizer's form, which the chat template renders. With a
-// code tool (Options.CodeTool; "" for none), a call of it renders as the model writes it: a
-// <code> block after the content.
-func chatMessages(msgs []Message, codeTool string) []tokenizer.Message {
-	out := make([]tokenizer.Message, len(msgs))
+// chatMessages are messages as the chat template renders them: role, content, reasoning and
+// tool calls (each call's arguments the text it was written with, which the template renders
+// verbatim). With a code tool (Options.CodeTool; "" for none), a call of it renders as the model
+// writes it: a <code> block after the content.
+func chatMessages(msgs []envs.Message, codeTool string) []envs.Message {
+	out := make([]envs.Message, len(msgs))
 	for i, m := range msgs {
-		tm := tokenizer.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.Reasoning}
+		tm := envs.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent}
 		for _, c := range m.ToolCalls {
 			if code, ok := codeArgument(c, codeTool); ok {
 				if tm.Content != "" {
@@ -129,9 +111,7 @@ func chatMessages(msgs []Message, codeTool string) []tokenizer.Message {
 				tm.Content += "<code>\n" + code + "\n</code>"
 				continue
 			}
-			// A JSON string renders verbatim: the arguments' own text.
-			args, _ := json.Marshal(c.Arguments)
-			tm.ToolCalls = append(tm.ToolCalls, tokenizer.ToolCall{Name: c.Name, Arguments: args})
+			tm.ToolCalls = append(tm.ToolCalls, envs.ToolCall{Name: c.Name, Arguments: c.Arguments})
 		}
 		out[i] = tm
 	}
@@ -139,14 +119,14 @@ func chatMessages(msgs []Message, codeTool string) []tokenizer.Message {
 }
 
 // codeArgument is the code of a call of the code tool ({"code": …}).
-func codeArgument(c ToolCall, codeTool string) (string, bool) {
+func codeArgument(c envs.ToolCall, codeTool string) (string, bool) {
 	if codeTool == "" || c.Name != codeTool {
 		return "", false
 	}
 	var v struct {
 		Code *string `json:"code"`
 	}
-	if json.Unmarshal([]byte(c.Arguments), &v) != nil || v.Code == nil {
+	if json.Unmarshal([]byte(c.Text()), &v) != nil || v.Code == nil {
 		return "", false
 	}
 	return *v.Code, true

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"agentrl/engine/tokenizer"
+	"agentrl/envs"
 )
 
 // segState is the conversation of a trajectory's current segment as its last request left it:
@@ -15,10 +16,10 @@ type segState struct {
 	kind  string // "chat", "text" (a completion's prompt text) or "ids" (a prompt of token ids)
 	// chat: the last request's messages and tools, and the conversation the drift probe renders
 	// (each earlier reply as the model wrote it)
-	msgs     []Message
+	msgs     []envs.Message
 	toolsKey string
 	tools    []tokenizer.Tool
-	chat     []tokenizer.Message
+	chat     []envs.Message
 	reply    reply
 	// text: the last prompt and the completion returned for it
 	text string
@@ -31,8 +32,8 @@ type plan struct {
 	kept   []int32 // the current segment's tokens, when extend
 	add    []int32 // the tokens this request adds (its whole prompt for a new segment)
 	next   segState
-	added  []Message // what the turn records as the request's new messages
-	want   string    // what the context must decode to (the drift probe); "" = no probe
+	added  []envs.Message // what the turn records as the request's new messages
+	want   string         // what the context must decode to (the drift probe); "" = no probe
 }
 
 // planChat plans a chat request: when its messages are the previous request's, then that
@@ -40,7 +41,7 @@ type plan struct {
 // <|im_end|> if the reply did not end with one, and the new messages' turns as the template
 // renders them after an assistant turn; otherwise the whole conversation, rendered, starts a
 // new segment. t.lock held.
-func (s *Server) planChat(t *trajectory, msgs []Message, ts tools) (*plan, error) {
+func (s *Server) planChat(t *trajectory, msgs []envs.Message, ts tools) (*plan, error) {
 	if cur := t.cur; cur != nil && cur.kind == "chat" && cur.toolsKey == ts.key && extendsChat(cur, msgs) {
 		kept := t.rec.Segments[cur.index].Tokens
 		tail := msgs[len(cur.msgs)+1:]
@@ -56,7 +57,7 @@ func (s *Server) planChat(t *trajectory, msgs []Message, ts tools) (*plan, error
 			add = append(add, s.imEnd)
 		}
 		add = append(add, s.tok.Encode("\n"+text)...)
-		chat := append(slices.Clone(cur.chat), tokenizer.Message{Role: "assistant", Content: cur.reply.text})
+		chat := append(slices.Clone(cur.chat), envs.Message{Role: "assistant", Content: cur.reply.text})
 		chat = append(chat, chatMessages(tail, s.o.CodeTool)...)
 		want, err := tokenizer.RenderChat(chat, ts.rendered, true)
 		if err != nil {
@@ -75,7 +76,7 @@ func (s *Server) planChat(t *trajectory, msgs []Message, ts tools) (*plan, error
 }
 
 // extendsChat says whether msgs are cur's messages, then cur's reply, then (maybe) more.
-func extendsChat(cur *segState, msgs []Message) bool {
+func extendsChat(cur *segState, msgs []envs.Message) bool {
 	if len(msgs) <= len(cur.msgs) {
 		return false
 	}
@@ -112,9 +113,9 @@ func (s *Server) planText(t *trajectory, p textPrompt) (*plan, error) {
 		kept := t.rec.Segments[cur.index].Tokens
 		rest := p.text[len(cur.text):]
 		return &plan{extend: true, kept: kept, add: s.tok.Encode(rest), want: p.text,
-			added: []Message{{Role: "user", Content: rest}}, next: segState{index: cur.index, kind: "text", text: p.text}}, nil
+			added: []envs.Message{{Role: "user", Content: rest}}, next: segState{index: cur.index, kind: "text", text: p.text}}, nil
 	}
-	return &plan{add: s.tok.Encode(p.text), added: []Message{{Role: "user", Content: p.text}}, next: segState{kind: "text", text: p.text}}, nil
+	return &plan{add: s.tok.Encode(p.text), added: []envs.Message{{Role: "user", Content: p.text}}, next: segState{kind: "text", text: p.text}}, nil
 }
 
 // driftFinding compares the context a plan leaves with what it must read as: "" when equal,

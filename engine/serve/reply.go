@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"agentrl/engine/rollout"
+	"agentrl/envs"
 )
 
 // reply is what one request sampled and how it reads.
@@ -17,9 +18,14 @@ type reply struct {
 	// text is the assistant turn as the model wrote it: the sampled ids decoded, less a final
 	// <|im_end|> (which the chat template writes itself). The drift probe renders it.
 	text    string
-	content string     // what the client gets: the stop token, stop string and tool calls left out
-	calls   []ToolCall // parsed tool calls
-	finish  string     // stop, length, tool_calls
+	content string          // what the client gets: the stop token, stop string and tool calls left out
+	calls   []envs.ToolCall // parsed tool calls
+	finish  string          // stop, length, tool_calls
+}
+
+// message is the reply as the assistant's message the client gets.
+func (r *reply) message() envs.Message {
+	return envs.Message{Role: "assistant", Content: r.content, ToolCalls: r.calls}
 }
 
 // replyParse says how a reply is read: its stop strings and, for a chat with tools, the tool
@@ -95,8 +101,8 @@ func (s *Server) makeReply(res rollout.Result, p replyParse) reply {
 // {"code": …}. A block that is not closed or whose JSON does not parse is left as text. The
 // content is the text before the first call, trailing whitespace removed; without calls it is
 // the whole text.
-func parseCalls(text, codeTool string) ([]ToolCall, string) {
-	var calls []ToolCall
+func parseCalls(text, codeTool string) ([]envs.ToolCall, string) {
+	var calls []envs.ToolCall
 	first := -1
 	for from := 0; from < len(text); {
 		open, kind := nextMarker(text[from:], codeTool)
@@ -115,7 +121,7 @@ func parseCalls(text, codeTool string) ([]ToolCall, string) {
 		}
 		inner := text[body : body+end]
 		from = body + end + len(closeTag)
-		var c ToolCall
+		var c envs.ToolCall
 		var ok bool
 		if kind == "<code>" {
 			c, ok = codeCall(codeTool, inner)
@@ -149,13 +155,13 @@ func nextMarker(text, codeTool string) (int, string) {
 
 // qwenCall reads a <tool_call> body: {"name": string, "arguments": object (or a JSON string
 // holding one)}.
-func qwenCall(inner string) (ToolCall, bool) {
+func qwenCall(inner string) (envs.ToolCall, bool) {
 	var v struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(inner)), &v); err != nil || v.Name == "" {
-		return ToolCall{}, false
+		return envs.ToolCall{}, false
 	}
 	args := bytes.TrimSpace(v.Arguments)
 	var s string
@@ -165,17 +171,17 @@ func qwenCall(inner string) (ToolCall, bool) {
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
-	return ToolCall{Name: v.Name, Arguments: string(args)}, true
+	return envs.ToolCall{Name: v.Name, Arguments: envs.TextArguments(string(args))}, true
 }
 
 // codeCall is a <code> block as a call of the code tool: {"code": the block, newlines at its
 // ends trimmed (as the ReTool parser does)}.
-func codeCall(tool, inner string) (ToolCall, bool) {
+func codeCall(tool, inner string) (envs.ToolCall, bool) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(map[string]string{"code": strings.Trim(inner, "\n")}); err != nil {
-		return ToolCall{}, false
+		return envs.ToolCall{}, false
 	}
-	return ToolCall{Name: tool, Arguments: strings.TrimSpace(b.String())}, true
+	return envs.ToolCall{Name: tool, Arguments: envs.TextArguments(strings.TrimSpace(b.String()))}, true
 }

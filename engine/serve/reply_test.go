@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"agentrl/envs"
 )
 
 // TestParseCalls reads tool calls out of reply texts: Qwen's <tool_call> JSON, the code tool's
@@ -11,27 +13,27 @@ import (
 func TestParseCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, codeTool string
-		calls                []ToolCall
+		calls                []envs.ToolCall
 		content              string
 	}{
 		{name: "no call", text: "The answer is \\boxed{4}.", content: "The answer is \\boxed{4}."},
 		{name: "one qwen call", text: "<tool_call>\n{\"name\": \"python\", \"arguments\": {\"code\": \"print(2+2)\"}}\n</tool_call>",
-			calls: []ToolCall{{Name: "python", Arguments: `{"code": "print(2+2)"}`}}},
+			calls: []envs.ToolCall{{Name: "python", Arguments: envs.TextArguments(`{"code": "print(2+2)"}`)}}},
 		{name: "text before two calls", text: "Let me compute.\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"mul\", \"arguments\": {}}\n</tool_call>",
-			calls:   []ToolCall{{Name: "add", Arguments: `{"a": 1, "b": 2}`}, {Name: "mul", Arguments: `{}`}},
+			calls:   []envs.ToolCall{{Name: "add", Arguments: envs.TextArguments(`{"a": 1, "b": 2}`)}, {Name: "mul", Arguments: envs.TextArguments(`{}`)}},
 			content: "Let me compute."},
 		{name: "arguments as a JSON string", text: `<tool_call>{"name": "f", "arguments": "{\"x\": 1}"}</tool_call>`,
-			calls: []ToolCall{{Name: "f", Arguments: `{"x": 1}`}}},
-		{name: "missing arguments", text: `<tool_call>{"name": "now"}</tool_call>`, calls: []ToolCall{{Name: "now", Arguments: `{}`}}},
+			calls: []envs.ToolCall{{Name: "f", Arguments: envs.TextArguments(`{"x": 1}`)}}},
+		{name: "missing arguments", text: `<tool_call>{"name": "now"}</tool_call>`, calls: []envs.ToolCall{{Name: "now", Arguments: envs.TextArguments(`{}`)}}},
 		{name: "invalid JSON stays text", text: "<tool_call>\n{\"name\": python}\n</tool_call>", content: "<tool_call>\n{\"name\": python}\n</tool_call>"},
 		{name: "unclosed stays text", text: "<tool_call>\n{\"name\": \"f\", \"arguments\": {", content: "<tool_call>\n{\"name\": \"f\", \"arguments\": {"},
 		{name: "a bad call before a good one", text: "<tool_call>oops</tool_call> then <tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>",
-			calls: []ToolCall{{Name: "g", Arguments: `{}`}}, content: "<tool_call>oops</tool_call> then"},
+			calls: []envs.ToolCall{{Name: "g", Arguments: envs.TextArguments(`{}`)}}, content: "<tool_call>oops</tool_call> then"},
 		{name: "code block without a code tool", text: "<code>\nprint(1)\n</code>", content: "<code>\nprint(1)\n</code>"},
 		{name: "code block as a call", codeTool: "python", text: "<code>\nprint(\"<b>\" + 'x')\n</code>",
-			calls: []ToolCall{{Name: "python", Arguments: `{"code":"print(\"<b>\" + 'x')"}`}}},
+			calls: []envs.ToolCall{{Name: "python", Arguments: envs.TextArguments(`{"code":"print(\"<b>\" + 'x')"}`)}}},
 		{name: "code then qwen call, in order", codeTool: "python", text: "a <code>1</code> b <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>",
-			calls: []ToolCall{{Name: "python", Arguments: `{"code":"1"}`}, {Name: "f", Arguments: `{}`}}, content: "a"},
+			calls: []envs.ToolCall{{Name: "python", Arguments: envs.TextArguments(`{"code":"1"}`)}, {Name: "f", Arguments: envs.TextArguments(`{}`)}}, content: "a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls, content := parseCalls(tc.text, tc.codeTool)
@@ -89,19 +91,21 @@ func TestDeltas(t *testing.T) {
 // TestEchoes decides whether an agent's assistant message is the server's reply: content to the
 // whitespace at its ends, tool calls by name and arguments as JSON values.
 func TestEchoes(t *testing.T) {
-	r := &reply{content: "Let me run it.", calls: []ToolCall{{ID: "call_0_0", Name: "python", Arguments: `{"code": "print(1)", "timeout": 5}`}}}
-	call := func(args string) []ToolCall { return []ToolCall{{ID: "other-id", Name: "python", Arguments: args}} }
+	r := &reply{content: "Let me run it.", calls: []envs.ToolCall{{ID: "call_0_0", Name: "python", Arguments: envs.TextArguments(`{"code": "print(1)", "timeout": 5}`)}}}
+	call := func(args string) []envs.ToolCall {
+		return []envs.ToolCall{{ID: "other-id", Name: "python", Arguments: envs.TextArguments(args)}}
+	}
 	for _, tc := range []struct {
 		name string
-		m    Message
+		m    envs.Message
 		want bool
 	}{
-		{"the reply", Message{Role: "assistant", Content: "Let me run it.", ToolCalls: call(`{"code": "print(1)", "timeout": 5}`)}, true},
-		{"trimmed, keys reordered, compact", Message{Role: "assistant", Content: " Let me run it.\n", ToolCalls: call(`{"timeout":5,"code":"print(1)"}`)}, true},
-		{"other content", Message{Role: "assistant", Content: "Let me run this.", ToolCalls: call(`{"code": "print(1)", "timeout": 5}`)}, false},
-		{"other arguments", Message{Role: "assistant", Content: "Let me run it.", ToolCalls: call(`{"code": "print(2)", "timeout": 5}`)}, false},
-		{"calls dropped", Message{Role: "assistant", Content: "Let me run it."}, false},
-		{"not an assistant", Message{Role: "user", Content: "Let me run it.", ToolCalls: call(`{"code": "print(1)", "timeout": 5}`)}, false},
+		{"the reply", envs.Message{Role: "assistant", Content: "Let me run it.", ToolCalls: call(`{"code": "print(1)", "timeout": 5}`)}, true},
+		{"trimmed, keys reordered, compact", envs.Message{Role: "assistant", Content: " Let me run it.\n", ToolCalls: call(`{"timeout":5,"code":"print(1)"}`)}, true},
+		{"other content", envs.Message{Role: "assistant", Content: "Let me run this.", ToolCalls: call(`{"code": "print(1)", "timeout": 5}`)}, false},
+		{"other arguments", envs.Message{Role: "assistant", Content: "Let me run it.", ToolCalls: call(`{"code": "print(2)", "timeout": 5}`)}, false},
+		{"calls dropped", envs.Message{Role: "assistant", Content: "Let me run it."}, false},
+		{"not an assistant", envs.Message{Role: "user", Content: "Let me run it.", ToolCalls: call(`{"code": "print(1)", "timeout": 5}`)}, false},
 	} {
 		if got := echoes(tc.m, r); got != tc.want {
 			t.Errorf("%s: echoes = %v; want %v", tc.name, got, tc.want)

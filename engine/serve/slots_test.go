@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"agentrl/engine/rollout"
+	"agentrl/envs"
 )
 
 // TestConcurrentTrajectories runs 20 agents at once on 4 slots (later ones wait for a slot that
@@ -81,9 +82,9 @@ func TestConcurrentTrajectories(t *testing.T) {
 			p := replyParse{stopIDs: s.o.StopIDs, tools: true, codeTool: "python"}
 			calls, content := parseCalls(s.body(run, p), "python")
 			m := g.replies[k].Choices[0].Message
-			var wantCalls []ToolCall
+			var wantCalls []envs.ToolCall
 			for _, c := range m.ToolCalls {
-				wantCalls = append(wantCalls, ToolCall{Name: c.Function.Name, Arguments: c.Function.Arguments})
+				wantCalls = append(wantCalls, envs.ToolCall{Name: c.Function.Name, Arguments: envs.TextArguments(c.Function.Arguments)})
 			}
 			for j := range calls {
 				calls[j].ID = ""

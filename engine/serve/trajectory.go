@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"agentrl/engine/rollout"
+	"agentrl/envs"
 )
 
 // TrajectoryOptions configure one trajectory (see Begin).
@@ -79,13 +80,13 @@ type Turn struct {
 	// Messages are the messages the request added: those after the previous reply when it
 	// continued the segment, all of them when it started one. A completion's added prompt text
 	// is one user message.
-	Messages []Message
+	Messages []envs.Message
 	// PromptTokens is the context the reply was sampled after; Reused of them were already in
 	// the KV cache.
 	PromptTokens, Reused int
-	Content              string     // the reply as returned (stop string and tool calls left out)
-	ToolCalls            []ToolCall // the calls parsed from the reply
-	Finish               string     // stop, length, tool_calls
+	Content              string          // the reply as returned (stop string and tool calls left out)
+	ToolCalls            []envs.ToolCall // the calls parsed from the reply
+	Finish               string          // stop, length, tool_calls
 	CompletionTokens     int
 	Seed                 uint64
 	Temperature          float32

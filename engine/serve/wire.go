@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+
+	"agentrl/envs"
 )
 
 // maxBody bounds a request body (a long conversation is a few MiB at most).
@@ -96,6 +98,37 @@ type wireToolCall struct {
 type wireFunction struct {
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+}
+
+// fromWire and toWire are where the server's messages (envs.Message) and OpenAI's wire forms
+// meet, one way each. A call's arguments travel as text (a JSON string in envs.ToolCall, a
+// string on the wire): what the client sent, what the model wrote.
+
+// fromWire is a request's message as the server keeps it. role and content are as readMessages
+// checked them (developer read as system, content parts joined); the rest is the message's own.
+func fromWire(w wireMessage, role, content string) envs.Message {
+	m := envs.Message{Role: role, Content: content, Name: w.Name, ToolCallID: w.ToolCallID, ReasoningContent: w.ReasoningContent}
+	for _, c := range w.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, envs.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: envs.TextArguments(c.Function.Arguments)})
+	}
+	return m
+}
+
+// toWire is an assistant message (a reply) in OpenAI's form: its content null when the message
+// is only tool calls, and with indexed, the calls numbered (as a stream's delta numbers them).
+func toWire(m envs.Message, indexed bool) replyMessage {
+	w := replyMessage{Role: m.Role}
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		w.Content = &m.Content
+	}
+	for i, c := range m.ToolCalls {
+		wc := wireToolCall{ID: c.ID, Type: "function", Function: wireFunction{Name: c.Name, Arguments: c.Text()}}
+		if indexed {
+			wc.Index = &i
+		}
+		w.ToolCalls = append(w.ToolCalls, wc)
+	}
+	return w
 }
 
 // stopList is OpenAI's stop: a string, a list of strings, or null.

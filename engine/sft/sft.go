@@ -180,7 +180,7 @@ func Run(ctx context.Context, o Options) error {
 // a hintShare of them with the rules hint for a flawed first attempt before the problem (then
 // always through the tool); hinted counts those. A named-operation problem is shown as
 // namedOpDemoTask words it, or left out when it finds no wording.
-func conversations(ctx context.Context, tasks []envs.Task, hintShare float64, sess sandbox.Session, rng *rand.Rand) (convs [][]tokenizer.Message, hinted int, err error) {
+func conversations(ctx context.Context, tasks []envs.Task, hintShare float64, sess sandbox.Session, rng *rand.Rand) (convs [][]envs.Message, hinted int, err error) {
 	for _, t := range tasks {
 		kind := retool.DemoTool
 		switch x := rng.Float64(); {
@@ -215,9 +215,9 @@ func conversations(ctx context.Context, tasks []envs.Task, hintShare float64, se
 		if err != nil {
 			return nil, 0, err
 		}
-		conv := []tokenizer.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: user}}
+		conv := []envs.Message{{Role: "system", Content: retool.DefaultSystem}, {Role: "user", Content: user}}
 		for _, m := range demo {
-			conv = append(conv, tokenizer.Message{Role: m.Role, Content: m.Content})
+			conv = append(conv, envs.Message{Role: m.Role, Content: m.Content})
 		}
 		convs = append(convs, conv)
 	}

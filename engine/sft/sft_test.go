@@ -15,6 +15,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
+	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
 	"agentrl/recipes"
@@ -44,7 +45,7 @@ func TestSFTWritesLoadableModel(t *testing.T) {
 	if m.Config.VocabSize != tok.VocabSize() {
 		t.Errorf("model vocab %d, tokenizer %d", m.Config.VocabSize, tok.VocabSize())
 	}
-	conv := []tokenizer.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 2 + 2?"},
+	conv := []envs.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 2 + 2?"},
 		{Role: "assistant", Content: "<code>\nprint(2 + 2)\n</code>"}, {Role: "user", Content: "<interpreter>\n4\n</interpreter>"},
 		{Role: "assistant", Content: `\boxed{4}`}}
 	s, _ := batch.MaskAssistant(tok, conv)

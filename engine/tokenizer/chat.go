@@ -9,51 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"agentrl/envs"
 )
-
-// Message is one chat turn. Roles: system, user, assistant, tool.
-type Message struct {
-	Role             string     `json:"role"`
-	Content          string     `json:"content"`
-	ReasoningContent *string    `json:"reasoning_content,omitempty"`
-	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
-}
-
-// ToolCall is an assistant's call. Arguments keep their JSON text (key order matters for exact
-// rendering); a JSON string is rendered verbatim, as the template does.
-type ToolCall struct {
-	Name      string
-	Arguments json.RawMessage
-}
-
-// UnmarshalJSON accepts both {"name", "arguments"} and OpenAI's {"type": "function", "function": {...}}.
-func (c *ToolCall) UnmarshalJSON(data []byte) error {
-	var v struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Function  *struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	c.Name, c.Arguments = v.Name, v.Arguments
-	if v.Function != nil {
-		c.Name, c.Arguments = v.Function.Name, v.Function.Arguments
-	}
-	return nil
-}
-
-// MarshalJSON writes the OpenAI form.
-func (c ToolCall) MarshalJSON() ([]byte, error) {
-	args := c.Arguments
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
-	return json.Marshal(map[string]any{"type": "function", "function": map[string]any{"name": c.Name, "arguments": args}})
-}
 
 // Tool is a function definition as given to the template, kept as raw JSON so that it renders
 // with its own key order.
@@ -62,7 +20,7 @@ type Tool = json.RawMessage
 // RenderChat renders messages exactly as Qwen3's tokenizer_config.json chat template does
 // (tools block, <tool_call> / <tool_response> turns, thinking blocks after the last user query,
 // generation prompt). enable_thinking is left undefined, as transformers does by default.
-func RenderChat(msgs []Message, tools []Tool, addGenerationPrompt bool) (string, error) {
+func RenderChat(msgs []envs.Message, tools []Tool, addGenerationPrompt bool) (string, error) {
 	var b strings.Builder
 	if len(msgs) == 0 {
 		return "", fmt.Errorf("chat: no messages")
@@ -261,9 +219,9 @@ func writePyString(b *strings.Builder, s string) {
 
 // ChatFile is the JSON form of a conversation for `agentrl-tui tokenize --chat FILE`.
 type ChatFile struct {
-	Messages            []Message `json:"messages"`
-	Tools               []Tool    `json:"tools"`
-	AddGenerationPrompt bool      `json:"add_generation_prompt"`
+	Messages            []envs.Message `json:"messages"`
+	Tools               []Tool         `json:"tools"`
+	AddGenerationPrompt bool           `json:"add_generation_prompt"`
 }
 
 // ReadChatFile reads a ChatFile and renders it.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"agentrl/envs"
+
 	"github.com/dlclark/regexp2"
 	"golang.org/x/text/unicode/norm"
 )
@@ -24,11 +26,11 @@ type goldenFile struct {
 		Decoded string   `json:"decoded"`
 	} `json:"encodings"`
 	Chat []struct {
-		Messages            []Message `json:"messages"`
-		Tools               []Tool    `json:"tools"`
-		AddGenerationPrompt bool      `json:"add_generation_prompt"`
-		Text                string    `json:"text"`
-		IDs                 []int32   `json:"ids"`
+		Messages            []envs.Message `json:"messages"`
+		Tools               []Tool         `json:"tools"`
+		AddGenerationPrompt bool           `json:"add_generation_prompt"`
+		Text                string         `json:"text"`
+		IDs                 []int32        `json:"ids"`
 	} `json:"chat"`
 }
 
@@ -108,20 +110,20 @@ func TestChatRendering(t *testing.T) {
 	reasoning := "think hard"
 	for _, tc := range []struct {
 		name string
-		msgs []Message
+		msgs []envs.Message
 		gen  bool
 		want string
 	}{
-		{"user only with prompt", []Message{{Role: "user", Content: "hi"}}, true,
+		{"user only with prompt", []envs.Message{{Role: "user", Content: "hi"}}, true,
 			"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"},
-		{"final assistant after query gets a think block", []Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"}}, false,
+		{"final assistant after query gets a think block", []envs.Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"}}, false,
 			"<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\na<|im_end|>\n"},
-		{"inline think split out", []Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "<think>\nhmm\n</think>\n\nok"}}, false,
+		{"inline think split out", []envs.Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "<think>\nhmm\n</think>\n\nok"}}, false,
 			"<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nhmm\n</think>\n\nok<|im_end|>\n"},
-		{"reasoning_content field", []Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "ok", ReasoningContent: &reasoning}}, false,
+		{"reasoning_content field", []envs.Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "ok", ReasoningContent: &reasoning}}, false,
 			"<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nthink hard\n</think>\n\nok<|im_end|>\n"},
-		{"consecutive tool messages share one user turn", []Message{{Role: "user", Content: "q"},
-			{Role: "assistant", Content: "run", ToolCalls: []ToolCall{{Name: "python", Arguments: json.RawMessage(`{"code":"1"}`)}, {Name: "python", Arguments: json.RawMessage(`"{\"code\": \"2\"}"`)}}},
+		{"consecutive tool messages share one user turn", []envs.Message{{Role: "user", Content: "q"},
+			{Role: "assistant", Content: "run", ToolCalls: []envs.ToolCall{{Name: "python", Arguments: json.RawMessage(`{"code":"1"}`)}, {Name: "python", Arguments: json.RawMessage(`"{\"code\": \"2\"}"`)}}},
 			{Role: "tool", Content: "1"}, {Role: "tool", Content: "2"}}, false,
 			"<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\nrun\n<tool_call>\n{\"name\": \"python\", \"arguments\": {\"code\": \"1\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"python\", \"arguments\": {\"code\": \"2\"}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n1\n</tool_response>\n<tool_response>\n2\n</tool_response><|im_end|>\n"},
 	} {
@@ -135,7 +137,7 @@ func TestChatRendering(t *testing.T) {
 			}
 		})
 	}
-	if _, err := RenderChat([]Message{{Role: "robot", Content: "x"}}, nil, false); err == nil || !strings.Contains(err.Error(), `role "robot"`) {
+	if _, err := RenderChat([]envs.Message{{Role: "robot", Content: "x"}}, nil, false); err == nil || !strings.Contains(err.Error(), `role "robot"`) {
 		t.Errorf("bad role: got %v", err)
 	}
 	if _, err := RenderChat(nil, nil, true); err == nil {
@@ -329,7 +331,7 @@ func BenchmarkLoad(b *testing.B) {
 func TestTrainRoundTrip(t *testing.T) {
 	var texts []string
 	for i := 0; i < 200; i++ {
-		msgs := []Message{{Role: "user", Content: "What is " + strings.Repeat("12", i%4+1) + " * 7 mod 97?"},
+		msgs := []envs.Message{{Role: "user", Content: "What is " + strings.Repeat("12", i%4+1) + " * 7 mod 97?"},
 			{Role: "assistant", Content: "<code>\nprint((12 * 7) % 97)\n</code>"}}
 		text, _ := RenderChat(msgs, nil, false)
 		texts = append(texts, text)

@@ -246,7 +246,7 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 				r = e.session.Run(ctx, code)
 			}
 			e.record(r)
-			st.ToolCalls = append(st.ToolCalls, envs.ToolCall{Code: code, Output: r.Output, Status: string(r.Status), DurationSec: r.Duration.Seconds()})
+			st.ToolCalls = append(st.ToolCalls, envs.Execution{Code: code, Output: r.Output, Status: string(r.Status), DurationSec: r.Duration.Seconds()})
 			obs = append(obs, Observe(r, e.cfg.Format, e.cfg.MaxObsChars))
 		}
 		if st.FormatError != "" { // the blocks that parsed ran; say what did not
