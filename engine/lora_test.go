@@ -159,7 +159,7 @@ func TestLoRAPEFTExport(t *testing.T) {
 			name     string
 			out, in_ int
 		}{{"self_attn.q_proj", 32, 16}, {"mlp.down_proj", 16, 24}} {
-			pre := "base_model.model.layers." + string(rune('0'+i)) + "." + m.name
+			pre := "base_model.model.model.layers." + string(rune('0'+i)) + "." + m.name
 			want[pre+".lora_A.weight"] = []int{4, m.in_}
 			want[pre+".lora_B.weight"] = []int{m.out, 4}
 		}
