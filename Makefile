@@ -46,7 +46,7 @@ fuzz:
 # BPE tokenizer and a 4-layer Qwen3-shaped model trained on executed tool-use demonstrations of task
 # levels 0-1; then three continuations of it (same tokenizer) in which 30 %, then 50 %, of the
 # demonstrations carry in their prompt the bridge thought the rules hinter writes for a flawed first
-# attempt, so that the reference model reads hints (README: "Why the teacher ..."); then one on the
+# attempt, so that the reference model reads hints (docs/experiments.md); then one on the
 # recipe's levels, which adds the named operations (level 6): the taught words without a hint, and
 # made-up words whose meaning only the hint's program gives. The shipped model's second and third
 # stages ran with the hint wording before the task's reference program was named (commit 46bc6d7),
@@ -63,7 +63,7 @@ clean:
 	rm -rf bin
 
 # The GPU self-check (scripts/gpu-check.sh, not part of CI): on a machine with a GPU and JAX's CUDA
-# plugin, every GPU figure of the README in one report, runs/gpu-check/<UTC time>/report.{json,md},
+# plugin, every GPU figure of docs/ in one report, runs/gpu-check/<UTC time>/report.{json,md},
 # in at most 10 minutes; exit code 2 at once, with doctor's explanation, where the GPU path is not ready.
 .PHONY: gpu-check
 gpu-check: build

@@ -7,7 +7,7 @@ import (
 	"syscall"
 )
 
-// Ways out of a run, and the exit status of each (the README's table "Stopping a run"):
+// Ways out of a run, and the exit status of each (the table in docs/stopping.md):
 //
 //   - q or ctrl+c in the workbench, S then y, the first Ctrl-C (SIGINT), the last step, early
 //     stopping: the run stops at its next safe point (engine.Controller.Stop), saves its last

@@ -139,7 +139,7 @@ type Rollout struct {
 	// waits for another. "auto" picks by env.executor: ToolReturnStarlark (1) for starlark, whose
 	// calls take microseconds, well inside one step; ToolReturnPython (8) for python, whose calls
 	// start a sandboxed interpreter (60-150 ms on a 2-core CPU, 4-8 decode steps of the built-in
-	// model; tool_stall_share measured 1-4 % at 8, see the README). Longer: fewer stalls, more
+	// model; tool_stall_share measured 1-4 % at 8, see docs/sandbox.md). Longer: fewer stalls, more
 	// idle slot-steps; a loaded machine, or a faster decode step (a GPU), wants more.
 	ToolReturnSteps AutoInt `mapstructure:"tool_return_steps" json:"tool_return_steps"`
 	// Partial ends a step's rollout when its groups are complete instead of when its last
@@ -358,7 +358,7 @@ type Algorithm struct {
 	// the mean advantage of the subsets that hold it (pass@k training); 1 is plain GRPO, 0 off.
 	// It puts the updates on tasks the policy rarely solves rather than on sharpening the ones it
 	// often does, to keep pass@k at large k from being traded for pass@1 (on the built-in model it
-	// learned slower than GRPO; see the README). At most rollout.group_size.
+	// learned slower than GRPO; see docs/experiments.md). At most rollout.group_size.
 	PassK int `mapstructure:"pass_k" json:"pass_k"`
 	// StdNormalize divides group advantages by the group's standard deviation.
 	StdNormalize bool `mapstructure:"std_normalize" json:"std_normalize"`

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU self-check: every GPU claim of the README measured in one call of at most 10 minutes, so that
+# GPU self-check: every GPU claim of docs/ measured in one call of at most 10 minutes, so that
 # a device lent for a short while is enough. Not part of CI.
 #
 #   make gpu-check                     # builds bin/agentrl-tui (cgo) first

@@ -112,7 +112,7 @@ func newScrollKeys() scrollKeys {
 func newKeyTable() *keyTable {
 	k := &keyTable{}
 	k.Global = globalKeys{
-		Quit:   bind("q", "quit (a live run stops first: see the README's ways out)", "q", "ctrl+c"),
+		Quit:   bind("q", "quit (a live run stops first: see docs/stopping.md)", "q", "ctrl+c"),
 		Help:   bind("?", "help", "?"),
 		Next:   bind("tab", "next pane", "tab"),
 		Prev:   bind("shift+tab", "previous pane", "shift+tab"),

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Markdown renders the report as one table: a row per figure the README states about the GPU,
+// Markdown renders the report as one table: a row per figure docs/ states about the GPU,
 // then the steps with their exit codes and times.
 func (r *GPUReport) Markdown() string {
 	var b strings.Builder

@@ -498,7 +498,7 @@ func TestPlanFor(t *testing.T) {
 	}
 }
 
-// The README's table: retool.yaml scaled to a realistic 4B run. UPDATE_GOLDEN=1 rewrites it.
+// docs/memory.md's table: retool.yaml scaled to a realistic 4B run. UPDATE_GOLDEN=1 rewrites it.
 func TestREADMEMatrix(t *testing.T) {
 	r := loadRecipe(t, map[string]string{
 		"rollout.tasks_per_step": "32", "rollout.group_size": "8", "rollout.max_new_tokens": "1024",

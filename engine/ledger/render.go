@@ -205,7 +205,7 @@ func plural(n int, unit string) string {
 
 // Matrix renders a Markdown table of plans: one row per shape, one column per budget, each cell
 // the verdict ("42 slots, micro-batch 3, peak 23.92 GiB" or "no: train 77.90 GiB") — the table of
-// the README.
+// docs/memory.md.
 func Matrix(shapes []Shape, budgets []int64, st Settings) (string, error) {
 	var b strings.Builder
 	b.WriteString("| model | parameters |")

@@ -45,7 +45,7 @@ type Options struct {
 	// HintShare is the share of demonstrations conditioned on a bridge thought (default 0, none):
 	// the hint the rules hinter writes for a flawed first attempt, in the user message where the
 	// controller puts it, followed by the corrected trajectory, so that a reference model reads
-	// [prompt + hint] as familiar text that points to the fix (README: what 0.25 did).
+	// [prompt + hint] as familiar text that points to the fix (docs/experiments.md: what 0.25 did).
 	HintShare float64
 	// Init, when set, continues from that HF folder's model and tokenizer instead of training a
 	// tokenizer and a model from scratch: the vocabulary (and so everything the model already
