@@ -24,14 +24,14 @@ func (c *Controller) countCompiles() {
 // compiles (programs so far), compiles_new and compile_s (programs and seconds since the previous
 // step's metrics: step 1's include those compiled before the run started, the generator's), and
 // compile_total_s.
-func (c *Controller) compileMetrics(metrics map[string]float64) map[string]event.Compiled {
+func (c *Controller) compileMetrics(metrics map[event.Metric]float64) map[string]event.Compiled {
 	now := c.compiles.Snapshot()
 	d := now.Sub(c.compiled)
 	c.compiled = now
-	metrics["compiles"] = float64(now.Programs)
-	metrics["compiles_new"] = float64(d.Programs)
-	metrics["compile_s"] = d.Seconds
-	metrics["compile_total_s"] = now.Seconds
+	metrics[event.MetricCompiles] = float64(now.Programs)
+	metrics[event.MetricCompilesNew] = float64(d.Programs)
+	metrics[event.MetricCompileSeconds] = d.Seconds
+	metrics[event.MetricCompileTotalSeconds] = now.Seconds
 	return byKind(now)
 }
 

@@ -192,7 +192,7 @@ func TestControllerEndToEnd(t *testing.T) {
 // runStoppedAfter runs c to its end, stopping it right after step stopAfter's update (0: never;
 // on the run's goroutine, so the stop lands there), shows every event to see (nil: none), and
 // returns each step's metrics.
-func runStoppedAfter(t *testing.T, c *Controller, events chan event.Event, stopAfter int, see func(event.Event)) map[int]map[string]float64 {
+func runStoppedAfter(t *testing.T, c *Controller, events chan event.Event, stopAfter int, see func(event.Event)) map[int]map[event.Metric]float64 {
 	t.Helper()
 	c.onEmit = func(e event.Event) {
 		if m, ok := e.(event.StepMetrics); ok && m.Step == stopAfter {
@@ -201,7 +201,7 @@ func runStoppedAfter(t *testing.T, c *Controller, events chan event.Event, stopA
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(context.Background()); close(events) }()
-	metrics := map[int]map[string]float64{}
+	metrics := map[int]map[event.Metric]float64{}
 	for e := range events {
 		if see != nil {
 			see(e)
@@ -242,7 +242,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	}
 	defer st.Close()
 	changes := map[string]map[int]event.Delta{} // run id and step → the step's eval change
-	run := func(id string, resume *store.Checkpoint, stopAfter int) map[int]map[string]float64 {
+	run := func(id string, resume *store.Checkpoint, stopAfter int) map[int]map[event.Metric]float64 {
 		policy, _ := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
 		reference, _ := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
 		events := make(chan event.Event, 1024)
@@ -273,7 +273,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if _, again := resumed[1]; again {
 		t.Error("the resumed run repeated step 1")
 	}
-	for _, k := range []string{"loss", "reward_mean", "grad_norm", "clip_frac", "logprob_diff_max", "lr"} {
+	for _, k := range []event.Metric{"loss", "reward_mean", "grad_norm", "clip_frac", "logprob_diff_max", "lr"} {
 		if straight[2][k] != resumed[2][k] {
 			t.Errorf("step 2 %s: uninterrupted %v, resumed %v", k, straight[2][k], resumed[2][k])
 		}
@@ -466,7 +466,7 @@ func printOf(events []event.Event) runPrint {
 			p.trajs = append(p.trajs, string(line))
 		case event.StepMetrics:
 			for k, x := range v.Metrics {
-				if !strings.HasSuffix(k, "_s") && k != "tool_stall_share" { // timings
+				if !strings.HasSuffix(string(k), "_s") && k != "tool_stall_share" { // timings
 					p.metrics = append(p.metrics, fmt.Sprintf("%d %s %v", v.Step, k, x))
 				}
 			}
@@ -509,7 +509,7 @@ func noEval(extra map[string]string) map[string]string {
 func TestPPOEndToEnd(t *testing.T) {
 	over := noEval(map[string]string{"algorithm.name": "ppo", "hinter.kind": "none", "reward.process": "0", "prm.kind": "none"})
 	c, st, events := tinyRun(t, over)
-	var metrics []map[string]float64
+	var metrics []map[event.Metric]float64
 	for _, e := range runEvents(t, c, events) {
 		if m, ok := e.(event.StepMetrics); ok {
 			metrics = append(metrics, m.Metrics)
@@ -603,7 +603,7 @@ func TestOpenAIHinterEndToEnd(t *testing.T) {
 // the rules' process score; the step still completes.
 func TestSelfJudgeRuns(t *testing.T) {
 	c, _, events := tinyRun(t, noEval(map[string]string{"run.max_steps": "1", "hinter.kind": "self", "prm.kind": "judge"}))
-	var m map[string]float64
+	var m map[event.Metric]float64
 	for _, e := range runEvents(t, c, events) {
 		if v, ok := e.(event.StepMetrics); ok {
 			m = v.Metrics

@@ -382,16 +382,16 @@ var dropReasons = []external.Drop{external.DropCrashed, external.DropTimeout, ex
 
 // dropMetrics counts an external run's dropped trajectories in the step's metrics: dropped, and
 // dropped_REASON for each reason. A ReTool run drops nothing and gets none of these.
-func (c *Controller) dropMetrics(metrics map[string]float64, dropped []*batch.Trajectory) {
+func (c *Controller) dropMetrics(metrics map[event.Metric]float64, dropped []*batch.Trajectory) {
 	if c.ext == nil {
 		return
 	}
-	metrics["dropped"] = float64(len(dropped))
+	metrics[event.MetricDropped] = float64(len(dropped))
 	for _, k := range dropReasons {
-		metrics["dropped_"+string(k)] = 0
+		metrics[event.MetricDroppedFor(string(k))] = 0
 	}
 	for _, t := range dropped {
-		metrics["dropped_"+string(t.Agent.Drop)]++
+		metrics[event.MetricDroppedFor(string(t.Agent.Drop))]++
 	}
 }
 

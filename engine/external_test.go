@@ -338,7 +338,7 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 		}
 		t.Logf("%s: %d replies, %d tokens, %d sampled, as the agent's transcript renders", name, len(tf.Replies), len(seq.Tokens), sampledCount(seq.LossMask))
 	}
-	var metrics map[string]float64
+	var metrics map[event.Metric]float64
 	for _, e := range all {
 		switch v := e.(type) {
 		case event.StepMetrics:
@@ -419,7 +419,7 @@ func TestExternalFaults(t *testing.T) {
 	}
 	all := runToEnd(t, c, events)
 	drops := map[string]event.Trajectory{}
-	var metrics map[string]float64
+	var metrics map[event.Metric]float64
 	var ended, evaluated bool
 	evalTrajs := 0
 	for _, e := range all {
@@ -464,7 +464,7 @@ func TestExternalFaults(t *testing.T) {
 	if tail := drops["crashed"].Agent; tail == nil || !strings.Contains(tail.StderrTail, "giving up on purpose") {
 		t.Errorf("the crashed agent's event has no stderr tail: %+v", tail)
 	}
-	for k, want := range map[string]float64{"dropped": 4, "dropped_crashed": 1, "dropped_timeout": 1, "dropped_no_result": 1, "dropped_bad_result": 1, "dropped_no_requests": 0} {
+	for k, want := range map[event.Metric]float64{"dropped": 4, "dropped_crashed": 1, "dropped_timeout": 1, "dropped_no_result": 1, "dropped_bad_result": 1, "dropped_no_requests": 0} {
 		if got, ok := metrics[k]; !ok || got != want {
 			t.Errorf("metric %s = %v (%v); want %v", k, got, ok, want)
 		}

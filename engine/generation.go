@@ -21,9 +21,9 @@ func generationEvent(step int, phase string, ps rollout.PhaseStats, toolQueue ti
 }
 
 // generationMetrics puts a rollout's four numbers in a step's metrics.
-func generationMetrics(g event.Generation, metrics map[string]float64) {
-	metrics["rollout_occupancy"] = g.Occupancy
-	metrics["rollout_tail_s"] = g.TailSeconds
-	metrics["tool_stall_share"] = g.ToolStallShare
-	metrics["tool_queue_s"] = g.ToolQueueSeconds
+func generationMetrics(g event.Generation, metrics map[event.Metric]float64) {
+	metrics[event.MetricRolloutOccupancy] = g.Occupancy
+	metrics[event.MetricRolloutTailSeconds] = g.TailSeconds
+	metrics[event.MetricToolStallShare] = g.ToolStallShare
+	metrics[event.MetricToolQueueSeconds] = g.ToolQueueSeconds
 }

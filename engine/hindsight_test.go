@@ -28,7 +28,7 @@ func TestRunHintsWhole(t *testing.T) {
 		whole[retool.RulesHint(s)] = true
 	}
 	hinted, alarms := 0, 0
-	var metrics map[string]float64
+	var metrics map[event.Metric]float64
 	for e := range events {
 		switch v := e.(type) {
 		case event.Trajectory:

@@ -216,7 +216,7 @@ func TestLoRAResumeMatchesUninterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	run := func(id string, resume *store.Checkpoint, stopAfter int) map[int]map[string]float64 {
+	run := func(id string, resume *store.Checkpoint, stopAfter int) map[int]map[event.Metric]float64 {
 		policy, reference, err := residency.LoRAModels(backend, model.RandomParams(cfg, 1, 0.02), dtypes.Float32, r)
 		if err != nil {
 			t.Fatal(err)
@@ -267,7 +267,7 @@ func TestLoRAResumeMatchesUninterrupted(t *testing.T) {
 	if _, again := resumed[1]; again {
 		t.Error("the resumed run repeated step 1")
 	}
-	for _, k := range []string{"loss", "reward_mean", "grad_norm", "logprob_diff_max", "sync_diff_max", "lr"} {
+	for _, k := range []event.Metric{"loss", "reward_mean", "grad_norm", "logprob_diff_max", "sync_diff_max", "lr"} {
 		if straight[2][k] != resumed[2][k] {
 			t.Errorf("step 2 %s: uninterrupted %v, resumed %v", k, straight[2][k], resumed[2][k])
 		}

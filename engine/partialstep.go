@@ -42,13 +42,13 @@ func (c *Controller) rolloutPartial(ctx context.Context, step int, seed uint64) 
 // partialMetrics puts the step's partial-rollout counts in metrics: trajectories paused at the
 // phase's end and resumed in it, samples dropped as too stale, and the mean staleness (updates
 // between the oldest token's weights and the trained ones) of the trained batch.
-func (c *Controller) partialMetrics(metrics map[string]float64) {
+func (c *Controller) partialMetrics(metrics map[event.Metric]float64) {
 	if c.ro.partial == nil {
 		return
 	}
 	st := c.part.stats
-	metrics["paused"], metrics["resumed"], metrics["stale_dropped"] = float64(st.paused), float64(st.resumed), float64(st.staleDropped)
-	metrics["staleness_mean"] = st.staleness / float64(max(st.trained, 1))
+	metrics[event.MetricPaused], metrics[event.MetricResumed], metrics[event.MetricStaleDropped] = float64(st.paused), float64(st.resumed), float64(st.staleDropped)
+	metrics[event.MetricStalenessMean] = st.staleness / float64(max(st.trained, 1))
 }
 
 // decouple rewrites the sequences of trajectories holding tokens of older policy versions for

@@ -27,7 +27,7 @@ func TestOffloadedRunsMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	run := func(id string, over map[string]string, resume *store.Checkpoint, stopAfter int) map[int]map[string]float64 {
+	run := func(id string, over map[string]string, resume *store.Checkpoint, stopAfter int) map[int]map[event.Metric]float64 {
 		all := map[string]string{"run.max_steps": "2", "rollout.tasks_per_step": "2", "rollout.group_size": "2",
 			"rollout.max_turns": "2", "rollout.max_new_tokens": "10", "rollout.max_total_tokens": "128", "eval.every": "0",
 			"checkpoint.every": "1", "checkpoint.keep_best": "0", "early_stop.patience": "0", "early_stop.max_drop": "0",
@@ -56,8 +56,8 @@ func TestOffloadedRunsMatch(t *testing.T) {
 		}
 		return runStoppedAfter(t, c, events, stopAfter, nil)
 	}
-	same := func(what string, a, b map[int]map[string]float64) {
-		for _, k := range []string{"loss", "reward_mean", "grad_norm", "logprob_diff_max", "sync_diff_max"} {
+	same := func(what string, a, b map[int]map[event.Metric]float64) {
+		for _, k := range []event.Metric{"loss", "reward_mean", "grad_norm", "logprob_diff_max", "sync_diff_max"} {
 			if a[2][k] != b[2][k] {
 				t.Errorf("%s: step 2 %s %v and %v; want identical", what, k, a[2][k], b[2][k])
 			}

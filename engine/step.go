@@ -47,7 +47,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 		return err
 	}
 	c.phase(step, "advantage", t0)
-	metrics := map[string]float64{"switch_to_train_s": switchToTrain}
+	metrics := map[event.Metric]float64{event.MetricSwitchToTrainSeconds: switchToTrain}
 	generationMetrics(gen, metrics)
 	if err := c.trainStep(step, trajs, metrics); err != nil {
 		return err

@@ -12,11 +12,11 @@ import (
 // AdamW (train.epochs_per_step passes), a stop discarding the update in progress; the
 // update's figures and the log-prob probe (rollout against trainer log-probs before the first
 // update) go in metrics.
-func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[string]float64) error {
+func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[event.Metric]float64) error {
 	r := c.r
 	t0 := time.Now()
 	lr := train.Schedule{Base: r.Train.LR, Warmup: r.Train.WarmupSteps, Total: r.Run.MaxSteps, Kind: r.Train.Schedule, MinRatio: r.Train.MinLRRatio}.At(step)
-	metrics["lr"] = lr
+	metrics[event.MetricLR] = lr
 	seqs := make([]train.Sequence, len(trajs))
 	for i, t := range trajs {
 		seqs[i] = train.Sequence{Tokens: t.Tokens, LossMask: t.Mask, OldLogProbs: t.LogProbs, Advantages: t.Advantages, RefLogProbs: t.RefLogProbs,
@@ -27,7 +27,7 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 		if err := c.decouple(step, trajs, seqs); err != nil {
 			return err
 		}
-		metrics["proximal_s"] = time.Since(t1).Seconds() // the proximal log-probs' forward pass
+		metrics[event.MetricProximalSeconds] = time.Since(t1).Seconds() // the proximal log-probs' forward pass
 	}
 	if c.onTrain != nil {
 		c.onTrain(step, trajs, seqs)
@@ -41,11 +41,11 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 			}
 			if epoch == 0 { // its first micro-batches ran before any update: rollout and trainer weights agree
 				probeMax = m.MaxLogProbDiff
-				metrics["logprob_diff_mean"] = m.MeanLogProbDiff
-				metrics["clip_frac"], metrics["grad_norm"], metrics["entropy"], metrics["ref_kl"] = m.ClipFrac, m.GradNorm, m.Entropy, m.RefKL
-				metrics["updates"] = float64(m.Updates)
+				metrics[event.MetricLogProbDiffMean] = m.MeanLogProbDiff
+				metrics[event.MetricClipFrac], metrics[event.MetricGradNorm], metrics[event.MetricEntropy], metrics[event.MetricRefKL] = m.ClipFrac, m.GradNorm, m.Entropy, m.RefKL
+				metrics[event.MetricUpdates] = float64(m.Updates)
 				if c.r.Algorithm.Name == "ppo" {
-					metrics["value_loss"], metrics["explained_variance"] = m.ValueLoss, m.ExplainedVariance
+					metrics[event.MetricValueLoss], metrics[event.MetricExplainedVariance] = m.ValueLoss, m.ExplainedVariance
 				}
 			}
 			loss = m.Loss
@@ -55,8 +55,8 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 	if err != nil {
 		return err
 	}
-	metrics["loss"] = loss
-	metrics["logprob_diff_max"] = probeMax
+	metrics[event.MetricLoss] = loss
+	metrics[event.MetricLogProbDiffMax] = probeMax
 	if probeMax > c.o.LogProbAlarm {
 		c.emit(event.Alarm{Step: step, Kind: event.AlarmLogProbMismatch, Value: probeMax, Threshold: c.o.LogProbAlarm,
 			Message: "rollout and trainer log-probs disagree: the inference weights may be stale"})
@@ -67,14 +67,14 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 
 // syncWeights is the sync phase: the inference copy rebuilt from the master weights and checked
 // equal to them (sync_diff_max; above 0 raises stale_weights).
-func (c *Controller) syncWeights(step int, metrics map[string]float64) error {
+func (c *Controller) syncWeights(step int, metrics map[event.Metric]float64) error {
 	t0 := time.Now()
 	diff, err := c.dev.ToRollout(step)
 	if err != nil {
 		return err
 	}
-	metrics["sync_diff_max"] = diff
-	metrics["switch_to_rollout_s"] = time.Since(t0).Seconds()
+	metrics[event.MetricSyncDiffMax] = diff
+	metrics[event.MetricSwitchToRolloutSeconds] = time.Since(t0).Seconds()
 	if diff > 0 {
 		c.emit(event.Alarm{Step: step, Kind: event.AlarmStaleWeights, Value: diff, Threshold: 0,
 			Message: "after the sync the inference weights differ from the cast master weights"})
@@ -85,7 +85,7 @@ func (c *Controller) syncWeights(step int, metrics map[string]float64) error {
 
 // batchMetrics puts what the step's trained batch scored in metrics: reward, accuracy, hints,
 // drops, the judge's unparsed replies and the generator's decode speed.
-func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, hinted int, metrics map[string]float64) {
+func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, hinted int, metrics map[event.Metric]float64) {
 	r := c.r
 	var meanReward, correct float64
 	for _, t := range trajs {
@@ -94,17 +94,17 @@ func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, 
 			correct++
 		}
 	}
-	metrics["reward_mean"] = meanReward / float64(len(trajs))
-	metrics["accuracy"] = correct / float64(len(trajs))
-	metrics["hinted_share"] = float64(hinted) / float64(len(trajs))
+	metrics[event.MetricRewardMean] = meanReward / float64(len(trajs))
+	metrics[event.MetricAccuracy] = correct / float64(len(trajs))
+	metrics[event.MetricHintedShare] = float64(hinted) / float64(len(trajs))
 	c.dropMetrics(metrics, dropped)
 	c.partialMetrics(metrics)
 	if alarm := c.hints.Metrics(step, trajs, c.probe, metrics); alarm != nil {
 		c.emit(*alarm)
 	}
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
-		metrics["judge_unparsed"] = float64(c.hints.Unparsed()) // replies with no usable \boxed{}
+		metrics[event.MetricJudgeUnparsed] = float64(c.hints.Unparsed()) // replies with no usable \boxed{}
 	}
 	st := c.gen.Stats()
-	metrics["tokens_per_s"] = float64(st.Tokens) / max(st.StepTime.Seconds(), 1e-9)
+	metrics[event.MetricTokensPerSecond] = float64(st.Tokens) / max(st.StepTime.Seconds(), 1e-9)
 }

@@ -14,7 +14,7 @@ import (
 func TestValidationChoosesBest(t *testing.T) {
 	type result struct {
 		evals   []event.Eval
-		metrics []map[string]float64
+		metrics []map[event.Metric]float64
 		phases  map[string]bool
 	}
 	run := func(extra map[string]string) result {
@@ -27,8 +27,8 @@ func TestValidationChoosesBest(t *testing.T) {
 			case event.Eval:
 				res.evals = append(res.evals, v)
 			case event.StepMetrics:
-				m := map[string]float64{}
-				for _, k := range []string{"loss", "reward_mean", "grad_norm", "accuracy"} {
+				m := map[event.Metric]float64{}
+				for _, k := range []event.Metric{"loss", "reward_mean", "grad_norm", "accuracy"} {
 					m[k] = v.Metrics[k]
 				}
 				res.metrics = append(res.metrics, m)

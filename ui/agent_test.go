@@ -59,7 +59,7 @@ func agentRunEvents() []event.Event {
 	return []event.Event{
 		event.RunStart{RunID: "agent-retool-20261125", Name: "agent-retool", Recipe: "recipes/agent-retool.yaml", TotalSteps: 1, Backend: "go"},
 		event.Phase{Step: 1, Phase: event.PhaseRollout, Seconds: 30},
-		event.StepMetrics{Step: 1, Metrics: map[string]float64{"reward_mean": 0.633, "accuracy": 0.667, "loss": 0.1, "logprob_diff_max": 3e-6,
+		event.StepMetrics{Step: 1, Metrics: map[event.Metric]float64{"reward_mean": 0.633, "accuracy": 0.667, "loss": 0.1, "logprob_diff_max": 3e-6,
 			"dropped": 2, "dropped_crashed": 1, "dropped_timeout": 1, "dropped_no_result": 0, "dropped_bad_result": 0, "dropped_no_requests": 0}},
 		text, call, rewrote, crashed, timeout,
 		event.RunEnd{Status: "finished", Reason: "all 1 steps done", Step: 1, Checkpoint: 1},

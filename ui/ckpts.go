@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"agentrl/engine/event"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
@@ -149,7 +151,7 @@ func (p *ckptPane) View() string {
 			sb.WriteString(fitRight(v, 9))
 		}
 		r := "–"
-		if m, ok := d.metricStep[c.Step]["reward_mean"]; ok {
+		if m, ok := d.metricStep[c.Step][event.MetricRewardMean]; ok {
 			r = fmt.Sprintf("%.3f", m)
 		}
 		sb.WriteString(fitRight(r, 9))

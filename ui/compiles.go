@@ -34,15 +34,15 @@ func compiledText(d *runData) (text, late string, ok bool) {
 	switch {
 	case len(kinds) > 0:
 		text = fmt.Sprintf("%d %s (%s), %s", programs, plural(programs, "program"), strings.Join(parts, ", "), fmtSecs(secs))
-	case last != nil && last.Metrics["compiles"] > 0:
-		n := int(last.Metrics["compiles"])
-		text = fmt.Sprintf("%d %s, %s", n, plural(n, "program"), fmtSecs(last.Metrics["compile_total_s"]))
+	case last != nil && last.Metrics[event.MetricCompiles] > 0:
+		n := int(last.Metrics[event.MetricCompiles])
+		text = fmt.Sprintf("%d %s, %s", n, plural(n, "program"), fmtSecs(last.Metrics[event.MetricCompileTotalSeconds]))
 	default:
 		return "", "", false
 	}
-	if last != nil && last.Step > 1 && last.Metrics["compiles_new"] > 0 {
-		n := int(last.Metrics["compiles_new"])
-		late = fmt.Sprintf("step %d compiled %d new %s (%s)", last.Step, n, plural(n, "program"), fmtSecs(last.Metrics["compile_s"]))
+	if last != nil && last.Step > 1 && last.Metrics[event.MetricCompilesNew] > 0 {
+		n := int(last.Metrics[event.MetricCompilesNew])
+		late = fmt.Sprintf("step %d compiled %d new %s (%s)", last.Step, n, plural(n, "program"), fmtSecs(last.Metrics[event.MetricCompileSeconds]))
 	}
 	return text, late, true
 }

@@ -18,11 +18,11 @@ func TestCompiledText(t *testing.T) {
 		{"nothing yet", nil, "", "", false},
 		{"run start: the generator's", []event.Event{event.RunStart{Compiles: gen}}, "6 programs (decode 2, prefill 4), 2.00s", "", true},
 		{"step 1", []event.Event{event.RunStart{Compiles: gen},
-			event.StepMetrics{Step: 1, Compiles: all, Metrics: map[string]float64{"compiles": 7, "compiles_new": 7, "compile_s": 3}}},
+			event.StepMetrics{Step: 1, Compiles: all, Metrics: map[event.Metric]float64{"compiles": 7, "compiles_new": 7, "compile_s": 3}}},
 			"7 programs (decode 2, prefill 4, train 1), 3.00s", "", true},
-		{"stored run: totals only", []event.Event{event.StepMetrics{Step: 2, Metrics: map[string]float64{"compiles": 1, "compile_total_s": 0.25}}},
+		{"stored run: totals only", []event.Event{event.StepMetrics{Step: 2, Metrics: map[event.Metric]float64{"compiles": 1, "compile_total_s": 0.25}}},
 			"1 program, 0.25s", "", true},
-		{"a later step compiled", []event.Event{event.StepMetrics{Step: 3, Compiles: all, Metrics: map[string]float64{"compiles": 7, "compiles_new": 1, "compile_s": 1}}},
+		{"a later step compiled", []event.Event{event.StepMetrics{Step: 3, Compiles: all, Metrics: map[event.Metric]float64{"compiles": 7, "compiles_new": 1, "compile_s": 1}}},
 			"7 programs (decode 2, prefill 4, train 1), 3.00s", "step 3 compiled 1 new program (1.00s)", true},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"agentrl/engine/event"
 	"agentrl/store"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -101,16 +102,16 @@ func (p *curvesPane) Back() bool {
 }
 
 // metricNames lists the step metrics that can be plotted.
-func (p *curvesPane) metricNames() []string {
-	all := map[string]float64{}
+func (p *curvesPane) metricNames() []event.Metric {
+	all := map[event.Metric]float64{}
 	for _, m := range p.sh.data.metrics {
 		for k, v := range m.Metrics {
 			all[k] = v
 		}
 	}
 	names := orderedMetrics(all)
-	if _, ok := all["tokens_per_s"]; ok {
-		names = append(names, "tokens_per_s")
+	if _, ok := all[event.MetricTokensPerSecond]; ok {
+		names = append(names, event.MetricTokensPerSecond)
 	}
 	return names
 }
@@ -203,7 +204,7 @@ func (p *curvesPane) Subtitle() string {
 	s := "pass@k"
 	if p.metric > 0 {
 		if names := p.metricNames(); p.metric-1 < len(names) {
-			s = names[p.metric-1]
+			s = string(names[p.metric-1])
 		}
 	}
 	if p.overlay != nil {
@@ -309,10 +310,11 @@ func (p *curvesPane) curves() (name string, own, other []curve) {
 		p.metric = 0
 		return p.curves()
 	}
-	name = names[p.metric-1]
+	metric := names[p.metric-1]
+	name = string(metric)
 	c := curve{label: name}
 	for _, m := range d.metrics {
-		if v, ok := m.Metrics[name]; ok {
+		if v, ok := m.Metrics[metric]; ok {
 			c.pts = appendPoint(c.pts, point{m.Step, v})
 		}
 	}
@@ -325,7 +327,7 @@ func (p *curvesPane) curves() (name string, own, other []curve) {
 		}
 		sort.Ints(steps)
 		for _, s := range steps {
-			if v, ok := p.overlay.metrics[s][name]; ok {
+			if v, ok := p.overlay.metrics[s][name]; ok { // the store's metrics, keyed by the names as strings
 				o.pts = appendPoint(o.pts, point{s, v})
 			}
 		}

@@ -52,7 +52,7 @@ type runData struct {
 	etaAtLeast bool               // runETA is a lower bound
 
 	metrics    []event.StepMetrics
-	metricStep map[int]map[string]float64
+	metricStep map[int]map[event.Metric]float64
 	trajs      []event.Trajectory
 	hinted     []int          // indices into trajs of hinted trajectories
 	perStep    map[int][2]int // step → {training trajectories, hinted}
@@ -82,7 +82,7 @@ const histLen = 240
 
 func newRunData() *runData {
 	return &runData{phaseSecs: map[string]float64{}, stepDone: map[string]bool{}, stepSecs: map[int]float64{},
-		metricStep: map[int]map[string]float64{}, perStep: map[int][2]int{}, gens: map[string]event.Generation{}}
+		metricStep: map[int]map[event.Metric]float64{}, perStep: map[int][2]int{}, gens: map[string]event.Generation{}}
 }
 
 // apply folds one event into the data and says what changed.
@@ -322,7 +322,7 @@ func (d *runData) eta() float64 {
 }
 
 // lastMetric returns the latest value of a step metric.
-func (d *runData) lastMetric(name string) (float64, bool) {
+func (d *runData) lastMetric(name event.Metric) (float64, bool) {
 	for i := len(d.metrics) - 1; i >= 0; i-- {
 		if v, ok := d.metrics[i].Metrics[name]; ok {
 			return v, true

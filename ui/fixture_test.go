@@ -102,7 +102,7 @@ func sampleRun() []event.Event {
 			evs = append(evs, event.Alarm{Step: 3, Kind: event.AlarmLogProbMismatch, Value: 0.31, Threshold: 0.1,
 				Message: "rollout and trainer log-probs disagree: the inference weights may be stale"})
 		}
-		evs = append(evs, event.StepMetrics{Step: step, Metrics: map[string]float64{
+		evs = append(evs, event.StepMetrics{Step: step, Metrics: map[event.Metric]float64{
 			"reward_mean": 0.2 + 0.1*float64(step), "accuracy": 0.3 + 0.05*float64(step), "hinted_share": 0.25, "loss": 0.9 - 0.1*float64(step),
 			"grad_norm": 1.2, "clip_frac": 0.02, "lr": 1e-6, "tokens_per_s": 1500 + 100*float64(step), "logprob_diff_max": 0.01,
 			"rollout_occupancy": 0.6 + 0.05*float64(step), "rollout_tail_s": 9.5 - float64(step), "tool_stall_share": 0.01, "tool_queue_s": 0.2},

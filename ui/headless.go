@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -118,11 +119,11 @@ func PlainLine(e event.Event) string {
 		}
 		return line
 	case event.StepMetrics:
-		keys := make([]string, 0, len(v.Metrics))
+		keys := make([]event.Metric, 0, len(v.Metrics))
 		for k := range v.Metrics {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			parts[i] = fmt.Sprintf("%s=%.4g", k, v.Metrics[k])

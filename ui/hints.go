@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"agentrl/engine/event"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
@@ -156,14 +158,14 @@ func (p *hintsPane) View() string {
 // probeText is a step's hint-usefulness probe for its row: the hint's lift of a correct
 // sample where one was measured, else teacher − student on the hinted responses, then the lift
 // of the tasks' reference demonstrations ("demo"); "" when the step has none of them.
-func probeText(m map[string]float64) string {
+func probeText(m map[event.Metric]float64) string {
 	var s string
-	if v, ok := m["hint_lift"]; ok {
+	if v, ok := m[event.MetricHintLift]; ok {
 		s = fmt.Sprintf("  lift %+.3f", v)
-	} else if v, ok := m["hint_gain"]; ok {
+	} else if v, ok := m[event.MetricHintGain]; ok {
 		s = fmt.Sprintf("  teacher−student %+.3f", v)
 	}
-	if v, ok := m["hint_lift_demo"]; ok {
+	if v, ok := m[event.MetricHintLiftDemo]; ok {
 		s += fmt.Sprintf("  demo %+.3f", v)
 	}
 	return s

@@ -43,7 +43,7 @@ func TestPartialShown(t *testing.T) {
 		}
 	}
 	d := newRunData()
-	d.apply(event.StepMetrics{Step: 3, Metrics: map[string]float64{"paused": 2, "resumed": 1, "stale_dropped": 3, "staleness_mean": 0.5}})
+	d.apply(event.StepMetrics{Step: 3, Metrics: map[event.Metric]float64{"paused": 2, "resumed": 1, "stale_dropped": 3, "staleness_mean": 0.5}})
 	if got, want := partialText(d), "partial: 2 paused · 1 resumed · 3 stale dropped · staleness 0.50"; got != want {
 		t.Errorf("status line %q; want %q", got, want)
 	}

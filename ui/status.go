@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -63,7 +64,7 @@ func (m *model) runLine(w int) string {
 	} else if d.step > 0 {
 		parts = append(parts, fmt.Sprintf("step %d", d.step))
 	}
-	if v, ok := d.lastMetric("tokens_per_s"); ok {
+	if v, ok := d.lastMetric(event.MetricTokensPerSecond); ok {
 		parts = append(parts, fmtRate(v)+" tok/s")
 	}
 	if eta := etaText(d); eta != "" {
@@ -176,37 +177,40 @@ func (m *model) phaseLine(w int) string {
 }
 
 // metricNames orders step metrics for display: the ones people look at first, then the rest.
-var metricFirst = []struct{ name, label string }{
-	{"reward_mean", "reward"}, {"accuracy", "acc"}, {"hinted_share", "hinted"}, {"loss", "loss"},
-	{"grad_norm", "grad"}, {"clip_frac", "clip"}, {"logprob_diff_max", "Δlogp"}, {"lr", "lr"},
+var metricFirst = []struct {
+	name  event.Metric
+	label string
+}{
+	{event.MetricRewardMean, "reward"}, {event.MetricAccuracy, "acc"}, {event.MetricHintedShare, "hinted"}, {event.MetricLoss, "loss"},
+	{event.MetricGradNorm, "grad"}, {event.MetricClipFrac, "clip"}, {event.MetricLogProbDiffMax, "Δlogp"}, {event.MetricLR, "lr"},
 }
 
-func metricLabel(name string) string {
+func metricLabel(name event.Metric) string {
 	for _, f := range metricFirst {
 		if f.name == name {
 			return f.label
 		}
 	}
-	return name
+	return string(name)
 }
 
 // orderedMetrics returns the names of m in display order.
-func orderedMetrics(m map[string]float64) []string {
-	var out []string
-	seen := map[string]bool{}
+func orderedMetrics(m map[event.Metric]float64) []event.Metric {
+	var out []event.Metric
+	seen := map[event.Metric]bool{}
 	for _, f := range metricFirst {
 		if _, ok := m[f.name]; ok {
 			out = append(out, f.name)
 			seen[f.name] = true
 		}
 	}
-	var rest []string
+	var rest []event.Metric
 	for k := range m {
-		if !seen[k] && k != "tokens_per_s" {
+		if !seen[k] && k != event.MetricTokensPerSecond {
 			rest = append(rest, k)
 		}
 	}
-	sort.Strings(rest)
+	slices.Sort(rest)
 	return append(out, rest...)
 }
 
@@ -226,7 +230,7 @@ func (m *model) metricsLine(w int) string {
 		mm := d.metrics[n-1].Metrics
 		for _, name := range orderedMetrics(mm) {
 			v := mm[name]
-			if name == "hinted_share" {
+			if name == event.MetricHintedShare {
 				parts = append(parts, fmt.Sprintf("hinted %.0f%%", 100*v))
 				continue
 			}
@@ -368,7 +372,7 @@ func (p *statusPane) render(w int) []string {
 		steps += fmt.Sprintf(" of %d", d.start.TotalSteps)
 	}
 	kv("Step", steps)
-	if v, ok := d.lastMetric("tokens_per_s"); ok {
+	if v, ok := d.lastMetric(event.MetricTokensPerSecond); ok {
 		kv("Tokens/s", fmtRate(v))
 	}
 	if text, late, ok := compiledText(d); ok {
@@ -458,8 +462,8 @@ func (p *statusPane) render(w int) []string {
 		last := d.metrics[n-1]
 		head(fmt.Sprintf("Metrics (step %d)", last.Step))
 		names := orderedMetrics(last.Metrics)
-		if _, ok := last.Metrics["tokens_per_s"]; ok {
-			names = append(names, "tokens_per_s")
+		if _, ok := last.Metrics[event.MetricTokensPerSecond]; ok {
+			names = append(names, event.MetricTokensPerSecond)
 		}
 		sw := max(min(w-32, 60), 0)
 		for _, name := range names {
@@ -471,7 +475,7 @@ func (p *statusPane) render(w int) []string {
 					lo, hi = min(lo, v), max(hi, v)
 				}
 			}
-			add("  " + fit(name, 18) + fitRight(fmtNum(last.Metrics[name]), 10) + "  " + t.Accent.Render(sparkline(hist, lo, hi, sw)))
+			add("  " + fit(string(name), 18) + fitRight(fmtNum(last.Metrics[name]), 10) + "  " + t.Accent.Render(sparkline(hist, lo, hi, sw)))
 		}
 	}
 
@@ -575,9 +579,9 @@ func partialText(d *runData) string {
 		return ""
 	}
 	m := d.metrics[n-1].Metrics
-	p, ok := m["paused"]
+	p, ok := m[event.MetricPaused]
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("partial: %.0f paused · %.0f resumed · %.0f stale dropped · staleness %.2f", p, m["resumed"], m["stale_dropped"], m["staleness_mean"])
+	return fmt.Sprintf("partial: %.0f paused · %.0f resumed · %.0f stale dropped · staleness %.2f", p, m[event.MetricResumed], m[event.MetricStaleDropped], m[event.MetricStalenessMean])
 }

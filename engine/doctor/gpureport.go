@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"agentrl/engine/bench"
+	"agentrl/engine/event"
 	"agentrl/engine/torchref"
 )
 
@@ -371,10 +372,10 @@ func (r *GPUReport) run(dir string) {
 			}
 		case "metrics":
 			row.Steps++
-			if v, ok := e.Metrics["switch_to_train_s"]; ok {
+			if v, ok := e.Metrics[string(event.MetricSwitchToTrainSeconds)]; ok {
 				row.SwitchToTrain = append(row.SwitchToTrain, v)
 			}
-			if v, ok := e.Metrics["switch_to_rollout_s"]; ok {
+			if v, ok := e.Metrics[string(event.MetricSwitchToRolloutSeconds)]; ok {
 				row.SwitchToRollout = append(row.SwitchToRollout, v)
 			}
 		case "ledger":

@@ -165,7 +165,7 @@ type Segment struct {
 // StepMetrics are one training step's numbers.
 type StepMetrics struct {
 	Step    int                `json:"step"`
-	Metrics map[string]float64 `json:"metrics"`
+	Metrics map[Metric]float64 `json:"metrics"`
 	// Compiles are the programs compiled so far in the run, by kind (Metrics has the totals:
 	// compiles, compiles_new, compile_s, compile_total_s).
 	Compiles map[string]Compiled `json:"compiles,omitempty"`

@@ -14,7 +14,7 @@ func TestRoundTrip(t *testing.T) {
 		Phase{Step: 1, Phase: "rollout", Seconds: 1.5},
 		Trajectory{Step: 1, TaskID: "t", Prompt: "p", Group: 2, Sample: 3, Turns: []Turn{{Assistant: "a", Code: "print(1)", Observation: "1", ToolStatus: "ok"}},
 			Reward: envs.Reward{Outcome: 1, Total: 1}, Correct: true, Hint: "h", Tokens: 40, Pieces: []string{"a"}, Advantages: []float32{0.5}},
-		StepMetrics{Step: 1, Metrics: map[string]float64{"loss": 0.1}},
+		StepMetrics{Step: 1, Metrics: map[Metric]float64{"loss": 0.1}},
 		Generation{Step: 1, Phase: "rollout", Slots: 16, Steps: 412, Occupancy: 0.71, TailSeconds: 2.5, ToolStallShare: 0.03, ToolQueueSeconds: 0.1,
 			Trace: []float64{1, 0.9, 0.25}, TraceEvery: 14},
 		Eval{Step: 2, PassAtK: map[int]float64{1: 0.41, 8: 0.77}, Best: true},

@@ -191,7 +191,7 @@ func (h *Hinting) responseLogProbs(u *batch.Trajectory, hint string) ([]float32,
 // step) where a group had a correct sample. A probe at or below zero returns the hint_useless
 // alarm: the teacher signal is then noise that centring and clipping hide, and the run is
 // outcome-only GRPO at a teacher's cost.
-func (h *Hinting) Metrics(step int, trajs []*batch.Trajectory, probe Probe, metrics map[string]float64) *event.Alarm {
+func (h *Hinting) Metrics(step int, trajs []*batch.Trajectory, probe Probe, metrics map[event.Metric]float64) *event.Alarm {
 	var shortened, dropped, hinted int
 	var gain float64
 	for _, t := range trajs {
@@ -220,17 +220,17 @@ func (h *Hinting) Metrics(step int, trajs []*batch.Trajectory, probe Probe, metr
 	if h.Hinter == nil {
 		return nil
 	}
-	metrics["hints_shortened"], metrics["hints_dropped"] = float64(shortened), float64(dropped)
+	metrics[event.MetricHintsShortened], metrics[event.MetricHintsDropped] = float64(shortened), float64(dropped)
 	if hinted == 0 {
 		return nil
 	}
-	metrics["hint_gain"] = gain / float64(hinted)
-	value, what := metrics["hint_gain"], "hint_gain, teacher − student log-prob on hinted responses"
+	metrics[event.MetricHintGain] = gain / float64(hinted)
+	value, what := metrics[event.MetricHintGain], "hint_gain, teacher − student log-prob on hinted responses"
 	if probe.demoProbed > 0 {
-		metrics["hint_lift_demo"], metrics["hint_lift_demo_probed"] = probe.demoLift, float64(probe.demoProbed)
+		metrics[event.MetricHintLiftDemo], metrics[event.MetricHintLiftDemoProbed] = probe.demoLift, float64(probe.demoProbed)
 	}
 	if probe.probed > 0 {
-		metrics["hint_lift"], metrics["hint_lift_probed"] = probe.lift, float64(probe.probed)
+		metrics[event.MetricHintLift], metrics[event.MetricHintLiftProbed] = probe.lift, float64(probe.probed)
 		value, what = probe.lift, "hint_lift, the hint's effect on the reference's log-prob of a correct sample"
 	}
 	if value > 0 {

@@ -55,7 +55,7 @@ func (r *Recorder) Record(evs ...event.Event) error {
 	for _, e := range evs {
 		switch e := e.(type) {
 		case event.StepMetrics:
-			if err := r.st.PutMetrics(r.run, e.Step, e.Metrics); err != nil {
+			if err := r.st.PutMetrics(r.run, e.Step, storedMetrics(e.Metrics)); err != nil {
 				return err
 			}
 		case event.Eval:
@@ -116,7 +116,7 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	}
 	type stepEvents struct {
 		phases  map[string]float64
-		metrics map[string]float64
+		metrics map[event.Metric]float64
 		trajs   []event.Event
 		eval    *store.Eval
 		ckpt    *store.Manifest
@@ -129,7 +129,7 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 		return steps[s]
 	}
 	for s, m := range metrics {
-		at(s).metrics = m
+		at(s).metrics = eventMetrics(m)
 	}
 	for s, p := range phases {
 		at(s).phases = p
@@ -194,6 +194,30 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 		evs = append(evs, end)
 	}
 	return evs, nil
+}
+
+// storedMetrics is a step's metrics as the store keeps them, by their names as strings; eventMetrics
+// is the way back. They are the one place the event's typed names (event.Metric) meet the store's.
+func storedMetrics(m map[event.Metric]float64) map[string]float64 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[string(k)] = v
+	}
+	return out
+}
+
+func eventMetrics(m map[string]float64) map[event.Metric]float64 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[event.Metric]float64, len(m))
+	for k, v := range m {
+		out[event.Metric(k)] = v
+	}
+	return out
 }
 
 // Trajectory decodes a stored trajectory (the engine's JSON of event.Trajectory), falling back

@@ -23,7 +23,7 @@ func TestRecordReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := New(st, "r", 4)
-	metrics := event.StepMetrics{Step: 1, Metrics: map[string]float64{"loss": -0.25, "accuracy": 0.5}}
+	metrics := event.StepMetrics{Step: 1, Metrics: map[event.Metric]float64{"loss": -0.25, "accuracy": 0.5}}
 	tr := event.Trajectory{Step: 1, TaskID: "t7", Group: 1, Sample: 2, Reward: envs.Reward{Total: 1}, Correct: true, Hint: "h",
 		Turns: []event.Turn{{Assistant: "a", Code: "print(1)"}}, Pieces: []string{"a"}, Advantages: []float32{0.5}}
 	ev := event.Eval{Step: 1, PassAtK: map[int]float64{1: 0.5}, Counts: [][2]int{{2, 1}}, Tasks: "fp"}

@@ -1,0 +1,78 @@
+package event
+
+// Metric names one of a training step's numbers (StepMetrics.Metrics). The engine sets them and
+// the workbench reads them by these names; as JSON and in the store they are plain strings.
+type Metric string
+
+// The rollout phase's metrics: what the trained batch scored and how the generator was used.
+const (
+	MetricRewardMean         Metric = "reward_mean"       // mean total reward of the trained batch
+	MetricAccuracy           Metric = "accuracy"          // share of the trained batch that is correct
+	MetricTokensPerSecond    Metric = "tokens_per_s"      // tokens the generator sampled per second of its step time
+	MetricRolloutOccupancy   Metric = "rollout_occupancy" // share of the rollout's slot-steps with a request in progress
+	MetricRolloutTailSeconds Metric = "rollout_tail_s"    // seconds from 90 % of the rollout's trajectories done to the last
+	MetricToolStallShare     Metric = "tool_stall_share"  // share of the rollout's slot-steps idle while a tool ran
+	MetricToolQueueSeconds   Metric = "tool_queue_s"      // seconds the rollout's trajectories queued for a sandbox worker
+)
+
+// The hints' metrics (hindsight hints, their usefulness probe and the judge).
+const (
+	MetricHintedShare        Metric = "hinted_share"          // share of the trained batch whose advantage used a hint
+	MetricHintsShortened     Metric = "hints_shortened"       // hints shortened to fit hinter.max_hint_tokens
+	MetricHintsDropped       Metric = "hints_dropped"         // hints dropped as not even their first sentence fits
+	MetricHintGain           Metric = "hint_gain"             // mean teacher − student log-prob over hinted responses
+	MetricHintLift           Metric = "hint_lift"             // mean lift of a correct sibling's reference log-prob by the hint
+	MetricHintLiftProbed     Metric = "hint_lift_probed"      // hinted trajectories whose hint_lift was measured
+	MetricHintLiftDemo       Metric = "hint_lift_demo"        // the hint's mean lift of the task's reference demonstration
+	MetricHintLiftDemoProbed Metric = "hint_lift_demo_probed" // hinted trajectories whose hint_lift_demo was measured
+	MetricJudgeUnparsed      Metric = "judge_unparsed"        // judge replies with no usable \boxed{} in the step
+)
+
+// The train phase's metrics (the reference phase's switch included); the update's figures are
+// those of its first epoch.
+const (
+	MetricSwitchToTrainSeconds Metric = "switch_to_train_s"  // seconds switching the device from rollout to training
+	MetricLR                   Metric = "lr"                 // the step's learning rate
+	MetricProximalSeconds      Metric = "proximal_s"         // seconds of the proximal log-probs' forward pass (partial rollouts)
+	MetricLoss                 Metric = "loss"               // policy loss of the step's last epoch
+	MetricLogProbDiffMean      Metric = "logprob_diff_mean"  // mean |trainer − rollout log-prob| before the update
+	MetricLogProbDiffMax       Metric = "logprob_diff_max"   // max |trainer − rollout log-prob| before the update
+	MetricClipFrac             Metric = "clip_frac"          // share of policy tokens whose ratio was clipped
+	MetricGradNorm             Metric = "grad_norm"          // gradient norm of the update
+	MetricEntropy              Metric = "entropy"            // mean entropy of the policy's next-token distribution
+	MetricRefKL                Metric = "ref_kl"             // mean KL estimate to the reference model
+	MetricUpdates              Metric = "updates"            // AdamW updates applied
+	MetricValueLoss            Metric = "value_loss"         // mean ½(V − R)² of the value head (ppo)
+	MetricExplainedVariance    Metric = "explained_variance" // 1 − Var(R − V) ÷ Var(R) of the value head (ppo)
+)
+
+// The sync phase's metrics.
+const (
+	MetricSyncDiffMax            Metric = "sync_diff_max"       // max difference of the synced inference weights from the master's
+	MetricSwitchToRolloutSeconds Metric = "switch_to_rollout_s" // seconds switching the device back to rollout (the sync)
+)
+
+// Partial rollouts' metrics (rollout.partial).
+const (
+	MetricPaused        Metric = "paused"         // trajectories paused at the rollout's end
+	MetricResumed       Metric = "resumed"        // trajectories resumed in the rollout
+	MetricStaleDropped  Metric = "stale_dropped"  // samples dropped as more than max_staleness updates old
+	MetricStalenessMean Metric = "staleness_mean" // mean updates between a trained sample's oldest tokens and the trained weights
+)
+
+// The compile budget's metrics.
+const (
+	MetricCompiles            Metric = "compiles"        // programs compiled so far in the run
+	MetricCompilesNew         Metric = "compiles_new"    // programs compiled since the previous step's metrics
+	MetricCompileSeconds      Metric = "compile_s"       // seconds compiling since the previous step's metrics
+	MetricCompileTotalSeconds Metric = "compile_total_s" // seconds compiling so far in the run
+)
+
+// An external agent's dropped trajectories (none for a ReTool run).
+const (
+	MetricDropped Metric = "dropped" // trajectories dropped as unusable, for any reason
+)
+
+// MetricDroppedFor names the count of an external agent's trajectories dropped for reason
+// (crashed, timeout, no_result, bad_result, no_requests, not_started, cancelled): dropped_REASON.
+func MetricDroppedFor(reason string) Metric { return MetricDropped + "_" + Metric(reason) }
