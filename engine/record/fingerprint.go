@@ -48,7 +48,7 @@ func FingerprintOf(st *store.Store, runID string) (Fingerprint, error) {
 			f.Steps++
 			m := map[string]float64{}
 			for k, x := range v.Metrics {
-				if !strings.HasSuffix(string(k), "_s") && k != "tool_stall_share" {
+				if !strings.HasSuffix(string(k), "_s") && k != event.MetricToolStallShare {
 					m[string(k)] = x
 				}
 			}

@@ -29,7 +29,7 @@ func TestFingerprint(t *testing.T) {
 		}
 		rec := New(st, c.id, 4)
 		rec.Observe(event.Phase{Step: 1, Phase: "rollout", Seconds: c.secs})
-		err = rec.Record(event.StepMetrics{Step: 1, Metrics: map[string]float64{"loss": c.loss, "train_s": c.secs, "tool_stall_share": c.secs}},
+		err = rec.Record(event.StepMetrics{Step: 1, Metrics: map[event.Metric]float64{event.MetricLoss: c.loss, "train_s": c.secs, event.MetricToolStallShare: c.secs}},
 			event.Trajectory{Step: 1, TaskID: "t", Reward: envs.Reward{Total: c.rew}, Turns: []event.Turn{{Assistant: "a", ToolSeconds: c.secs}}},
 			event.Eval{Step: 1, PassAtK: map[int]float64{1: c.pass}, Counts: [][2]int{{2, 1}}, Tasks: "fp"})
 		if err != nil {
