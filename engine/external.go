@@ -37,8 +37,8 @@ import (
 // prompt, the sampled tokens with their log-probs and the agent's later messages tokenised as
 // the chat template renders them) is one training sequence. The first segment lives in the
 // trajectory's tokens, mask and log-probs, as a ReTool trajectory's; later ones (an agent that
-// rewrote its history) become sequences of their own after scoring (expandSegments) that share
-// the trajectory's reward and sequence advantage and count once in its group's statistics.
+// rewrote its history) become sequences of their own after scoring (batch.ExpandSegments) that
+// share the trajectory's reward and sequence advantage and count once in its group's statistics.
 //
 // A dropped trajectory (the agent crashed, timed out, printed no or an unusable result, or made
 // no request) is not trained on and is left out of its group's statistics: the group is
@@ -394,39 +394,6 @@ func (c *Controller) dropMetrics(metrics map[string]float64, dropped []*batch.Tr
 		metrics["dropped_"+string(t.Agent.Drop)]++
 	}
 }
-
-// expandSegments appends, after scoring, each trajectory's later segments to the batch as
-// sequences of their own with its reward: the reference forward, the advantages and the update
-// treat them as any sequence, and advantages counts them once (with their trajectory) in the
-// group's statistics. collapseSegments undoes it.
-func expandSegments(trajs []*batch.Trajectory) []*batch.Trajectory {
-	out := trajs
-	for _, t := range trajs {
-		if t.Agent == nil {
-			continue
-		}
-		for _, s := range t.Agent.Segments {
-			s.Reward = t.Reward
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// collapseSegments drops the later segments expandSegments added (their trajectory keeps them,
-// with their advantages, for its event).
-func collapseSegments(trajs []*batch.Trajectory) []*batch.Trajectory {
-	out := trajs[:0:0]
-	for _, t := range trajs {
-		if !isLaterSegment(t) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// isLaterSegment reports whether t is a later segment of an external trajectory.
-func isLaterSegment(t *batch.Trajectory) bool { return t.Agent != nil && t.Agent.Of != nil }
 
 // teacherPrompt is the prompt the teacher and the hint probe read t's response after, with hint
 // before the problem as retool.WithHint puts it ("" for none): ReTool's own prompt for a ReTool

@@ -206,12 +206,12 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 	var got []trained
 	c.onTrain = func(step int, trajs []*batch.Trajectory, seqs []train.Sequence) {
 		for i, tr := range trajs {
-			if isLaterSegment(tr) {
+			if tr.IsLaterSegment() {
 				continue
 			}
 			g := trained{t: tr, seqs: []train.Sequence{seqs[i]}}
 			for j, s := range trajs {
-				if isLaterSegment(s) && s.Agent.Of == tr {
+				if s.IsLaterSegment() && s.Agent.Of == tr {
 					g.seqs = append(g.seqs, seqs[j])
 				}
 			}
@@ -392,7 +392,7 @@ func TestExternalFaults(t *testing.T) {
 			if tr.Hint != "" && tr.TeacherLogProbs != nil {
 				hinted++
 			}
-			if isLaterSegment(tr) {
+			if tr.IsLaterSegment() {
 				lead := tr.Agent.Of
 				// Without a teacher, a sequence's advantage is its trajectory's (with one, the
 				// trajectory's first segment adds the OPD term: TestAgentGroupStatistics).
@@ -541,9 +541,9 @@ func TestAgentGroupStatistics(t *testing.T) {
 	if err != nil || len(usable) != 4 || len(dropped) != 2 {
 		t.Fatalf("splitDropped: %d usable, %d dropped, %v; want 4, 2, nil", len(usable), len(dropped), err)
 	}
-	seqs := expandSegments(usable)
+	seqs := batch.ExpandSegments(usable)
 	if len(seqs) != 5 || seqs[4] != rewrote.Agent.Segments[0] || seqs[4].Reward != rewrote.Reward {
-		t.Fatalf("expandSegments: %d sequences; want the 4 trajectories and the later segment, with its trajectory's reward", len(seqs))
+		t.Fatalf("ExpandSegments: %d sequences; want the 4 trajectories and the later segment, with its trajectory's reward", len(seqs))
 	}
 	if _, err := c.advantages(seqs); err != nil {
 		t.Fatal(err)
@@ -561,8 +561,8 @@ func TestAgentGroupStatistics(t *testing.T) {
 			t.Errorf("sequence %d: advantage %g; want %g", i, got, w)
 		}
 	}
-	if got := collapseSegments(seqs); len(got) != 4 {
-		t.Errorf("collapseSegments left %d sequences; want the 4 trajectories", len(got))
+	if got := batch.CollapseSegments(seqs); len(got) != 4 {
+		t.Errorf("CollapseSegments left %d sequences; want the 4 trajectories", len(got))
 	}
 	// Nothing usable: the step stops with the reasons and the first agent's stderr.
 	crashed := mk(0, 0, external.DropCrashed)

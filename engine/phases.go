@@ -71,13 +71,13 @@ func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err erro
 	at := make([]int, len(trajs)) // sequence i's trajectory, an index into rewards
 	of := map[*batch.Trajectory]int{}
 	for i, t := range trajs {
-		if !isLaterSegment(t) {
+		if !t.IsLaterSegment() {
 			at[i], of[t] = len(rewards), len(rewards)
 			rewards, groups = append(rewards, t.Reward.Total), append(groups, t.Group)
 		}
 	}
 	for i, t := range trajs {
-		if isLaterSegment(t) {
+		if t.IsLaterSegment() {
 			at[i] = of[t.Agent.Of]
 		}
 	}

@@ -52,7 +52,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	if err := c.trainStep(step, trajs, metrics); err != nil {
 		return err
 	}
-	trajs = collapseSegments(trajs)
+	trajs = batch.CollapseSegments(trajs)
 	if err := c.syncWeights(step, metrics); err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (c *Controller) score(ctx context.Context, step int, trajs []*batch.Traject
 	for _, t := range trajs {
 		t.Reward = c.composeReward(t)
 	}
-	trajs = expandSegments(trajs)
+	trajs = batch.ExpandSegments(trajs)
 	c.phase(step, "score", t0)
 	return trajs, nil
 }
