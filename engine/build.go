@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"agentrl/engine/model"
+	"agentrl/engine/play"
 	"agentrl/engine/record"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
@@ -138,16 +139,17 @@ func New(o Options) (*Controller, error) {
 		c.Close()
 		return nil, err
 	}
-	c.ro = &rolloutPhase{r: r, tok: o.Tokenizer, gen: c.gen, exec: exec, pool: retool.NewPool(sb.WorkerCount()), weights: c.weights, stops: c.stops}
+	c.players = &play.Phase{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Exec: exec, Pool: retool.NewPool(sb.WorkerCount()), Weights: c.weights, Stops: c.stops}
+	c.ro.exec = exec
 	if r.Rollout.Partial.Enabled { // a resumed run starts its groups where the checkpoint's data position is
-		c.ro.partial = &partialState{next: (c.start - 1) * r.Rollout.TasksPerStep}
+		c.players.Partial = play.NewPartialState((c.start - 1) * r.Rollout.TasksPerStep)
 	}
 	if r.Env.Name == "external" {
-		if c.ext, err = c.newAgentEnv(); err != nil {
+		if c.agentEnv, err = play.NewAgentEnv(r, c.gen, o.Tokenizer, c.stops, o.AgentBin, c.weights); err != nil {
 			c.Close()
 			return nil, err
 		}
-		c.ro.agent = c.runAgent // the recipe's agent program plays each trajectory
+		c.players.Agent = c.agentEnv.Play // the recipe's agent program plays each trajectory
 	}
 	c.judge = &selfJudge{c: c}
 	if c.hinter, c.scorer, err = c.newHinter(); err != nil {

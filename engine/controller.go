@@ -19,6 +19,7 @@ import (
 	"agentrl/engine/event"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
+	"agentrl/engine/play"
 	"agentrl/engine/record"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
@@ -70,12 +71,12 @@ type Controller struct {
 	tr         *train.Trainer
 	dev        *residency.Device // what is on the device when: the inference copy, the KV cache, master weights, moments, the reference
 	judge      *selfJudge
-	ext        *agentEnv             // env.name external: the endpoint and the agent runner (external.go); nil for retool
+	agentEnv   *play.AgentEnv        // env.name external: the endpoint and the agent runner; nil for retool
 	hinter     retool.Hinter         // nil: no hints
 	probe      hintProbe             // the step's hint-usefulness probe (reference phase)
 	demos      map[string]*demoScore // each task's reference demonstration as the hint probe scores it
 	scorer     retool.Scorer         // nil: no process reward
-	ro         *rolloutPhase         // the generation phases: trajectories, tickets, tools
+	players    *play.Phase           // the generation phases: trajectories, tickets, tools
 	rec        *record.Recorder      // what the store keeps of the events emitted (nil: no store)
 	part       partialStep           // the step's partial rollout (rollout.partial), for its metrics and events
 	train      []envs.Task
@@ -118,12 +119,16 @@ type Controller struct {
 	evals        int            // evaluations finished (a resumed run's stored ones too)
 	compiles     *compiles.Counter
 	compiled     compiles.Snapshot // the counter at the last step's metrics
+
+	// ro stands in, until the hint code moves out (engine/hint), for the field hintprobe.go
+	// reads the sandbox's executor from (c.ro.exec); it is players.Exec.
+	ro struct{ exec retool.Executor }
 }
 
 // Close releases the generator, the inference weights and the trainer's graphs and moments.
 func (c *Controller) Close() {
-	c.ro.dropPaused()
-	c.ext.close()
+	c.players.DropPaused()
+	c.agentEnv.Close()
 	c.gen.Close()
 	c.dev.Infer.Close()
 	c.tr.Close()
@@ -261,7 +266,7 @@ func (c *Controller) emit(e event.Event) {
 func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.r
 	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path, Kernels: c.o.Kernels,
-		Sandbox: sandboxLine(c.ro.exec), Compiles: byKind(c.compiles.Snapshot())}
+		Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}
 	if c.o.Store != nil && c.o.Resume != nil {
 		run, err := c.o.Store.GetRun(c.o.RunID)
 		if err != nil {

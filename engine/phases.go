@@ -7,6 +7,10 @@ import (
 	"agentrl/engine/train"
 )
 
+// opdClip bounds each token's centred OPD advantage (see train.CenterClip): a teacher that is
+// unsure of a digit must not outweigh the outcome, whose GRPO advantage is about ±1 to ±3.
+const opdClip = 1.0
+
 // referenceForward runs the frozen reference model over the step's trajectories: as the OPD
 // teacher on [prompt + hint + response] for every hinted trajectory, and on the trajectory itself
 // when the recipe has a KL term (loss or reward penalty). A stop ends it between trajectories
