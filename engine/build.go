@@ -8,6 +8,7 @@ import (
 
 	"agentrl/engine/hint"
 	"agentrl/engine/model"
+	"agentrl/engine/play"
 	"agentrl/engine/record"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
@@ -140,16 +141,16 @@ func New(o Options) (*Controller, error) {
 		c.Close()
 		return nil, err
 	}
-	c.ro = &rolloutPhase{r: r, tok: o.Tokenizer, gen: c.gen, exec: exec, pool: sandbox.NewPool(sb.WorkerCount()), weights: c.weights, stops: c.stops}
+	c.players = &play.Phase{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Exec: exec, Pool: sandbox.NewPool(sb.WorkerCount()), Weights: c.weights, Stops: c.stops}
 	if r.Rollout.Partial.Enabled { // a resumed run starts its groups where the checkpoint's data position is
-		c.ro.partial = &partialState{next: (c.start - 1) * r.Rollout.TasksPerStep}
+		c.players.Partial = play.NewPartialState((c.start - 1) * r.Rollout.TasksPerStep)
 	}
 	if r.Env.Name == "external" {
-		if c.ext, err = c.newAgentEnv(); err != nil {
+		if c.agentEnv, err = play.NewAgentEnv(r, c.gen, o.Tokenizer, c.stops, o.AgentBin, c.weights); err != nil {
 			c.Close()
 			return nil, err
 		}
-		c.ro.agent = c.runAgent // the recipe's agent program plays each trajectory
+		c.players.Agent = c.agentEnv.Play // the recipe's agent program plays each trajectory
 	}
 	c.hints, err = hint.New(hint.Config{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Stops: c.stops, Reference: o.Reference,
 		Exec: exec, TeacherPrompt: c.teacherPrompt, Interrupt: func() error {

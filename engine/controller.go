@@ -20,6 +20,7 @@ import (
 	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
+	"agentrl/engine/play"
 	"agentrl/engine/record"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
@@ -70,10 +71,10 @@ type Controller struct {
 	gen        *rollout.Generator
 	tr         *train.Trainer
 	dev        *residency.Device // what is on the device when: the inference copy, the KV cache, master weights, moments, the reference
-	ext        *agentEnv         // env.name external: the endpoint and the agent runner (external.go); nil for retool
+	agentEnv   *play.AgentEnv    // env.name external: the endpoint and the agent runner; nil for retool
 	hints      *hint.Hinting     // the hinter, the process scorer and the hint probes
 	probe      hint.Probe        // the step's hint-usefulness probe (reference phase)
-	ro         *rolloutPhase     // the generation phases: trajectories, tickets, tools
+	players    *play.Phase       // the generation phases: trajectories, tickets, tools
 	rec        *record.Recorder  // what the store keeps of the events emitted (nil: no store)
 	part       partialStep       // the step's partial rollout (rollout.partial), for its metrics and events
 	train      []envs.Task
@@ -120,8 +121,8 @@ type Controller struct {
 
 // Close releases the generator, the inference weights and the trainer's graphs and moments.
 func (c *Controller) Close() {
-	c.ro.dropPaused()
-	c.ext.close()
+	c.players.DropPaused()
+	c.agentEnv.Close()
 	c.gen.Close()
 	c.dev.Infer.Close()
 	c.tr.Close()
@@ -259,7 +260,7 @@ func (c *Controller) emit(e event.Event) {
 func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.r
 	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path, Kernels: c.o.Kernels,
-		Sandbox: sandboxLine(c.ro.exec), Compiles: byKind(c.compiles.Snapshot())}
+		Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}
 	if c.o.Store != nil && c.o.Resume != nil {
 		run, err := c.o.Store.GetRun(c.o.RunID)
 		if err != nil {

@@ -18,12 +18,11 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
-	"agentrl/engine/serve"
+	"agentrl/engine/play"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs"
 	"agentrl/envs/external"
-	"agentrl/envs/retool"
 	"agentrl/recipes"
 	"agentrl/store"
 )
@@ -206,12 +205,12 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 	var got []trained
 	c.onTrain = func(step int, trajs []*batch.Trajectory, seqs []train.Sequence) {
 		for i, tr := range trajs {
-			if isLaterSegment(tr) {
+			if tr.IsLaterSegment() {
 				continue
 			}
 			g := trained{t: tr, seqs: []train.Sequence{seqs[i]}}
 			for j, s := range trajs {
-				if isLaterSegment(s) && s.Agent.Of == tr {
+				if s.IsLaterSegment() && s.Agent.Of == tr {
 					g.seqs = append(g.seqs, seqs[j])
 				}
 			}
@@ -392,7 +391,7 @@ func TestExternalFaults(t *testing.T) {
 			if tr.Hint != "" && tr.TeacherLogProbs != nil {
 				hinted++
 			}
-			if isLaterSegment(tr) {
+			if tr.IsLaterSegment() {
 				lead := tr.Agent.Of
 				// Without a teacher, a sequence's advantage is its trajectory's (with one, the
 				// trajectory's first segment adds the OPD term: TestAgentGroupStatistics).
@@ -537,13 +536,13 @@ func TestAgentGroupStatistics(t *testing.T) {
 	rewrote := mk(0, 1, "")
 	rewrote.Agent.Segments = []*batch.Trajectory{{Group: 0, Tokens: []int32{4, 5}, Mask: []bool{false, true}, LogProbs: []float32{0, -2}, Agent: &batch.AgentRun{Of: rewrote}}}
 	trajs := []*batch.Trajectory{rewrote, mk(0, 0, ""), mk(0, 0, external.DropCrashed), mk(0, 0, ""), mk(1, 1, ""), mk(1, 0, external.DropTimeout)}
-	usable, dropped, err := splitDropped(1, trajs)
+	usable, dropped, err := play.SplitDropped(1, trajs)
 	if err != nil || len(usable) != 4 || len(dropped) != 2 {
-		t.Fatalf("splitDropped: %d usable, %d dropped, %v; want 4, 2, nil", len(usable), len(dropped), err)
+		t.Fatalf("SplitDropped: %d usable, %d dropped, %v; want 4, 2, nil", len(usable), len(dropped), err)
 	}
-	seqs := expandSegments(usable)
+	seqs := batch.ExpandSegments(usable)
 	if len(seqs) != 5 || seqs[4] != rewrote.Agent.Segments[0] || seqs[4].Reward != rewrote.Reward {
-		t.Fatalf("expandSegments: %d sequences; want the 4 trajectories and the later segment, with its trajectory's reward", len(seqs))
+		t.Fatalf("ExpandSegments: %d sequences; want the 4 trajectories and the later segment, with its trajectory's reward", len(seqs))
 	}
 	if _, err := c.advantages(seqs); err != nil {
 		t.Fatal(err)
@@ -561,73 +560,7 @@ func TestAgentGroupStatistics(t *testing.T) {
 			t.Errorf("sequence %d: advantage %g; want %g", i, got, w)
 		}
 	}
-	if got := collapseSegments(seqs); len(got) != 4 {
-		t.Errorf("collapseSegments left %d sequences; want the 4 trajectories", len(got))
-	}
-	// Nothing usable: the step stops with the reasons and the first agent's stderr.
-	crashed := mk(0, 0, external.DropCrashed)
-	crashed.Agent.Why, crashed.Agent.Result.StderrTail = "crashed: exit status 1", "Error: connect ECONNREFUSED\n"
-	if _, _, err := splitDropped(3, []*batch.Trajectory{crashed, mk(0, 0, external.DropTimeout)}); err == nil ||
-		!strings.Contains(err.Error(), "every one of its 2 trajectories was dropped (1 crashed, 1 timeout)") || !strings.Contains(err.Error(), "ECONNREFUSED") {
-		t.Errorf("a step with every trajectory dropped: %v; want an error naming the reasons and the stderr", err)
-	}
-}
-
-// TestAgentSummary: what the hinter, the process scorer and the reward read from an agent's
-// transcript in the ReTool format: tool results, their errors and the last output, format errors.
-func TestAgentSummary(t *testing.T) {
-	obs := func(body string) []envs.Message {
-		return []envs.Message{{Role: "user", Content: "<interpreter>\n" + body + "\n</interpreter>"}}
-	}
-	rec := &serve.Trajectory{Turns: []serve.Turn{
-		{Messages: []envs.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 6 * 7?"}}},
-		{Messages: obs("Traceback (most recent call last):\n  File \"<code>\", line 1, in <module>\nNameError: name 'x' is not defined")},
-		{Messages: obs("42")},
-		{Messages: []envs.Message{{Role: "tool", Content: "5\n[timeout: 5s]"}}},
-	}}
-	turns := []event.Turn{{Assistant: "<code>\nprint(x)\n</code>"}, {Assistant: "<code>\nprint(6*7)\n</code>"}, {Assistant: "thinking"}, {Assistant: `\boxed{42}`}}
-	s := agentSummary(rec, turns)
-	if s.Turns != 4 || s.ToolCalls != 3 || s.ToolErrors != 1 || s.Timeouts != 1 || s.LastOutput != "42" || s.FormatErrors != 1 || s.Recovered {
-		t.Errorf("summary %+v; want 4 turns, 3 calls (an error, an output 42, a timeout), 1 format error, not recovered", s)
-	}
-	if s.LastError != "timeout: 5s" {
-		t.Errorf("last error %q; want the timeout's", s.LastError)
-	}
-	for text, want := range map[string]string{"164": "ok", "code.py:1:7: undefined: x": "error", "ZeroDivisionError: division by zero": "error",
-		"1\n[stopped: memory]": "killed", "<interpreter>\n7\n</interpreter>": "ok", "": ""} {
-		if got := readObservation(text).status; got != want {
-			t.Errorf("readObservation(%q) = %q; want %q", text, got, want)
-		}
-	}
-}
-
-// TestAgentTeacherPrompt: the teacher reads an agent's own first prompt with the hint before the
-// problem (retool.WithHint's place); a prompt without the problem's text takes no hint.
-func TestAgentTeacherPrompt(t *testing.T) {
-	tok := testTokenizer(t)
-	c := &Controller{o: Options{Tokenizer: tok}}
-	render := func(user string) []int32 {
-		text, err := tokenizer.RenderChat([]envs.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: user}}, nil, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok.Encode(text)
-	}
-	task := envs.Task{ID: "t", Prompt: "What is 12 + 30?"}
-	prompt := render("Task: " + task.Prompt)
-	tr := &batch.Trajectory{Task: task, Tokens: append(slices.Clone(prompt), 5, 6), PromptLen: len(prompt), Agent: &batch.AgentRun{}}
-	ids, ok, err := c.teacherPrompt(tr, "Add the numbers with code.")
-	if err != nil || !ok {
-		t.Fatalf("teacherPrompt: %v, %v", ok, err)
-	}
-	if want := render("Task: " + retool.WithHint(task.Prompt, "Add the numbers with code.")); tok.Decode(ids, false) != tok.Decode(want, false) {
-		t.Errorf("hinted prompt reads %q; want %q", tok.Decode(ids, false), tok.Decode(want, false))
-	}
-	if ids, ok, _ := c.teacherPrompt(tr, ""); !ok || !slices.Equal(ids, prompt) {
-		t.Errorf("the prompt without a hint is not the agent's own tokens")
-	}
-	tr.Task.Prompt = "What is 1 + 1?"
-	if _, ok, err := c.teacherPrompt(tr, "a hint"); ok || err != nil {
-		t.Errorf("a prompt without the problem's text took a hint (%v, %v)", ok, err)
+	if got := batch.CollapseSegments(seqs); len(got) != 4 {
+		t.Errorf("CollapseSegments left %d sequences; want the 4 trajectories", len(got))
 	}
 }

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
 	"time"
 
+	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/engine/rollout"
+	"agentrl/envs"
 )
 
 // traceRolloutPoints is how many points a generation phase's occupancy trace has (the Status
@@ -26,4 +29,30 @@ func generationMetrics(g event.Generation, metrics map[event.Metric]float64) {
 	metrics[event.MetricRolloutTailSeconds] = g.TailSeconds
 	metrics[event.MetricToolStallShare] = g.ToolStallShare
 	metrics[event.MetricToolQueueSeconds] = g.ToolQueueSeconds
+}
+
+// prompt renders a task's opening messages (see play.Phase.Prompt).
+func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
+	return c.players.Prompt(task, hint)
+}
+
+// rollout runs batch through the rollout phase, reporting progress as phase (rollout, or eval
+// for the held-out tasks: then each trajectory is emitted as it finishes, and pass@k over the
+// tasks complete so far), and at the end how the phase used the generator's slots
+// (event.Generation, also returned).
+func (c *Controller) rollout(ctx context.Context, step int, phase string, trajs []*batch.Trajectory, seed uint64, temperature float64) (event.Generation, error) {
+	tk := c.newTracker(step, phase, trajs)
+	g, err := c.players.Run(ctx, trajs, seed, temperature, tk.finished)
+	if err != nil {
+		return event.Generation{}, err
+	}
+	ev := generationEvent(step, phase, g.Stats, g.ToolQueue)
+	c.emit(ev)
+	return ev, nil
+}
+
+// teacherPrompt is the prompt the teacher and the hint probe read t's response after, with hint
+// before the problem (see play.Phase.TeacherPrompt).
+func (c *Controller) teacherPrompt(t *batch.Trajectory, hint string) (ids []int32, ok bool, err error) {
+	return c.players.TeacherPrompt(t, hint)
 }

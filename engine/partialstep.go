@@ -6,6 +6,7 @@ import (
 
 	"agentrl/engine/batch"
 	"agentrl/engine/event"
+	"agentrl/engine/play"
 	"agentrl/engine/train"
 	"agentrl/envs"
 )
@@ -13,25 +14,25 @@ import (
 // partialStep is what a step's partial rollout left for the rest of the step: its counts and
 // the trajectories it paused (shown and stored as paused).
 type partialStep struct {
-	stats  partialStats
+	stats  play.PartialStats
 	paused []*batch.Trajectory
 }
 
-// rolloutPartial is a step's rollout phase with partial rollouts (partial.go): the paused
-// trajectories resume and new groups start, the phase ends once tasks_per_step groups are done,
-// and the samples of the groups done come back to train on.
+// rolloutPartial is a step's rollout phase with partial rollouts (engine/play/partial.go): the
+// paused trajectories resume and new groups start, the phase ends once tasks_per_step groups are
+// done, and the samples of the groups done come back to train on.
 func (c *Controller) rolloutPartial(ctx context.Context, step int, seed uint64) ([]*batch.Trajectory, event.Generation, error) {
-	var st partialStats
+	var st play.PartialStats
 	version := step - 1
-	run := c.ro.preparePartial(step, version, func(id int) envs.Task { return c.train[id%len(c.train)] }, &st)
+	run := c.players.PreparePartial(step, version, func(id int) envs.Task { return c.train[id%len(c.train)] }, &st)
 	tk := c.newTracker(step, event.PhaseRollout, run)
-	g, err := c.ro.runPartial(ctx, step, version, run, seed, c.r.Rollout.Temperature, tk.finished)
+	g, err := c.players.RunPartial(ctx, step, version, run, seed, c.r.Rollout.Temperature, tk.finished)
 	if err != nil {
 		return nil, event.Generation{}, err
 	}
-	ev := generationEvent(step, event.PhaseRollout, g.stats, g.toolQueue)
+	ev := generationEvent(step, event.PhaseRollout, g.Stats, g.ToolQueue)
 	c.emit(ev)
-	trained, paused := c.ro.collectPartial(version, &st)
+	trained, paused := c.players.CollectPartial(version, &st)
 	c.part = partialStep{stats: st, paused: paused}
 	if len(trained) == 0 {
 		return nil, ev, fmt.Errorf("engine: step %d: every sample of the groups its rollout completed was more than rollout.partial.max_staleness (%d) updates old; raise it", step, c.r.Rollout.Partial.MaxStaleness)
@@ -43,12 +44,12 @@ func (c *Controller) rolloutPartial(ctx context.Context, step int, seed uint64) 
 // phase's end and resumed in it, samples dropped as too stale, and the mean staleness (updates
 // between the oldest token's weights and the trained ones) of the trained batch.
 func (c *Controller) partialMetrics(metrics map[event.Metric]float64) {
-	if c.ro.partial == nil {
+	if c.players.Partial == nil {
 		return
 	}
 	st := c.part.stats
-	metrics[event.MetricPaused], metrics[event.MetricResumed], metrics[event.MetricStaleDropped] = float64(st.paused), float64(st.resumed), float64(st.staleDropped)
-	metrics[event.MetricStalenessMean] = st.staleness / float64(max(st.trained, 1))
+	metrics[event.MetricPaused], metrics[event.MetricResumed], metrics[event.MetricStaleDropped] = float64(st.Paused), float64(st.Resumed), float64(st.StaleDropped)
+	metrics[event.MetricStalenessMean] = st.Staleness / float64(max(st.Trained, 1))
 }
 
 // decouple rewrites the sequences of trajectories holding tokens of older policy versions for

@@ -5,6 +5,10 @@ import (
 	"agentrl/engine/train"
 )
 
+// opdClip bounds each token's centred OPD advantage (see train.CenterClip): a teacher that is
+// unsure of a digit must not outweigh the outcome, whose GRPO advantage is about ±1 to ±3.
+const opdClip = 1.0
+
 // referenceForward runs the frozen reference model over the step's trajectories: as the OPD
 // teacher on [prompt + hint + response] for every hinted trajectory, and on the trajectory itself
 // when the recipe has a KL term (loss or reward penalty). A stop ends it between trajectories
@@ -69,13 +73,13 @@ func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err erro
 	at := make([]int, len(trajs)) // sequence i's trajectory, an index into rewards
 	of := map[*batch.Trajectory]int{}
 	for i, t := range trajs {
-		if !isLaterSegment(t) {
+		if !t.IsLaterSegment() {
 			at[i], of[t] = len(rewards), len(rewards)
 			rewards, groups = append(rewards, t.Reward.Total), append(groups, t.Group)
 		}
 	}
 	for i, t := range trajs {
-		if isLaterSegment(t) {
+		if t.IsLaterSegment() {
 			at[i] = of[t.Agent.Of]
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"agentrl/engine/batch"
 	"agentrl/engine/event"
+	"agentrl/engine/play"
 )
 
 func (c *Controller) phase(step int, name string, start time.Time) {
@@ -52,7 +53,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	if err := c.trainStep(step, trajs, metrics); err != nil {
 		return err
 	}
-	trajs = collapseSegments(trajs)
+	trajs = batch.CollapseSegments(trajs)
 	if err := c.syncWeights(step, metrics); err != nil {
 		return err
 	}
@@ -64,7 +65,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	t0 = time.Now()
 	c.pass(step, event.PhaseSave)
 	trajs = append(trajs, dropped...)
-	if c.ro.partial != nil {
+	if c.players.Partial != nil {
 		trajs = append(trajs, c.part.paused...)
 	}
 	kept := []event.Event{event.StepMetrics{Step: step, Metrics: metrics}}
@@ -104,7 +105,7 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped 
 		return nil, nil, gen, errStop
 	}
 	rng := rand.New(rand.NewPCG(uint64(r.Run.Seed), uint64(step)))
-	if c.ro.partial != nil {
+	if c.players.Partial != nil {
 		if trajs, gen, err = c.rolloutPartial(ctx, step, rng.Uint64()); err != nil {
 			return nil, nil, gen, c.stopOr(ctx, err)
 		}
@@ -119,7 +120,7 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped 
 		if gen, err = c.rollout(ctx, step, event.PhaseRollout, trajs, rng.Uint64(), r.Rollout.Temperature); err != nil {
 			return nil, nil, gen, c.stopOr(ctx, err)
 		}
-		if trajs, dropped, err = splitDropped(step, trajs); err != nil {
+		if trajs, dropped, err = play.SplitDropped(step, trajs); err != nil {
 			return nil, nil, gen, err
 		}
 	}
@@ -145,9 +146,9 @@ func (c *Controller) score(ctx context.Context, step int, trajs []*batch.Traject
 		return nil, c.stopOr(ctx, err)
 	}
 	for _, t := range trajs {
-		t.Reward = c.composeReward(t)
+		t.Reward = play.ComposeReward(c.weights, t)
 	}
-	trajs = expandSegments(trajs)
+	trajs = batch.ExpandSegments(trajs)
 	c.phase(step, "score", t0)
 	return trajs, nil
 }
@@ -215,9 +216,9 @@ func (c *Controller) trajectoryEvent(step int, t *batch.Trajectory, eval bool) e
 			}
 		}
 	}
-	c.agentEvent(&e, t) // an external agent's run, and its later segments' tokens
+	play.AgentEvent(&e, t, c.o.Tokenizer) // an external agent's run, and its later segments' tokens
 	if t.Partial != nil {
-		e.Paused, e.Segments = t.Partial.State == partPaused, segments(t)
+		e.Paused, e.Segments = t.Partial.State == play.PartialPaused, segments(t)
 	}
 	return e
 }

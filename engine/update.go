@@ -22,7 +22,7 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 		seqs[i] = train.Sequence{Tokens: t.Tokens, LossMask: t.Mask, OldLogProbs: t.LogProbs, Advantages: t.Advantages, RefLogProbs: t.RefLogProbs,
 			Returns: t.Returns, OldValues: t.OldValues}
 	}
-	if c.ro.partial != nil {
+	if c.players.Partial != nil {
 		t1 := time.Now()
 		if err := c.decouple(step, trajs, seqs); err != nil {
 			return err
@@ -97,7 +97,7 @@ func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, 
 	metrics[event.MetricRewardMean] = meanReward / float64(len(trajs))
 	metrics[event.MetricAccuracy] = correct / float64(len(trajs))
 	metrics[event.MetricHintedShare] = float64(hinted) / float64(len(trajs))
-	c.dropMetrics(metrics, dropped)
+	c.agentEnv.DropMetrics(metrics, dropped)
 	c.partialMetrics(metrics)
 	if alarm := c.hints.Metrics(step, trajs, c.probe, metrics); alarm != nil {
 		c.emit(*alarm)

@@ -97,7 +97,7 @@ type AgentRun struct {
 	Drop   external.Drop // why the trajectory is dropped, "" when usable
 	Why    string        // the reason in a sentence
 	// Segments are the trajectory's later segments as sequences of their own, while a step trains
-	// them (expandSegments); Of is set on those: the trajectory they belong to.
+	// them (ExpandSegments); Of is set on those: the trajectory they belong to.
 	Segments []*Trajectory
 	Of       *Trajectory
 }

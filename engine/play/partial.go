@@ -1,4 +1,4 @@
-package engine
+package play
 
 import (
 	"context"
@@ -15,30 +15,34 @@ import (
 // environment, tokens, log-probs and token versions kept, their generator session closed) and
 // resume in the next step's phase, whose session prefills their tokens again under the new
 // weights. A trajectory's goroutine lives across phases: it settles each phase it runs in
-// (finished, or paused and waiting for its next resumeOrder).
+// (finished, or paused and waiting for its next batch.ResumeOrder).
 
-// Trajectory states across phases.
+// Trajectory states across phases (batch.Partial.State).
 const (
-	partRunning = iota
-	partPaused
-	partFinished
-	partDropped
+	PartialRunning = iota
+	PartialPaused
+	PartialFinished
+	PartialDropped
 )
 
 // errStaleDropped ends a paused trajectory that is too stale to resume (or whose run ended).
 var errStaleDropped = errors.New("engine: a paused trajectory was dropped")
 
-// partialState is what a rollout phase keeps across steps with partial rollouts.
-type partialState struct {
+// PartialState is what a rollout phase keeps across steps with partial rollouts.
+type PartialState struct {
 	groups []*batch.Group // started, not yet trained, in start order
 	next   int            // groups started so far: the next group's id
 }
 
+// NewPartialState is the state of a run with partial rollouts whose next group to start is
+// group next: 0 for a new run, where its checkpoint's data position is for a resumed one.
+func NewPartialState(next int) *PartialState { return &PartialState{next: next} }
+
 // open opens t's generator session; when the phase has paused before t got a slot, t pauses
 // until its next phase (ctx becomes that phase's).
-func (p *rolloutPhase) open(ctx *context.Context, t *batch.Trajectory) (*rollout.Session, error) {
+func (p *Phase) open(ctx *context.Context, t *batch.Trajectory) (*rollout.Session, error) {
 	for {
-		s, err := p.gen.Open(*ctx)
+		s, err := p.Gen.Open(*ctx)
 		if !errors.Is(err, rollout.ErrPaused) || t.Partial == nil {
 			return s, err
 		}
@@ -49,7 +53,7 @@ func (p *rolloutPhase) open(ctx *context.Context, t *batch.Trajectory) (*rollout
 }
 
 // pause settles t as paused in its phase, waits for its next phase and opens a session there.
-func (p *rolloutPhase) pause(ctx *context.Context, t *batch.Trajectory) (*rollout.Session, error) {
+func (p *Phase) pause(ctx *context.Context, t *batch.Trajectory) (*rollout.Session, error) {
 	if t.Partial == nil {
 		return nil, errors.New("engine: the generator paused a trajectory outside a partial rollout")
 	}
@@ -61,52 +65,52 @@ func (p *rolloutPhase) pause(ctx *context.Context, t *batch.Trajectory) (*rollou
 }
 
 // wait settles t as paused and blocks until a phase resumes it (its context) or drops it.
-func (p *rolloutPhase) wait(t *batch.Trajectory) (context.Context, error) {
+func (p *Phase) wait(t *batch.Trajectory) (context.Context, error) {
 	pr := t.Partial
-	pr.State = partPaused
+	pr.State = PartialPaused
 	pr.Settle()
 	o := <-pr.Resume
 	if o.Ctx == nil {
 		return nil, errStaleDropped
 	}
-	pr.State, pr.Version = partRunning, o.Version
+	pr.State, pr.Version = PartialRunning, o.Version
 	pr.Resumes++
 	pr.Segments = append(pr.Segments, batch.Segment{Start: len(t.Tokens), Version: o.Version, Step: o.Step})
 	return o.Ctx, nil
 }
 
-// partialStats are a partial phase's counts for the step's metrics.
-type partialStats struct {
-	paused, resumed, staleDropped int
-	staleness                     float64 // Σ over the trained trajectories of their staleness
-	trained                       int
+// PartialStats are a partial phase's counts for the step's metrics.
+type PartialStats struct {
+	Paused, Resumed, StaleDropped int
+	Staleness                     float64 // Σ over the trained trajectories of their staleness
+	Trained                       int
 }
 
-// preparePartial lists the trajectories a partial phase of step runs, under policy version
+// PreparePartial lists the trajectories a partial phase of step runs, under policy version
 // version: the paused ones that are not too stale to resume (the others are dropped), then the
 // samples of new groups (tasks(id) each) up to tasks_per_step + over_sample groups in flight.
-func (p *rolloutPhase) preparePartial(step, version int, tasks func(id int) envs.Task, st *partialStats) []*batch.Trajectory {
-	ps, pr := p.partial, p.r.Rollout.Partial
+func (p *Phase) PreparePartial(step, version int, tasks func(id int) envs.Task, st *PartialStats) []*batch.Trajectory {
+	ps, pr := p.Partial, p.Recipe.Rollout.Partial
 	var run []*batch.Trajectory
 	for _, g := range ps.groups {
 		for _, t := range g.Samples {
-			if t.Partial.State != partPaused {
+			if t.Partial.State != PartialPaused {
 				continue
 			}
 			if v, ok := t.MinVersion(); ok && version-v > pr.MaxStaleness {
-				t.Partial.State, t.Partial.Settle = partDropped, func() {}
+				t.Partial.State, t.Partial.Settle = PartialDropped, func() {}
 				t.Partial.Resume <- batch.ResumeOrder{} // its goroutine ends
-				st.staleDropped++
+				st.StaleDropped++
 				continue
 			}
 			run = append(run, t)
-			st.resumed++
+			st.Resumed++
 		}
 	}
-	for len(ps.groups) < p.r.Rollout.TasksPerStep+pr.OverSample {
+	for len(ps.groups) < p.Recipe.Rollout.TasksPerStep+pr.OverSample {
 		g := &batch.Group{ID: ps.next, Task: tasks(ps.next)}
 		ps.next++
-		for s := 0; s < p.r.Rollout.GroupSize; s++ {
+		for s := 0; s < p.Recipe.Rollout.GroupSize; s++ {
 			t := &batch.Trajectory{Task: g.Task, Group: g.ID, Sample: s, Partial: &batch.Partial{Group: g, Resume: make(chan batch.ResumeOrder, 1)}}
 			g.Samples = append(g.Samples, t)
 			run = append(run, t)
@@ -116,26 +120,26 @@ func (p *rolloutPhase) preparePartial(step, version int, tasks func(id int) envs
 	return run
 }
 
-// runPartial runs a partial phase: run's trajectories (preparePartial) until tasks_per_step
+// RunPartial runs a partial phase: run's trajectories (PreparePartial) until tasks_per_step
 // groups are done, as the generator's pause rule sees their sessions end, trajectory i new here
 // with sampling seed seed+i·7919; the rest pause. finished sees each trajectory that ends.
-func (p *rolloutPhase) runPartial(ctx context.Context, step, version int, run []*batch.Trajectory, seed uint64, temperature float64, finished func(*batch.Trajectory)) (generation, error) {
-	meter := p.gen.Measure()
+func (p *Phase) RunPartial(ctx context.Context, step, version int, run []*batch.Trajectory, seed uint64, temperature float64, finished func(*batch.Trajectory)) (Generation, error) {
+	meter := p.Gen.Measure()
 	defer meter.Stop()
-	queued := p.pool.QueueWait()
-	base := p.gen.Reserve(len(run))
+	queued := p.Pool.QueueWait()
+	base := p.Gen.Reserve(len(run))
 	// A sample is done for the rule once it finished or was dropped before this phase, or its
 	// session ended in it.
 	ended := map[*batch.Trajectory]bool{}
 	for _, t := range run {
 		for _, s := range t.Partial.Group.Samples {
-			if s.Partial.State == partFinished || s.Partial.State == partDropped {
+			if s.Partial.State == PartialFinished || s.Partial.State == PartialDropped {
 				ended[s] = true
 			}
 		}
 	}
 	complete := 0
-	p.gen.PauseWhen(func(ticket int64) bool { // under the generator's lock, in tick order
+	p.Gen.PauseWhen(func(ticket int64) bool { // under the generator's lock, in tick order
 		i := ticket - base
 		if i < 0 || i >= int64(len(run)) {
 			return false
@@ -148,9 +152,9 @@ func (p *rolloutPhase) runPartial(ctx context.Context, step, version int, run []
 			}
 		}
 		complete++
-		return complete >= p.r.Rollout.TasksPerStep
+		return complete >= p.Recipe.Rollout.TasksPerStep
 	})
-	defer p.gen.PauseWhen(nil)
+	defer p.Gen.PauseWhen(nil)
 	var wg sync.WaitGroup
 	for i, t := range run {
 		ticket := base + int64(i)
@@ -158,13 +162,13 @@ func (p *rolloutPhase) runPartial(ctx context.Context, step, version int, run []
 		pr := t.Partial
 		wg.Add(1)
 		pr.Settle = func() {
-			p.gen.Skip(ticket)
-			if pr.State == partFinished && pr.Err == nil {
+			p.Gen.Skip(ticket)
+			if pr.State == PartialFinished && pr.Err == nil {
 				finished(t)
 			}
 			wg.Done()
 		}
-		if pr.State == partPaused {
+		if pr.State == PartialPaused {
 			pr.Resume <- batch.ResumeOrder{Ctx: tctx, Version: version, Step: step}
 			continue
 		}
@@ -175,30 +179,30 @@ func (p *rolloutPhase) runPartial(ctx context.Context, step, version int, run []
 			if errors.Is(err, errStaleDropped) {
 				return
 			}
-			pr.Err, pr.State = err, partFinished
+			pr.Err, pr.State = err, PartialFinished
 			pr.Settle()
 		}()
 	}
 	wg.Wait()
 	for _, t := range run {
-		if t.Partial.State == partFinished && t.Partial.Err != nil {
-			return generation{}, t.Partial.Err
+		if t.Partial.State == PartialFinished && t.Partial.Err != nil {
+			return Generation{}, t.Partial.Err
 		}
 	}
-	return generation{stats: meter.Stop(), toolQueue: p.pool.QueueWait() - queued}, nil
+	return Generation{Stats: meter.Stop(), ToolQueue: p.Pool.QueueWait() - queued}, nil
 }
 
-// collectPartial takes the groups whose samples are all done out of flight and returns their
+// CollectPartial takes the groups whose samples are all done out of flight and returns their
 // samples to train on, numbered by group in start order, less those older than max_staleness
 // updates (dropped and counted), and the trajectories paused now.
-func (p *rolloutPhase) collectPartial(version int, st *partialStats) (trained, paused []*batch.Trajectory) {
-	ps := p.partial
+func (p *Phase) CollectPartial(version int, st *PartialStats) (trained, paused []*batch.Trajectory) {
+	ps := p.Partial
 	var keep []*batch.Group
 	k := 0
 	for _, g := range ps.groups {
 		done := true
 		for _, t := range g.Samples {
-			if t.Partial.State == partPaused {
+			if t.Partial.State == PartialPaused {
 				done = false
 				paused = append(paused, t)
 			}
@@ -209,18 +213,18 @@ func (p *rolloutPhase) collectPartial(version int, st *partialStats) (trained, p
 		}
 		n := 0
 		for _, t := range g.Samples {
-			if t.Partial.State != partFinished {
+			if t.Partial.State != PartialFinished {
 				continue
 			}
 			v, _ := t.MinVersion()
-			if version-v > p.r.Rollout.Partial.MaxStaleness {
-				t.Partial.State = partDropped
-				st.staleDropped++
+			if version-v > p.Recipe.Rollout.Partial.MaxStaleness {
+				t.Partial.State = PartialDropped
+				st.StaleDropped++
 				continue
 			}
 			t.Group = k
-			st.staleness += float64(version - v)
-			st.trained++
+			st.Staleness += float64(version - v)
+			st.Trained++
 			trained = append(trained, t)
 			n++
 		}
@@ -229,22 +233,22 @@ func (p *rolloutPhase) collectPartial(version int, st *partialStats) (trained, p
 		}
 	}
 	ps.groups = keep
-	st.paused = len(paused)
+	st.Paused = len(paused)
 	return trained, paused
 }
 
-// dropPaused ends the paused trajectories' goroutines (the run is over).
-func (p *rolloutPhase) dropPaused() {
-	if p == nil || p.partial == nil {
+// DropPaused ends the paused trajectories' goroutines (the run is over).
+func (p *Phase) DropPaused() {
+	if p == nil || p.Partial == nil {
 		return
 	}
-	for _, g := range p.partial.groups {
+	for _, g := range p.Partial.groups {
 		for _, t := range g.Samples {
-			if t.Partial.State == partPaused {
-				t.Partial.State, t.Partial.Settle = partDropped, func() {}
+			if t.Partial.State == PartialPaused {
+				t.Partial.State, t.Partial.Settle = PartialDropped, func() {}
 				t.Partial.Resume <- batch.ResumeOrder{}
 			}
 		}
 	}
-	p.partial.groups = nil
+	p.Partial.groups = nil
 }

@@ -1,0 +1,76 @@
+package play
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"agentrl/engine/batch"
+	"agentrl/engine/event"
+	"agentrl/envs/external"
+)
+
+// dropNoRequests is the drop of an agent that gave a result without calling the model: there is
+// nothing to train on.
+const dropNoRequests external.Drop = "no_requests"
+
+// SplitDropped separates the trajectories whose agent gave nothing usable from the rest: the
+// step trains on the usable ones and shows and stores both. A step with nothing usable is an
+// error that says why (the agent does not work; fixing it and resuming goes on).
+func SplitDropped(step int, trajs []*batch.Trajectory) (usable, dropped []*batch.Trajectory, err error) {
+	for _, t := range trajs {
+		if t.Agent != nil && t.Agent.Drop != external.DropNone {
+			dropped = append(dropped, t)
+		} else {
+			usable = append(usable, t)
+		}
+	}
+	if len(usable) == 0 && len(dropped) > 0 {
+		x := dropped[0].Agent
+		msg := fmt.Sprintf("engine: step %d: every one of its %d trajectories was dropped (%s); the first: %s", step, len(dropped), dropCounts(dropped), x.Why)
+		if tail := strings.TrimSpace(x.Result.StderrTail); tail != "" {
+			msg += "; its stderr ends:\n" + lastLines(tail, 8)
+		}
+		return nil, dropped, errors.New(msg + "\nrun the agent by hand against `agentrl-tui serve` to see what it does, fix it, and resume the run")
+	}
+	return usable, dropped, nil
+}
+
+// dropCounts says how many trajectories were dropped for each reason: "3 crashed, 1 timeout".
+func dropCounts(dropped []*batch.Trajectory) string {
+	n := map[external.Drop]int{}
+	for _, t := range dropped {
+		n[t.Agent.Drop]++
+	}
+	kinds := make([]string, 0, len(n))
+	for k := range n {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", n[external.Drop(k)], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// dropReasons are the drop kinds a step's metrics always count, so that their curves have a
+// point at every step; the others (cancelled, not_started) appear when they happen.
+var dropReasons = []external.Drop{external.DropCrashed, external.DropTimeout, external.DropNoResult, external.DropBadResult, dropNoRequests}
+
+// DropMetrics counts an external run's dropped trajectories in the step's metrics: dropped, and
+// dropped_REASON for each reason. A ReTool run (a nil AgentEnv) drops nothing and gets none of
+// these.
+func (a *AgentEnv) DropMetrics(metrics map[event.Metric]float64, dropped []*batch.Trajectory) {
+	if a == nil {
+		return
+	}
+	metrics[event.MetricDropped] = float64(len(dropped))
+	for _, k := range dropReasons {
+		metrics[event.MetricDroppedFor(string(k))] = 0
+	}
+	for _, t := range dropped {
+		metrics[event.MetricDroppedFor(string(t.Agent.Drop))]++
+	}
+}

@@ -1,0 +1,113 @@
+// Package play is the rollout phase's players: a batch of trajectories through the generator,
+// each played as a ReTool episode with its tools on the sandbox's pool or, with env.name
+// external, by a run of the recipe's agent program against the generator's endpoint; with
+// partial rollouts, trajectories that pause at a phase's end and resume in the next. The
+// controller loop (package engine) decides what to play and trains on what comes back.
+package play
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"agentrl/engine/batch"
+	"agentrl/engine/rollout"
+	"agentrl/engine/tokenizer"
+	"agentrl/envs"
+	"agentrl/envs/retool"
+	"agentrl/envs/sandbox"
+	"agentrl/recipes"
+)
+
+// Phase runs the generation phases (a step's rollout, an evaluation, its validation): a
+// batch of trajectories through the generator, each with its own lockstep ticket, played as a
+// ReTool episode with its tools on the sandbox's pool (or, with env.name external, by the
+// recipe's agent program), and says how the phase used the generator's slots.
+type Phase struct {
+	Recipe    *recipes.Recipe
+	Tokenizer *tokenizer.Tokenizer
+	Gen       *rollout.Generator
+	Exec      sandbox.Executor
+	Pool      *sandbox.Pool
+	Weights   retool.Weights
+	Stops     []int32 // the ids that end a turn; Stops[0] is <|im_end|>
+	// Partial is the state partial rollouts keep across steps (rollout.partial.enabled); nil when off.
+	Partial *PartialState
+	// Agent plays a trajectory with env.name external (AgentEnv.Play); nil: ReTool episodes.
+	Agent func(ctx context.Context, t *batch.Trajectory, seed uint64, temperature float64) error
+}
+
+// Generation is what a phase measured: the generator's slot use and the time its trajectories
+// queued for a sandbox worker.
+type Generation struct {
+	Stats     rollout.PhaseStats
+	ToolQueue time.Duration
+}
+
+// Prompt renders the opening messages with the generation prompt; a hint (bridge thought) is
+// appended to the user's problem for the teacher.
+func (p *Phase) Prompt(task envs.Task, hint string) ([]int32, error) {
+	text, err := tokenizer.RenderChat([]envs.Message{{Role: "system", Content: retool.SystemFor(p.Recipe.Env.Observation.Format)}, {Role: "user", Content: retool.WithHint(task.Prompt, hint)}}, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	return p.Tokenizer.Encode(text), nil
+}
+
+// Run plays every trajectory of batch concurrently, trajectory i with sampling seed
+// seed+i·7919, calling finished (from the trajectory's goroutine) as each one ends.
+func (p *Phase) Run(ctx context.Context, trajs []*batch.Trajectory, seed uint64, temperature float64, finished func(*batch.Trajectory)) (Generation, error) {
+	meter := p.Gen.Measure()
+	defer meter.Stop()
+	queued := p.Pool.QueueWait()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(trajs))
+	// Each trajectory opens its session with its own ticket, so a lockstep generator admits them
+	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
+	// gives its ticket up.
+	base := p.Gen.Reserve(len(trajs))
+	play := p.playReTool
+	if p.Agent != nil {
+		play = p.Agent
+	}
+	for i, t := range trajs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer p.Gen.Skip(base + int64(i))
+			if err := play(rollout.WithTicket(ctx, base+int64(i)), t, seed+uint64(i)*7919, temperature); err != nil {
+				errs <- err
+				return
+			}
+			finished(t)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return Generation{}, err
+	}
+	return Generation{Stats: meter.Stop(), ToolQueue: p.Pool.QueueWait() - queued}, nil
+}
+
+// TeacherPrompt is the prompt the teacher and the hint probe read t's response after, with hint
+// before the problem as retool.WithHint puts it ("" for none): ReTool's own prompt for a ReTool
+// trajectory; for an agent's, its own first prompt with the problem text replaced by the hinted
+// one (ok false when the prompt does not hold the problem's text, so no hint can be placed).
+func (p *Phase) TeacherPrompt(t *batch.Trajectory, hint string) (ids []int32, ok bool, err error) {
+	if t.Agent == nil {
+		ids, err = p.Prompt(t.Task, hint)
+		return ids, err == nil, err
+	}
+	prompt := t.Tokens[:t.PromptLen]
+	if hint == "" {
+		return append([]int32{}, prompt...), true, nil
+	}
+	text := p.Tokenizer.Decode(prompt, false)
+	i := strings.LastIndex(text, t.Task.Prompt)
+	if t.Task.Prompt == "" || i < 0 {
+		return nil, false, nil
+	}
+	return p.Tokenizer.Encode(text[:i] + retool.WithHint(t.Task.Prompt, hint) + text[i+len(t.Task.Prompt):]), true, nil
+}
