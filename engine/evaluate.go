@@ -75,7 +75,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	if err := c.rec.Record(ev); err != nil {
 		return ev, err
 	}
-	c.phase(step, "eval", t0)
+	c.phase(step, event.PhaseEval, t0)
 	c.clock.evalDone(time.Since(t0).Seconds())
 	c.evals++
 	return ev, nil

@@ -11,6 +11,8 @@ import (
 	"agentrl/engine/play"
 )
 
+// phase records that step's phase name took the time since start: an event.Phase, and the sum
+// per phase the step stores.
 func (c *Controller) phase(step int, name string, start time.Time) {
 	s := time.Since(start).Seconds()
 	c.emit(event.Phase{Step: step, Phase: name, Seconds: s})
@@ -18,6 +20,20 @@ func (c *Controller) phase(step int, name string, start time.Time) {
 		c.phases, c.phasesStep = map[string]float64{}, step
 	}
 	c.phases[name] += s
+}
+
+// inPhase runs fn as step's phase name: entered only while no stop is pending (else errStop),
+// timed and recorded (phase) once fn returns without error.
+func (c *Controller) inPhase(step int, name string, fn func() error) error {
+	t0 := time.Now()
+	if !c.enter(step, name) {
+		return errStop
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	c.phase(step, name, t0)
+	return nil
 }
 
 // storePhases keeps step's phase times, so that a stored run's view shows where its time went.
@@ -39,15 +55,13 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
-	t0 := time.Now()
-	if !c.enter(step, event.PhaseAdvantage) {
-		return errStop
-	}
-	hinted, err := c.advantages(trajs)
-	if err != nil {
+	var hinted int
+	if err := c.inPhase(step, event.PhaseAdvantage, func() (err error) {
+		hinted, err = c.advantages(trajs)
+		return err
+	}); err != nil {
 		return err
 	}
-	c.phase(step, "advantage", t0)
 	metrics := map[event.Metric]float64{event.MetricSwitchToTrainSeconds: switchToTrain}
 	generationMetrics(gen, metrics)
 	if err := c.trainStep(step, trajs, metrics); err != nil {
@@ -62,7 +76,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 
 	// The step is trained: its metrics and trajectories are kept whatever comes next (part of
 	// the save phase's time).
-	t0 = time.Now()
+	t0 := time.Now()
 	c.pass(step, event.PhaseSave)
 	trajs = append(trajs, dropped...)
 	if c.players.Partial != nil {
@@ -91,7 +105,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 			return err
 		}
 	}
-	c.phase(step, "save", t0)
+	c.phase(step, event.PhaseSave, t0)
 	return c.storePhases(step)
 }
 
@@ -100,17 +114,14 @@ func (c *Controller) step(ctx context.Context, step int) error {
 // stored but not trained on.
 func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped []*batch.Trajectory, gen event.Generation, err error) {
 	r := c.r
-	t0 := time.Now()
-	if !c.enter(step, event.PhaseRollout) {
-		return nil, nil, gen, errStop
-	}
-	rng := rand.New(rand.NewPCG(uint64(r.Run.Seed), uint64(step)))
-	if c.players.Partial != nil {
-		if trajs, gen, err = c.rolloutPartial(ctx, step, rng.Uint64()); err != nil {
-			return nil, nil, gen, c.stopOr(ctx, err)
+	err = c.inPhase(step, event.PhaseRollout, func() (err error) {
+		rng := rand.New(rand.NewPCG(uint64(r.Run.Seed), uint64(step)))
+		if c.players.Partial != nil {
+			if trajs, gen, err = c.rolloutPartial(ctx, step, rng.Uint64()); err != nil {
+				return c.stopOr(ctx, err)
+			}
+			return nil
 		}
-		dropped = nil
-	} else {
 		for i := 0; i < r.Rollout.TasksPerStep; i++ {
 			task := c.train[((step-1)*r.Rollout.TasksPerStep+i)%len(c.train)]
 			for s := 0; s < r.Rollout.GroupSize; s++ {
@@ -118,13 +129,14 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped 
 			}
 		}
 		if gen, err = c.rollout(ctx, step, event.PhaseRollout, trajs, rng.Uint64(), r.Rollout.Temperature); err != nil {
-			return nil, nil, gen, c.stopOr(ctx, err)
+			return c.stopOr(ctx, err)
 		}
-		if trajs, dropped, err = play.SplitDropped(step, trajs); err != nil {
-			return nil, nil, gen, err
-		}
+		trajs, dropped, err = play.SplitDropped(step, trajs)
+		return err
+	})
+	if err != nil {
+		return nil, nil, gen, err
 	}
-	c.phase(step, "rollout", t0)
 	for _, t := range trajs {
 		if t.Drift != "" {
 			c.emit(event.Alarm{Step: step, Kind: event.AlarmTokenDrift, Value: 1, Threshold: 0,
@@ -138,43 +150,40 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped 
 // score is the score phase: hindsight hints, process scores and each trajectory's reward; an
 // agent's later segments come back as sequences of their own.
 func (c *Controller) score(ctx context.Context, step int, trajs []*batch.Trajectory) ([]*batch.Trajectory, error) {
-	t0 := time.Now()
-	if !c.enter(step, event.PhaseScore) {
-		return nil, errStop
-	}
-	if err := c.hints.Hindsight(ctx, trajs); err != nil {
-		return nil, c.stopOr(ctx, err)
-	}
-	for _, t := range trajs {
-		t.Reward = play.ComposeReward(c.weights, t)
-	}
-	trajs = batch.ExpandSegments(trajs)
-	c.phase(step, "score", t0)
-	return trajs, nil
+	err := c.inPhase(step, event.PhaseScore, func() error {
+		if err := c.hints.Hindsight(ctx, trajs); err != nil {
+			return c.stopOr(ctx, err)
+		}
+		for _, t := range trajs {
+			t.Reward = play.ComposeReward(c.weights, t)
+		}
+		trajs = batch.ExpandSegments(trajs)
+		return nil
+	})
+	return trajs, err
 }
 
 // reference is the reference phase: the switch to training around the reference forward; it
 // returns the switch's seconds.
-func (c *Controller) reference(step int, trajs []*batch.Trajectory) (float64, error) {
-	t0 := time.Now()
-	if !c.enter(step, event.PhaseReference) {
-		return 0, errStop
-	}
-	if err := c.dev.ToReference(step, c.r.UsesReference()); err != nil {
-		return 0, err
-	}
-	switchToTrain := time.Since(t0).Seconds()
-	if err := c.referenceForward(trajs); err != nil {
-		_ = c.dev.ToTrain(step) // a consistent device for what follows the error (save, close)
-		return 0, err
-	}
-	t1 := time.Now()
-	if err := c.dev.ToTrain(step); err != nil {
-		return 0, err
-	}
-	switchToTrain += time.Since(t1).Seconds()
-	c.phase(step, "reference", t0)
-	return switchToTrain, nil
+func (c *Controller) reference(step int, trajs []*batch.Trajectory) (switchToTrain float64, err error) {
+	err = c.inPhase(step, event.PhaseReference, func() error {
+		t0 := time.Now()
+		if err := c.dev.ToReference(step, c.r.UsesReference()); err != nil {
+			return err
+		}
+		switchToTrain = time.Since(t0).Seconds()
+		if err := c.referenceForward(trajs); err != nil {
+			_ = c.dev.ToTrain(step) // a consistent device for what follows the error (save, close)
+			return err
+		}
+		t1 := time.Now()
+		if err := c.dev.ToTrain(step); err != nil {
+			return err
+		}
+		switchToTrain += time.Since(t1).Seconds()
+		return nil
+	})
+	return switchToTrain, err
 }
 
 // stopOr is errStop when a stop abandoned (cancelled ctx, the generation's) the work that failed

@@ -61,7 +61,7 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 		c.emit(event.Alarm{Step: step, Kind: event.AlarmLogProbMismatch, Value: probeMax, Threshold: c.o.LogProbAlarm,
 			Message: "rollout and trainer log-probs disagree: the inference weights may be stale"})
 	}
-	c.phase(step, "train", t0)
+	c.phase(step, event.PhaseTrain, t0)
 	return nil
 }
 
@@ -79,7 +79,7 @@ func (c *Controller) syncWeights(step int, metrics map[event.Metric]float64) err
 		c.emit(event.Alarm{Step: step, Kind: event.AlarmStaleWeights, Value: diff, Threshold: 0,
 			Message: "after the sync the inference weights differ from the cast master weights"})
 	}
-	c.phase(step, "sync", t0)
+	c.phase(step, event.PhaseSync, t0)
 	return nil
 }
 
