@@ -30,7 +30,7 @@ func New(o Options) (*Controller, error) {
 	if o.LogProbAlarm == 0 {
 		o.LogProbAlarm = 1e-3
 	}
-	c := &Controller{o: o, r: r, best: -1, start: 1, finishWithin: finishWithin, rec: record.New(o.Store, o.RunID, r.Rollout.GroupSize)}
+	c := &Controller{opts: o, recipe: r, best: -1, start: 1, finishWithin: finishWithin, rec: record.New(o.Store, o.RunID, r.Rollout.GroupSize)}
 	c.countCompiles()
 	var ok bool
 	if c.imEnd, ok = o.Tokenizer.TokenID("<|im_end|>"); !ok {
@@ -92,7 +92,7 @@ func New(o Options) (*Controller, error) {
 	if micro <= 0 {
 		micro = min(8, r.BatchSize())
 	}
-	c.tr, err = train.New(o.Policy, train.Config{
+	c.trainer, err = train.New(o.Policy, train.Config{
 		ClipLow: r.Algorithm.ClipLow, ClipHigh: r.Algorithm.ClipHigh, KLCoef: klLoss(r), KLEstimator: r.Algorithm.KLEstimator,
 		EntropyCoef: r.Algorithm.EntropyCoef, Aggregation: r.Algorithm.Aggregation,
 		LR: r.Train.LR, WeightDecay: r.Train.WeightDecay, Beta1: r.Train.Beta1, Beta2: r.Train.Beta2, Eps: r.Train.Eps,
@@ -106,12 +106,12 @@ func New(o Options) (*Controller, error) {
 	}
 	if o.Resume != nil {
 		if err := c.restore(o.Resume); err != nil {
-			c.tr.Close()
+			c.trainer.Close()
 			return nil, err
 		}
 	}
 	if c.dev.Infer, err = residency.NewInferenceCopy(o.Policy, c.compiles); err != nil {
-		c.tr.Close()
+		c.trainer.Close()
 		return nil, err
 	}
 	// The python executor's calls queue for the sandbox's workers, so the deterministic schedule
@@ -131,12 +131,12 @@ func New(o Options) (*Controller, error) {
 	})
 	if err != nil {
 		c.dev.Infer.Close()
-		c.tr.Close()
+		c.trainer.Close()
 		return nil, err
 	}
 	// What waits during rollout leaves the device now: offloaded moments and master weights (the
 	// inference copy is built) and the reference copy, which comes in only for the reference forward.
-	c.dev.Gen, c.dev.Trainer = c.gen, c.tr
+	c.dev.Gen, c.dev.Trainer = c.gen, c.trainer
 	if err := c.dev.Settle(); err != nil {
 		c.Close()
 		return nil, err
@@ -169,7 +169,7 @@ func New(o Options) (*Controller, error) {
 // restore loads a checkpoint's weights, moments and bookkeeping.
 func (c *Controller) restore(cp *store.Checkpoint) error {
 	src := fmt.Sprintf("checkpoint %s/%d", cp.Run, cp.Step)
-	if err := residency.SetWeights(c.o.Policy, cp.Weights, src); err != nil {
+	if err := residency.SetWeights(c.opts.Policy, cp.Weights, src); err != nil {
 		return err
 	}
 	byName := map[string]*safetensors.Tensor{}
@@ -178,9 +178,9 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 	}
 	// The model's moments are there when the checkpoint saved the optimizer (ppo's value head
 	// is kept in the same file, so the file alone says nothing).
-	if _, saved := byName["m."+c.tr.TrainedSpecs()[0].Name]; saved {
+	if _, saved := byName["m."+c.trainer.TrainedSpecs()[0].Name]; saved {
 		var m, v []*tensors.Tensor
-		for _, spec := range c.tr.TrainedSpecs() { // a LoRA run's: the adapters
+		for _, spec := range c.trainer.TrainedSpecs() { // a LoRA run's: the adapters
 			for _, pre := range []string{"m.", "v."} {
 				t, ok := byName[pre+spec.Name]
 				if !ok {
@@ -197,11 +197,11 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 				}
 			}
 		}
-		if err := c.tr.SetMoments(m, v, int(cp.Metrics["adam_step"])); err != nil {
+		if err := c.trainer.SetMoments(m, v, int(cp.Metrics["adam_step"])); err != nil {
 			return err
 		}
 	}
-	if valueCoef(c.r) > 0 {
+	if valueCoef(c.recipe) > 0 {
 		if err := c.restoreValueHead(cp, src); err != nil {
 			return err
 		}
@@ -209,9 +209,9 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 	c.start = cp.Step + 1
 	c.best, c.bestStep, c.sinceBest = cp.Metrics["best"], int(cp.Metrics["best_step"]), int(cp.Metrics["since_best"])
 	c.lastSaved = cp.Step
-	c.st.trained, c.st.saved = cp.Step, cp.Step
-	if c.o.Store != nil {
-		evals, err := c.o.Store.Evals(c.o.RunID)
+	c.stop.trained, c.stop.saved = cp.Step, cp.Step
+	if c.opts.Store != nil {
+		evals, err := c.opts.Store.Evals(c.opts.RunID)
 		if err != nil {
 			return err
 		}

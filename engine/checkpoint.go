@@ -14,21 +14,21 @@ import (
 
 // save writes a checkpoint of the policy (and, when asked, optimizer state) and applies retention.
 func (c *Controller) save(_ context.Context, step int, final bool) error {
-	if c.o.Store == nil || step <= 0 || step == c.lastSaved {
+	if c.opts.Store == nil || step <= 0 || step == c.lastSaved {
 		return nil
 	}
 	c.lastSaved = step
-	ts, err := c.o.Policy.Params.Tensors(safetensors.F32)
+	ts, err := c.opts.Policy.Params.Tensors(safetensors.F32)
 	if err != nil {
 		return err
 	}
-	m, v, adamStep := c.tr.Moments()
-	cp := &store.Checkpoint{Manifest: store.Manifest{Run: c.o.RunID, Step: step, RecipeHash: c.r.Hash(),
-		DataPosition: int64(step * c.r.Rollout.TasksPerStep),
+	m, v, adamStep := c.trainer.Moments()
+	cp := &store.Checkpoint{Manifest: store.Manifest{Run: c.opts.RunID, Step: step, RecipeHash: c.recipe.Hash(),
+		DataPosition: int64(step * c.recipe.Rollout.TasksPerStep),
 		Metrics:      map[string]float64{"best": c.best, "best_step": float64(c.bestStep), "since_best": float64(c.sinceBest), "adam_step": float64(adamStep)}},
-		Weights: ts, FileData: residency.CheckpointFiles(c.o.Policy, c.o.ModelFiles, c.r.Model.Path)}
-	if c.r.Checkpoint.SaveOptimizer {
-		for i, spec := range c.tr.TrainedSpecs() { // a LoRA run's: the adapters
+		Weights: ts, FileData: residency.CheckpointFiles(c.opts.Policy, c.opts.ModelFiles, c.recipe.Model.Path)}
+	if c.recipe.Checkpoint.SaveOptimizer {
+		for i, spec := range c.trainer.TrainedSpecs() { // a LoRA run's: the adapters
 			for _, pair := range []struct {
 				prefix string
 				t      *tensors.Tensor
@@ -41,28 +41,28 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 			}
 		}
 	}
-	if valueCoef(c.r) > 0 {
+	if valueCoef(c.recipe) > 0 {
 		if err := c.saveValueHead(cp); err != nil {
 			return err
 		}
 	}
-	if err := c.o.Store.SaveCheckpoint(cp); err != nil {
+	if err := c.opts.Store.SaveCheckpoint(cp); err != nil {
 		return err
 	}
 	c.stopMu.Lock()
-	c.st.saved = step
+	c.stop.saved = step
 	c.stopMu.Unlock()
 	var size int64
 	for _, t := range ts {
 		size += int64(len(t.Data))
 	}
 	c.emit(event.Checkpoint{Step: step, Bytes: size, Best: step == c.bestStep})
-	if !final && c.r.Checkpoint.KeepLast > 0 {
+	if !final && c.recipe.Checkpoint.KeepLast > 0 {
 		var pinned []int
 		if m := c.manualBest.Load(); m > 0 {
 			pinned = append(pinned, int(m))
 		}
-		if _, err := c.o.Store.Retain(c.o.RunID, "best", c.r.Checkpoint.KeepBest, c.r.Checkpoint.KeepLast, pinned...); err != nil {
+		if _, err := c.opts.Store.Retain(c.opts.RunID, "best", c.recipe.Checkpoint.KeepBest, c.recipe.Checkpoint.KeepLast, pinned...); err != nil {
 			return err
 		}
 	}
@@ -72,13 +72,13 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 // saveValueHead puts ppo's value head in the checkpoint's optimizer-state file (it is not part
 // of the HuggingFace model): its weights always, its AdamW moments with checkpoint.save_optimizer.
 func (c *Controller) saveValueHead(cp *store.Checkpoint) error {
-	names, values, m, v := c.tr.ValueHead()
+	names, values, m, v := c.trainer.ValueHead()
 	for i, name := range names {
 		parts := []struct {
 			prefix string
 			t      *tensors.Tensor
 		}{{"", values[i]}}
-		if c.r.Checkpoint.SaveOptimizer {
+		if c.recipe.Checkpoint.SaveOptimizer {
 			parts = append(parts, struct {
 				prefix string
 				t      *tensors.Tensor
@@ -108,7 +108,7 @@ func (c *Controller) restoreValueHead(cp *store.Checkpoint, src string) error {
 	for _, t := range cp.Moments {
 		byName[t.Name] = t
 	}
-	names, cur, _, _ := c.tr.ValueHead()
+	names, cur, _, _ := c.trainer.ValueHead()
 	get := func(name string, like *tensors.Tensor) (*tensors.Tensor, error) {
 		t, ok := byName[name]
 		if !ok {
@@ -145,5 +145,5 @@ func (c *Controller) restoreValueHead(cp *store.Checkpoint, src string) error {
 	if len(m) != len(names) {
 		m, v = nil, nil // moments start from zero
 	}
-	return c.tr.SetValueHead(values, m, v)
+	return c.trainer.SetValueHead(values, m, v)
 }

@@ -10,13 +10,13 @@ import (
 // teacher log-probs, the hint probe) as "reference", the policy's as "policy". The generator,
 // the trainer and the weight sync are handed the counter as they are built.
 func (c *Controller) countCompiles() {
-	c.compiles = c.o.Compiles
+	c.compiles = c.opts.Compiles
 	if c.compiles == nil {
 		c.compiles = compiles.NewCounter()
 	}
-	c.o.Reference.CountCompiles(c.compiles, "reference")
-	if c.o.Policy != c.o.Reference {
-		c.o.Policy.CountCompiles(c.compiles, "policy")
+	c.opts.Reference.CountCompiles(c.compiles, "reference")
+	if c.opts.Policy != c.opts.Reference {
+		c.opts.Policy.CountCompiles(c.compiles, "policy")
 	}
 }
 

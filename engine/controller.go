@@ -66,17 +66,17 @@ type Options struct {
 
 // Controller runs one recipe.
 type Controller struct {
-	o          Options
-	r          *recipes.Recipe
+	opts       Options
+	recipe     *recipes.Recipe
 	gen        *rollout.Generator
-	tr         *train.Trainer
+	trainer    *train.Trainer
 	dev        *residency.Device // what is on the device when: the inference copy, the KV cache, master weights, moments, the reference
 	agentEnv   *play.AgentEnv    // env.name external: the endpoint and the agent runner; nil for retool
 	hints      *hint.Hinting     // the hinter, the process scorer and the hint probes
 	probe      hint.Probe        // the step's hint-usefulness probe (reference phase)
 	players    *play.Phase       // the generation phases: trajectories, tickets, tools
 	rec        *record.Recorder  // what the store keeps of the events emitted (nil: no store)
-	part       partialStep       // the step's partial rollout (rollout.partial), for its metrics and events
+	partial    partialStep       // the step's partial rollout (rollout.partial), for its metrics and events
 	train      []envs.Task
 	heldout    []envs.Task
 	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them
@@ -108,7 +108,7 @@ type Controller struct {
 
 	// the stopping model (stop.go): where the run is, the stop asked for and what it keeps
 	stopMu       sync.Mutex
-	st           stopState
+	stop         stopState
 	discard      atomic.Bool    // the update in progress is to be discarded
 	finishWithin time.Duration  // how much of an update a stop waits for (finishWithin; tests change it)
 	outside      sync.WaitGroup // Stop calls emitting from other goroutines
@@ -125,7 +125,7 @@ func (c *Controller) Close() {
 	c.agentEnv.Close()
 	c.gen.Close()
 	c.dev.Infer.Close()
-	c.tr.Close()
+	c.trainer.Close()
 }
 
 // Pause holds the run before its next step (the step in progress finishes); Resume (or Stop)
@@ -165,10 +165,10 @@ func (c *Controller) waitIfPaused(ctx context.Context) {
 // its best from now on (pinned, so a resumed run keeps the choice too), checkpoint retention
 // never deletes it, and the end of the run keeps that choice.
 func (c *Controller) MarkBest(step int) error {
-	if c.o.Store == nil {
+	if c.opts.Store == nil {
 		return errors.New("engine: this run has no store to mark a checkpoint in")
 	}
-	if _, err := c.o.Store.Manifest(c.o.RunID, step); err != nil {
+	if _, err := c.opts.Store.Manifest(c.opts.RunID, step); err != nil {
 		return fmt.Errorf("mark best: step %d has no checkpoint: %w", step, err)
 	}
 	c.manualBest.Store(int64(step))
@@ -178,11 +178,11 @@ func (c *Controller) MarkBest(step int) error {
 // Export writes the checkpoint of step as a HuggingFace folder next to the store
 // (export/RUN-stepN) and returns its path.
 func (c *Controller) Export(step int) (string, error) {
-	if c.o.Store == nil {
+	if c.opts.Store == nil {
 		return "", errors.New("engine: this run has no store to export from")
 	}
-	dir := filepath.Join(filepath.Dir(c.o.Store.Path()), "export", fmt.Sprintf("%s-step%d", c.o.RunID, step))
-	if err := c.o.Store.Export(c.o.RunID, step, dir); err != nil {
+	dir := filepath.Join(filepath.Dir(c.opts.Store.Path()), "export", fmt.Sprintf("%s-step%d", c.opts.RunID, step))
+	if err := c.opts.Store.Export(c.opts.RunID, step, dir); err != nil {
 		return "", err
 	}
 	return dir, nil
@@ -191,11 +191,11 @@ func (c *Controller) Export(step int) (string, error) {
 // ledger reports what the engine holds on the device, by component, with NVML's reading of the
 // whole device when there is one (ok=false on the CPU backend: then only the components count).
 func (c *Controller) ledger() event.Ledger {
-	params, base := residency.ParamBytes(c.o.Policy)
+	params, base := residency.ParamBytes(c.opts.Policy)
 	cfg := c.gen.Config()
-	l := event.Ledger{Backend: c.o.Backend, Components: map[string]int64{
+	l := event.Ledger{Backend: c.opts.Backend, Components: map[string]int64{
 		"inference weights": c.dev.Infer.Bytes(),
-		"KV cache":          model.CacheBytes(c.o.Policy.Config, c.o.Policy.Options().Compute, cfg.Slots, cfg.MaxLen),
+		"KV cache":          model.CacheBytes(c.opts.Policy.Config, c.opts.Policy.Options().Compute, cfg.Slots, cfg.MaxLen),
 	}}
 	// Where each waiting component is now, from the tensors themselves: "NAME (host)" for the
 	// part in host memory.
@@ -207,16 +207,16 @@ func (c *Controller) ledger() event.Ledger {
 			l.Components[name+" (host)"] = total - onDevice
 		}
 	}
-	fp := c.tr.Footprint()
+	fp := c.trainer.Footprint()
 	put("master weights", fp.MasterWeights, params)
 	put("AdamW moments", fp.OptimizerMoments, fp.OptimizerMoments+fp.HostMoments)
 	if base > 0 { // LoRA: one frozen base, the reference being that base with the adapters off
 		l.Components["base weights"] = base
 	} else {
-		put("reference weights", residency.DeviceBytes(c.o.Reference.Params.Values), c.o.Reference.Params.Bytes())
+		put("reference weights", residency.DeviceBytes(c.opts.Reference.Params.Values), c.opts.Reference.Params.Bytes())
 	}
-	if c.o.Monitor != nil {
-		if rd, ok := c.o.Monitor.Read(); ok {
+	if c.opts.Monitor != nil {
+		if rd, ok := c.opts.Monitor.Read(); ok {
 			l.DeviceUsed, l.DeviceTotal, l.UtilPct = rd.UsedBytes, rd.TotalBytes, rd.UtilPct
 			l.Budget = int64(rd.TotalBytes)
 		}
@@ -228,12 +228,12 @@ func (c *Controller) ledger() event.Ledger {
 func (c *Controller) updateRun(fn func(*store.Run)) error {
 	c.runMu.Lock()
 	defer c.runMu.Unlock()
-	run, err := c.o.Store.GetRun(c.o.RunID)
+	run, err := c.opts.Store.GetRun(c.opts.RunID)
 	if err != nil {
 		return err
 	}
 	fn(&run)
-	return c.o.Store.PutRun(run)
+	return c.opts.Store.PutRun(run)
 }
 
 // bestChoice is the run's best step: the user's choice if they made one, else the automatic one.
@@ -249,8 +249,8 @@ func (c *Controller) emit(e event.Event) {
 	if c.onEmit != nil {
 		c.onEmit(e)
 	}
-	if c.o.Events != nil {
-		c.o.Events <- e
+	if c.opts.Events != nil {
+		c.opts.Events <- e
 	}
 }
 
@@ -258,11 +258,11 @@ func (c *Controller) emit(e event.Event) {
 // run as Stop("interrupted") does). Whatever ends it, the run saves its last trained step and
 // records its end; see stop.go for what a stop keeps.
 func (c *Controller) Run(ctx context.Context) (err error) {
-	r := c.r
-	start := event.RunStart{RunID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.o.Backend, Model: r.Model.Path, Kernels: c.o.Kernels,
+	r := c.recipe
+	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels,
 		Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}
-	if c.o.Store != nil && c.o.Resume != nil {
-		run, err := c.o.Store.GetRun(c.o.RunID)
+	if c.opts.Store != nil && c.opts.Resume != nil {
+		run, err := c.opts.Store.GetRun(c.opts.RunID)
 		if err != nil {
 			return err
 		}
@@ -271,12 +271,12 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 			c.manualBest.Store(int64(run.BestStep))
 			start.MarkedBest = run.BestStep
 		}
-		if err := c.o.Store.PutRun(run); err != nil {
+		if err := c.opts.Store.PutRun(run); err != nil {
 			return err
 		}
-	} else if c.o.Store != nil {
+	} else if c.opts.Store != nil {
 		yaml, _ := json.Marshal(r)
-		if err := c.o.Store.PutRun(store.Run{ID: c.o.RunID, Name: r.Run.Name, Recipe: c.o.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps}); err != nil {
+		if err := c.opts.Store.PutRun(store.Run{ID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps}); err != nil {
 			return err
 		}
 	}
@@ -284,14 +284,14 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	work, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c.stopMu.Lock()
-	c.st.cancel = cancel
-	c.st.trained = c.start - 1
+	c.stop.cancel = cancel
+	c.stop.trained = c.start - 1
 	c.stopMu.Unlock()
 	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
 	c.emit(start)
 	defer func() { c.finish(err) }()
 	c.emit(c.ledger())
-	if r.Eval.AtStart && c.o.Resume == nil && c.enter(0, event.PhaseEval) {
+	if r.Eval.AtStart && c.opts.Resume == nil && c.enter(0, event.PhaseEval) {
 		if _, err := c.evaluate(work, 0); err != nil && !errors.Is(err, errStop) {
 			return err
 		}
@@ -325,7 +325,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	}
 	c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true) // a resumed run with no step left
 	c.stopMu.Lock()
-	trained := c.st.trained
+	trained := c.stop.trained
 	c.stopMu.Unlock()
 	return c.save(context.Background(), trained, true) // the final weights are always kept
 }

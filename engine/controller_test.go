@@ -541,7 +541,7 @@ func TestPPOEndToEnd(t *testing.T) {
 	if err := c2.restore(cp); err != nil {
 		t.Fatal(err)
 	}
-	_, got, _, _ := c2.tr.ValueHead()
+	_, got, _, _ := c2.trainer.ValueHead()
 	w := got[0].Shape()
 	vals := tensorFloats(t, got[0])
 	var want []float32
@@ -671,7 +671,7 @@ func TestAdvantagesPassK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &Controller{r: r}
+		c := &Controller{recipe: r}
 		var trajs []*batch.Trajectory
 		for i := range 8 {
 			tr := &batch.Trajectory{Mask: []bool{false, true, true}}

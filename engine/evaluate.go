@@ -14,7 +14,7 @@ import (
 // evaluate runs pass@k on the held-out tasks. A stop during it drops it (errStop): nothing of it
 // is emitted or stored but its trajectories and progress.
 func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error) {
-	r := c.r
+	r := c.recipe
 	t0 := time.Now()
 	tasks := c.heldout[:min(r.Eval.HeldoutTasks, len(c.heldout))]
 	var trajs []*batch.Trajectory
@@ -84,7 +84,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 // validate samples the validation tasks (eval.validation_samples each) and returns their pass@k
 // for the ks the samples allow. Its trajectories are not shown or stored: they choose, not report.
 func (c *Controller) validate(ctx context.Context, step int) (map[int]float64, error) {
-	r := c.r
+	r := c.recipe
 	var trajs []*batch.Trajectory
 	for i, task := range c.validation {
 		for s := 0; s < r.Eval.ValidationSamples; s++ {

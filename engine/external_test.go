@@ -197,7 +197,7 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 	c, events := externalRun(t, map[string]string{
 		"env.external.env": "AGENTRL_AGENT_TOOLS=none,AGENTRL_MAX_TURNS=3,AGENTRL_MAX_TOKENS=96,AGENTRL_AGENT_EXECUTOR=starlark,AGENTRL_TRANSCRIPT_DIR=" + tdir,
 	})
-	tok := c.o.Tokenizer
+	tok := c.opts.Tokenizer
 	type trained struct {
 		t    *batch.Trajectory
 		seqs []train.Sequence
@@ -349,8 +349,8 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 	if metrics == nil {
 		t.Fatal("no step metrics")
 	}
-	if d := metrics["logprob_diff_max"]; !(d <= c.o.LogProbAlarm) {
-		t.Errorf("logprob_diff_max = %g; want at most the alarm threshold %g", d, c.o.LogProbAlarm)
+	if d := metrics["logprob_diff_max"]; !(d <= c.opts.LogProbAlarm) {
+		t.Errorf("logprob_diff_max = %g; want at most the alarm threshold %g", d, c.opts.LogProbAlarm)
 	}
 	if metrics["dropped"] != 0 {
 		t.Errorf("dropped = %v; want 0 with the example agent", metrics["dropped"])
@@ -528,7 +528,7 @@ func TestAgentGroupStatistics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{r: r}
+	c := &Controller{recipe: r}
 	mk := func(group int, reward float64, drop external.Drop) *batch.Trajectory {
 		return &batch.Trajectory{Group: group, Tokens: []int32{1, 2, 3}, Mask: []bool{false, true, true}, LogProbs: []float32{0, -1, -1},
 			Reward: envs.Reward{Total: reward}, Agent: &batch.AgentRun{Drop: drop}}

@@ -93,8 +93,8 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conv := hint.DemoConversation(retool.SystemFor(c.r.Env.Observation.Format), task, d.Turns, "")
-		own := checkLayout(t, c.o.Tokenizer, conv, prompt)
+		conv := hint.DemoConversation(retool.SystemFor(c.recipe.Env.Observation.Format), task, d.Turns, "")
+		own := checkLayout(t, c.opts.Tokenizer, conv, prompt)
 		if own != len(d.Without) {
 			t.Errorf("task %s: %d own tokens, %d log-probs scored without the hint", id, own, len(d.Without))
 		}

@@ -26,16 +26,16 @@ func (c *Controller) rolloutPartial(ctx context.Context, step int, seed uint64) 
 	version := step - 1
 	run := c.players.PreparePartial(step, version, func(id int) envs.Task { return c.train[id%len(c.train)] }, &st)
 	tk := c.newTracker(step, event.PhaseRollout, run)
-	g, err := c.players.RunPartial(ctx, step, version, run, seed, c.r.Rollout.Temperature, tk.finished)
+	g, err := c.players.RunPartial(ctx, step, version, run, seed, c.recipe.Rollout.Temperature, tk.finished)
 	if err != nil {
 		return nil, event.Generation{}, err
 	}
 	ev := generationEvent(step, event.PhaseRollout, g.Stats, g.ToolQueue)
 	c.emit(ev)
 	trained, paused := c.players.CollectPartial(version, &st)
-	c.part = partialStep{stats: st, paused: paused}
+	c.partial = partialStep{stats: st, paused: paused}
 	if len(trained) == 0 {
-		return nil, ev, fmt.Errorf("engine: step %d: every sample of the groups its rollout completed was more than rollout.partial.max_staleness (%d) updates old; raise it", step, c.r.Rollout.Partial.MaxStaleness)
+		return nil, ev, fmt.Errorf("engine: step %d: every sample of the groups its rollout completed was more than rollout.partial.max_staleness (%d) updates old; raise it", step, c.recipe.Rollout.Partial.MaxStaleness)
 	}
 	return trained, ev, nil
 }
@@ -47,7 +47,7 @@ func (c *Controller) partialMetrics(metrics map[event.Metric]float64) {
 	if c.players.Partial == nil {
 		return
 	}
-	st := c.part.stats
+	st := c.partial.stats
 	metrics[event.MetricPaused], metrics[event.MetricResumed], metrics[event.MetricStaleDropped] = float64(st.Paused), float64(st.Resumed), float64(st.StaleDropped)
 	metrics[event.MetricStalenessMean] = st.Staleness / float64(max(st.Trained, 1))
 }
@@ -74,7 +74,7 @@ func (c *Controller) decouple(step int, trajs []*batch.Trajectory, seqs []train.
 	if len(idx) == 0 {
 		return nil
 	}
-	prox, err := c.tr.SequenceLogProbs(nil, toks)
+	prox, err := c.trainer.SequenceLogProbs(nil, toks)
 	if err != nil {
 		return err
 	}

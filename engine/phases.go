@@ -14,13 +14,13 @@ const opdClip = 1.0
 // when the recipe has a KL term (loss or reward penalty). A stop ends it between trajectories
 // (errStop): nothing is trained yet.
 func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
-	kl := c.r.Algorithm.KLCoef > 0
+	kl := c.recipe.Algorithm.KLCoef > 0
 	for _, t := range trajs {
 		if c.stopping() {
 			return errStop
 		}
 		if kl {
-			s, err := c.o.Reference.Score([][]int32{t.Tokens})
+			s, err := c.opts.Reference.Score([][]int32{t.Tokens})
 			if err != nil {
 				return err
 			}
@@ -40,7 +40,7 @@ func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 			continue
 		}
 		seq := append(append([]int32{}, tp...), t.Tokens[t.PromptLen:]...)
-		s, err := c.o.Reference.Score([][]int32{seq})
+		s, err := c.opts.Reference.Score([][]int32{seq})
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 // opd), minus kl_coef × KL per token when the KL is a reward penalty. It returns how many
 // trajectories had a teacher.
 func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err error) {
-	a := c.r.Algorithm
+	a := c.recipe.Algorithm
 	if a.Name == "ppo" {
 		return 0, c.gaeAdvantages(trajs)
 	}
@@ -113,12 +113,12 @@ func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err erro
 // penalty when the KL is a reward — into advantages and value targets; with std_normalize the
 // advantages are whitened over every policy token of the step.
 func (c *Controller) gaeAdvantages(trajs []*batch.Trajectory) error {
-	a := c.r.Algorithm
+	a := c.recipe.Algorithm
 	seqs := make([]train.Sequence, len(trajs))
 	for i, t := range trajs {
 		seqs[i] = train.Sequence{Tokens: t.Tokens, LossMask: t.Mask}
 	}
-	values, err := c.tr.Values(seqs)
+	values, err := c.trainer.Values(seqs)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ type tracker struct {
 func (c *Controller) newTracker(step int, phase string, trajs []*batch.Trajectory) *tracker {
 	tk := &tracker{c: c, step: step, phase: phase, total: len(trajs), start: time.Now()}
 	if phase == event.PhaseEval {
-		tk.need, tk.sums = c.r.Eval.NSamples, map[int]float64{}
+		tk.need, tk.sums = c.recipe.Eval.NSamples, map[int]float64{}
 		for _, t := range trajs {
 			for t.Group >= len(tk.counts) {
 				tk.counts = append(tk.counts, [2]int{})
@@ -44,7 +44,7 @@ func (c *Controller) newTracker(step int, phase string, trajs []*batch.Trajector
 
 // shape is what the recipe has the run do, for the ETA.
 func (c *Controller) shape() shape {
-	r := c.r
+	r := c.recipe
 	return shape{maxSteps: r.Run.MaxSteps, evalEvery: r.Eval.Every, stepTrajs: r.BatchSize(),
 		evalTrajs: min(r.Eval.HeldoutTasks, len(c.heldout))*r.Eval.NSamples + len(c.validation)*r.Eval.ValidationSamples}
 }
@@ -70,7 +70,7 @@ func (tk *tracker) finished(t *batch.Trajectory) {
 		}
 		if n[0] == tk.need {
 			tk.tasksDone++
-			for _, k := range c.r.Eval.Ks {
+			for _, k := range c.recipe.Eval.Ks {
 				if v, err := envs.PassAtK(n[0], n[1], k); err == nil {
 					tk.sums[k] += v
 				}

@@ -80,7 +80,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	c.pass(step, event.PhaseSave)
 	trajs = append(trajs, dropped...)
 	if c.players.Partial != nil {
-		trajs = append(trajs, c.part.paused...)
+		trajs = append(trajs, c.partial.paused...)
 	}
 	kept := []event.Event{event.StepMetrics{Step: step, Metrics: metrics}}
 	for _, t := range trajs {
@@ -93,14 +93,14 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	}
 	recorded := time.Since(t0)
 	c.clock.stepDone(c.stepSeconds(step) + recorded.Seconds())
-	if c.r.Eval.Every > 0 && step%c.r.Eval.Every == 0 && c.enter(step, event.PhaseEval) {
+	if c.recipe.Eval.Every > 0 && step%c.recipe.Eval.Every == 0 && c.enter(step, event.PhaseEval) {
 		if _, err := c.evaluate(ctx, step); err != nil && !errors.Is(err, errStop) {
 			return err
 		}
 	}
 	t0 = time.Now().Add(-recorded)
 	c.pass(step, event.PhaseSave)
-	if c.o.Store != nil && c.r.Checkpoint.Every > 0 && step%c.r.Checkpoint.Every == 0 {
+	if c.opts.Store != nil && c.recipe.Checkpoint.Every > 0 && step%c.recipe.Checkpoint.Every == 0 {
 		if err := c.save(ctx, step, false); err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 // rollout phase; what an external agent left unusable comes back apart (dropped), shown and
 // stored but not trained on.
 func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped []*batch.Trajectory, gen event.Generation, err error) {
-	r := c.r
+	r := c.recipe
 	err = c.inPhase(step, event.PhaseRollout, func() (err error) {
 		rng := rand.New(rand.NewPCG(uint64(r.Run.Seed), uint64(step)))
 		if c.players.Partial != nil {
@@ -168,7 +168,7 @@ func (c *Controller) score(ctx context.Context, step int, trajs []*batch.Traject
 func (c *Controller) reference(step int, trajs []*batch.Trajectory) (switchToTrain float64, err error) {
 	err = c.inPhase(step, event.PhaseReference, func() error {
 		t0 := time.Now()
-		if err := c.dev.ToReference(step, c.r.UsesReference()); err != nil {
+		if err := c.dev.ToReference(step, c.recipe.UsesReference()); err != nil {
 			return err
 		}
 		switchToTrain = time.Since(t0).Seconds()
@@ -218,14 +218,14 @@ func (c *Controller) trajectoryEvent(step int, t *batch.Trajectory, eval bool) e
 	if !eval {
 		for j := t.PromptLen; j < len(t.Tokens); j++ {
 			if t.Mask[j] {
-				e.Pieces = append(e.Pieces, c.o.Tokenizer.Decode(t.Tokens[j:j+1], false))
+				e.Pieces = append(e.Pieces, c.opts.Tokenizer.Decode(t.Tokens[j:j+1], false))
 				if t.Advantages != nil {
 					e.Advantages = append(e.Advantages, t.Advantages[j])
 				}
 			}
 		}
 	}
-	play.AgentEvent(&e, t, c.o.Tokenizer) // an external agent's run, and its later segments' tokens
+	play.AgentEvent(&e, t, c.opts.Tokenizer) // an external agent's run, and its later segments' tokens
 	if t.Partial != nil {
 		e.Paused, e.Segments = t.Partial.State == play.PartialPaused, segments(t)
 	}

@@ -78,18 +78,18 @@ type stopState struct {
 // it can stop.
 func (c *Controller) Stop(reason string) string {
 	c.stopMu.Lock()
-	if c.st.req != nil || c.st.ended {
+	if c.stop.req != nil || c.stop.ended {
 		msg := ""
-		if c.st.req != nil && (c.st.asked || !c.st.ended) {
-			msg = c.st.req.Message
+		if c.stop.req != nil && (c.stop.asked || !c.stop.ended) {
+			msg = c.stop.req.Message
 		}
 		c.stopMu.Unlock()
 		return msg
 	}
 	s, drop := c.planLocked(reason)
-	c.st.req, c.st.asked = &s, true
+	c.stop.req, c.stop.asked = &s, true
 	c.outside.Add(1)
-	cancel := c.st.cancel
+	cancel := c.stop.cancel
 	c.stopMu.Unlock()
 	defer c.outside.Done()
 	if drop && cancel != nil {
@@ -104,13 +104,13 @@ func (c *Controller) Stop(reason string) string {
 func (c *Controller) stopping() bool {
 	c.stopMu.Lock()
 	defer c.stopMu.Unlock()
-	return c.st.req != nil
+	return c.stop.req != nil
 }
 
 // planLocked decides what a stop asked for now does, from where the run is; drop says the
 // generation in progress is to be abandoned. stopMu held.
 func (c *Controller) planLocked(reason string) (s event.Stopping, drop bool) {
-	st := &c.st
+	st := &c.stop
 	n := st.at.step
 	s = event.Stopping{Step: n, Phase: st.at.phase, Reason: reason}
 	keep := func(step int) string {
@@ -163,7 +163,7 @@ func (c *Controller) planLocked(reason string) (s event.Stopping, drop bool) {
 // updateLeftLocked estimates the seconds left in the update in progress: from its own pace once
 // a micro-batch is done, else from the last update; +Inf when there is nothing to go by.
 func (c *Controller) updateLeftLocked() float64 {
-	st := &c.st
+	st := &c.stop
 	elapsed := time.Since(st.updStart).Seconds()
 	switch {
 	case st.updDone > 0 && st.updTotal > 0:
@@ -178,7 +178,7 @@ func (c *Controller) updateLeftLocked() float64 {
 // it as a stop asked for is; done marks the run finished rather than stopped.
 func (c *Controller) decide(reason string, done bool) {
 	c.stopMu.Lock()
-	if c.st.req != nil {
+	if c.stop.req != nil {
 		c.stopMu.Unlock()
 		return
 	}
@@ -186,7 +186,7 @@ func (c *Controller) decide(reason string, done bool) {
 	if done {
 		s.Message = "finishing: " + s.Message[len("stopping: "):]
 	}
-	c.st.req, c.st.done = &s, done
+	c.stop.req, c.stop.done = &s, done
 	c.stopMu.Unlock()
 	c.emit(s)
 }
@@ -196,10 +196,10 @@ func (c *Controller) decide(reason string, done bool) {
 func (c *Controller) enter(step int, phase string) bool {
 	c.stopMu.Lock()
 	defer c.stopMu.Unlock()
-	if c.st.req != nil {
+	if c.stop.req != nil {
 		return false
 	}
-	c.st.at = stage{step, phase}
+	c.stop.at = stage{step, phase}
 	return true
 }
 
@@ -207,14 +207,14 @@ func (c *Controller) enter(step int, phase string) bool {
 func (c *Controller) pass(step int, phase string) {
 	c.stopMu.Lock()
 	defer c.stopMu.Unlock()
-	c.st.at = stage{step, phase}
+	c.stop.at = stage{step, phase}
 }
 
 // noteEval records how far the evaluation in progress is, for a stop's plan.
 func (c *Controller) noteEval(done, tasks int) {
 	c.stopMu.Lock()
 	defer c.stopMu.Unlock()
-	c.st.evalDone, c.st.evalTasks = done, tasks
+	c.stop.evalDone, c.stop.evalTasks = done, tasks
 }
 
 // update runs the step's update (run, which passes stop to the trainer's UpdateUntil), stoppable:
@@ -223,9 +223,9 @@ func (c *Controller) noteEval(done, tasks int) {
 // the step counts as trained from here on.
 func (c *Controller) update(step int, run func(stop func(done, total int) bool) error) error {
 	var snap *train.Snapshot
-	if c.tr.SnapshotBytes() <= snapshotLimit {
+	if c.trainer.SnapshotBytes() <= snapshotLimit {
 		var err error
-		if snap, err = c.tr.Snapshot(); err != nil {
+		if snap, err = c.trainer.Snapshot(); err != nil {
 			return err
 		}
 		defer func() {
@@ -235,16 +235,16 @@ func (c *Controller) update(step int, run func(stop func(done, total int) bool) 
 		}()
 	}
 	c.stopMu.Lock()
-	if c.st.req != nil {
+	if c.stop.req != nil {
 		c.stopMu.Unlock()
 		return errStop
 	}
-	c.st.at = stage{step, event.PhaseTrain}
-	c.st.updDone, c.st.updTotal, c.st.updStart, c.st.canDrop = 0, 0, time.Now(), snap != nil
+	c.stop.at = stage{step, event.PhaseTrain}
+	c.stop.updDone, c.stop.updTotal, c.stop.updStart, c.stop.canDrop = 0, 0, time.Now(), snap != nil
 	c.stopMu.Unlock()
 	err := run(func(done, total int) bool {
 		c.stopMu.Lock()
-		c.st.updDone, c.st.updTotal = done, total
+		c.stop.updDone, c.stop.updTotal = done, total
 		c.stopMu.Unlock()
 		if c.onUpdate != nil {
 			c.onUpdate(done, total)
@@ -257,14 +257,14 @@ func (c *Controller) update(step int, run func(stop func(done, total int) bool) 
 	c.stopMu.Lock()
 	discard := c.discard.Load() // a discard decided after the last micro-batch began holds too
 	if !discard {
-		c.st.trained, c.st.at.phase = step, event.PhaseSync
-		c.st.lastTrain = time.Since(c.st.updStart).Seconds()
+		c.stop.trained, c.stop.at.phase = step, event.PhaseSync
+		c.stop.lastTrain = time.Since(c.stop.updStart).Seconds()
 	}
 	c.stopMu.Unlock()
 	if !discard {
 		return nil
 	}
-	err = c.tr.Restore(snap)
+	err = c.trainer.Restore(snap)
 	snap = nil
 	if err != nil {
 		return err
@@ -276,11 +276,11 @@ func (c *Controller) update(step int, run func(stop func(done, total int) bool) 
 // stopped when a stop was asked for or decided, failed when err is not nil.
 func (c *Controller) finish(err error) {
 	c.stopMu.Lock()
-	st := c.st
-	c.st.ended = true
+	st := c.stop
+	c.stop.ended = true
 	c.stopMu.Unlock()
 	c.outside.Wait() // a Stop emitting now goes before the end
-	status, reason := "finished", fmt.Sprintf("all %d steps done", c.r.Run.MaxSteps)
+	status, reason := "finished", fmt.Sprintf("all %d steps done", c.recipe.Run.MaxSteps)
 	if st.req != nil && !st.done {
 		status, reason = "stopped", st.req.Reason
 	} else if st.req != nil {
@@ -291,7 +291,7 @@ func (c *Controller) finish(err error) {
 	}
 	end := event.RunEnd{Status: status, Reason: reason, BestStep: c.bestChoice(), Marked: c.manualBest.Load() > 0,
 		Detail: st.detail, Step: st.trained, Checkpoint: st.saved, Evaluations: c.evals}
-	if c.o.Store != nil {
+	if c.opts.Store != nil {
 		_ = c.updateRun(func(run *store.Run) {
 			run.Status, run.StopReason, run.StopDetail, run.BestStep, run.Ended = status, reason, st.detail, end.BestStep, time.Now().UTC()
 		})
@@ -311,8 +311,8 @@ func (c *Controller) End() event.RunEnd { return c.end }
 func (s *Session) Abort(reason string) (string, error) {
 	c := s.Controller
 	c.stopMu.Lock()
-	st := c.st
-	c.st.ended = true
+	st := c.stop
+	c.stop.ended = true
 	c.stopMu.Unlock()
 	where := "between steps"
 	if st.at.phase != "" {

@@ -44,7 +44,7 @@ func TestStopPlan(t *testing.T) {
 			want: "stopping: the checkpoint of step 4 is kept", save: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Controller{finishWithin: finishWithin, st: tc.st}
+			c := &Controller{finishWithin: finishWithin, stop: tc.st}
 			s, drop := c.planLocked("terminated (SIGTERM)")
 			if s.Message != tc.want || s.Save != tc.save || drop != tc.drop || c.discard.Load() != tc.discard {
 				t.Errorf("got %q, save %d, drop %v, discard %v;\nwant %q, save %d, drop %v, discard %v",

@@ -13,7 +13,7 @@ import (
 // update's figures and the log-prob probe (rollout against trainer log-probs before the first
 // update) go in metrics.
 func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[event.Metric]float64) error {
-	r := c.r
+	r := c.recipe
 	t0 := time.Now()
 	lr := train.Schedule{Base: r.Train.LR, Warmup: r.Train.WarmupSteps, Total: r.Run.MaxSteps, Kind: r.Train.Schedule, MinRatio: r.Train.MinLRRatio}.At(step)
 	metrics[event.MetricLR] = lr
@@ -35,7 +35,7 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 	var loss, probeMax float64
 	err := c.update(step, func(stop func(done, total int) bool) error { // finished, or discarded by a stop
 		for epoch := 0; epoch < max(r.Train.EpochsPerStep, 1); epoch++ {
-			m, err := c.tr.UpdateUntil(seqs, lr, stop)
+			m, err := c.trainer.UpdateUntil(seqs, lr, stop)
 			if err != nil {
 				return err
 			}
@@ -44,7 +44,7 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 				metrics[event.MetricLogProbDiffMean] = m.MeanLogProbDiff
 				metrics[event.MetricClipFrac], metrics[event.MetricGradNorm], metrics[event.MetricEntropy], metrics[event.MetricRefKL] = m.ClipFrac, m.GradNorm, m.Entropy, m.RefKL
 				metrics[event.MetricUpdates] = float64(m.Updates)
-				if c.r.Algorithm.Name == "ppo" {
+				if c.recipe.Algorithm.Name == "ppo" {
 					metrics[event.MetricValueLoss], metrics[event.MetricExplainedVariance] = m.ValueLoss, m.ExplainedVariance
 				}
 			}
@@ -57,8 +57,8 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 	}
 	metrics[event.MetricLoss] = loss
 	metrics[event.MetricLogProbDiffMax] = probeMax
-	if probeMax > c.o.LogProbAlarm {
-		c.emit(event.Alarm{Step: step, Kind: event.AlarmLogProbMismatch, Value: probeMax, Threshold: c.o.LogProbAlarm,
+	if probeMax > c.opts.LogProbAlarm {
+		c.emit(event.Alarm{Step: step, Kind: event.AlarmLogProbMismatch, Value: probeMax, Threshold: c.opts.LogProbAlarm,
 			Message: "rollout and trainer log-probs disagree: the inference weights may be stale"})
 	}
 	c.phase(step, event.PhaseTrain, t0)
@@ -86,7 +86,7 @@ func (c *Controller) syncWeights(step int, metrics map[event.Metric]float64) err
 // batchMetrics puts what the step's trained batch scored in metrics: reward, accuracy, hints,
 // drops, the judge's unparsed replies and the generator's decode speed.
 func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, hinted int, metrics map[event.Metric]float64) {
-	r := c.r
+	r := c.recipe
 	var meanReward, correct float64
 	for _, t := range trajs {
 		meanReward += t.Reward.Total
