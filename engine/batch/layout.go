@@ -25,15 +25,11 @@ func TurnPieces(conv []envs.Message) ([]Piece, error) {
 	}
 	pieces := []Piece{{opening, false}}
 	for _, m := range conv[2:] {
-		body := m.Content
-		switch m.Role {
-		case "assistant":
+		if m.Role == "assistant" {
 			pieces = append(pieces, Piece{m.Content + "<|im_end|>", true})
-			continue
-		case "tool":
-			body = "<tool_response>\n" + body + "\n</tool_response>"
+		} else {
+			pieces = append(pieces, Piece{tokenizer.ObservationTurn(m), false})
 		}
-		pieces = append(pieces, Piece{"\n<|im_start|>user\n" + body + "<|im_end|>\n<|im_start|>assistant\n", false})
 	}
 	return pieces, nil
 }

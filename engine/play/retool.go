@@ -110,11 +110,11 @@ func (p *Phase) playReTool(ctx context.Context, t *batch.Trajectory, seed uint64
 		}
 		// The observation turn as the chat template renders it: a user turn, or for
 		// tool_response a tool turn (a user turn wrapping the text in <tool_response>).
-		obsMsg, body := envs.Message{Role: "user", Content: st.Observation}, st.Observation
+		obsMsg := envs.Message{Role: "user", Content: st.Observation}
 		if r.Env.Observation.Format == retool.FormatToolResponse && len(st.ToolCalls) > 0 {
-			obsMsg.Role, body = "tool", "<tool_response>\n"+st.Observation+"\n</tool_response>"
+			obsMsg.Role = "tool"
 		}
-		next = append(closing, p.Tokenizer.Encode("\n<|im_start|>user\n"+body+"<|im_end|>\n<|im_start|>assistant\n")...)
+		next = append(closing, p.Tokenizer.Encode(tokenizer.ObservationTurn(obsMsg))...)
 		if len(t.Tokens)+len(next)+8 >= model.Bucket(r.Rollout.MaxTotalTokens) || res.Stop == rollout.StopContext {
 			t.Reward = p.Weights.Compose(envs.Reward{FormatPenalty: 1}) // out of context: no answer
 			break

@@ -245,3 +245,16 @@ func ReadChatFile(path string) (string, error) {
 	}
 	return s, nil
 }
+
+// ObservationTurn is an observation m (a user message, or a tool message with the tool's output)
+// as the Qwen chat template renders it after an assistant turn closed by <|im_end|>: a user turn
+// (a tool message's text wrapped in <tool_response>, as the template renders consecutive tool
+// messages) followed by the generation prompt. The rollout appends it token for token and the
+// SFT layout renders it the same way, so both read as RenderChat renders the conversation.
+func ObservationTurn(m envs.Message) string {
+	body := m.Content
+	if m.Role == "tool" {
+		body = "<tool_response>\n" + body + "\n</tool_response>"
+	}
+	return "\n<|im_start|>user\n" + body + "<|im_end|>\n<|im_start|>assistant\n"
+}
