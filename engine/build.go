@@ -74,7 +74,7 @@ func New(o Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	c.weights = retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
+	weights := retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
 	slots, micro := int(r.Memory.KVSlots), int(r.Train.MicroBatch)
 	c.dev = &residency.Device{Reference: o.Reference, SharedReference: r.Train.LoRA.Rank > 0,
 		MomentsOnHost: r.Memory.OptimizerOffload == "host", MasterOnHost: r.Memory.MasterOffload == "host"}
@@ -141,12 +141,12 @@ func New(o Options) (*Controller, error) {
 		c.Close()
 		return nil, err
 	}
-	c.players = &play.Phase{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Exec: exec, Pool: sandbox.NewPool(sb.WorkerCount()), Weights: c.weights, Stops: c.stops}
+	c.players = &play.Phase{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Exec: exec, Pool: sandbox.NewPool(sb.WorkerCount()), Weights: weights, Stops: c.stops}
 	if r.Rollout.Partial.Enabled { // a resumed run starts its groups where the checkpoint's data position is
 		c.players.Partial = play.NewPartialState((c.start - 1) * r.Rollout.TasksPerStep)
 	}
 	if r.Env.Name == "external" {
-		if c.agentEnv, err = play.NewAgentEnv(r, c.gen, o.Tokenizer, c.stops, o.AgentBin, c.weights); err != nil {
+		if c.agentEnv, err = play.NewAgentEnv(r, c.gen, o.Tokenizer, c.stops, o.AgentBin, weights); err != nil {
 			c.Close()
 			return nil, err
 		}

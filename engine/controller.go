@@ -27,7 +27,6 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs"
-	"agentrl/envs/retool"
 	"agentrl/recipes"
 	"agentrl/store"
 )
@@ -80,7 +79,6 @@ type Controller struct {
 	train      []envs.Task
 	heldout    []envs.Task
 	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them
-	weights    retool.Weights
 	pauseMu    sync.Mutex
 	paused     chan struct{} // non-nil while paused; closed on resume
 	manualBest atomic.Int64  // the step the user marked best, 0 = automatic

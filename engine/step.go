@@ -155,7 +155,7 @@ func (c *Controller) score(ctx context.Context, step int, trajs []*batch.Traject
 			return c.stopOr(ctx, err)
 		}
 		for _, t := range trajs {
-			t.Reward = play.ComposeReward(c.weights, t)
+			t.Reward = play.ComposeReward(c.players.Weights, t)
 		}
 		trajs = batch.ExpandSegments(trajs)
 		return nil
