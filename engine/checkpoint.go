@@ -52,11 +52,15 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	c.stopMu.Lock()
 	c.stop.saved = step
 	c.stopMu.Unlock()
-	var size int64
+	var weights, all int64
 	for _, t := range ts {
-		size += int64(len(t.Data))
+		weights += int64(len(t.Data))
 	}
-	c.emit(event.Checkpoint{Step: step, Bytes: size, Best: step == c.bestStep})
+	all = weights
+	for _, t := range cp.Moments {
+		all += int64(len(t.Data))
+	}
+	c.emit(event.Checkpoint{Step: step, Bytes: all, WeightBytes: weights, Best: step == c.bestStep})
 	if !final && c.recipe.Checkpoint.KeepLast > 0 {
 		var pinned []int
 		if m := c.manualBest.Load(); m > 0 {

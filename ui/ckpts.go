@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"agentrl/engine/event"
@@ -83,6 +84,10 @@ func (p *ckptPane) Update(msg tea.Msg) tea.Cmd {
 			p.cur.cursor = 0
 		case key.Matches(msg, k.Bottom):
 			p.cur.cursor = n - 1
+		case disabledKey(msg, k.Mark):
+			return note("read-only view: a stored run's best checkpoint is the one the run chose (mark one while it runs)", false)
+		case disabledKey(msg, k.Export):
+			return note("read-only view: export a stored checkpoint with `agentrl-tui export --store PATH --run RUN --step S OUT_DIR`", false)
 		case key.Matches(msg, k.Mark):
 			step, c := p.selectedStep(), p.sh.ctrl
 			if step < 0 {
@@ -184,4 +189,10 @@ func (p *ckptPane) View() string {
 		lines = append(lines, t.Faint.Render(fit(legend, p.w)))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// disabledKey is a press of one of b's keys while b is off (a read-only view's run actions), so
+// that the pane can say why nothing happens instead of staying silent.
+func disabledKey(msg tea.KeyMsg, b key.Binding) bool {
+	return !b.Enabled() && slices.Contains(b.Keys(), msg.String())
 }

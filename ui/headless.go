@@ -168,7 +168,10 @@ func PlainLine(e event.Event) string {
 		}
 		return line
 	case event.Checkpoint:
-		return fmt.Sprintf("step %d  checkpoint %.1f MB", v.Step, float64(v.Bytes)/1e6)
+		if v.WeightBytes > 0 && v.WeightBytes != v.Bytes {
+			return fmt.Sprintf("step %d  checkpoint %.1f MB (weights %.1f MB, the rest optimizer state)", v.Step, float64(v.Bytes)/1e6, float64(v.WeightBytes)/1e6)
+		}
+		return fmt.Sprintf("step %d  checkpoint %.1f MB (weights)", v.Step, float64(v.Bytes)/1e6)
 	case event.Alarm:
 		return fmt.Sprintf("step %d  ALARM %s: %s (%s)", v.Step, v.Kind, v.Message, v.Compare())
 	case event.Ledger:

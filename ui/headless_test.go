@@ -114,3 +114,20 @@ func TestChoose(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainCheckpointSize: a checkpoint's line says what its size holds, weights and the
+// optimizer state apart, so that it reads the same as the Checkpoints pane's size (the whole
+// checkpoint) and an export's (the weights).
+func TestPlainCheckpointSize(t *testing.T) {
+	for _, tc := range []struct {
+		e    event.Checkpoint
+		want string
+	}{
+		{event.Checkpoint{Step: 3, Bytes: 7_300_000, WeightBytes: 2_600_000}, "step 3  checkpoint 7.3 MB (weights 2.6 MB, the rest optimizer state)"},
+		{event.Checkpoint{Step: 4, Bytes: 2_600_000, WeightBytes: 2_600_000}, "step 4  checkpoint 2.6 MB (weights)"},
+	} {
+		if got := PlainLine(tc.e); got != tc.want {
+			t.Errorf("PlainLine(%+v) = %q; want %q", tc.e, got, tc.want)
+		}
+	}
+}

@@ -433,12 +433,19 @@ func TestAlarmAck(t *testing.T) {
 func TestReadOnlyView(t *testing.T) {
 	evs := append(sampleRun(), event.RunEnd{Status: "finished", BestStep: 3})
 	m := testModel(evs, nil, 120, 40)
-	press(m, "7", "b", "e", "S", "p")
+	press(m, "7", "S", "p", "b")
 	v := screen(t, m, 120, 40)
 	for _, hidden := range []string{"(y/n)", "b/space", "export", "pause", "★ manual"} {
 		if strings.Contains(v, hidden) {
 			t.Fatalf("read-only view shows %q:\n%s", hidden, v)
 		}
+	}
+	if !strings.Contains(v, "read-only view: a stored run's best checkpoint") {
+		t.Fatalf("b in the read-only view says nothing:\n%s", v)
+	}
+	press(m, "e") // silent before: now it names the command that exports a stored checkpoint
+	if v = screen(t, m, 120, 40); !strings.Contains(v, "agentrl-tui export --store PATH --run RUN") {
+		t.Fatalf("e in the read-only view does not name the export command:\n%s", v)
 	}
 	if !strings.Contains(v, "run finished") || !strings.Contains(v, "view (read-only)") {
 		t.Fatalf("read-only view:\n%s", v)

@@ -365,11 +365,13 @@ func (e Eval) Ks() []int {
 
 // Checkpoint reports a saved checkpoint.
 type Checkpoint struct {
-	Step    int                `json:"step"`
-	ID      string             `json:"id,omitempty"` // where it is kept (store run/step or a folder), "" when unnamed
-	Bytes   int64              `json:"bytes"`
-	Metrics map[string]float64 `json:"metrics,omitempty"`
-	Best    bool               `json:"best"`
+	Step  int    `json:"step"`
+	ID    string `json:"id,omitempty"` // where it is kept (store run/step or a folder), "" when unnamed
+	Bytes int64  `json:"bytes"`        // weights and what else it keeps (AdamW moments, a value head)
+	// WeightBytes is the policy's weights alone (what an export writes), 0 when not known.
+	WeightBytes int64              `json:"weight_bytes,omitempty"`
+	Metrics     map[string]float64 `json:"metrics,omitempty"`
+	Best        bool               `json:"best"`
 }
 
 // Ledger is a snapshot of device memory: the engine's own accounting and, on a GPU, NVML.

@@ -174,7 +174,11 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 			evs = append(evs, ev)
 		}
 		if c := se.ckpt; c != nil {
-			evs = append(evs, event.Checkpoint{Step: s, ID: fmt.Sprintf("%s/%d", runID, s), Bytes: c.Bytes, Metrics: c.Metrics,
+			var weights int64
+			for _, t := range c.Tensors {
+				weights += t.Bytes
+			}
+			evs = append(evs, event.Checkpoint{Step: s, ID: fmt.Sprintf("%s/%d", runID, s), Bytes: c.Bytes, WeightBytes: weights, Metrics: c.Metrics,
 				Best: run.BestStep > 0 && s == run.BestStep})
 		}
 	}
