@@ -223,12 +223,18 @@ func TestCompareErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A run made by this version with evaluation off (eval.every: 0, eval.at_start: false).
+	if err := st.PutRun(store.Run{ID: "noeval"}); err != nil {
+		t.Fatal(err)
+	}
 	st.Close()
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"a"}, "compare takes two run ids"},
+		{[]string{"a", "noeval"}, "run noeval has no evaluation: a run evaluates its held-out tasks only with eval.every: N (after every N-th step) or eval.at_start: true"},
+		{[]string{"noeval", "a", "--step", "5"}, "run noeval has no evaluation:"},
 		{[]string{"a", "nope"}, "nope"},
 		{[]string{"a", "b"}, "evaluated different held-out tasks (2 and 2 of them)"},
 		{[]string{"a", "c"}, "evaluated different held-out tasks (2 and 3 of them)"},
