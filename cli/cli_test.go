@@ -155,6 +155,34 @@ func TestPlanSet(t *testing.T) {
 	}
 }
 
+// TestPlanDoesNotFitExitsOne: a recipe that does not fit its budget prints the plan and the
+// reason, and exits 1 (with --json too, after the JSON), so scripts can test it; one that fits
+// exits 0.
+func TestPlanDoesNotFitExitsOne(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", device.GoConfig)
+	plan := func(extra ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		args := append([]string{"plan", recipe("retool.yaml"), "--shape", "qwen3-4b"}, extra...)
+		code := Main(args, Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := plan("--vram", "1GiB")
+	if code != 1 || !strings.Contains(out, "does not fit: ") || !strings.Contains(out, "qwen3-4b") {
+		t.Errorf("plan --vram 1GiB: exit %d; want 1 after the plan and its reason:\n%s%s", code, out, errs)
+	}
+	code, out, errs = plan("--vram", "1GiB", "--json")
+	var p struct {
+		Fits   bool   `json:"fits"`
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil || code != 1 || p.Fits || p.Reason == "" {
+		t.Errorf("plan --vram 1GiB --json: exit %d, %v; want 1 after the JSON with fits false and a reason:\n%s%s", code, err, out, errs)
+	}
+	if code, out, errs = plan("--vram", "96GiB"); code != 0 || !strings.Contains(out, "fits: ") {
+		t.Errorf("plan --vram 96GiB: exit %d; want 0:\n%s%s", code, out, errs)
+	}
+}
+
 // TestBadInputErrors: each bad invocation fails with a message naming what is wrong.
 func TestBadInputErrors(t *testing.T) {
 	for _, tc := range []struct {

@@ -9,7 +9,28 @@ import (
 
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
+	"agentrl/envs"
+	"agentrl/envs/retool"
+	"agentrl/recipes"
 )
+
+// promptIDs is what generate feeds the model for --prompt TEXT: by default TEXT as the user's
+// message of a chat, rendered with the chat template after the system prompt a ReTool rollout
+// opens with (the default recipe's observation format) and the generation prompt, as a run's
+// rollout builds it (engine/play); with raw, TEXT tokenized as it is.
+func promptIDs(tok *tokenizer.Tokenizer, prompt string, raw bool) ([]int32, error) {
+	if raw {
+		return tok.Encode(prompt), nil
+	}
+	text, err := tokenizer.RenderChat([]envs.Message{
+		{Role: "system", Content: retool.SystemFor(recipes.Default().Env.Observation.Format)},
+		{Role: "user", Content: prompt},
+	}, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	return tok.Encode(text), nil
+}
 
 // generateCommand runs one request through the rollout engine.
 func generateCommand(env Env) *cobra.Command {
@@ -18,18 +39,31 @@ func generateCommand(env Env) *cobra.Command {
 	var maxNew, topK int
 	var temp, topP float64
 	var seed uint64
-	var asJSON bool
+	var asJSON, raw bool
 	cmd := &cobra.Command{
-		Use:   "generate --model DIR (--ids 1,2,3 | --prompt TEXT) [--max-new N] [--json]",
+		Use:   "generate --model DIR (--ids 1,2,3 | --prompt TEXT [--raw]) [--max-new N] [--json]",
 		Short: "run one request through the rollout engine",
-		Long:  `With --json it prints {"new_ids", "logprobs", "stop_reason"}.`,
-		Args:  cobra.NoArgs,
+		Long: `Runs one request through the rollout engine and prints the generated text (with --ids or
+--raw, also the new token ids, their log-probs and why it stopped).
+
+--prompt TEXT is a question, as a ReTool rollout asks it: TEXT becomes the user's message of a
+chat, rendered with the chat template after the ReTool system prompt, with the assistant's turn
+opened (what a run's model is trained on), e.g.
+  agentrl-tui generate --model testdata/builtin --prompt "What is 77 + 87?" --max-new 96
+--raw feeds TEXT tokenized as it is, with no template and no system prompt; --ids feeds token
+ids as they are.
+
+With --json it prints {"new_ids", "logprobs", "stop_reason"}.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return errors.New("generate: --model DIR is required")
 			}
 			if (ids == "") == (prompt == "") {
 				return errors.New("generate: give exactly one of --ids 1,2,3 or --prompt TEXT")
+			}
+			if raw && prompt == "" {
+				return errors.New("generate: --raw goes with --prompt TEXT (it feeds TEXT without the chat template)")
 			}
 			var tok *tokenizer.Tokenizer
 			if prompt != "" || tokDir != "" {
@@ -43,8 +77,11 @@ func generateCommand(env Env) *cobra.Command {
 			}
 			var in []int32
 			var err error
+			chat := prompt != "" && !raw
 			if prompt != "" {
-				in = tok.Encode(prompt)
+				if in, err = promptIDs(tok, prompt, raw); err != nil {
+					return fmt.Errorf("generate: %w", err)
+				}
 			} else if in, err = parseIDs(ids); err != nil {
 				return fmt.Errorf("generate: %w", err)
 			}
@@ -72,6 +109,10 @@ func generateCommand(env Env) *cobra.Command {
 			if tok != nil {
 				fmt.Fprintf(env.Stdout, "%s\n", tok.Decode(res.IDs, false))
 			}
+			if chat {
+				fmt.Fprintf(env.Stdout, "stop: %s after %d tokens\n", res.Stop, len(res.IDs))
+				return nil
+			}
 			fmt.Fprintf(env.Stdout, "new ids: %v\nlog-probs: %v\nstop: %s\n", res.IDs, res.LogProbs, res.Stop)
 			return nil
 		},
@@ -80,7 +121,8 @@ func generateCommand(env Env) *cobra.Command {
 	bf.register(fl)
 	fl.StringVar(&dir, "model", "", "HuggingFace model folder")
 	fl.StringVar(&ids, "ids", "", "comma-separated prompt token ids")
-	fl.StringVar(&prompt, "prompt", "", "prompt text, tokenized with --tokenizer (default: the model folder's tokenizer.json)")
+	fl.StringVar(&prompt, "prompt", "", "the user's message, rendered with the chat template and the ReTool system prompt, then tokenized with --tokenizer (default: the model folder's tokenizer.json)")
+	fl.BoolVar(&raw, "raw", false, "with --prompt: tokenize TEXT as it is, without the chat template or system prompt")
 	fl.StringVar(&tokDir, "tokenizer", "", "tokenizer folder or file for --prompt and for decoding (default: --model)")
 	fl.IntVar(&maxNew, "max-new", 32, "tokens to generate at most")
 	fl.Float64Var(&temp, "temperature", 0, "sampling temperature; 0 = greedy")

@@ -20,8 +20,11 @@ func planCommand(env Env) *cobra.Command {
 	var asJSON bool
 	var set runFlags // only --set
 	cmd := &cobra.Command{
-		Use:               "plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--set section.field=value] [--json]",
-		Short:             "the GPU memory ledger per phase, KV slots and micro-batch; runs nothing",
+		Use:   "plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--set section.field=value] [--json]",
+		Short: "the GPU memory ledger per phase, KV slots and micro-batch; runs nothing",
+		Long: `Prints the GPU memory ledger of a recipe per phase, with the KV slots and micro-batch it
+chooses, without running anything. The exit status says whether the recipe fits: 0 when it
+fits, 1 when it does not (after printing the plan, or its JSON with --json, and the reason).`,
 		Args:              oneArg,
 		ValidArgsFunction: recipeFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,9 +57,17 @@ func planCommand(env Env) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return p.WriteJSON(env.Stdout)
+				err = p.WriteJSON(env.Stdout)
+			} else {
+				err = p.WriteTable(env.Stdout)
 			}
-			return p.WriteTable(env.Stdout)
+			if err != nil {
+				return err
+			}
+			if !p.Fits {
+				return exitStatus(1) // the plan printed says why; scripts test the status
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dir, "model", "", "model folder (only config.json is read)")

@@ -55,7 +55,8 @@ func compareCommand(env Env) *cobra.Command {
 		Short: "two runs' (or two recipes' seeds') held-out pass@k: A − B ± paired standard error",
 		Long: `Sets two runs' held-out pass@k side by side at the last step both evaluated (or --step), with
 A − B task by task and its paired standard error (per task, A's pass@k minus B's; their standard
-deviation over √tasks). Runs evaluated on other tasks are refused.
+deviation over √tasks). Runs evaluated on other tasks are refused, and so is a run without an
+evaluation (a run evaluates only with eval.every or eval.at_start set in its recipe).
 
 Several seeds at once: give comma-separated lists, seed i of A paired with seed i of B,
   agentrl-tui compare --store runs/agentrl.db A1,A2,A3 B1,B2,B3

@@ -223,12 +223,18 @@ func TestCompareErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A run made by this version with evaluation off (eval.every: 0, eval.at_start: false).
+	if err := st.PutRun(store.Run{ID: "noeval"}); err != nil {
+		t.Fatal(err)
+	}
 	st.Close()
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"a"}, "compare takes two run ids"},
+		{[]string{"a", "noeval"}, "run noeval has no evaluation: a run evaluates its held-out tasks only with eval.every: N (after every N-th step) or eval.at_start: true"},
+		{[]string{"noeval", "a", "--step", "5"}, "run noeval has no evaluation:"},
 		{[]string{"a", "nope"}, "nope"},
 		{[]string{"a", "b"}, "evaluated different held-out tasks (2 and 2 of them)"},
 		{[]string{"a", "c"}, "evaluated different held-out tasks (2 and 3 of them)"},
@@ -322,5 +328,57 @@ func TestCompareSeedsCommand(t *testing.T) {
 	if _, err := runCmd(t, "compare", "--store", dbPaths[0], "--store", dbPaths[1], "--store", twin, "a1,"+twin+":a2", "b1,b2"); err == nil ||
 		!strings.Contains(err.Error(), "no evaluation") {
 		t.Errorf("a2 named in the twin store (which has no evaluations): %v; want the twin's a2 read", err)
+	}
+}
+
+// TestRunsTableOneLinePerRun: the runs table keeps one line per run, its STATUS carrying only the
+// first line of a multi-line stop reason, and heads the checkpoint column CHECKPOINT STEPS (it
+// lists steps, not a count); --json keeps the whole stop reason.
+func TestRunsTableOneLinePerRun(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "runs.db")
+	st, err := store.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason := "failed at step 3: out of memory\n  phase train, micro-batch 8\n  try memory.vram or a smaller micro-batch"
+	if err := st.PutRun(store.Run{ID: "r1", Name: "multi", Status: "failed", StopReason: reason, TotalSteps: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutRun(store.Run{ID: "r2", Name: "plain", Status: "finished", TotalSteps: 5}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	out, err := runCmd(t, "runs", "--store", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("runs table has %d lines; want a header and one line per run:\n%s", len(lines), out)
+	}
+	if !strings.Contains(lines[0], "CHECKPOINT STEPS") {
+		t.Errorf("header %q: want a CHECKPOINT STEPS column", lines[0])
+	}
+	var multi string
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "r1") {
+			multi = l
+		}
+	}
+	if !strings.Contains(multi, "failed (failed at step 3: out of memory …)") || strings.Contains(multi, "micro-batch") {
+		t.Errorf("STATUS of the multi-line stop reason: %q", multi)
+	}
+	js, err := runCmd(t, "runs", "--store", dbPath, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []store.RunSummary
+	if err := json.Unmarshal([]byte(js), &runs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.ID == "r1" && r.StopReason != reason {
+			t.Errorf("runs --json stop_reason %q; want the whole text %q", r.StopReason, reason)
+		}
 	}
 }

@@ -53,10 +53,12 @@ func (s *Store) Summaries() ([]RunSummary, error) {
 	return out, nil
 }
 
-// WriteTable prints summaries for people.
+// WriteTable prints summaries for people, one line per run: CHECKPOINT STEPS lists the steps
+// that have a checkpoint, and STATUS carries the first line of a stop reason only (the JSON
+// listing keeps all of it).
 func WriteTable(w io.Writer, runs []RunSummary) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tNAME\tRECIPE\tSTATUS\tSTEPS\tCHECKPOINTS\tBEST PASS@K")
+	fmt.Fprintln(tw, "RUN\tNAME\tRECIPE\tSTATUS\tSTEPS\tCHECKPOINT STEPS\tBEST PASS@K")
 	for _, r := range runs {
 		ks := make([]int, 0, len(r.BestPassAtK))
 		for k := range r.BestPassAtK {
@@ -73,12 +75,24 @@ func WriteTable(w io.Writer, runs []RunSummary) error {
 		}
 		status := r.Status
 		if r.StopReason != "" {
-			status += " (" + r.StopReason + ")"
+			status += " (" + firstLine(r.StopReason) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, r.Name, r.Recipe, status, r.Steps, r.TotalSteps,
 			orDash(strings.Join(cps, ",")), orDash(strings.Join(best, " ")))
 	}
 	return tw.Flush()
+}
+
+// firstLine is s's first non-blank line, with " …" when more lines follow, so that a
+// multi-line stop reason keeps the table at one line per run.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	line, rest, more := strings.Cut(s, "\n")
+	line = strings.TrimSpace(line)
+	if more && strings.TrimSpace(rest) != "" {
+		line += " …"
+	}
+	return line
 }
 
 func orDash(s string) string {

@@ -7,6 +7,8 @@ package compare
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"agentrl/envs"
 	"agentrl/store"
@@ -36,6 +38,7 @@ type Row struct {
 func Runs(st Source, a, b string, step int) (*Comparison, error) {
 	ids := [2]string{a, b}
 	evals := [2]map[int]store.Eval{}
+	uncounted := false // a run has evaluations, none with per-task counts
 	for i, id := range ids {
 		if _, err := st.GetRun(id); err != nil {
 			return nil, fmt.Errorf("compare: %w", err)
@@ -44,12 +47,16 @@ func Runs(st Source, a, b string, step int) (*Comparison, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(es) == 0 {
+			return nil, fmt.Errorf("compare: run %s has no evaluation: a run evaluates its held-out tasks only with eval.every: N (after every N-th step) or eval.at_start: true (before step 1); run its recipe again with them, e.g. --set eval.at_start=true --set eval.every=5", id)
+		}
 		evals[i] = map[int]store.Eval{}
 		for _, e := range es {
 			if e.Counts != nil {
 				evals[i][e.Step] = e
 			}
 		}
+		uncounted = uncounted || len(evals[i]) == 0
 	}
 	if step < 0 {
 		for s := range evals[0] {
@@ -57,8 +64,11 @@ func Runs(st Source, a, b string, step int) (*Comparison, error) {
 				step = s
 			}
 		}
-		if step < 0 {
+		if step < 0 && uncounted {
 			return nil, fmt.Errorf("compare: runs %s and %s have no evaluation step in common with per-task counts (runs made before this version store none)", a, b)
+		}
+		if step < 0 {
+			return nil, fmt.Errorf("compare: runs %s and %s have no evaluation step in common (%s: steps %s; %s: steps %s); evaluate both at the same steps (the same eval.every and eval.at_start)", a, b, a, stepList(evals[0]), b, stepList(evals[1]))
 		}
 	}
 	for i, id := range ids {
@@ -84,4 +94,18 @@ func Runs(st Source, a, b string, step int) (*Comparison, error) {
 	}
 	sort.Slice(c.Rows, func(i, j int) bool { return c.Rows[i].K < c.Rows[j].K })
 	return c, nil
+}
+
+// stepList is the evaluated steps of evals, in order: "0, 5, 10".
+func stepList(evals map[int]store.Eval) string {
+	steps := make([]int, 0, len(evals))
+	for s := range evals {
+		steps = append(steps, s)
+	}
+	sort.Ints(steps)
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = strconv.Itoa(s)
+	}
+	return strings.Join(out, ", ")
 }
