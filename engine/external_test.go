@@ -547,7 +547,7 @@ func TestAgentGroupStatistics(t *testing.T) {
 	rewrote := mk(0, 1, "")
 	rewrote.Agent.Segments = []*batch.Trajectory{{Group: 0, Tokens: []int32{4, 5}, Mask: []bool{false, true}, LogProbs: []float32{0, -2}, Agent: &batch.AgentRun{Of: rewrote}}}
 	trajs := []*batch.Trajectory{rewrote, mk(0, 0, ""), mk(0, 0, external.DropCrashed), mk(0, 0, ""), mk(1, 1, ""), mk(1, 0, external.DropTimeout)}
-	usable, dropped, err := play.SplitDropped(1, trajs)
+	usable, dropped, err := play.SplitDropped(1, 0, trajs)
 	if err != nil || len(usable) != 4 || len(dropped) != 2 {
 		t.Fatalf("SplitDropped: %d usable, %d dropped, %v; want 4, 2, nil", len(usable), len(dropped), err)
 	}
