@@ -33,20 +33,32 @@ import (
 
 var (
 	benchOnce sync.Once
+	benchDir  string // the folder benchBin is built in; TestMain removes it
 	benchBin  string
 	benchErr  error
 )
+
+// TestMain removes the agentrl-tui binary that workbenchBinary built (some 40 MB in the OS temp
+// dir) once the package's tests are done: a t.Cleanup cannot, as the binary is shared by tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		if err := os.RemoveAll(benchDir); err != nil {
+			fmt.Fprintf(os.Stderr, "removing the test's agentrl-tui build: %v\n", err)
+		}
+	}
+	os.Exit(code)
+}
 
 // workbenchBinary builds agentrl-tui once per test binary: the example agent runs its code with
 // its `tool run` (AGENTRL_BIN), as it does under the real binary.
 func workbenchBinary(t *testing.T) string {
 	t.Helper()
 	benchOnce.Do(func() {
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("agentrl-engine-test-%d", os.Getpid()))
-		if benchErr = os.MkdirAll(dir, 0o755); benchErr != nil {
+		if benchDir, benchErr = os.MkdirTemp("", fmt.Sprintf("agentrl-engine-test-%d-", os.Getpid())); benchErr != nil {
 			return
 		}
-		benchBin = filepath.Join(dir, "agentrl-tui")
+		benchBin = filepath.Join(benchDir, "agentrl-tui")
 		if out, err := exec.Command("go", "build", "-o", benchBin, "agentrl").CombinedOutput(); err != nil {
 			benchErr = fmt.Errorf("building agentrl-tui for the agent's tool runs: %v\n%s", err, out)
 		}
@@ -54,7 +66,6 @@ func workbenchBinary(t *testing.T) string {
 	if benchErr != nil {
 		t.Fatal(benchErr)
 	}
-	t.Cleanup(func() {}) // the binary is shared by the package's tests; the folder is in the OS temp dir
 	return benchBin
 }
 
@@ -536,7 +547,7 @@ func TestAgentGroupStatistics(t *testing.T) {
 	rewrote := mk(0, 1, "")
 	rewrote.Agent.Segments = []*batch.Trajectory{{Group: 0, Tokens: []int32{4, 5}, Mask: []bool{false, true}, LogProbs: []float32{0, -2}, Agent: &batch.AgentRun{Of: rewrote}}}
 	trajs := []*batch.Trajectory{rewrote, mk(0, 0, ""), mk(0, 0, external.DropCrashed), mk(0, 0, ""), mk(1, 1, ""), mk(1, 0, external.DropTimeout)}
-	usable, dropped, err := play.SplitDropped(1, trajs)
+	usable, dropped, err := play.SplitDropped(1, 0, trajs)
 	if err != nil || len(usable) != 4 || len(dropped) != 2 {
 		t.Fatalf("SplitDropped: %d usable, %d dropped, %v; want 4, 2, nil", len(usable), len(dropped), err)
 	}

@@ -131,7 +131,10 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped 
 		if gen, err = c.rollout(ctx, step, event.PhaseRollout, trajs, rng.Uint64(), r.Rollout.Temperature); err != nil {
 			return c.stopOr(ctx, err)
 		}
-		trajs, dropped, err = play.SplitDropped(step, trajs)
+		c.stopMu.Lock()
+		saved := c.stop.saved
+		c.stopMu.Unlock()
+		trajs, dropped, err = play.SplitDropped(step, saved, trajs)
 		return err
 	})
 	if err != nil {

@@ -105,13 +105,13 @@ func PlainLine(e event.Event) string {
 			return ""
 		}
 		// An external agent's trajectory that gives nothing to train on: say why, with the last
-		// line of its stderr.
+		// line of its stderr unless the reason quotes its stderr already.
 		set := ""
 		if v.Eval {
 			set = "eval "
 		}
 		line := fmt.Sprintf("step %d  %sdropped %s #%d: %s", v.Step, set, v.TaskID, v.Sample, v.Agent.Dropped)
-		if tail := strings.TrimSpace(v.Agent.StderrTail); tail != "" && !strings.Contains(v.Agent.Dropped, "stderr ends") {
+		if tail := strings.TrimSpace(v.Agent.StderrTail); tail != "" && !strings.Contains(v.Agent.Dropped, "stderr ends") && !strings.Contains(v.Agent.Dropped, "stderr says") {
 			if i := strings.LastIndexByte(tail, '\n'); i >= 0 {
 				tail = tail[i+1:]
 			}

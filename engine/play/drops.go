@@ -17,8 +17,11 @@ const dropNoRequests external.Drop = "no_requests"
 
 // SplitDropped separates the trajectories whose agent gave nothing usable from the rest: the
 // step trains on the usable ones and shows and stores both. A step with nothing usable is an
-// error that says why (the agent does not work; fixing it and resuming goes on).
-func SplitDropped(step int, trajs []*batch.Trajectory) (usable, dropped []*batch.Trajectory, err error) {
+// error that says why (the agent does not work): the first agent's reason and its stderr, from
+// the line that says what failed to its end, and what to do next. checkpoint is the step of the
+// run's latest checkpoint, 0 when it has none: only then can fixing the agent and resuming go
+// on; without one the recipe is run again.
+func SplitDropped(step, checkpoint int, trajs []*batch.Trajectory) (usable, dropped []*batch.Trajectory, err error) {
 	for _, t := range trajs {
 		if t.Agent != nil && t.Agent.Drop != external.DropNone {
 			dropped = append(dropped, t)
@@ -30,11 +33,25 @@ func SplitDropped(step int, trajs []*batch.Trajectory) (usable, dropped []*batch
 		x := dropped[0].Agent
 		msg := fmt.Sprintf("engine: step %d: every one of its %d trajectories was dropped (%s); the first: %s", step, len(dropped), dropCounts(dropped), x.Why)
 		if tail := strings.TrimSpace(x.Result.StderrTail); tail != "" {
-			msg += "; its stderr ends:\n" + lastLines(tail, 8)
+			msg += "; its stderr ends:\n" + stderrExcerpt(tail, 8)
 		}
-		return nil, dropped, errors.New(msg + "\nrun the agent by hand against `agentrl-tui serve` to see what it does, fix it, and resume the run")
+		next := "fix it, and run the recipe again (the run has no checkpoint to resume from)"
+		if checkpoint > 0 {
+			next = fmt.Sprintf("fix it, and resume the run (agentrl-tui resume: it goes on from the checkpoint of step %d)", checkpoint)
+		}
+		return nil, dropped, errors.New(msg + "\nrun the agent by hand against `agentrl-tui serve` to see what it does, " + next)
 	}
 	return usable, dropped, nil
+}
+
+// stderrExcerpt is the last n lines of an agent's stderr, led by the line that says what failed
+// when that is further up (Node's cause is above its stack and version).
+func stderrExcerpt(tail string, n int) string {
+	end := lastLines(tail, n)
+	if cause := external.StderrCause(tail); cause != "" && !strings.Contains(end, cause) {
+		return cause + "\n…\n" + end
+	}
+	return end
 }
 
 // dropCounts says how many trajectories were dropped for each reason: "3 crashed, 1 timeout".

@@ -20,8 +20,58 @@ func TestSplitDroppedNothingUsable(t *testing.T) {
 	// Nothing usable: the step stops with the reasons and the first agent's stderr.
 	crashed := mk(0, 0, external.DropCrashed)
 	crashed.Agent.Why, crashed.Agent.Result.StderrTail = "crashed: exit status 1", "Error: connect ECONNREFUSED\n"
-	if _, _, err := SplitDropped(3, []*batch.Trajectory{crashed, mk(0, 0, external.DropTimeout)}); err == nil ||
+	if _, _, err := SplitDropped(3, 0, []*batch.Trajectory{crashed, mk(0, 0, external.DropTimeout)}); err == nil ||
 		!strings.Contains(err.Error(), "every one of its 2 trajectories was dropped (1 crashed, 1 timeout)") || !strings.Contains(err.Error(), "ECONNREFUSED") {
 		t.Errorf("a step with every trajectory dropped: %v; want an error naming the reasons and the stderr", err)
+	}
+}
+
+// nodeMissingOpenAI is Node 20's stderr for an agent whose folder has no node_modules: the cause
+// is above the stack, whose last 8 lines do not include it.
+const nodeMissingOpenAI = `node:internal/modules/esm/resolve:873
+  throw new ERR_MODULE_NOT_FOUND(packageName, fileURLToPath(base), null);
+        ^
+
+Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai' imported from /src/examples/retool-agent/agent.mjs
+    at packageResolve (node:internal/modules/esm/resolve:873:9)
+    at moduleResolve (node:internal/modules/esm/resolve:946:18)
+    at defaultResolve (node:internal/modules/esm/resolve:1188:11)
+    at ModuleLoader.defaultResolve (node:internal/modules/esm/loader:642:12)
+    at #cachedDefaultResolve (node:internal/modules/esm/loader:591:25)
+    at ModuleLoader.resolve (node:internal/modules/esm/loader:574:38)
+    at ModuleLoader.getModuleJobForImport (node:internal/modules/esm/loader:236:38)
+    at ModuleJob._link (node:internal/modules/esm/module_job:130:49) {
+  code: 'ERR_MODULE_NOT_FOUND'
+}
+
+Node.js v20.20.2
+`
+
+// TestSplitDroppedNamesTheCause: agents that crash without their Node packages stop the step
+// with the line that says so (not only "Node.js v20.20.2") and the fix, npm ci; the advice to
+// resume comes only when the run has a checkpoint to resume from.
+func TestSplitDroppedNamesTheCause(t *testing.T) {
+	var trajs []*batch.Trajectory
+	for i := 0; i < 64; i++ {
+		res := external.Result{StderrTail: nodeMissingOpenAI, ExitCode: 1, Drop: external.DropCrashed}
+		res.Dropped = "crashed: exit status 1" // as Run writes it, less the cause, so that the excerpt must show it
+		trajs = append(trajs, &batch.Trajectory{Group: i / 8, Agent: &batch.AgentRun{Result: res, Drop: res.Drop, Why: res.Dropped}})
+	}
+	_, _, err := SplitDropped(1, 0, trajs)
+	if err == nil {
+		t.Fatal("SplitDropped: no error for a step whose 64 trajectories crashed")
+	}
+	msg := err.Error()
+	for _, want := range []string{"every one of its 64 trajectories was dropped (64 crashed)",
+		"Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai'", "Node.js v20.20.2", "no checkpoint to resume from"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "resume the run") {
+		t.Errorf("the error %q suggests resuming a run that has no checkpoint", msg)
+	}
+	if _, _, err := SplitDropped(7, 5, trajs); err == nil || !strings.Contains(err.Error(), "resume the run") || !strings.Contains(err.Error(), "checkpoint of step 5") {
+		t.Errorf("with a checkpoint of step 5: %v; want the advice to resume from it", err)
 	}
 }

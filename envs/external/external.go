@@ -303,9 +303,7 @@ func run(ctx context.Context, cfg Config, path string, task envs.Task, baseURL, 
 			how = "killed by " + res.Signal
 		}
 		res.Drop, res.Dropped = DropCrashed, "crashed: "+how
-		if last := lastLine(res.StderrTail); last != "" {
-			res.Dropped += "; stderr ends " + quote(last)
-		}
+		res.Dropped += crashDetail(res.StderrTail, cfg.Dir)
 		return res, nil
 	}
 	parseResult(&res, lastLine(out.String()))

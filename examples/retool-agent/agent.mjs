@@ -17,14 +17,17 @@
 // sandbox (`agentrl-tui tool run`), never in a bare interpreter.
 //
 // Settings, all optional (environment variables):
-//   AGENTRL_MODEL          model name sent to the endpoint (default "agentrl")
+//   AGENTRL_MODEL          model name sent to the endpoint (default: the one model the endpoint's
+//                          GET /v1/models lists, e.g. agentrl-builtin under `agentrl-tui serve`;
+//                          the workbench always sets it)
 //   AGENTRL_MAX_TURNS      most model calls (default 3, as rollout.max_turns)
 //   AGENTRL_MAX_TOKENS     max_tokens of each call (default: not sent, the server's limit)
 //   AGENTRL_TEMPERATURE    temperature of each call (default: not sent, the server's)
 //   AGENTRL_AGENT_TOOLS    "openai" declares the python tool in `tools` (default); "none" does
-//                          not, leaving only the text protocol (the built-in model's 512-token
-//                          context has no room for the tool declaration)
-//   AGENTRL_BIN            the agentrl-tui binary (default: agentrl-tui on PATH)
+//                          not, leaving only the ReTool text protocol the built-in model was
+//                          trained on (recipes/agent-retool.yaml sets it)
+//   AGENTRL_BIN            the agentrl-tui binary (default: agentrl-tui on PATH; the workbench
+//                          sets it to itself; by hand, e.g. AGENTRL_BIN=$PWD/agentrl-tui)
 //   AGENTRL_AGENT_EXECUTOR the sandbox's executor, python or starlark (default python)
 //   AGENTRL_TOOL_TIMEOUT   limit of one code run, a Go duration (default 5s)
 //   AGENTRL_MAX_OBS_CHARS  output kept per run, in bytes, as env.observation.max_chars (default 512)
@@ -33,8 +36,8 @@
 //                          workbench's tests (default: none)
 
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import OpenAI from 'openai';
 
 // The ReTool environment's system prompt (envs/retool DefaultSystem).
@@ -78,16 +81,70 @@ function settings() {
     throw new Error(`AGENTRL_TEMPERATURE=${env.AGENTRL_TEMPERATURE} is not a number`);
   }
   return {
-    model: env.AGENTRL_MODEL || 'agentrl',
+    model: env.AGENTRL_MODEL || '', // '': asked of the endpoint (servedModel)
     maxTurns: Math.max(1, intSetting('AGENTRL_MAX_TURNS', 3)),
     maxTokens: intSetting('AGENTRL_MAX_TOKENS', 0),
     temperature,
     tools: tools === 'openai',
-    bin: env.AGENTRL_BIN || 'agentrl-tui',
+    bin: sandboxBinary(env),
     executor: env.AGENTRL_AGENT_EXECUTOR || 'python',
     toolTimeout: env.AGENTRL_TOOL_TIMEOUT || '5s',
     maxObsChars: intSetting('AGENTRL_MAX_OBS_CHARS', 512),
   };
+}
+
+// isExecutable reports whether path is a file this process may run.
+function isExecutable(path) {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+// sandboxBinary is the agentrl-tui whose `tool run` runs the model's code: AGENTRL_BIN, else
+// agentrl-tui on PATH. Neither is an error said before the first model call, not at the first
+// code run.
+function sandboxBinary(env) {
+  const set = env.AGENTRL_BIN;
+  if (set && set.includes('/')) {
+    if (isExecutable(set)) return set;
+    throw new Error(`AGENTRL_BIN=${set} is not an executable file: set it to the agentrl-tui binary, whose \`tool run\` is the sandbox the code runs in`);
+  }
+  const found = onPath(set || 'agentrl-tui', env.PATH);
+  if (found) return found;
+  if (set) throw new Error(`AGENTRL_BIN=${set} is not on PATH: set AGENTRL_BIN to the agentrl-tui binary's path`);
+  throw new Error(
+    'AGENTRL_BIN is not set and agentrl-tui is not on PATH: set AGENTRL_BIN to the agentrl-tui binary (e.g. AGENTRL_BIN=$PWD/agentrl-tui), whose `tool run` is the sandbox the code runs in',
+  );
+}
+
+// onPath returns the path of the executable name on PATH, or ''.
+function onPath(name, path) {
+  for (const dir of (path || '').split(delimiter)) {
+    if (dir && isExecutable(join(dir, name))) return join(dir, name);
+  }
+  return '';
+}
+
+// servedModel is the model the endpoint serves (GET /v1/models), for a run by hand without
+// AGENTRL_MODEL: `agentrl-tui serve` serves one (agentrl-builtin, a folder's name, RUN-stepS).
+async function servedModel(client) {
+  let ids;
+  try {
+    ids = (await client.models.list()).data.map((m) => m.id);
+  } catch (err) {
+    throw new Error(
+      `AGENTRL_MODEL is not set and the endpoint's GET /v1/models failed (${err && err.message ? err.message : err}): set AGENTRL_MODEL to the model name the endpoint serves`,
+    );
+  }
+  if (ids.length !== 1) {
+    throw new Error(
+      `AGENTRL_MODEL is not set and the endpoint's GET /v1/models lists ${ids.length} models (${ids.join(', ')}): set AGENTRL_MODEL to the one to use`,
+    );
+  }
+  return ids[0];
 }
 
 // readTask reads the task from stdin, or from AGENTRL_TASK when stdin is empty.
@@ -211,6 +268,7 @@ async function main() {
     throw new Error('OPENAI_BASE_URL is not set: the workbench sets it to its endpoint (this agent never calls api.openai.com)');
   }
   const client = new OpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY || 'none', maxRetries: 0 });
+  if (!cfg.model) cfg.model = await servedModel(client);
   const messages = [
     { role: 'system', content: SYSTEM },
     { role: 'user', content: task.prompt },

@@ -148,15 +148,26 @@ func call(id, code string) reply {
 		{"id": id, "type": "function", "function": map[string]any{"name": "python", "arguments": string(args)}}}}
 }
 
-// server is a scripted OpenAI-compatible chat endpoint that records every request.
+// server is a scripted OpenAI-compatible chat endpoint that records every chat request; its
+// GET /v1/models lists models (nil: it has no such endpoint, 404).
 type server struct {
 	mu       sync.Mutex
+	models   []string
 	replies  []reply
 	requests []map[string]any
 	auth     []string
 }
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" && s.models != nil {
+		data := []any{}
+		for _, m := range s.models {
+			data = append(data, map[string]any{"id": m, "object": "model", "created": 0, "owned_by": "test"})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	var req map[string]any
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" || json.Unmarshal(body, &req) != nil {

@@ -48,6 +48,7 @@ func TestAgent(t *testing.T) {
 	tests := []struct {
 		name    string
 		env     map[string]string
+		models  []string // what GET /v1/models lists: nil is agentrl-builtin, as `agentrl-tui serve` serves; empty is no such endpoint
 		replies []reply
 		answer  string
 		info    map[string]any
@@ -64,7 +65,7 @@ func TestAgent(t *testing.T) {
 					t.Errorf("tools %v declared with AGENTRL_AGENT_TOOLS=none", req["tools"])
 				}
 				same(t, "first request", map[string]any{"model": req["model"], "stop": req["stop"], "max_tokens": req["max_tokens"]},
-					map[string]any{"model": "agentrl", "stop": []string{"</code>"}, "max_tokens": 96})
+					map[string]any{"model": "agentrl-builtin", "stop": []string{"</code>"}, "max_tokens": 96})
 				same(t, "first messages", req["messages"], []any{system, user})
 				same(t, "second messages", s.requests[1]["messages"], []any{system, user, message("assistant", first),
 					message("user", envObservation(t, retool.FormatInterpreter, first+"</code>"))})
@@ -119,10 +120,31 @@ func TestAgent(t *testing.T) {
 			answer:  "", info: map[string]any{"turns": 1, "tool_calls": 1, "tool_errors": 0, "finish": "context"}},
 		{name: "the key is refused", replies: []reply{{status: http.StatusUnauthorized}},
 			drop: external.DropCrashed, stderr: "unknown or revoked"},
+		{name: "no AGENTRL_MODEL and no GET /v1/models", models: []string{}, replies: []reply{text("\\boxed{92}", "stop")},
+			drop: external.DropCrashed, stderr: "AGENTRL_MODEL is not set and the endpoint's GET /v1/models failed",
+			check: func(t *testing.T, s *server) {
+				if len(s.requests) != 0 {
+					t.Errorf("%d chat requests; want none without a model name", len(s.requests))
+				}
+			}},
+		{name: "no AGENTRL_BIN and no agentrl-tui on PATH", env: map[string]string{"AGENTRL_BIN": "", "PATH": "/nonexistent"},
+			replies: []reply{text("\\boxed{92}", "stop")},
+			drop:    external.DropCrashed, stderr: "AGENTRL_BIN is not set and agentrl-tui is not on PATH: set AGENTRL_BIN",
+			check: func(t *testing.T, s *server) {
+				if len(s.requests) != 0 {
+					t.Errorf("%d chat requests; want none before the sandbox is found", len(s.requests))
+				}
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &server{replies: tt.replies}
+			models := tt.models
+			if models == nil {
+				models = []string{"agentrl-builtin"}
+			} else if len(models) == 0 {
+				models = nil
+			}
+			s := &server{replies: tt.replies, models: models}
 			srv := httptest.NewServer(s)
 			defer srv.Close()
 			env := map[string]string{"AGENTRL_BIN": bin}
