@@ -7,10 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"agentrl/engine/play"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
-	"agentrl/envs"
-	"agentrl/envs/retool"
 	"agentrl/recipes"
 )
 
@@ -22,14 +21,7 @@ func promptIDs(tok *tokenizer.Tokenizer, prompt string, raw bool) ([]int32, erro
 	if raw {
 		return tok.Encode(prompt), nil
 	}
-	text, err := tokenizer.RenderChat([]envs.Message{
-		{Role: "system", Content: retool.SystemFor(recipes.Default().Env.Observation.Format)},
-		{Role: "user", Content: prompt},
-	}, nil, true)
-	if err != nil {
-		return nil, err
-	}
-	return tok.Encode(text), nil
+	return play.PromptIDs(tok, recipes.Default().Env.Observation.Format, prompt, "")
 }
 
 // generateCommand runs one request through the rollout engine.

@@ -1,6 +1,8 @@
 package play
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,27 +27,6 @@ func TestSplitDroppedNothingUsable(t *testing.T) {
 		t.Errorf("a step with every trajectory dropped: %v; want an error naming the reasons and the stderr", err)
 	}
 }
-
-// nodeMissingOpenAI is Node 20's stderr for an agent whose folder has no node_modules: the cause
-// is above the stack, whose last 8 lines do not include it.
-const nodeMissingOpenAI = `node:internal/modules/esm/resolve:873
-  throw new ERR_MODULE_NOT_FOUND(packageName, fileURLToPath(base), null);
-        ^
-
-Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai' imported from /src/examples/retool-agent/agent.mjs
-    at packageResolve (node:internal/modules/esm/resolve:873:9)
-    at moduleResolve (node:internal/modules/esm/resolve:946:18)
-    at defaultResolve (node:internal/modules/esm/resolve:1188:11)
-    at ModuleLoader.defaultResolve (node:internal/modules/esm/loader:642:12)
-    at #cachedDefaultResolve (node:internal/modules/esm/loader:591:25)
-    at ModuleLoader.resolve (node:internal/modules/esm/loader:574:38)
-    at ModuleLoader.getModuleJobForImport (node:internal/modules/esm/loader:236:38)
-    at ModuleJob._link (node:internal/modules/esm/module_job:130:49) {
-  code: 'ERR_MODULE_NOT_FOUND'
-}
-
-Node.js v20.20.2
-`
 
 // TestSplitDroppedNamesTheCause: agents that crash without their Node packages stop the step
 // with the line that says so (not only "Node.js v20.20.2") and the fix, npm ci; the advice to
@@ -75,3 +56,13 @@ func TestSplitDroppedNamesTheCause(t *testing.T) {
 		t.Errorf("with a checkpoint of step 5: %v; want the advice to resume from it", err)
 	}
 }
+
+// nodeMissingOpenAI is Node 20's stderr for an agent whose folder has no node_modules (envs/external's
+// test file): the cause is above the stack, whose last 8 lines do not include it.
+var nodeMissingOpenAI = func() string {
+	b, err := os.ReadFile(filepath.Join("..", "..", "envs", "external", "testdata", "node-missing-openai.stderr"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()

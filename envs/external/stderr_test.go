@@ -2,30 +2,11 @@ package external
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// nodeMissingOpenAI is what Node 20 writes when the agent's folder has no node_modules (npm ci
-// never ran): the cause is near the top, the last line is Node's version.
-const nodeMissingOpenAI = `node:internal/modules/esm/resolve:873
-  throw new ERR_MODULE_NOT_FOUND(packageName, fileURLToPath(base), null);
-        ^
-
-Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'openai' imported from /src/examples/retool-agent/agent.mjs
-    at packageResolve (node:internal/modules/esm/resolve:873:9)
-    at moduleResolve (node:internal/modules/esm/resolve:946:18)
-    at defaultResolve (node:internal/modules/esm/resolve:1188:11)
-    at ModuleLoader.defaultResolve (node:internal/modules/esm/loader:642:12)
-    at #cachedDefaultResolve (node:internal/modules/esm/loader:591:25)
-    at ModuleLoader.resolve (node:internal/modules/esm/loader:574:38)
-    at ModuleLoader.getModuleJobForImport (node:internal/modules/esm/loader:236:38)
-    at ModuleJob._link (node:internal/modules/esm/module_job:130:49) {
-  code: 'ERR_MODULE_NOT_FOUND'
-}
-
-Node.js v20.20.2
-`
 
 // TestStderrCause: the line that says what failed is the first that names an error, not the
 // stderr's last line; without one it is the last line.
@@ -82,3 +63,14 @@ func TestRunCrashNamesTheCause(t *testing.T) {
 		t.Errorf("Dropped %q names Node's version, not the cause", res.Dropped)
 	}
 }
+
+// nodeMissingOpenAI is what Node 20 writes when the agent's folder has no node_modules (npm ci
+// never ran): the cause is near the top, the last line is Node's version. engine/play's tests read
+// the same file.
+var nodeMissingOpenAI = func() string {
+	b, err := os.ReadFile(filepath.Join("testdata", "node-missing-openai.stderr"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
