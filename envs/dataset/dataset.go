@@ -100,6 +100,8 @@ type Set struct {
 	Repeats int
 	// SystemDropped counts rows whose chat prompt had a system message, left out.
 	SystemDropped int
+	// Chat says the first row's prompt was chat messages (its last user message was read).
+	Chat bool
 }
 
 // splitNames are the words a file's name says its split with.
@@ -176,7 +178,7 @@ func Read(spec string, o Options) (*Set, error) {
 				return err
 			}
 			if len(set.Tasks) == 0 {
-				set.Used = used.Fields
+				set.Used, set.Chat = used.Fields, used.chat
 			}
 			if used.system {
 				set.SystemDropped++

@@ -26,11 +26,11 @@ func TestReadSamples(t *testing.T) {
 			sampleIndex(0), "100", dapoBefore + "Let $x$ and $y$"},
 		{sampleDir + "/dapo-slime.jsonl", 12, Fields{Prompt: "prompt", Answer: "label"}, 0,
 			"line-1", "720", dapoBefore + "Find the sum of the interior angles"},
-		{sampleDir + "/aime2024", 10, Fields{ID: "id", Prompt: "problem", Answer: "answer"}, 0,
+		{sampleDir + "/aime2024", 10, Fields{ID: "ID", Prompt: "Problem", Answer: "Answer"}, 0,
 			"sample-I-1", "130", "Find the number of positive integers less than $1000$"},
-		{sampleDir + "/aime2024:train", 10, Fields{ID: "id", Prompt: "problem", Answer: "answer"}, 0,
+		{sampleDir + "/aime2024:train", 10, Fields{ID: "ID", Prompt: "Problem", Answer: "Answer"}, 0,
 			"sample-I-1", "130", "Find the number of positive integers less than $1000$"},
-		{sampleDir + "/aime2024/data/train-00000-of-00001.parquet", 10, Fields{ID: "id", Prompt: "problem", Answer: "answer"}, 0,
+		{sampleDir + "/aime2024/data/train-00000-of-00001.parquet", 10, Fields{ID: "ID", Prompt: "Problem", Answer: "Answer"}, 0,
 			"sample-I-1", "130", "Find the number of positive integers less than $1000$"},
 	}
 	for _, tt := range tests {
@@ -39,8 +39,8 @@ func TestReadSamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(s.Tasks) != tt.tasks || s.Repeats != tt.repeats || s.Used != tt.used {
-				t.Errorf("got %d tasks, %d repeats, fields %+v; want %d, %d, %+v", len(s.Tasks), s.Repeats, s.Used, tt.tasks, tt.repeats, tt.used)
+			if chat := strings.HasPrefix(tt.promptStart, dapoBefore); len(s.Tasks) != tt.tasks || s.Repeats != tt.repeats || s.Used != tt.used || s.Chat != chat {
+				t.Errorf("got %d tasks, %d repeats, fields %+v, chat %v; want %d, %d, %+v, %v", len(s.Tasks), s.Repeats, s.Used, s.Chat, tt.tasks, tt.repeats, tt.used, chat)
 			}
 			first := s.Tasks[0]
 			if first.ID != tt.id || first.Answer != tt.answer || !strings.HasPrefix(first.Prompt, tt.promptStart) {

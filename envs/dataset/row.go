@@ -54,55 +54,56 @@ type value struct {
 }
 
 // lookup follows a dotted path through maps (names matched exactly, else case-insensitively)
-// and lists (an integer index, negative from the end). A name with dots in it is tried whole
-// first.
-func lookup(v any, path string) (any, bool) {
+// and lists (an integer index, negative from the end), and returns the path as the row spells
+// it. A name with dots in it is tried whole first.
+func lookup(v any, path string) (any, string, bool) {
 	if m, ok := v.(map[string]any); ok {
-		if x, ok := field(m, path); ok {
-			return x, true
+		if x, name, ok := field(m, path); ok {
+			return x, name, true
 		}
 	}
 	head, rest, more := strings.Cut(path, ".")
 	var next any
 	switch x := v.(type) {
 	case map[string]any:
-		f, ok := field(x, head)
+		f, name, ok := field(x, head)
 		if !ok {
-			return nil, false
+			return nil, "", false
 		}
-		next = f
+		next, head = f, name
 	case []any:
 		i, err := strconv.Atoi(head)
 		if err != nil {
-			return nil, false
+			return nil, "", false
 		}
 		if i < 0 {
 			i += len(x)
 		}
 		if i < 0 || i >= len(x) {
-			return nil, false
+			return nil, "", false
 		}
 		next = x[i]
 	default:
-		return nil, false
+		return nil, "", false
 	}
 	if !more {
-		return next, true
+		return next, head, true
 	}
-	return lookup(next, rest)
+	v, tail, ok := lookup(next, rest)
+	return v, head + "." + tail, ok
 }
 
-// field is m[name], or the one entry whose name matches name but for case.
-func field(m map[string]any, name string) (any, bool) {
+// field is m[name], or the one entry whose name matches name but for case, with its name.
+func field(m map[string]any, name string) (any, string, bool) {
 	if v, ok := m[name]; ok {
-		return v, true
+		return v, name, true
 	}
 	for k, v := range m {
 		if strings.EqualFold(k, name) {
-			return v, true
+			return v, k, true
 		}
 	}
-	return nil, false
+	return nil, "", false
 }
 
 // pick finds a part: the named path, else the first default present. ok is false when none is
@@ -110,15 +111,15 @@ func field(m map[string]any, name string) (any, bool) {
 // absent for the defaults.
 func (r row) pick(named string, defaults []string, part string) (value, bool, error) {
 	if named != "" {
-		v, ok := lookup(r.data, named)
+		v, _, ok := lookup(r.data, named)
 		if !ok {
 			return value{}, false, fmt.Errorf("%s: no field %q (data.fields.%s names it; the row has: %s)", r.where(), named, part, r.keys())
 		}
 		return value{raw: v, from: named}, true, nil
 	}
 	for _, d := range defaults {
-		if v, ok := lookup(r.data, d); ok && v != nil {
-			return value{raw: v, from: d}, true, nil
+		if v, name, ok := lookup(r.data, d); ok && v != nil {
+			return value{raw: v, from: name}, true, nil
 		}
 	}
 	return value{}, false, nil
@@ -128,6 +129,7 @@ func (r row) pick(named string, defaults []string, part string) (value, bool, er
 type used struct {
 	Fields
 	problem string // the problem before the template
+	chat    bool   // the prompt was chat messages
 	system  bool   // the chat prompt had a system message, left out
 }
 
@@ -144,6 +146,8 @@ func (r row) task(o Options, multi bool) (envs.Task, used, error) {
 			r.where(), strings.Join(defaultPrompt, ", "), r.keys())
 	}
 	u.Prompt = p.from
+	_, u.chat = p.raw.(string)
+	u.chat = !u.chat
 	if u.problem, u.system, err = promptText(p.raw); err != nil {
 		return envs.Task{}, u, fmt.Errorf("%s: field %s: %v; name the problem's text field in data.fields.prompt", r.where(), p.from, err)
 	}
@@ -210,8 +214,8 @@ func promptText(v any) (text string, system bool, err error) {
 		if !ok {
 			return "", false, fmt.Errorf("message %d %s; want chat messages ({role, content})", i, describe(m))
 		}
-		role, _ := field(mm, "role")
-		content, _ := field(mm, "content")
+		role, _, _ := field(mm, "role")
+		content, _, _ := field(mm, "content")
 		r, _ := role.(string)
 		c, ok := content.(string)
 		if r == "" || !ok {
