@@ -54,6 +54,28 @@ func TestDataRunEndToEnd(t *testing.T) {
 	}
 }
 
+// TestDataRunBuiltin trains the built-in model for two steps on the slime-style DAPO JSONL:
+// the trajectories open with the dataset's user turn, and the run ends.
+func TestDataRunBuiltin(t *testing.T) {
+	c, events := builtinRun(t, map[string]string{"data.train": "../testdata/data/dapo-slime.jsonl", "run.max_steps": "2",
+		"rollout.group_size": "2", "rollout.max_new_tokens": "24", "rollout.max_total_tokens": "384", "eval.validation_tasks": "0"})
+	steps, trajs := 0, 0
+	for _, e := range runEvents(t, c, events) {
+		switch v := e.(type) {
+		case event.StepMetrics:
+			steps++
+		case event.Trajectory:
+			trajs++
+			if !strings.HasPrefix(v.Prompt, "Solve the following math problem step by step.") || !strings.HasPrefix(v.TaskID, "line-") {
+				t.Errorf("trajectory of task %q, prompt %.40q…; want the JSONL's tasks", v.TaskID, v.Prompt)
+			}
+		}
+	}
+	if steps != 2 || trajs != 8 {
+		t.Errorf("%d steps, %d trajectories; want 2 and 8", steps, trajs)
+	}
+}
+
 // Per-set pass@k comes with more than one set; one set is the overall figure alone.
 func TestPassAtKBySet(t *testing.T) {
 	set := func(s string) envs.Task { return envs.Task{Meta: map[string]string{dataset.MetaSet: s}} }
