@@ -106,6 +106,7 @@ func TestBadFiles(t *testing.T) {
 		want   []string
 	}{
 		{bad + "empty.jsonl", Fields{}, []string{bad + "empty.jsonl: an empty file"}},
+		{bad + "empty.parquet", Fields{}, []string{bad + "empty.parquet: an empty file"}},
 		{bad + "no-answer.jsonl", Fields{}, []string{bad + "no-answer.jsonl:3: no answer", "answer, label, reward_model.ground_truth", "the row has: problem, solution", "data.fields.answer"}},
 		{bad + "no-answer.jsonl", Fields{Answer: "gold"}, []string{bad + "no-answer.jsonl:1: no field \"gold\"", "data.fields.answer"}},
 		{bad + "wrong-type.jsonl", Fields{}, []string{bad + "wrong-type.jsonl:2: field answer: is an object {value}; want text or a number", "data.fields.answer"}},

@@ -110,6 +110,11 @@ type problemOnly struct {
 	Problem string `parquet:"problem"`
 }
 
+type problemAnswer struct {
+	Problem string `parquet:"problem"`
+	Answer  string `parquet:"answer"`
+}
+
 // sampleIndex is a DAPO-style uuid for problem i.
 func sampleIndex(i int) string {
 	return fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", 0x5a3e0000+i*7919, 0x1000+i*31, i*17%4096, i*13%4096, 0x2b7c0000+i*104729)
@@ -128,6 +133,8 @@ func sampleFiles(t *testing.T) map[string][]byte {
 		case []aimeRow:
 			err = parquet.Write(&b, rs)
 		case []problemOnly:
+			err = parquet.Write(&b, rs)
+		case []problemAnswer:
 			err = parquet.Write(&b, rs)
 		}
 		if err != nil {
@@ -175,6 +182,7 @@ func sampleFiles(t *testing.T) map[string][]byte {
 	out["bad/wrong-type.jsonl"] = []byte(`{"problem": "Compute $1+1$.", "answer": "2"}` + "\n" + `{"problem": "Compute $2+2$.", "answer": {"value": 4}}` + "\n")
 	out["bad/no-user.jsonl"] = []byte(`{"prompt": [{"role": "system", "content": "You are a helpful assistant."}], "label": "2"}` + "\n")
 	out["bad/not-json.jsonl"] = []byte(`{"problem": "Compute $1+1$.", "answer": "2"}` + "\n" + `problem: Compute 2+2` + "\n")
+	pq("bad/empty.parquet", []problemAnswer{})
 	pq("bad/no-answer-column.parquet", []problemOnly{{"Compute $1+1$."}, {"Compute $2+2$."}})
 	out["bad/not-parquet.parquet"] = []byte("PAR1 this is not a parquet file, only its first four bytes are\n")
 	return out
