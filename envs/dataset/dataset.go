@@ -95,8 +95,9 @@ type Set struct {
 	Problems []string
 	// Used are the fields the first row's parts came from ("" for an id numbered by row).
 	Used Fields
-	// Repeats counts rows left out as repeats of an earlier row (the same id, problem and
-	// answer: DAPO-Math-17k's parquet holds each of its 17,917 problems about a hundred times).
+	// Repeats counts rows left out as repeats of an earlier row: the same prompt and answer,
+	// whatever their ids (DAPO-Math-17k's parquet holds each of its 17,917 problems about a
+	// hundred times). An id used again for another problem or answer is an error.
 	Repeats int
 	// SystemDropped counts rows whose chat prompt had a system message, left out.
 	SystemDropped int
@@ -155,7 +156,7 @@ func Read(spec string, o Options) (*Set, error) {
 	}
 	set.Files = files
 	seen := map[string]string{} // id → "file row" of its first row
-	kept := map[string]envs.Task{}
+	same := map[string]bool{}   // prompt and answer of the rows kept
 	multi := len(files) > 1
 	for _, file := range files {
 		err := readRows(file, o.Fields, func(r row) error {
@@ -183,14 +184,14 @@ func Read(spec string, o Options) (*Set, error) {
 			if used.system {
 				set.SystemDropped++
 			}
+			if same[t.Prompt+"\x00"+t.Answer] {
+				set.Repeats++
+				return nil
+			}
 			if first, dup := seen[t.ID]; dup {
-				if p := kept[t.ID]; p.Prompt == t.Prompt && p.Answer == t.Answer {
-					set.Repeats++
-					return nil
-				}
 				return fmt.Errorf("%s: task id %q repeats %s with another problem or answer; give each task its own id (data.fields.id)", r.where(), t.ID, first)
 			}
-			seen[t.ID], kept[t.ID] = r.where(), t
+			seen[t.ID], same[t.Prompt+"\x00"+t.Answer] = r.where(), true
 			set.Tasks = append(set.Tasks, t)
 			set.Problems = append(set.Problems, used.problem)
 			return nil

@@ -233,3 +233,19 @@ func TestOverlap(t *testing.T) {
 		t.Errorf("Normalize keeps apart %q and %q", `\dfrac{1}{2} \cdot  x`, `\frac12\cdot x`)
 	}
 }
+
+// A row with the prompt and answer of an earlier one is left out whatever its id; an id used
+// again for another problem is an error naming both rows.
+func TestRepeats(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "r.jsonl")
+	write(t, f, `{"id": "a", "problem": "p", "answer": "1"}`+"\n"+`{"id": "b", "problem": "p", "answer": "1"}`+"\n"+`{"id": "c", "problem": "q", "answer": "2"}`+"\n")
+	s, err := Read(f, Options{})
+	if err != nil || len(s.Tasks) != 2 || s.Repeats != 1 {
+		t.Errorf("%v, %+v; want 2 tasks and 1 repeat", err, s)
+	}
+	write(t, f, `{"id": "a", "problem": "p", "answer": "1"}`+"\n"+`{"id": "a", "problem": "q", "answer": "2"}`+"\n")
+	if _, err := Read(f, Options{}); err == nil || !strings.Contains(err.Error(), f+`:2: task id "a" repeats `+f+":1") {
+		t.Errorf("id reused: %v", err)
+	}
+}
