@@ -14,6 +14,7 @@ import (
 	"agentrl/engine/rollout"
 	"agentrl/engine/train"
 	"agentrl/envs"
+	"agentrl/envs/dataset"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
 	"agentrl/recipes"
@@ -56,8 +57,21 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err // strict isolation the machine cannot give: the refusal says what to enable
 	}
-	switch r.Env.Tasks.Source {
-	case "jsonl":
+	plan, err := dataset.PlanOf(r)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case plan != nil: // data.train: the dataset files, the evaluation sets held out
+		d, err := dataset.Load(plan)
+		if err != nil {
+			return nil, err
+		}
+		c.train, c.validation, c.heldout = d.Train, d.Validation, d.Heldout
+		if len(plan.Eval) > 0 && len(c.heldout) > r.Eval.HeldoutTasks {
+			return nil, fmt.Errorf("engine: the data.eval sets hold %d tasks, more than the %d of eval.heldout_tasks; raise eval.heldout_tasks or give the sets a size", len(c.heldout), r.Eval.HeldoutTasks)
+		}
+	case r.Env.Tasks.Source == "jsonl":
 		all, err := envs.LoadJSONL(r.Env.Tasks.JSONL.Path, envs.Fields{ID: r.Env.Tasks.JSONL.IDField, Prompt: r.Env.Tasks.JSONL.PromptField, Answer: r.Env.Tasks.JSONL.AnswerField})
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/envs"
+	"agentrl/envs/dataset"
 	"agentrl/store"
 )
 
@@ -115,13 +116,17 @@ func (c *Controller) validate(ctx context.Context, step int) (map[int]float64, e
 	return out, nil
 }
 
-// passAtK is the eval event for per-task (samples, correct) counts: pass@k over all tasks, and
-// over the tasks of each level when the tasks carry one.
+// passAtK is the eval event for per-task (samples, correct) counts: pass@k over all tasks, over
+// the tasks of each level when the tasks carry one, and over each evaluation set (data.eval)
+// when there is more than one.
 func passAtK(step int, tasks []envs.Task, counts [][2]int, ks []int) (event.Eval, error) {
-	levels := map[string][][2]int{}
+	levels, sets := map[string][][2]int{}, map[string][][2]int{}
 	for i, t := range tasks {
 		if l, ok := t.Meta["level"]; ok {
 			levels[l] = append(levels[l], counts[i])
+		}
+		if s, ok := t.Meta[dataset.MetaSet]; ok {
+			sets[s] = append(sets[s], counts[i])
 		}
 	}
 	mean := func(counts [][2]int) (map[int]float64, error) {
@@ -146,6 +151,14 @@ func passAtK(step int, tasks []envs.Task, counts [][2]int, ks []int) (event.Eval
 		}
 		if ev.ByLevel[l], err = mean(lc); err != nil {
 			return ev, err
+		}
+	}
+	if len(sets) > 1 {
+		ev.BySet = make(map[string]map[int]float64, len(sets))
+		for name, sc := range sets {
+			if ev.BySet[name], err = mean(sc); err != nil {
+				return ev, err
+			}
 		}
 	}
 	return ev, nil

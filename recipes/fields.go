@@ -21,6 +21,7 @@ const (
 	kInts
 	kStrings
 	kStringMap // map[string]string: names (case kept) to values
+	kEvalSets  // []EvalSet: a list of {name, path, size}
 )
 
 // want describes what a field of this kind accepts, for error messages.
@@ -42,6 +43,8 @@ func (k kind) want() string {
 		return `a list of strings such as ["</code>"]`
 	case kStringMap:
 		return "a mapping of names to values such as {NODE_ENV: production}"
+	case kEvalSets:
+		return "a list of sets such as [{name: aime24, path: data/aime24, size: 0}]"
 	default:
 		return "a string"
 	}
@@ -89,6 +92,8 @@ func (s *schema) walk(t reflect.Type, prefix string, index []int) {
 			s.leaves = append(s.leaves, field{key, kDuration, idx})
 		case ft == reflect.TypeOf(AutoInt(0)):
 			s.leaves = append(s.leaves, field{key, kAuto, idx})
+		case ft == reflect.TypeOf([]EvalSet{}):
+			s.leaves = append(s.leaves, field{key, kEvalSets, idx})
 		case ft.Kind() == reflect.Struct:
 			s.walk(ft, key, idx)
 		case ft.Kind() == reflect.String:

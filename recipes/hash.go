@@ -22,6 +22,14 @@ func (r *Recipe) CanonicalJSON() []byte {
 	c.Eval.Ks = nonNil(c.Eval.Ks)
 	c.Env.Tasks.Synthetic.Levels = nonNil(c.Env.Tasks.Synthetic.Levels)
 	c.Env.External.Command = nonNil(c.Env.External.Command)
+	if c.Data.Train == "" { // unused: left out, so recipes from before data hash as they did
+		c.Data = Data{}
+	} else {
+		c.Data.Eval = nonNil(c.Data.Eval)
+		if c.Data.Fields == nil {
+			c.Data.Fields = map[string]string{}
+		}
+	}
 	if c.Env.External.Env == nil {
 		c.Env.External.Env = map[string]string{}
 	}

@@ -252,6 +252,8 @@ func checkNode(k kind, v *yaml.Node, key string, l *loader) string {
 		}
 	case kStringMap:
 		return checkMapNode(v, key, l)
+	case kEvalSets:
+		return checkSetsNode(v, key, l)
 	case kInts, kStrings:
 		if v.Kind != yaml.SequenceNode {
 			return describe(v) + "; want " + k.want()
@@ -470,6 +472,8 @@ func parseText(k kind, s string) (any, error) {
 		return strings.Split(s, ","), nil
 	case kStringMap:
 		return parseMap(s)
+	case kEvalSets:
+		return parseSets(s)
 	default:
 		return s, nil
 	}
@@ -487,6 +491,8 @@ func decodeHook(from, to reflect.Type, data any) (any, error) {
 		return time.ParseDuration(s)
 	case to == reflect.TypeOf(AutoInt(0)):
 		return parseText(kAuto, s)
+	case to == reflect.TypeOf([]EvalSet{}):
+		return parseSets(s)
 	case to.Kind() == reflect.Slice && to.Elem().Kind() == reflect.Int:
 		return parseText(kInts, s)
 	case to.Kind() == reflect.Slice && to.Elem().Kind() == reflect.String:

@@ -146,7 +146,7 @@ func TestLoadBadRecipes(t *testing.T) {
 		{"bad list element", "eval:\n  ks: [1, two, 4]\n",
 			`bad.yaml:2: eval.ks[1]: "two" is a string; want an integer`},
 		{"not a mapping", "- a\n- b\n",
-			"bad.yaml:1: a recipe is a mapping of sections (run, model, backend, memory, rollout, env, reward, algorithm, hinter, prm, train, eval, early_stop, checkpoint, ui)"},
+			"bad.yaml:1: a recipe is a mapping of sections (run, model, backend, memory, rollout, env, data, reward, algorithm, hinter, prm, train, eval, early_stop, checkpoint, ui)"},
 		{"zero instead of auto", "memory:\n  kv_slots: 0\n",
 			"bad.yaml:2: memory.kv_slots: 0 is out of range; want auto or at least 1"},
 		{"both: plugin with the go backend", "backend:\n  kind: go\n  plugin: /x.so\n",

@@ -25,6 +25,9 @@ type Recipe struct {
 	// Env is the environment (the ReTool code sandbox, or an external agent program) and its
 	// task set.
 	Env Env `mapstructure:"env" json:"env"`
+	// Data reads the tasks from dataset files (JSONL, Parquet, HuggingFace folders) instead of
+	// env.tasks; unused while data.train is empty. Left out of the recipe's hash when unused.
+	Data Data `mapstructure:"data" json:"data,omitzero"`
 	// Reward weighs the parts of a trajectory's reward.
 	Reward Reward `mapstructure:"reward" json:"reward"`
 	// Algorithm is the policy-gradient algorithm and its loss settings.
@@ -333,6 +336,47 @@ type JSONL struct {
 	AnswerField string `mapstructure:"answer_field" json:"answer_field"`
 }
 
+// Data takes a run's tasks from dataset files: the training problems from data.train, the
+// held-out evaluation from the named data.eval sets (see package envs/dataset for the layouts
+// read and the default field names). While Train is empty the tasks come from env.tasks as before.
+type Data struct {
+	// Train is the training data: a .jsonl or .parquet file or a folder of them (a HuggingFace
+	// dataset folder, data/train-00000-of-00001.parquet), optionally followed by ":SPLIT"
+	// (train, test, validation, …) to take one split. Validation tasks (eval.validation_tasks)
+	// are taken from it, apart from the tasks trained on; so are env.tasks.heldout_size held-out
+	// tasks when there is no data.eval set.
+	Train string `mapstructure:"train" json:"train"`
+	// Eval are the held-out evaluation sets, in order: each a name, a path as data.train's and a
+	// size (its first size tasks; 0 takes all). The evaluation covers them all: pass@k over all
+	// of them, and per set when there is more than one.
+	Eval []EvalSet `mapstructure:"eval" json:"eval"`
+	// Fields name, as dotted paths, the fields a row's parts are read from when the defaults do
+	// not find them: {id: …, prompt: …, answer: …, split: …}. Empty uses the defaults.
+	Fields map[string]string `mapstructure:"fields" json:"fields"`
+	// PromptTemplate turns a dataset's problem into the user turn: each {problem} in it is
+	// replaced by the problem text. Empty uses the problem as it is.
+	PromptTemplate string `mapstructure:"prompt_template" json:"prompt_template"`
+	// Shuffle shuffles the training tasks, seeded by run.seed, before the validation tasks and
+	// train_size are taken; off, they are taken in file order.
+	Shuffle bool `mapstructure:"shuffle" json:"shuffle"`
+	// TrainSize is how many training tasks are kept; 0 keeps all.
+	TrainSize int `mapstructure:"train_size" json:"train_size"`
+	// AllowOverlap evaluates on problems that are also in the training data; off, such an
+	// overlap (compared after white space and LaTeX spacing are normalised) stops the run with
+	// the ids of the problems.
+	AllowOverlap bool `mapstructure:"allow_overlap" json:"allow_overlap"`
+}
+
+// EvalSet is one named evaluation set of data.eval.
+type EvalSet struct {
+	// Name labels the set in the per-set pass@k: letters, digits, '.', '_' and '-'.
+	Name string `mapstructure:"name" json:"name"`
+	// Path is a file or folder, ":SPLIT" allowed, as data.train's.
+	Path string `mapstructure:"path" json:"path"`
+	// Size keeps the set's first size tasks; 0 keeps all.
+	Size int `mapstructure:"size" json:"size"`
+}
+
 // Reward weighs the parts of a trajectory's total reward.
 type Reward struct {
 	// Outcome weighs the verifier's score of the final answer (1 correct, 0 wrong).
@@ -558,6 +602,7 @@ func Default() *Recipe {
 			},
 			External: External{Command: []string{}, Dir: "", Workers: 0, Timeout: 5 * time.Minute, Env: map[string]string{}},
 		},
+		Data:   Data{Train: "", Eval: []EvalSet{}, Fields: map[string]string{}, PromptTemplate: "", Shuffle: true, TrainSize: 0, AllowOverlap: false},
 		Reward: Reward{Outcome: 1.0, Process: 0, Shaping: 0, FormatPenalty: 0.1},
 		Algorithm: Algorithm{
 			Name: "grpo", Baseline: "mean", StdNormalize: true, ClipLow: 0.2, ClipHigh: 0.28,

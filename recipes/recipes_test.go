@@ -156,7 +156,7 @@ func TestKeysAndEnvVars(t *testing.T) {
 	}
 	sorted := append([]string(nil), newSchema().sections[""]...)
 	sort.Strings(sorted)
-	if len(sorted) != 15 {
+	if len(sorted) != 16 {
 		t.Errorf("got sections %v", sorted)
 	}
 }

@@ -61,6 +61,7 @@ func validate(r *Recipe, loc *locator, skip map[string]bool) []Problem {
 	c.memory()
 	c.rollout()
 	c.env()
+	c.data()
 	c.reward()
 	c.algorithm()
 	c.hinter()
@@ -566,7 +567,7 @@ func (c *checker) eval() {
 		c.fail([]string{"eval.validation_samples", "early_stop.metric"}, fmt.Sprintf(
 			"eval.validation_samples %d is less than the k of early_stop.metric %s, which is chosen on the validation tasks; raise eval.validation_samples to at least %d", e.ValidationSamples, c.r.EarlyStop.Metric, k))
 	}
-	if e.HeldoutTasks > c.r.Env.Tasks.HeldoutSize && c.r.Env.Tasks.HeldoutSize >= 1 {
+	if e.HeldoutTasks > c.r.Env.Tasks.HeldoutSize && c.r.Env.Tasks.HeldoutSize >= 1 && len(c.r.Data.Eval) == 0 {
 		c.fail([]string{"eval.heldout_tasks", "env.tasks.heldout_size"}, fmt.Sprintf(
 			"eval.heldout_tasks %d is more than env.tasks.heldout_size %d; evaluate at most the held-out tasks there are", e.HeldoutTasks, c.r.Env.Tasks.HeldoutSize))
 	}

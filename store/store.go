@@ -287,6 +287,8 @@ type Eval struct {
 	Counts [][2]int `json:"counts,omitempty"`
 	// ByLevel is pass@k over the tasks of each difficulty level, when the tasks have levels.
 	ByLevel map[string]map[int]float64 `json:"by_level,omitempty"`
+	// BySet is pass@k over each evaluation set (data.eval), when there were several.
+	BySet map[string]map[int]float64 `json:"by_set,omitempty"`
 	// Tasks fingerprints the evaluated tasks (their prompts and answers, in order), so counts are
 	// compared only between evaluations of the same tasks.
 	Tasks string `json:"tasks,omitempty"`

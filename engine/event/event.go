@@ -206,6 +206,9 @@ type Eval struct {
 	// source gives one), so a user sees where a change in PassAtK comes from. Nil when no task has
 	// a level.
 	ByLevel map[string]map[int]float64
+	// BySet is pass@k over each evaluation set (data.eval, by name) when there is more than
+	// one; PassAtK is over them all. Nil otherwise.
+	BySet map[string]map[int]float64 `json:",omitempty"`
 	// Change is pass@k's change since the run's first evaluation (step Since) on the same tasks,
 	// with its paired standard error, so a user can tell a gain from the noise of one evaluation.
 	// Nil on the first evaluation.
@@ -267,7 +270,7 @@ func fromByK(p map[string]float64) (map[int]float64, error) {
 }
 
 // MarshalJSON writes pass_at_k keyed by k as strings: {"1": 0.41, "8": 0.77}, by_level, when
-// there is one, as {"0": {"1": 0.9, "8": 1}, "1": {…}}, and change, when there is one, as
+// there is one, as {"0": {"1": 0.9, "8": 1}, "1": {…}}, by_set likewise by set name, and change, when there is one, as
 // {"8": {"mean": 0.05, "se": 0.02}} with since, the step it is measured from.
 func (e Eval) MarshalJSON() ([]byte, error) {
 	var levels map[string]map[string]float64
@@ -275,6 +278,13 @@ func (e Eval) MarshalJSON() ([]byte, error) {
 		levels = make(map[string]map[string]float64, len(e.ByLevel))
 		for l, p := range e.ByLevel {
 			levels[l] = byK(p)
+		}
+	}
+	var sets map[string]map[string]float64
+	if len(e.BySet) > 0 {
+		sets = make(map[string]map[string]float64, len(e.BySet))
+		for name, p := range e.BySet {
+			sets[name] = byK(p)
 		}
 	}
 	var change map[string]Delta
@@ -290,9 +300,10 @@ func (e Eval) MarshalJSON() ([]byte, error) {
 		PassAtK map[string]float64            `json:"pass_at_k"`
 		Best    bool                          `json:"best"`
 		ByLevel map[string]map[string]float64 `json:"by_level,omitempty"`
+		BySet   map[string]map[string]float64 `json:"by_set,omitempty"`
 		Change  map[string]Delta              `json:"change,omitempty"`
 		Since   *int                          `json:"since,omitempty"`
-	}{e.Step, byK(e.PassAtK), e.Best, levels, change, since})
+	}{e.Step, byK(e.PassAtK), e.Best, levels, sets, change, since})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -302,6 +313,7 @@ func (e *Eval) UnmarshalJSON(data []byte) error {
 		PassAtK map[string]float64            `json:"pass_at_k"`
 		Best    bool                          `json:"best"`
 		ByLevel map[string]map[string]float64 `json:"by_level"`
+		BySet   map[string]map[string]float64 `json:"by_set"`
 		Change  map[string]Delta              `json:"change"`
 		Since   int                           `json:"since"`
 	}
@@ -322,6 +334,16 @@ func (e *Eval) UnmarshalJSON(data []byte) error {
 			e.ByLevel = map[string]map[int]float64{}
 		}
 		e.ByLevel[l] = p
+	}
+	for name, sp := range v.BySet {
+		p, err := fromByK(sp)
+		if err != nil {
+			return fmt.Errorf("by_set %q: %w", name, err)
+		}
+		if e.BySet == nil {
+			e.BySet = map[string]map[int]float64{}
+		}
+		e.BySet[name] = p
 	}
 	for ks, d := range v.Change {
 		k, err := strconv.Atoi(ks)

@@ -19,6 +19,7 @@ func TestRoundTrip(t *testing.T) {
 			Trace: []float64{1, 0.9, 0.25}, TraceEvery: 14},
 		Eval{Step: 2, PassAtK: map[int]float64{1: 0.41, 8: 0.77}, Best: true},
 		Eval{Step: 4, PassAtK: map[int]float64{1: 0.5}, ByLevel: map[string]map[int]float64{"0": {1: 0.9}, "1": {1: 0.1}}},
+		Eval{Step: 5, PassAtK: map[int]float64{1: 0.5}, BySet: map[string]map[int]float64{"aime24": {1: 0.2}, "math500": {1: 0.8}}},
 		Eval{Step: 6, PassAtK: map[int]float64{1: 0.5}, Change: map[int]Delta{1: {Mean: 0.1, SE: 0.03}}, Since: 0},
 		Eval{Step: 8, PassAtK: map[int]float64{1: 0.5}, Change: map[int]Delta{1: {Mean: -0.1, SE: 0.03}}, Since: 2},
 		Checkpoint{Step: 2, ID: "r1/2", Bytes: 100, Metrics: map[string]float64{"best": 0.77}, Best: true},

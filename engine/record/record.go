@@ -59,7 +59,7 @@ func (r *Recorder) Record(evs ...event.Event) error {
 				return err
 			}
 		case event.Eval:
-			if err := r.st.PutEval(r.run, store.Eval{Step: e.Step, PassAtK: e.PassAtK, ByLevel: e.ByLevel, Counts: e.Counts, Tasks: e.Tasks, Validation: e.Validation}); err != nil {
+			if err := r.st.PutEval(r.run, store.Eval{Step: e.Step, PassAtK: e.PassAtK, ByLevel: e.ByLevel, BySet: e.BySet, Counts: e.Counts, Tasks: e.Tasks, Validation: e.Validation}); err != nil {
 				return err
 			}
 		case event.Trajectory:
@@ -163,7 +163,7 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 		}
 		evs = append(evs, se.trajs...)
 		if se.eval != nil {
-			ev := event.Eval{Step: s, PassAtK: se.eval.PassAtK, ByLevel: se.eval.ByLevel, Counts: se.eval.Counts, Tasks: se.eval.Tasks, Best: run.BestStep > 0 && s == run.BestStep}
+			ev := event.Eval{Step: s, PassAtK: se.eval.PassAtK, ByLevel: se.eval.ByLevel, BySet: se.eval.BySet, Counts: se.eval.Counts, Tasks: se.eval.Tasks, Best: run.BestStep > 0 && s == run.BestStep}
 			switch {
 			case se.eval.Counts == nil:
 			case first == nil:
