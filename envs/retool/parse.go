@@ -15,7 +15,7 @@ import (
 
 // Action is what one assistant turn asked for.
 type Action struct {
-	Code      []string // code blocks to run, in order
+	Code []string // code blocks to run, in order
 	// Calls are the turn's well-formed <tool_call>s, name and arguments as the model wrote them
 	// (arguments kept as text, so the chat template renders them back verbatim).
 	Calls []envs.ToolCall
@@ -23,7 +23,7 @@ type Action struct {
 	// assistant message's content when the calls go in its tool_calls, as the chat template
 	// renders "content\n<tool_call>…". The whole text when there is no <tool_call>.
 	Content   string
-	Answer    string   // the last \boxed{...} content
+	Answer    string // the last \boxed{...} content
 	HasAnswer bool
 	// FormatError explains a malformed turn (unclosed tag, bad tool-call JSON, unbalanced
 	// \boxed); "" when the turn parsed.
