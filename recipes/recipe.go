@@ -580,7 +580,7 @@ func Default() *Recipe {
 			Sandbox:     Sandbox{Isolation: "strict", Python: "", Modules: []string{"numpy", "sympy"}, Workers: 0},
 			Observation: Observation{Format: "interpreter", MaxChars: 512},
 			Format:      "chat", SystemPrompt: "", Tools: "", MaxToolCalls: 0,
-			LongTail:    LongTail{Share: 0, Turns: 16},
+			LongTail: LongTail{Share: 0, Turns: 16},
 			Tasks: Tasks{
 				Source:    "synthetic",
 				Synthetic: Synthetic{Levels: []int{1, 2, 3}, Seed: 7},
