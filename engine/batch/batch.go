@@ -37,10 +37,10 @@ type Trajectory struct {
 	// Chat is the conversation a ReTool episode left, in its format (TurnPieces lays it out):
 	// the opening, then the assistant messages and observations, or in env.format retool the
 	// one assistant message holding the response with its <interpreter> blocks. nil for agents.
-	Chat []envs.Message
-	Versions        []int32   // partial rollouts: the policy version (updates applied) of each token's weights
-	Partial         *Partial  // partial rollouts: the trajectory's state across phases; nil otherwise
-	Agent           *AgentRun // an external agent's run; nil for a ReTool trajectory
+	Chat     []envs.Message
+	Versions []int32   // partial rollouts: the policy version (updates applied) of each token's weights
+	Partial  *Partial  // partial rollouts: the trajectory's state across phases; nil otherwise
+	Agent    *AgentRun // an external agent's run; nil for a ReTool trajectory
 }
 
 // Segment is the stretch of a trajectory's tokens from start on, sampled in step's rollout phase
