@@ -75,7 +75,7 @@ func (p *Phase) Run(ctx context.Context, trajs []*batch.Trajectory, seed uint64,
 	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
 	// gives its ticket up.
 	base := p.Gen.Reserve(len(trajs))
-	play := p.playReTool
+	play := p.PlayReTool
 	if p.Agent != nil {
 		play = p.Agent
 	}

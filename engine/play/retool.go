@@ -50,10 +50,10 @@ func (f Format) Opening(problem, hint string) []envs.Message {
 	return []envs.Message{{Role: "system", Content: f.System}, {Role: "user", Content: retool.WithHint(problem, hint)}}
 }
 
-// playReTool plays one episode in the recipe's format. The trained tokens are exactly the sampled
+// PlayReTool plays one episode in the recipe's format. The trained tokens are exactly the sampled
 // ones; the tokenized template pieces and observations are kept in the context, masked: decoded
 // text is never re-tokenized.
-func (p *Phase) playReTool(ctx context.Context, t *batch.Trajectory, seed uint64, temperature float64) error {
+func (p *Phase) PlayReTool(ctx context.Context, t *batch.Trajectory, seed uint64, temperature float64) error {
 	r := p.Recipe
 	ep, err := p.newEpisode(ctx, t)
 	if err != nil {
