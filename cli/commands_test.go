@@ -72,6 +72,14 @@ func TestCommandInvocations(t *testing.T) {
 		// The whole observation: the sandbox's init re-runs this binary, whose package inits must print nothing into it.
 		{"tool run python", []string{"tool", "run", "--executor", "python"}, "print(6 * 7)", []string{`"observation":"<interpreter>\n42\n</interpreter>"`, `"isolation":"strict`}},
 		{"tool run, one-dash flag", []string{"tool", "run", "-executor", "starlark", "-timeout", "2s"}, "print(1 + 1)", []string{`"output":"2\n"`}},
+		// A ReTool-SFT turn: fenced code in <code>, the interpreter's output already in the turn, the answer after "Answer:".
+		{"tool run --format retool", []string{"tool", "run", "--format", "retool"}, "Compute.\n<code>\n```python\nx = 6 * 7\nprint(x)\n```\n</code>\n<interpreter>\n42\n</interpreter>\n\nAnswer: \\boxed{42}",
+			[]string{`"format":"retool"`, `"code":["x = 6 * 7\nprint(x)"]`, `"observation":"\n<interpreter>\n42\n</interpreter>\n"`, `"answer":"42","has_answer":true`}},
+		{"tool run --format tool_call", []string{"tool", "run", "--format", "tool_call"}, "Let me run it.\n<tool_call>\n{\"name\": \"python\", \"arguments\": {\"code\": \"print(6 * 7)\"}}\n</tool_call>",
+			[]string{`"content":"Let me run it."`, `"tool_calls":[{"name":"python","arguments":"{\"code\": \"print(6 * 7)\"}"}]`, `"observation":"42"`,
+				`"appended":"<|im_end|>\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n"`, `"has_answer":false`}},
+		{"tool run --format chat", []string{"tool", "run", "--format", "chat"}, "<code>print(6 * 7)</code>",
+			[]string{`"appended":"<|im_end|>\n<|im_start|>user\n<interpreter>\n42\n</interpreter><|im_end|>\n<|im_start|>assistant\n"`}},
 		{"bench rollout", []string{"bench", "rollout", "--model", fixture("qwen3-tiny"), "--backend", "go", "--slots", "2", "--sequences", "2", "--prompt-len", "4", "--new", "4", "--json"}, "",
 			[]string{`"tokens":8`, `"tokens_per_s"`, `"reference_bytes_per_s"`, `"rollout_occupancy":`, `"rollout_tail_s":`, `"tool_stall_share":0,`, `"tool_queue_s":0,`, `"occupancy_trace":[`}},
 		{"bench train", []string{"bench", "train", "--model", fixture("qwen3-tiny"), "--backend", "go", "--sequences", "2", "--length", "8", "--prompt", "3", "--micro-batch", "1", "--updates", "1", "--torch-python", "", "--json"}, "",

@@ -21,7 +21,7 @@ func promptIDs(tok *tokenizer.Tokenizer, prompt string, raw bool) ([]int32, erro
 	if raw {
 		return tok.Encode(prompt), nil
 	}
-	return play.PromptIDs(tok, recipes.Default().Env.Observation.Format, prompt, "")
+	return play.PromptIDs(tok, recipes.Default(), prompt, "")
 }
 
 // generateCommand runs one request through the rollout engine.

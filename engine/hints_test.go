@@ -113,7 +113,7 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 // tokens are the assistant turns, each closed by <|im_end|>.
 func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []envs.Message, prompt []int32) int {
 	t.Helper()
-	s, ok := batch.MaskAssistant(tok, conv)
+	s, ok := batch.MaskAssistant(tok, conv, nil)
 	if !ok {
 		t.Fatalf("%v does not render", conv)
 	}

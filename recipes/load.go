@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -98,6 +99,10 @@ func Parse(name string, data []byte, opts Options) (*Recipe, error) {
 			}
 			f.value(r).Set(reflect.ValueOf(m))
 		}
+	}
+	for _, p := range r.Env.ResolveFiles(filepath.Dir(name)) {
+		line, _ := l.loc.at(p.Field)
+		l.add(p.Field, line, strings.TrimPrefix(p.Message, p.Field+" "))
 	}
 	l.problems = append(l.problems, validate(r, &l.loc, l.bad)...)
 	if len(l.problems) > 0 {

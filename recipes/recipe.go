@@ -115,6 +115,11 @@ type Rollout struct {
 	// MaxTotalTokens is the most tokens of a whole trajectory: prompt, every turn and every
 	// observation. It is the length of a KV-cache slot and of a training sequence.
 	MaxTotalTokens int `mapstructure:"max_total_tokens" json:"max_total_tokens"`
+	// MaxResponseTokens bounds the whole response of a trajectory: every token after the prompt,
+	// sampled or observed, across its turns and tool calls (in env.format retool, the one
+	// assistant turn with its <interpreter> blocks). A trajectory that reaches it ends unanswered,
+	// as one that fills max_total_tokens does. 0: no bound but max_total_tokens.
+	MaxResponseTokens int `mapstructure:"max_response_tokens" json:"max_response_tokens"`
 	// Temperature scales logits before sampling; must be > 0 (RL needs diverse samples).
 	Temperature float64 `mapstructure:"temperature" json:"temperature"`
 	// TopP is nucleus sampling's probability mass, in (0, 1]; 1 disables it.
@@ -208,6 +213,30 @@ type Env struct {
 	Sandbox Sandbox `mapstructure:"sandbox" json:"sandbox"`
 	// Observation shapes the tool output the model reads.
 	Observation Observation `mapstructure:"observation" json:"observation"`
+	// Format is how a trajectory lies in the model's context (env.name retool): "chat" (every
+	// turn closed by <|im_end|>, the tool output back as a user turn in observation.format),
+	// "retool" (ReTool's layout: one assistant turn, generation stops at </code>, the output is
+	// appended inside the turn as "\n<interpreter>\n…\n</interpreter>\n", kept in the context but
+	// not trained on, and generation goes on) or "tool_call" (the chat template's tool calling:
+	// the tools in the system turn, <tool_call> JSON, the output back as a tool message).
+	Format string `mapstructure:"format" json:"format"`
+	// SystemPrompt is the system turn: "" (the format's own, which tells the model how to run
+	// code), the text itself, or "@PATH" to read it from a file (a relative PATH is relative to
+	// the recipe file's folder).
+	SystemPrompt string `mapstructure:"system_prompt" json:"system_prompt"`
+	// Tools are the function schemas the chat template lists in the system turn, OpenAI's
+	// function-schema JSON: "" (the format's own: the python tool for tool_call, none for chat
+	// and retool), "python" (the python tool: one function with a code string parameter), a JSON
+	// array written out, or "@PATH" to read the array from a file (relative to the recipe's
+	// folder). A tool call may name any of them; its "code" argument runs.
+	Tools string `mapstructure:"tools" json:"tools"`
+	// MaxToolCalls bounds the code runs of one trajectory: a turn that asks for more ends the
+	// trajectory unanswered without running it. 0: no bound but rollout.max_turns.
+	MaxToolCalls int `mapstructure:"max_tool_calls" json:"max_tool_calls"`
+	// SystemPromptFile and ToolsFile are what "@PATH" of system_prompt and tools read when the
+	// recipe was loaded (ResolveFiles), kept with the recipe so a stored run needs no file.
+	SystemPromptFile string `mapstructure:"-" json:"system_prompt_file,omitempty"`
+	ToolsFile        string `mapstructure:"-" json:"tools_file,omitempty"`
 	// Tasks is the task set.
 	Tasks Tasks `mapstructure:"tasks" json:"tasks"`
 	// LongTail makes trajectory lengths heavy-tailed: a workload on which the rollout's tail can
@@ -294,8 +323,9 @@ type LongTail struct {
 
 // Observation shapes the tool output fed back to the model.
 type Observation struct {
-	// Format is "interpreter" (output wrapped in <interpreter>…</interpreter> inside the assistant
-	// turn, as in ReTool) or "tool_response" (a chat-format tool message).
+	// Format is, in env.format chat, "interpreter" (output wrapped in <interpreter>…</interpreter>,
+	// as a user turn) or "tool_response" (a chat-format tool message). env.format retool always
+	// observes in <interpreter> inside the assistant turn, tool_call always as a tool message.
 	Format string `mapstructure:"format" json:"format"`
 	// MaxChars truncates the observation text the model reads.
 	MaxChars int `mapstructure:"max_chars" json:"max_chars"`
@@ -593,7 +623,8 @@ func Default() *Recipe {
 			Limits:      Limits{MaxOutputBytes: 1024, MaxSteps: 100000, MaxMemoryMB: 256},
 			Sandbox:     Sandbox{Isolation: "strict", Python: "", Modules: []string{"numpy", "sympy"}, Workers: 0},
 			Observation: Observation{Format: "interpreter", MaxChars: 512},
-			LongTail:    LongTail{Share: 0, Turns: 16},
+			Format:      "chat", SystemPrompt: "", Tools: "", MaxToolCalls: 0,
+			LongTail: LongTail{Share: 0, Turns: 16},
 			Tasks: Tasks{
 				Source:    "synthetic",
 				Synthetic: Synthetic{Levels: []int{1, 2, 3}, Seed: 7},

@@ -316,6 +316,7 @@ func (c *checker) env() {
 	c.atLeast("env.limits.max_memory_mb", e.Limits.MaxMemoryMB, 16)
 	c.sandbox()
 	c.oneOf("env.observation.format", e.Observation.Format, "interpreter", "tool_response")
+	c.format()
 	c.atLeast("env.observation.max_chars", e.Observation.MaxChars, 1)
 
 	t := e.Tasks

@@ -34,9 +34,13 @@ type Trajectory struct {
 	Returns         []float32 // ppo: the value head's targets (GAE returns) per token
 	OldValues       []float32 // ppo: the value head's predictions before the update
 	Drift           string    // a token-drift finding, "" when the context matched the chat rendering
-	Versions        []int32   // partial rollouts: the policy version (updates applied) of each token's weights
-	Partial         *Partial  // partial rollouts: the trajectory's state across phases; nil otherwise
-	Agent           *AgentRun // an external agent's run; nil for a ReTool trajectory
+	// Chat is the conversation a ReTool episode left, in its format (TurnPieces lays it out):
+	// the opening, then the assistant messages and observations, or in env.format retool the
+	// one assistant message holding the response with its <interpreter> blocks. nil for agents.
+	Chat     []envs.Message
+	Versions []int32   // partial rollouts: the policy version (updates applied) of each token's weights
+	Partial  *Partial  // partial rollouts: the trajectory's state across phases; nil otherwise
+	Agent    *AgentRun // an external agent's run; nil for a ReTool trajectory
 }
 
 // Segment is the stretch of a trajectory's tokens from start on, sampled in step's rollout phase

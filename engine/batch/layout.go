@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"strings"
+
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs"
@@ -12,32 +14,82 @@ type Piece struct {
 	Policy bool
 }
 
-// TurnPieces lays a conversation out exactly as the rollout builds a trajectory (engine/play), and as SFT trains on it: the
-// rendered opening with the generation prompt, then each assistant turn's content closed by
-// <|im_end|> (policy), and each observation as a user turn followed by a new generation prompt
-// (a tool turn is the user turn wrapping its text in <tool_response>, as the template renders it).
-// (The chat template would add an empty <think> block to a final assistant turn; rollouts never
-// produce one.)
-func TurnPieces(conv []envs.Message) ([]Piece, error) {
-	opening, err := tokenizer.RenderChat(conv[:2], nil, true)
+// TurnPieces lays a conversation out exactly as the rollout builds a trajectory (engine/play),
+// and as SFT trains on it, in each of the trajectory formats (env.format), from the message list
+// an episode leaves: the rendered opening (the system turn with tools, the problem, the
+// generation prompt); then each assistant message's content, its tool calls as the template
+// renders them, and the closing <|im_end|> (policy), except the <interpreter> blocks inside its
+// content (the retool format's observations, appended in the turn: "\n<interpreter>\n…
+// \n</interpreter>\n", masked like the prompt); each observation as a user turn, and a run of
+// tool messages as the one user turn of <tool_response>s the template makes of them, followed by
+// a new generation prompt. (The chat template would add an empty <think> block to a final
+// assistant turn without one; rollouts never produce one.)
+func TurnPieces(conv []envs.Message, tools []tokenizer.Tool) ([]Piece, error) {
+	opening, err := tokenizer.RenderChat(conv[:2], tools, true)
 	if err != nil {
 		return nil, err
 	}
 	pieces := []Piece{{opening, false}}
-	for _, m := range conv[2:] {
-		if m.Role == "assistant" {
-			pieces = append(pieces, Piece{m.Content + "<|im_end|>", true})
-		} else {
+	for i := 2; i < len(conv); i++ {
+		m := conv[i]
+		switch m.Role {
+		case "assistant":
+			calls, err := tokenizer.ToolCallText(m.Content, m.ToolCalls)
+			if err != nil {
+				return nil, err
+			}
+			pieces = append(pieces, assistantPieces(m.Content+calls+"<|im_end|>")...)
+		case "tool":
+			j := i
+			for j+1 < len(conv) && conv[j+1].Role == "tool" {
+				j++
+			}
+			pieces = append(pieces, Piece{tokenizer.ToolTurn(conv[i : j+1]), false})
+			i = j
+		default:
 			pieces = append(pieces, Piece{tokenizer.ObservationTurn(m), false})
 		}
 	}
 	return pieces, nil
 }
 
-// MaskAssistant tokenizes a conversation piece by piece and marks the assistant's own tokens
-// (its content and the closing <|im_end|>) as trained.
-func MaskAssistant(tok *tokenizer.Tokenizer, conv []envs.Message) (train.Sequence, bool) {
-	pieces, err := TurnPieces(conv)
+// assistantPieces splits an assistant turn's text around its <interpreter> blocks, each taken
+// with the newline before and after it when there is one (what the retool format appends after
+// </code>); an unclosed block runs to the end.
+func assistantPieces(text string) []Piece {
+	var pieces []Piece
+	for {
+		i := strings.Index(text, "<interpreter>")
+		if i < 0 {
+			break
+		}
+		end := len(text)
+		if j := strings.Index(text[i:], "</interpreter>"); j >= 0 {
+			end = i + j + len("</interpreter>")
+			if end < len(text) && text[end] == '\n' {
+				end++
+			}
+		}
+		if i > 0 && text[i-1] == '\n' {
+			i--
+		}
+		if i > 0 {
+			pieces = append(pieces, Piece{text[:i], true})
+		}
+		pieces = append(pieces, Piece{text[i:end], false})
+		text = text[end:]
+	}
+	if text != "" {
+		pieces = append(pieces, Piece{text, true})
+	}
+	return pieces
+}
+
+// MaskAssistant tokenizes a conversation piece by piece (TurnPieces, tools in the system turn)
+// and marks the assistant's own tokens (its content outside <interpreter> blocks, its tool calls
+// and the closing <|im_end|>) as trained.
+func MaskAssistant(tok *tokenizer.Tokenizer, conv []envs.Message, tools []tokenizer.Tool) (train.Sequence, bool) {
+	pieces, err := TurnPieces(conv, tools)
 	if err != nil {
 		return train.Sequence{}, false
 	}

@@ -175,7 +175,7 @@ func (p *Phase) RunPartial(ctx context.Context, step, version int, run []*batch.
 		pr.Seed, pr.Version = seed+uint64(i)*7919, version
 		pr.Segments = []batch.Segment{{Start: 0, Version: version, Step: step}}
 		go func() {
-			err := p.playReTool(tctx, t, pr.Seed, temperature)
+			err := p.PlayReTool(tctx, t, pr.Seed, temperature)
 			if errors.Is(err, errStaleDropped) {
 				return
 			}

@@ -48,14 +48,15 @@ type Generation struct {
 // Prompt renders the opening messages with the generation prompt; a hint (bridge thought) is
 // appended to the user's problem for the teacher.
 func (p *Phase) Prompt(task envs.Task, hint string) ([]int32, error) {
-	return PromptIDs(p.Tokenizer, p.Recipe.Env.Observation.Format, task.Prompt, hint)
+	return PromptIDs(p.Tokenizer, p.Recipe, task.Prompt, hint)
 }
 
-// PromptIDs is a problem's opening as the rollout renders it: the system prompt of the
-// observation format, the problem (with hint before it, "" for none) as the user's turn, and the
-// generation prompt. `generate --prompt` renders a question the same way.
-func PromptIDs(tok *tokenizer.Tokenizer, format, problem, hint string) ([]int32, error) {
-	text, err := tokenizer.RenderChat([]envs.Message{{Role: "system", Content: retool.SystemFor(format)}, {Role: "user", Content: retool.WithHint(problem, hint)}}, nil, true)
+// PromptIDs is a problem's opening as the rollout renders it in r's trajectory format
+// (FormatOf): the system prompt with the tools, the problem (with hint before it, "" for none) as
+// the user's turn, and the generation prompt. `generate --prompt` renders a question the same way.
+func PromptIDs(tok *tokenizer.Tokenizer, r *recipes.Recipe, problem, hint string) ([]int32, error) {
+	f := FormatOf(r)
+	text, err := tokenizer.RenderChat(f.Opening(problem, hint), f.Tools, true)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func (p *Phase) Run(ctx context.Context, trajs []*batch.Trajectory, seed uint64,
 	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
 	// gives its ticket up.
 	base := p.Gen.Reserve(len(trajs))
-	play := p.playReTool
+	play := p.PlayReTool
 	if p.Agent != nil {
 		play = p.Agent
 	}

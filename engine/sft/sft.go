@@ -95,7 +95,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	texts := make([]string, len(convs))
 	for i, conv := range convs {
-		pieces, err := batch.TurnPieces(conv)
+		pieces, err := batch.TurnPieces(conv, nil)
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	var seqs []train.Sequence
 	for _, conv := range convs {
-		s, ok := batch.MaskAssistant(tok, conv)
+		s, ok := batch.MaskAssistant(tok, conv, nil)
 		if ok && len(s.Tokens) <= r.Rollout.MaxTotalTokens {
 			seqs = append(seqs, s)
 		}

@@ -48,7 +48,7 @@ func TestSFTWritesLoadableModel(t *testing.T) {
 	conv := []envs.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 2 + 2?"},
 		{Role: "assistant", Content: "<code>\nprint(2 + 2)\n</code>"}, {Role: "user", Content: "<interpreter>\n4\n</interpreter>"},
 		{Role: "assistant", Content: `\boxed{4}`}}
-	s, _ := batch.MaskAssistant(tok, conv)
+	s, _ := batch.MaskAssistant(tok, conv, nil)
 	var trained []int32
 	for i, id := range s.Tokens {
 		if s.LossMask[i] {

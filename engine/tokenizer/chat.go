@@ -79,16 +79,11 @@ func RenderChat(msgs []envs.Message, tools []Tool, addGenerationPrompt bool) (st
 			} else {
 				b.WriteString("<|im_start|>assistant\n" + content)
 			}
-			for j, tc := range m.ToolCalls {
-				if (j == 0 && content != "") || j > 0 {
-					b.WriteString("\n")
-				}
-				args, err := renderArguments(tc.Arguments)
-				if err != nil {
-					return "", fmt.Errorf("chat: message %d tool call %d: %w", i, j, err)
-				}
-				b.WriteString("<tool_call>\n{\"name\": \"" + tc.Name + "\", \"arguments\": " + args + "}\n</tool_call>")
+			calls, err := ToolCallText(content, m.ToolCalls)
+			if err != nil {
+				return "", fmt.Errorf("chat: message %d: %w", i, err)
 			}
+			b.WriteString(calls)
 			b.WriteString("<|im_end|>\n")
 		case m.Role == "tool":
 			if i == 0 || msgs[i-1].Role != "tool" {
@@ -102,6 +97,24 @@ func RenderChat(msgs []envs.Message, tools []Tool, addGenerationPrompt bool) (st
 	}
 	if addGenerationPrompt {
 		b.WriteString("<|im_start|>assistant\n")
+	}
+	return b.String(), nil
+}
+
+// ToolCallText is an assistant message's tool calls as the template renders them after its
+// content: each "<tool_call>\n{"name": …, "arguments": …}\n</tool_call>", a newline before the
+// first when content is not empty and between calls.
+func ToolCallText(content string, calls []envs.ToolCall) (string, error) {
+	var b strings.Builder
+	for j, tc := range calls {
+		if (j == 0 && content != "") || j > 0 {
+			b.WriteString("\n")
+		}
+		args, err := renderArguments(tc.Arguments)
+		if err != nil {
+			return "", fmt.Errorf("tool call %d: %w", j, err)
+		}
+		b.WriteString("<tool_call>\n{\"name\": \"" + tc.Name + "\", \"arguments\": " + args + "}\n</tool_call>")
 	}
 	return b.String(), nil
 }
@@ -252,9 +265,20 @@ func ReadChatFile(path string) (string, error) {
 // messages) followed by the generation prompt. The rollout appends it token for token and the
 // SFT layout renders it the same way, so both read as RenderChat renders the conversation.
 func ObservationTurn(m envs.Message) string {
-	body := m.Content
 	if m.Role == "tool" {
-		body = "<tool_response>\n" + body + "\n</tool_response>"
+		return ToolTurn([]envs.Message{m})
 	}
-	return "\n<|im_start|>user\n" + body + "<|im_end|>\n<|im_start|>assistant\n"
+	return "\n<|im_start|>user\n" + m.Content + "<|im_end|>\n<|im_start|>assistant\n"
+}
+
+// ToolTurn is a run of tool messages as the template renders them after an assistant turn closed
+// by <|im_end|>: one user turn holding each output in <tool_response>, then the generation prompt.
+func ToolTurn(ms []envs.Message) string {
+	var b strings.Builder
+	b.WriteString("\n<|im_start|>user")
+	for _, m := range ms {
+		b.WriteString("\n<tool_response>\n" + m.Content + "\n</tool_response>")
+	}
+	b.WriteString("<|im_end|>\n<|im_start|>assistant\n")
+	return b.String()
 }

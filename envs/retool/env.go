@@ -6,12 +6,76 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"agentrl/envs"
 	"agentrl/envs/sandbox"
 )
+
+// Layout is how a trajectory lies in the model's context (the recipe's env.format).
+type Layout string
+
+// Layouts.
+const (
+	// LayoutChat: every assistant turn is closed with <|im_end|> and its tool output comes back as
+	// a new user turn (or tool turn) in the observation format (env.observation.format).
+	LayoutChat Layout = "chat"
+	// LayoutReTool is ReTool's own layout: the response is one assistant turn; generation stops
+	// at </code>, the sandbox runs the block (a ```python fence in it optional) and its output is
+	// appended inside the same turn as InTurnObservation renders it, and generation goes on. The
+	// response ends with the turn (<|im_end|>), its answer the last \boxed{…}.
+	LayoutReTool Layout = "retool"
+	// LayoutToolCall is the chat template's own tool calling: the tools in the system turn, the
+	// model writes <tool_call>{"name": "python", "arguments": {"code": …}}</tool_call>, generation
+	// stops at </tool_call>, the turn is closed with <|im_end|> and the output comes back as a
+	// tool message (the template's <tool_response>).
+	LayoutToolCall Layout = "tool_call"
+)
+
+// Layouts lists the layouts in the order the recipe documents them.
+var Layouts = []Layout{LayoutChat, LayoutReTool, LayoutToolCall}
+
+// CheckLayout reports whether s names a layout, with an error that names the choices.
+func CheckLayout(s string) error {
+	if slices.Contains(Layouts, Layout(s)) {
+		return nil
+	}
+	return fmt.Errorf("format %q is not one of chat, retool or tool_call", s)
+}
+
+// Stop is the string that ends generation for a tool call in the layout.
+func (l Layout) Stop() string {
+	if l == LayoutToolCall {
+		return "</tool_call>"
+	}
+	return "</code>"
+}
+
+// InTurnObservation is a tool result as the retool layout appends it inside the assistant's
+// turn, after the </code> generation stopped at: "\n<interpreter>\n" + body + "\n</interpreter>\n",
+// ReTool-SFT's own spacing ("</code>\n<interpreter>\n…\n</interpreter>\n", the model's text
+// going on after it). body is Observe's text without the tag.
+func InTurnObservation(body string) string {
+	return "\n<interpreter>\n" + body + "\n</interpreter>\n"
+}
+
+// PythonTool is the default tool schema (OpenAI's function-schema JSON): one python function
+// with a code string parameter, the tool the sandbox runs.
+const PythonTool = `{"type": "function", "function": {"name": "python", "description": "Runs Python code and returns what it prints (stdout), or the end of the error's traceback.", "parameters": {"type": "object", "properties": {"code": {"type": "string", "description": "The Python code to run; print the values you need."}}, "required": ["code"]}}}`
+
+// SystemForLayout is the default system prompt of a layout (format the chat layout's
+// observation format).
+func SystemForLayout(l Layout, format string) string {
+	switch l {
+	case LayoutReTool:
+		return DefaultSystem
+	case LayoutToolCall:
+		return "Solve the problem. You may run Python code by calling the python tool; its output comes back as the tool's response. Give the final answer as \\boxed{answer}."
+	}
+	return SystemFor(format)
+}
 
 // Observation formats: how a tool result is shown to the model.
 const (
@@ -159,8 +223,17 @@ type Config struct {
 	// MinTurns is the turn before which an answer does not end the trajectory: it is recorded,
 	// the environment asks to check it once more (Recheck), and the trajectory goes on; the last
 	// answer given counts. 0 or 1: the first answer ends it. The long tasks of a long-tail
-	// workload (LongTrajectory) set it.
+	// workload (LongTrajectory) set it. The retool layout, whose answer ends the turn, ignores it.
 	MinTurns int
+	// Layout is how the trajectory lies in the context ("" is LayoutChat). LayoutReTool reads
+	// Step's action as one stretch of the response and observes in the interpreter format;
+	// LayoutToolCall runs only tool calls and observes in the tool_response format.
+	Layout Layout
+	// MaxToolCalls bounds the code runs of a trajectory; a turn asking for more ends it
+	// unanswered, its code not run. 0: no bound but MaxTurns.
+	MaxToolCalls int
+	// ToolNames are the names a tool call may give (nil: python and code_interpreter).
+	ToolNames []string
 }
 
 // DefaultSystem tells the model the protocol.
@@ -185,7 +258,18 @@ func New(cfg Config) (*Env, error) {
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = 3
 	}
-	if cfg.Format == "" {
+	if cfg.Layout == "" {
+		cfg.Layout = LayoutChat
+	}
+	if err := CheckLayout(string(cfg.Layout)); err != nil {
+		return nil, fmt.Errorf("retool: %w", err)
+	}
+	switch {
+	case cfg.Layout == LayoutReTool:
+		cfg.Format = FormatInterpreter
+	case cfg.Layout == LayoutToolCall:
+		cfg.Format = FormatToolResponse
+	case cfg.Format == "":
 		cfg.Format = FormatInterpreter
 	}
 	if err := CheckFormat(cfg.Format); err != nil {
@@ -198,7 +282,7 @@ func New(cfg Config) (*Env, error) {
 		cfg.Weights = Weights{Outcome: 1, FormatPenalty: 0.1}
 	}
 	if cfg.System == "" {
-		cfg.System = SystemFor(cfg.Format)
+		cfg.System = SystemForLayout(cfg.Layout, cfg.Format)
 	}
 	return &Env{cfg: cfg}, nil
 }
@@ -216,27 +300,33 @@ func (e *Env) Reset(_ context.Context, t envs.Task) ([]envs.Message, error) {
 	return []envs.Message{{Role: "system", Content: e.cfg.System}, {Role: "user", Content: t.Prompt}}, nil
 }
 
-// Step takes one assistant turn.
+// Step takes one assistant turn; in the retool layout, one stretch of the response: up to the
+// </code> generation stopped at (its code runs, and the observation is to be appended in the
+// same turn), or to the response's end.
 func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 	if e.session == nil || e.done {
 		return envs.Step{}, errors.New("retool: Step before Reset or after the trajectory ended")
 	}
 	e.sum.Turns++
-	a := Parse(action)
+	a := ParseAs(e.cfg.Layout, action, e.cfg.ToolNames)
 	var st envs.Step
 	if a.FormatError != "" {
 		e.sum.FormatErrors++
 		st.FormatError = a.FormatError
 	}
+	retool := e.cfg.Layout == LayoutReTool
 	switch {
 	case a.HasAnswer:
 		e.sum.Answered, e.sum.Answer = true, a.Answer
 		e.sum.Correct = Verify(a.Answer, e.task.Answer)
-		if e.sum.Turns >= e.cfg.MinTurns {
+		if retool || e.sum.Turns >= e.cfg.MinTurns {
 			return e.finish(st), nil
 		}
 		st.Observation = Recheck
-	case len(a.Code) > 0:
+	case len(a.Code) > 0 && (!retool || endsInCode(action)):
+		if e.cfg.MaxToolCalls > 0 && e.sum.ToolCalls+len(a.Code) > e.cfg.MaxToolCalls {
+			return e.finish(st), nil // the tool-call budget is spent: the trajectory ends unanswered
+		}
 		var obs []string
 		for _, code := range a.Code {
 			var r sandbox.Result
@@ -247,24 +337,48 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 			}
 			e.record(r)
 			st.ToolCalls = append(st.ToolCalls, envs.Execution{Code: code, Output: r.Output, Status: string(r.Status), DurationSec: r.Duration.Seconds()})
-			obs = append(obs, Observe(r, e.cfg.Format, e.cfg.MaxObsChars))
+			o := Observe(r, e.cfg.Format, e.cfg.MaxObsChars)
+			if retool {
+				o = "\n" + o + "\n"
+			}
+			obs = append(obs, o)
 		}
 		if st.FormatError != "" { // the blocks that parsed ran; say what did not
 			obs = append(obs, "Format error: "+st.FormatError+".")
 		}
-		st.Observation = strings.Join(obs, "\n")
+		sep := "\n"
+		if retool {
+			sep = ""
+		}
+		st.Observation = strings.Join(obs, sep)
+	case retool: // the response ended without an answer
+		if st.FormatError == "" {
+			st.FormatError = "the response ended without a final answer"
+			e.sum.FormatErrors++
+		}
+		return e.finish(st), nil
 	default:
 		if st.FormatError == "" {
 			st.FormatError = "no code and no final answer"
 			e.sum.FormatErrors++
 		}
-		st.Observation = "Format error: " + st.FormatError + ". Write Python between <code> and </code>, or give the final answer as \\boxed{answer}."
+		how := "Write Python between <code> and </code>"
+		if e.cfg.Layout == LayoutToolCall {
+			how = "Call the python tool"
+		}
+		st.Observation = "Format error: " + st.FormatError + ". " + how + ", or give the final answer as \\boxed{answer}."
 	}
 	if e.sum.Turns >= e.cfg.MaxTurns {
 		st.Observation = ""
 		return e.finish(st), nil
 	}
 	return st, ctx.Err()
+}
+
+// endsInCode reports whether a stretch of a retool response ends on a closed <code> block
+// (nothing but white space after its </code>): generation stopped there for the tool.
+func endsInCode(text string) bool {
+	return strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), "</code>")
 }
 
 func (e *Env) record(r sandbox.Result) {
@@ -353,6 +467,64 @@ func RunTool(ctx context.Context, executor string, timeout time.Duration, code s
 	out := ToolRun{Observation: Observe(r, FormatInterpreter, 0), Status: string(r.Status), Output: r.Output, DurationSec: r.Duration.Seconds(), Detail: r.Detail}
 	if p, ok := ex.(*sandbox.Python); ok {
 		out.Isolation = p.Isolation()
+	}
+	return out, nil
+}
+
+// TurnRun is the JSON form of `agentrl-tui tool run --format F`: what the environment read in
+// one assistant turn (a whole ReTool response, with or without its <interpreter> blocks) and
+// what it observes of each code block.
+type TurnRun struct {
+	Format      Layout          `json:"format"`
+	Code        []string        `json:"code"`
+	Calls       []envs.ToolCall `json:"tool_calls,omitempty"`
+	Content     string          `json:"content,omitempty"` // tool_call: the message content before the calls
+	Answer      string          `json:"answer"`
+	HasAnswer   bool            `json:"has_answer"`
+	FormatError string          `json:"format_error,omitempty"`
+	// Runs are the code blocks' executions in order, in one session; each Observation is the
+	// environment's observation text (in the retool layout exactly the text appended to the turn).
+	Runs []ToolRun `json:"runs"`
+}
+
+// RunTurn parses text as an assistant turn of layout and runs its code blocks in order, in one
+// persistent session of the named executor.
+func RunTurn(ctx context.Context, executor string, timeout time.Duration, layout Layout, text string) (TurnRun, error) {
+	if err := CheckLayout(string(layout)); err != nil {
+		return TurnRun{}, err
+	}
+	a := ParseAs(layout, text, nil)
+	out := TurnRun{Format: layout, Code: a.Code, Calls: a.Calls, Answer: a.Answer, HasAnswer: a.HasAnswer, FormatError: a.FormatError, Runs: []ToolRun{}}
+	if out.Code == nil {
+		out.Code = []string{}
+	}
+	if layout == LayoutToolCall {
+		out.Content = a.Content
+	}
+	format := FormatInterpreter
+	if layout == LayoutToolCall {
+		format = FormatToolResponse
+	}
+	ex, err := sandbox.NewExecutor(executor, sandbox.Limits{Timeout: timeout}, "persistent")
+	if err != nil {
+		return TurnRun{}, err
+	}
+	s, err := ex.NewSession()
+	if err != nil {
+		return TurnRun{}, err
+	}
+	defer s.Close()
+	for _, code := range a.Code {
+		r := s.Run(ctx, code)
+		obs := Observe(r, format, 512)
+		if layout == LayoutReTool {
+			obs = "\n" + obs + "\n"
+		}
+		run := ToolRun{Observation: obs, Status: string(r.Status), Output: r.Output, DurationSec: r.Duration.Seconds(), Detail: r.Detail}
+		if p, ok := ex.(*sandbox.Python); ok {
+			run.Isolation = p.Isolation()
+		}
+		out.Runs = append(out.Runs, run)
 	}
 	return out, nil
 }

@@ -43,7 +43,10 @@ func TestParse(t *testing.T) {
 		{"nothing", "I think it is forty-two.", nil, "", false, ""},
 		{"three blocks", "<code>a=1</code><code>b=2</code>\n<code>print(a+b)</code>", []string{"a=1", "b=2", "print(a+b)"}, "", false, ""},
 		{"code tag and tool call", "<code>a=1</code>\n<tool_call>{\"name\": \"python\", \"arguments\": {\"code\": \"print(a)\"}}</tool_call>", []string{"a=1", "print(a)"}, "", false, ""},
-		{"fence inside code tag runs once", "<code>\n```python\nprint(1)\n```\n</code>", []string{"```python\nprint(1)\n```"}, "", false, ""},
+		{"fence inside code tag runs once, unfenced", "<code>\n```python\nprint(1)\n```\n</code>", []string{"print(1)"}, "", false, ""},
+		{"fence in a tool call's code", `<tool_call>{"name": "python", "arguments": {"code": "` + "```python\\nprint(3)\\n```" + `"}}</tool_call>`, []string{"print(3)"}, "", false, ""},
+		{"interpreter block is not an answer", "<code>print(1)</code>\n<interpreter>\n\\boxed{9}\n</interpreter>\nAnswer: \\boxed{1}", []string{"print(1)"}, "1", true, ""},
+		{"answer only in interpreter", "<code>print(1)</code>\n<interpreter>\n\\boxed{9}\n</interpreter>\n", []string{"print(1)"}, "", false, ""},
 		{"truncated closing tag", "<code>print(1)</cod", nil, "", false, "<code> is not closed"},
 		{"second block truncated", "<code>a=1</code><code>print(a)", []string{"a=1"}, "", false, "<code> is not closed"},
 		{"truncated tool call json", `<tool_call>{"name": "python", "arguments": {"code": "print(1)"</tool_call>`, nil, "", false, "not valid JSON"},
@@ -63,6 +66,54 @@ func TestParse(t *testing.T) {
 				t.Errorf("format error %q; want one containing %q", a.FormatError, tc.formatErr)
 			}
 		})
+	}
+}
+
+// ReTool-SFT turns: fenced code inside <code>, <interpreter> blocks already in the text,
+// "Answer: \boxed{}" or a bare \boxed{}; and what each layout reads of the same text.
+func TestParseLayouts(t *testing.T) {
+	sft := "<think>\nLet me compute the area.\n\n<code>\n```python\n# area\na = 2 + 2\nprint(f\"Area: {a}\")\n```\n</code>\n<interpreter>\nArea: 4\n</interpreter>\n\nSo twice that.\n<code>\n```python\nprint(2 * 4)\n```\n</code>\n<interpreter>\n8\n</interpreter>\n\n</think>\n<answer>\nThe area is 8.\n\nAnswer: \\boxed{8}\n</answer>"
+	call := "I will compute it.\n<tool_call>\n{\"name\": \"python\", \"arguments\": {\"code\": \"print(6 * 7)\"}}\n</tool_call>"
+	for _, tc := range []struct {
+		name      string
+		layout    Layout
+		text      string
+		code      []string
+		answer    string
+		hasAnswer bool
+		calls     int
+		content   string
+	}{
+		{"retool-sft turn", LayoutReTool, sft, []string{"# area\na = 2 + 2\nprint(f\"Area: {a}\")", "print(2 * 4)"}, "8", true, 0, sft},
+		{"retool-sft turn read as chat", LayoutChat, sft, []string{"# area\na = 2 + 2\nprint(f\"Area: {a}\")", "print(2 * 4)"}, "8", true, 0, sft},
+		{"retool stretch to </code>", LayoutReTool, "Compute.\n<code>\n```python\nprint(1)\n```\n</code>", []string{"print(1)"}, "", false, 0, "Compute.\n<code>\n```python\nprint(1)\n```\n</code>"},
+		{"retool bare boxed", LayoutReTool, "so \\boxed{5}", nil, "5", true, 0, "so \\boxed{5}"},
+		{"retool ignores fences and tool calls", LayoutReTool, "```python\nprint(1)\n```\n" + call, nil, "", false, 0, "```python\nprint(1)\n```\n" + call},
+		{"tool call", LayoutToolCall, call, []string{"print(6 * 7)"}, "", false, 1, "I will compute it."},
+		{"tool call ignores code tags", LayoutToolCall, "<code>print(1)</code> \\boxed{1}", nil, "1", true, 0, "<code>print(1)</code> \\boxed{1}"},
+		{"tool call without content", LayoutToolCall, call[len("I will compute it.\n"):], []string{"print(6 * 7)"}, "", false, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := ParseAs(tc.layout, tc.text, nil)
+			if !slices.Equal(a.Code, tc.code) || a.Answer != tc.answer || a.HasAnswer != tc.hasAnswer || a.FormatError != "" {
+				t.Errorf("got code %q answer %q (%v) error %q; want %q %q (%v)", a.Code, a.Answer, a.HasAnswer, a.FormatError, tc.code, tc.answer, tc.hasAnswer)
+			}
+			if len(a.Calls) != tc.calls || a.Content != tc.content {
+				t.Errorf("got %d calls, content %q; want %d, %q", len(a.Calls), a.Content, tc.calls, tc.content)
+			}
+		})
+	}
+	a := ParseAs(LayoutToolCall, call, nil)
+	if got := a.Calls[0]; got.Name != "python" || got.Text() != `{"code": "print(6 * 7)"}` {
+		t.Errorf("call %+v; want python with the arguments as written", got)
+	}
+	if a := ParseAs(LayoutToolCall, `<tool_call>{"name": "run", "arguments": {"code": "1"}}</tool_call>`, []string{"run"}); len(a.Code) != 1 {
+		t.Errorf("a tool named in names: %+v", a)
+	}
+	for _, bad := range []string{"chat ", "", "ReTool"} {
+		if err := CheckLayout(bad); err == nil {
+			t.Errorf("CheckLayout(%q) accepted", bad)
+		}
 	}
 }
 
@@ -287,6 +338,77 @@ func TestEnvEpisode(t *testing.T) {
 	}
 	if st.Reward.Shaping != 0.5 || math.Abs(st.Reward.Total-1.1) > 1e-12 {
 		t.Errorf("reward %+v; want shaping 0.5 and total 1 + 0.2·0.5", st.Reward)
+	}
+}
+
+// The retool layout: one response in stretches, each ending at </code> running its block with
+// the output appended in the turn; the response's end scores it. The tool_call layout runs only
+// tool calls and observes the raw output. max_tool_calls ends a trajectory that asks for more.
+func TestEnvLayouts(t *testing.T) {
+	ctx := context.Background()
+	task := envs.Task{ID: "t", Prompt: "What is 6 * 7?", Answer: "42"}
+	w := Weights{Outcome: 1, FormatPenalty: 0.5}
+	e, err := New(Config{Executor: &sandbox.Starlark{}, MaxTurns: 4, Layout: LayoutReTool, Weights: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := e.Reset(ctx, task)
+	if msgs[0].Content != DefaultSystem {
+		t.Errorf("retool system prompt %q", msgs[0].Content)
+	}
+	st, _ := e.Step(ctx, "Let me compute.\n<code>\n```python\nprint(6 * 7)\n```\n</code>")
+	if st.Done || st.Observation != "\n<interpreter>\n42\n</interpreter>\n" {
+		t.Fatalf("retool stretch 1: %+v", st)
+	}
+	st, _ = e.Step(ctx, "\nSo Answer: \\boxed{42}")
+	if !st.Done || st.Reward.Total != 1 {
+		t.Fatalf("retool end: %+v", st)
+	}
+	e.Reset(ctx, task)
+	st, _ = e.Step(ctx, "<code>print(1)</code> and then I stopped")
+	if !st.Done || st.Reward.FormatPenalty != 1 || len(st.ToolCalls) != 0 {
+		t.Errorf("retool response ending without an answer: %+v", st)
+	}
+
+	e, _ = New(Config{Executor: &sandbox.Starlark{}, MaxTurns: 4, Layout: LayoutToolCall, Format: FormatInterpreter, Weights: w})
+	msgs, _ = e.Reset(ctx, task)
+	if !strings.Contains(msgs[0].Content, "python tool") {
+		t.Errorf("tool_call system prompt %q", msgs[0].Content)
+	}
+	st, _ = e.Step(ctx, "<code>print(1)</code>")
+	if st.Done || len(st.ToolCalls) != 0 || !strings.Contains(st.Observation, "Call the python tool") {
+		t.Errorf("tool_call layout ran a <code> block: %+v", st)
+	}
+	st, _ = e.Step(ctx, `<tool_call>{"name": "python", "arguments": {"code": "print(6 * 7)"}}</tool_call>`)
+	if st.Done || st.Observation != "42" {
+		t.Errorf("tool_call observation %+v; want the raw output", st)
+	}
+
+	e, _ = New(Config{Executor: &sandbox.Starlark{}, MaxTurns: 8, Layout: LayoutReTool, MaxToolCalls: 1, Weights: w})
+	e.Reset(ctx, task)
+	if st, _ = e.Step(ctx, "<code>print(1)</code>"); st.Done {
+		t.Fatalf("first call ended it: %+v", st)
+	}
+	st, _ = e.Step(ctx, "<code>print(2)</code>")
+	if !st.Done || len(st.ToolCalls) != 0 || st.Reward.FormatPenalty != 1 || e.Summary().ToolCalls != 1 {
+		t.Errorf("a call past max_tool_calls: %+v %+v", st, e.Summary())
+	}
+}
+
+func TestRunTurn(t *testing.T) {
+	turn := "<code>\n```python\nx = 6 * 7\nprint(x)\n```\n</code>\n<interpreter>\n42\n</interpreter>\n\n<code>print(x + 1)</code>\nAnswer: \\boxed{43}"
+	got, err := RunTurn(context.Background(), "starlark", time.Second, LayoutReTool, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Code, []string{"x = 6 * 7\nprint(x)", "print(x + 1)"}) || got.Answer != "43" || !got.HasAnswer {
+		t.Errorf("parsed %+v", got)
+	}
+	if len(got.Runs) != 2 || got.Runs[0].Observation != "\n<interpreter>\n42\n</interpreter>\n" || got.Runs[1].Observation != "\n<interpreter>\n43\n</interpreter>\n" {
+		t.Errorf("runs %+v; want the in-turn observations, one session", got.Runs)
+	}
+	if _, err := RunTurn(context.Background(), "starlark", time.Second, "xml", turn); err == nil {
+		t.Error("a bad format ran")
 	}
 }
 

@@ -1,0 +1,153 @@
+package batch
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"agentrl/engine/tokenizer"
+	"agentrl/envs"
+)
+
+// formatsFixture is testdata/fixtures/formats.json (scripts/chat-fixture.py --write): one
+// conversation per trajectory format and what the real Qwen3 chat template, rendered as
+// transformers renders it, makes of it.
+type formatsFixture struct {
+	Conversations []struct {
+		Format   string           `json:"format"`
+		Tools    []tokenizer.Tool `json:"tools"`
+		Messages []envs.Message   `json:"messages"`
+		Contexts []struct {
+			Messages int    `json:"messages"`
+			Text     string `json:"text"`
+		} `json:"contexts"`
+		Full string `json:"full"`
+	} `json:"conversations"`
+}
+
+func readFormats(t *testing.T) formatsFixture {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "formats.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f formatsFixture
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Conversations) != 3 {
+		t.Fatalf("got %d conversations; want one per format", len(f.Conversations))
+	}
+	return f
+}
+
+func join(ps []Piece) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// The layout of each format reads, at every point the model generates from and as a whole,
+// exactly as the HF chat template renders the same messages.
+func TestTurnPiecesMatchTemplate(t *testing.T) {
+	for _, c := range readFormats(t).Conversations {
+		t.Run(c.Format, func(t *testing.T) {
+			for _, ctx := range c.Contexts {
+				ps, err := TurnPieces(c.Messages[:ctx.Messages], c.Tools)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := join(ps); got != ctx.Text {
+					t.Errorf("after %d messages the layout reads\n%q\nthe template renders\n%q", ctx.Messages, got, ctx.Text)
+				}
+				if got, err := tokenizer.RenderChat(c.Messages[:ctx.Messages], c.Tools, true); err != nil || got != ctx.Text {
+					t.Errorf("RenderChat after %d messages: %v\n%q\nwant\n%q", ctx.Messages, err, got, ctx.Text)
+				}
+			}
+			ps, err := TurnPieces(c.Messages, c.Tools)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := join(ps) + "\n"; got != c.Full {
+				t.Errorf("the whole conversation reads\n%q\nthe template renders\n%q", got, c.Full)
+			}
+			// Trained: exactly the assistant's own text; the retool format's <interpreter>
+			// blocks are masked as the prompt is.
+			var masked []string
+			for _, p := range ps[1:] {
+				if !p.Policy {
+					masked = append(masked, p.Text)
+				}
+			}
+			var want []string
+			switch c.Format {
+			case "chat":
+				want = []string{"\n<|im_start|>user\n<interpreter>\n42\n</interpreter><|im_end|>\n<|im_start|>assistant\n"}
+			case "retool":
+				want = []string{"\n<interpreter>\n42\n</interpreter>\n", "\n<interpreter>\nTrue\n</interpreter>\n"}
+			case "tool_call":
+				want = []string{
+					"\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
+					"\n<|im_start|>user\n<tool_response>\nTrue\n</tool_response><|im_end|>\n<|im_start|>assistant\n"}
+			}
+			if !reflect.DeepEqual(masked, want) {
+				t.Errorf("masked pieces %q; want %q", masked, want)
+			}
+		})
+	}
+}
+
+func TestAssistantPieces(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		text string
+		want []Piece
+	}{
+		{"no block", "hi<|im_end|>", []Piece{{"hi<|im_end|>", true}}},
+		{"retool spacing", "<code>x</code>\n<interpreter>\n1\n</interpreter>\n\nso<|im_end|>",
+			[]Piece{{"<code>x</code>", true}, {"\n<interpreter>\n1\n</interpreter>\n", false}, {"\nso<|im_end|>", true}}},
+		{"no newlines around", "a<interpreter>1</interpreter>b", []Piece{{"a", true}, {"<interpreter>1</interpreter>", false}, {"b", true}}},
+		{"block first", "<interpreter>\n1\n</interpreter>\nb", []Piece{{"<interpreter>\n1\n</interpreter>\n", false}, {"b", true}}},
+		{"unclosed", "a\n<interpreter>\n1", []Piece{{"a", true}, {"\n<interpreter>\n1", false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := assistantPieces(tc.text); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v; want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// MaskAssistant with the real Qwen3 tokenizer: the untrained tokens of a ReTool conversation
+// decode to the opening and its <interpreter> blocks, and the rest to the assistant's own text.
+func TestMaskAssistantReTool(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "..", "testdata", "fixtures", "qwen3-tokenizer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := readFormats(t).Conversations[1]
+	s, ok := MaskAssistant(tok, c.Messages, c.Tools)
+	if !ok {
+		t.Fatal("not laid out")
+	}
+	var masked, trained []int32
+	for i, id := range s.Tokens {
+		if s.LossMask[i] {
+			trained = append(trained, id)
+		} else {
+			masked = append(masked, id)
+		}
+	}
+	opening := c.Contexts[0].Text
+	if got, want := tok.Decode(masked, false), opening+"\n<interpreter>\n42\n</interpreter>\n\n<interpreter>\nTrue\n</interpreter>\n"; got != want {
+		t.Errorf("masked tokens read %q; want %q", got, want)
+	}
+	if got := tok.Decode(trained, false); !strings.HasSuffix(got, "Answer: \\boxed{42}<|im_end|>") || strings.Contains(got, "<interpreter>") {
+		t.Errorf("trained tokens read %q", got)
+	}
+}
