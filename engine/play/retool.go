@@ -11,6 +11,7 @@ import (
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/retool"
 )
 
@@ -18,7 +19,8 @@ import (
 // the tokenized template pieces and observations: decoded text is never re-tokenized.
 func (p *Phase) playReTool(ctx context.Context, t *batch.Trajectory, seed uint64, temperature float64) error {
 	r := p.Recipe
-	cfg := retool.Config{Executor: p.Exec, Pool: p.Pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: p.Weights}
+	cfg := retool.Config{Executor: p.Exec, Pool: p.Pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: p.Weights,
+		Verify: mathverify.Options{LastNumberFallback: r.Reward.LastNumberFallback}}
 	if retool.LongTrajectory(t.Task.ID, t.Sample, r.Env.LongTail.Share) {
 		cfg.MinTurns = r.Env.LongTail.Turns
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/sandbox"
 )
 
@@ -161,6 +162,8 @@ type Config struct {
 	// answer given counts. 0 or 1: the first answer ends it. The long tasks of a long-tail
 	// workload (LongTrajectory) set it.
 	MinTurns int
+	// Verify is how the final answer is judged (the recipe's reward.last_number_fallback).
+	Verify mathverify.Options
 }
 
 // DefaultSystem tells the model the protocol.
@@ -231,7 +234,7 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 	switch {
 	case a.HasAnswer:
 		e.sum.Answered, e.sum.Answer = true, a.Answer
-		e.sum.Correct = Verify(a.Answer, e.task.Answer)
+		e.sum.Correct = Verify(a.Answer, e.task.Answer, e.cfg.Verify)
 		if e.sum.Turns >= e.cfg.MinTurns {
 			return e.finish(st), nil
 		}
