@@ -25,9 +25,23 @@ type shape struct {
 	elems       []string
 }
 
+// maxCompares bounds the element comparisons one Equal makes (lists of lists compare every
+// element with every other); past it the answers are unequal.
+const maxCompares = 4096
+
+// comparer compares normalised answers within a budget of comparisons.
+type comparer struct{ budget int }
+
 // equalNorm compares two normalised answers.
-func equalNorm(p, t string, nest int) bool {
-	if p == "" || t == "" {
+func equalNorm(p, t string) bool {
+	c := comparer{budget: maxCompares}
+	return c.equal(p, t, 0)
+}
+
+// equal compares two normalised answers nested nest deep.
+func (c *comparer) equal(p, t string, nest int) bool {
+	c.budget--
+	if p == "" || t == "" || c.budget < 0 {
 		return false
 	}
 	if strings.EqualFold(p, t) {
@@ -38,10 +52,10 @@ func equalNorm(p, t string, nest int) bool {
 	}
 	pu, tu := splitTop(p, "∪"), splitTop(t, "∪")
 	if len(pu) > 1 || len(tu) > 1 {
-		return pairwise(pu, tu, nest)
+		return c.pairwise(pu, tu, nest)
 	}
 	if pe, te := splitTop(p, "="), splitTop(t, "="); len(pe) == 2 || len(te) == 2 {
-		return equation(pe, te, nest)
+		return c.equation(pe, te, nest)
 	}
 	ps, ts := shapeOf(p), shapeOf(t)
 	if ps.kind != ts.kind {
@@ -49,20 +63,20 @@ func equalNorm(p, t string, nest int) bool {
 	}
 	switch ps.kind {
 	case seq:
-		return ps.open == ts.open && ps.close == ts.close && pairwise(ps.elems, ts.elems, nest)
+		return ps.open == ts.open && ps.close == ts.close && c.pairwise(ps.elems, ts.elems, nest)
 	case list, set:
-		return multiset(ps.elems, ts.elems, nest)
+		return c.multiset(ps.elems, ts.elems, nest)
 	}
 	return sameExpr(p, t)
 }
 
 // pairwise compares two sequences element by element.
-func pairwise(a, b []string, nest int) bool {
+func (c *comparer) pairwise(a, b []string, nest int) bool {
 	if len(a) != len(b) || len(a) > maxElems {
 		return false
 	}
 	for i := range a {
-		if !equalNorm(a[i], b[i], nest+1) {
+		if !c.equal(a[i], b[i], nest+1) {
 			return false
 		}
 	}
@@ -70,7 +84,7 @@ func pairwise(a, b []string, nest int) bool {
 }
 
 // multiset compares two collections in any order, each element of one matched to one of the other.
-func multiset(a, b []string, nest int) bool {
+func (c *comparer) multiset(a, b []string, nest int) bool {
 	if len(a) != len(b) || len(a) > maxElems {
 		return false
 	}
@@ -78,7 +92,7 @@ func multiset(a, b []string, nest int) bool {
 	for _, x := range a {
 		found := false
 		for j, y := range b {
-			if !used[j] && equalNorm(x, y, nest+1) {
+			if !used[j] && c.equal(x, y, nest+1) {
 				used[j], found = true, true
 				break
 			}
@@ -183,17 +197,17 @@ var varNameRE = regexp.MustCompile(`^(?:[A-Za-z]|alpha|beta|gamma|delta|theta|la
 // equation compares two answers of which one or both are equations (their splits at "="): two
 // equations by their right sides when the left sides are the same (or each side the other's),
 // an equation whose left side is one variable name against a non-equation by its right side.
-func equation(pe, te []string, nest int) bool {
+func (c *comparer) equation(pe, te []string, nest int) bool {
 	switch {
 	case len(pe) == 2 && len(te) == 2:
 		if strings.EqualFold(pe[0], te[0]) {
-			return equalNorm(pe[1], te[1], nest+1)
+			return c.equal(pe[1], te[1], nest+1)
 		}
 		return strings.EqualFold(pe[0], te[1]) && strings.EqualFold(pe[1], te[0])
 	case len(pe) == 2 && len(te) == 1:
-		return varNameRE.MatchString(pe[0]) && equalNorm(pe[1], te[0], nest+1)
+		return varNameRE.MatchString(pe[0]) && c.equal(pe[1], te[0], nest+1)
 	case len(pe) == 1 && len(te) == 2:
-		return varNameRE.MatchString(te[0]) && equalNorm(pe[0], te[1], nest+1)
+		return varNameRE.MatchString(te[0]) && c.equal(pe[0], te[1], nest+1)
 	}
 	return false
 }

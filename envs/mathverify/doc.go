@@ -41,5 +41,6 @@
 // nothing else extracts.
 //
 // Inputs longer than MaxLen bytes, nesting deeper than maxDepth, and powers too large to compute
-// are compared as text, so no input makes the verifier loop or recurse without bound.
+// are compared as text, and one Equal makes at most maxCompares element comparisons (past them the
+// answers are unequal), so no input makes the verifier loop, recurse or search without bound.
 package mathverify

@@ -120,7 +120,10 @@ func TestDeepAndLong(t *testing.T) {
 	deep := strings.Repeat(`\frac{`, 5000) + "1" + strings.Repeat("}{2}", 5000)
 	parens := strings.Repeat("(", 100000) + "1" + strings.Repeat(")", 100000)
 	sum := strings.Repeat("1+", 400) + "1"
-	for _, s := range []string{deep, parens, sum, strings.Repeat("9", 5000), strings.Repeat(`\sqrt`, 3000) + "2", "2^" + strings.Repeat("9", 300) + "^9^9"} {
+	pairs := `\{` + strings.Repeat("(1, 2), ", 120) + `(1, 3)\}`
+	swapped := `\{(1, 3), ` + strings.Repeat("(1, 2), ", 120)[:len(strings.Repeat("(1, 2), ", 120))-2] + `\}`
+	_ = Equal(pairs, swapped, Options{}) // a big set of tuples: bounded by maxCompares, whatever it says
+	for _, s := range []string{deep, parens, sum, pairs, strings.Repeat("9", 5000), strings.Repeat(`\sqrt`, 3000) + "2", "2^" + strings.Repeat("9", 300) + "^9^9"} {
 		_ = Check(`\boxed{`+s+`}`, "1", Options{LastNumberFallback: true})
 		if !Equal(s, s, Options{}) {
 			t.Errorf("Equal(s, s) false for a %d-byte s", len(s))

@@ -44,7 +44,7 @@ func Check(response, truth string, opts Options) Result {
 // nothing equals nothing.
 func Equal(pred, truth string, opts Options) bool {
 	p, t := Normalize(pred), Normalize(truth)
-	if equalNorm(p, t, 0) {
+	if equalNorm(p, t) {
 		return true
 	}
 	if !opts.LastNumberFallback || t == "" || textOnly(t) {
