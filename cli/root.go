@@ -95,7 +95,7 @@ keeping its last trained step (exit 0; 143 for SIGTERM, 129 for SIGHUP); a secon
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{
-		scoreCommand(env), generateCommand(env), tokenizeCommand(env), tokenizerCommand(env), sftCommand(env), toolCommand(env), dataCommand(env), kernelsCommand(env), doctorCommand(env), devCommand(env),
+		scoreCommand(env), generateCommand(env), tokenizeCommand(env), tokenizerCommand(env), sftCommand(env), toolCommand(env), dataCommand(env), verifyCommand(env), kernelsCommand(env), doctorCommand(env), devCommand(env),
 	} {
 		c.GroupID = "model"
 		root.AddCommand(c)

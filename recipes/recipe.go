@@ -417,6 +417,10 @@ type Reward struct {
 	Shaping float64 `mapstructure:"shaping" json:"shaping"`
 	// FormatPenalty is subtracted when the final answer is missing or malformed.
 	FormatPenalty float64 `mapstructure:"format_penalty" json:"format_penalty"`
+	// LastNumberFallback lets a final answer that is not equal to a numeric reference count when
+	// its last number is ("x = 3, so 42" for 42; envs/mathverify.Options). Off by default: it
+	// rewards answers that merely end in the right number.
+	LastNumberFallback bool `mapstructure:"last_number_fallback" json:"last_number_fallback"`
 }
 
 // Algorithm is the policy-gradient algorithm and its loss.

@@ -19,6 +19,7 @@ import (
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
 	"agentrl/recipes"
@@ -124,7 +125,7 @@ func New(cfg Config) (*Hinting, error) {
 	h := &Hinting{cfg: cfg, judge: &selfJudge{tok: cfg.Tokenizer, gen: cfg.Gen, stops: cfg.Stops, maxHint: r.Hinter.MaxHintTokens}}
 	switch r.Hinter.Kind {
 	case "rules":
-		h.Hinter = retool.Rules{}
+		h.Hinter = retool.Rules{Verify: mathverify.Options{LastNumberFallback: r.Reward.LastNumberFallback}}
 	case "self":
 		h.Hinter = h.judge
 	case "openai":
@@ -140,7 +141,7 @@ func New(cfg Config) (*Hinting, error) {
 	}
 	switch r.PRM.Kind {
 	case "rules":
-		h.Scorer = retool.Rules{}
+		h.Scorer = retool.Rules{Verify: mathverify.Options{LastNumberFallback: r.Reward.LastNumberFallback}}
 	case "judge":
 		h.Scorer = h.judge
 	case "none", "":

@@ -12,6 +12,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/external"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
 )
@@ -175,7 +176,7 @@ func (a *AgentEnv) fillAgentTrajectory(t *batch.Trajectory, res external.Result,
 	case res.Answer != nil:
 		// Scored as the ReTool loop scores its own: the verifier's outcome, the format penalty
 		// for no answer or a malformed reply, the tool-use shaping term.
-		t.Reward = retool.ScoreAnswer(*res.Answer, t.Task.Answer)
+		t.Reward = retool.ScoreAnswer(*res.Answer, t.Task.Answer, mathverify.Options{LastNumberFallback: a.r.Reward.LastNumberFallback})
 		t.Summary.Answered, t.Summary.Answer = strings.TrimSpace(*res.Answer) != "", *res.Answer
 		if a := retool.Parse(*res.Answer); a.HasAnswer {
 			t.Summary.Answer = a.Answer

@@ -11,6 +11,7 @@ import (
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
 )
@@ -123,7 +124,8 @@ func (p *Phase) newEpisode(ctx context.Context, t *batch.Trajectory) (*episode, 
 	r := p.Recipe
 	f := FormatOf(r)
 	cfg := retool.Config{Executor: p.Exec, Pool: p.Pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: p.Weights,
-		Layout: f.Layout, System: f.System, MaxToolCalls: r.Env.MaxToolCalls, ToolNames: f.Names}
+		Layout: f.Layout, System: f.System, MaxToolCalls: r.Env.MaxToolCalls, ToolNames: f.Names,
+		Verify: mathverify.Options{LastNumberFallback: r.Reward.LastNumberFallback}}
 	if retool.LongTrajectory(t.Task.ID, t.Sample, r.Env.LongTail.Share) {
 		cfg.MinTurns = r.Env.LongTail.Turns
 	}

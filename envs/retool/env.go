@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/sandbox"
 )
 
@@ -234,6 +235,8 @@ type Config struct {
 	MaxToolCalls int
 	// ToolNames are the names a tool call may give (nil: python and code_interpreter).
 	ToolNames []string
+	// Verify is how the final answer is judged (the recipe's reward.last_number_fallback).
+	Verify mathverify.Options
 }
 
 // DefaultSystem tells the model the protocol.
@@ -318,7 +321,7 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 	switch {
 	case a.HasAnswer:
 		e.sum.Answered, e.sum.Answer = true, a.Answer
-		e.sum.Correct = Verify(a.Answer, e.task.Answer)
+		e.sum.Correct = Verify(a.Answer, e.task.Answer, e.cfg.Verify)
 		if retool || e.sum.Turns >= e.cfg.MinTurns {
 			return e.finish(st), nil
 		}

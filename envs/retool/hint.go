@@ -78,9 +78,17 @@ const maxQuotedError = 48
 //
 // It also corrects a copying-slip hint whose printed number is itself wrong (the task's answer
 // says so): copying it would not help, the code computed the wrong thing.
+//
+// It judges the printed number with the verifier's default options; Rules.HintFor with the
+// recipe's.
 func RulesHintFor(s Summary, t envs.Task) string {
+	return Rules{}.HintFor(s, t)
+}
+
+// HintFor is RulesHintFor with the printed number judged by r.Verify.
+func (r Rules) HintFor(s Summary, t envs.Task) string {
 	h := RulesHint(s)
-	if strings.HasPrefix(h, hintCopySlip) && t.Answer != "" && !Verify(lastLine(s.LastOutput), t.Answer) {
+	if strings.HasPrefix(h, hintCopySlip) && t.Answer != "" && !Verify(lastLine(s.LastOutput), t.Answer, r.Verify) {
 		h = hintComputedElse
 	}
 	code := referenceLine(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 )
 
 // HintRequest is what a hinter sees of one finished trajectory.
@@ -31,16 +32,20 @@ type Scorer interface {
 
 // Rules is the rule-based hinter and process scorer: RulesHint and RulesProcessScore on the
 // trajectory's Summary. It needs no model, never fails and ignores the context.
-type Rules struct{}
+type Rules struct {
+	// Verify judges whether a printed number is the task's answer (the recipe's
+	// reward.last_number_fallback).
+	Verify mathverify.Options
+}
 
 var (
 	_ Hinter = Rules{}
 	_ Scorer = Rules{}
 )
 
-// Hint returns RulesHintFor(req.Summary, req.Task).
-func (Rules) Hint(_ context.Context, req HintRequest) (string, error) {
-	return RulesHintFor(req.Summary, req.Task), nil
+// Hint returns r.HintFor(req.Summary, req.Task).
+func (r Rules) Hint(_ context.Context, req HintRequest) (string, error) {
+	return r.HintFor(req.Summary, req.Task), nil
 }
 
 // Score returns RulesProcessScore(req.Summary), always ok.

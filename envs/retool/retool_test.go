@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/sandbox"
 )
 
@@ -145,10 +146,10 @@ func TestVerify(t *testing.T) {
 		{"1/3", "2/6", true},
 		{"$42$", "42", true},
 		{`\(42\)`, "42", true},
-		{`42 \text{ apples}`, "42", true},
-		{"42 apples", "42", true},
+		{`42 \text{ apples}`, "42", false}, // apples are not a unit: only the last-number fallback reads 42
+		{"42 apples", "42", false},
 		{"x = 42", "42", true},
-		{"The answer is 42.", "42", true},
+		{"The answer is 42.", "42", false},
 		{"42 cm", "42", true},
 		{`\$5`, "5", true},
 		{"43", "42", false},
@@ -163,7 +164,7 @@ func TestVerify(t *testing.T) {
 		{"abc", "ABC", true},
 		{"x + 1", "x+1", true},
 		{"x + 2", "x+1", false},
-		{"3 and 4", "4", true}, // free text reduces to its last number
+		{"3 and 4", "4", false}, // free text reduces to its last number only with the fallback
 		{"4 and 3", "4", false},
 		{`\boxed{5}`, "5", true},
 		{"0", "0", true},
@@ -183,7 +184,7 @@ func TestVerify(t *testing.T) {
 		{".5", "0.5", true},
 		{"5.", "5", true},
 		{"−1,000", "-1000", true},
-		{"The answer is $42$.", "42", true},
+		{"The answer is $42$.", "42", false},
 		{"42 dollars", "42", true},
 		{"42", "42.000", true},
 		{"1/2", "0.51", false},
@@ -199,8 +200,28 @@ func TestVerify(t *testing.T) {
 		{"2/4", "0.4", false},
 		{"1/2", "2", false},
 	} {
-		if got := Verify(tc.pred, tc.ref); got != tc.want {
+		if got := Verify(tc.pred, tc.ref, mathverify.Options{}); got != tc.want {
 			t.Errorf("Verify(%q, %q) = %v; want %v", tc.pred, tc.ref, got, tc.want)
+		}
+	}
+	// reward.last_number_fallback: free text counts by its last number, as before envs/mathverify.
+	fallback := mathverify.Options{LastNumberFallback: true}
+	for _, tc := range []struct {
+		pred, ref string
+		want      bool
+	}{
+		{`42 \text{ apples}`, "42", true},
+		{"42 apples", "42", true},
+		{"The answer is 42.", "42", true},
+		{"3 and 4", "4", true},
+		{"The answer is $42$.", "42", true},
+		{"4 and 3", "4", false},
+		{"42 or 43", "42", false},
+		{"x = 41", "42", false},
+		{"43", "42", false},
+	} {
+		if got := Verify(tc.pred, tc.ref, fallback); got != tc.want {
+			t.Errorf("Verify(%q, %q, fallback) = %v; want %v", tc.pred, tc.ref, got, tc.want)
 		}
 	}
 }
@@ -488,11 +509,11 @@ func TestSyntheticTasks(t *testing.T) {
 	st := &sandbox.Starlark{}
 	py, perr := sandbox.NewPython(sandbox.Limits{Timeout: 5 * time.Second}, false)
 	for _, tk := range append(train[:30], held[:10]...) {
-		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer) {
+		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer, mathverify.Options{}) {
 			t.Errorf("starlark: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
 		}
 		if perr == nil {
-			if r := run(t, py, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer) {
+			if r := run(t, py, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer, mathverify.Options{}) {
 				t.Errorf("python: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
 			}
 		}
@@ -560,14 +581,15 @@ func FuzzParse(f *testing.F) {
 
 func FuzzVerify(f *testing.F) {
 	for _, s := range [][2]string{{"42", "42"}, {`\frac{1}{2}`, "0.5"}, {"1,234", "1234"}, {"x = 3", "3"}, {"1/0", "0"}} {
-		f.Add(s[0], s[1])
+		f.Add(s[0], s[1], false)
 	}
-	f.Fuzz(func(t *testing.T, a, b string) {
-		if Verify(a, b) && normalize(a) != "" && !Verify(a, a) {
-			t.Fatalf("Verify(%q, %q) but not reflexive on %q", a, b, a)
+	f.Fuzz(func(t *testing.T, a, b string, fallback bool) {
+		opts := mathverify.Options{LastNumberFallback: fallback}
+		if mathverify.Normalize(a) != "" && !Verify(a, a, opts) {
+			t.Fatalf("Verify(%q, %q) is false", a, a)
 		}
-		if _, ok := number(normalize(a)); ok && !Verify(a, a) {
-			t.Fatalf("number %q does not verify against itself", a)
+		if !fallback && Verify(a, b, opts) != Verify(b, a, opts) {
+			t.Fatalf("Verify(%q, %q) is not symmetric", a, b)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/sandbox"
 )
 
@@ -313,7 +314,7 @@ func Demonstration(ctx context.Context, t envs.Task, kind string, s sandbox.Sess
 		if err != nil {
 			return nil, err
 		}
-		if r.Status != sandbox.StatusOK || !Verify(r.Output, t.Answer) {
+		if r.Status != sandbox.StatusOK || !Verify(r.Output, t.Answer, mathverify.Options{}) {
 			return nil, fmt.Errorf("task %s: reference code printed %q, want %s", t.ID, r.Output, t.Answer)
 		}
 		msgs = append(msgs, envs.Message{Role: "assistant", Content: "\\boxed{" + t.Answer + "}"})

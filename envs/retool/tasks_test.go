@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/sandbox"
 )
 
@@ -107,7 +108,7 @@ func TestNamedOpLevel(t *testing.T) {
 		if n, err := fmt.Sscanf(tk.Prompt, "What is the %s of %d and %d?", &w, &a, &b); n != 3 || err != nil || w != word || a < b || b < 10 || a > 99 {
 			t.Fatalf("%q: %d fields, %v; word %q, operands %d and %d", tk.Prompt, n, err, w, a, b)
 		}
-		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer) {
+		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer, mathverify.Options{}) {
 			t.Errorf("%q: %q printed %q; answer %s", tk.Prompt, tk.Meta["code"], r.Output, tk.Answer)
 		}
 		for _, to := range append([]string{"zibo"}, "sum", "remainder") {

@@ -1,0 +1,213 @@
+package mathverify
+
+import (
+	"regexp"
+	"strings"
+)
+
+// maxElems bounds the elements of a list, set or tuple that are compared.
+const maxElems = 64
+
+// maxNest bounds how deep lists, tuples, unions and equations nest in a comparison.
+const maxNest = 8
+
+// shape kinds.
+const (
+	scalar = iota
+	list   // a, b: order-insensitive
+	set    // \{a, b\}: order-insensitive
+	seq    // (a, b), [a, b): in order, brackets compared
+)
+
+type shape struct {
+	kind        int
+	open, close byte
+	elems       []string
+}
+
+// maxCompares bounds the element comparisons one Equal makes (lists of lists compare every
+// element with every other); past it the answers are unequal.
+const maxCompares = 4096
+
+// comparer compares normalised answers within a budget of comparisons.
+type comparer struct{ budget int }
+
+// equalNorm compares two normalised answers.
+func equalNorm(p, t string) bool {
+	c := comparer{budget: maxCompares}
+	return c.equal(p, t, 0)
+}
+
+// equal compares two normalised answers nested nest deep.
+func (c *comparer) equal(p, t string, nest int) bool {
+	c.budget--
+	if p == "" || t == "" || c.budget < 0 {
+		return false
+	}
+	if strings.EqualFold(p, t) {
+		return true
+	}
+	if textOnly(p) || textOnly(t) || nest > maxNest {
+		return false
+	}
+	pu, tu := splitTop(p, "∪"), splitTop(t, "∪")
+	if len(pu) > 1 || len(tu) > 1 {
+		return c.pairwise(pu, tu, nest)
+	}
+	if pe, te := splitTop(p, "="), splitTop(t, "="); len(pe) == 2 || len(te) == 2 {
+		return c.equation(pe, te, nest)
+	}
+	ps, ts := shapeOf(p), shapeOf(t)
+	if ps.kind != ts.kind {
+		return false
+	}
+	switch ps.kind {
+	case seq:
+		return ps.open == ts.open && ps.close == ts.close && c.pairwise(ps.elems, ts.elems, nest)
+	case list, set:
+		return c.multiset(ps.elems, ts.elems, nest)
+	}
+	return sameExpr(p, t)
+}
+
+// pairwise compares two sequences element by element.
+func (c *comparer) pairwise(a, b []string, nest int) bool {
+	if len(a) != len(b) || len(a) > maxElems {
+		return false
+	}
+	for i := range a {
+		if !c.equal(a[i], b[i], nest+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// multiset compares two collections in any order, each element of one matched to one of the other.
+func (c *comparer) multiset(a, b []string, nest int) bool {
+	if len(a) != len(b) || len(a) > maxElems {
+		return false
+	}
+	used := make([]bool, len(b))
+	for _, x := range a {
+		found := false
+		for j, y := range b {
+			if !used[j] && c.equal(x, y, nest+1) {
+				used[j], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// shapeOf reads what kind of answer a normalised string is. A ± expands a scalar or a list
+// element into its two values.
+func shapeOf(s string) shape {
+	if strings.HasPrefix(s, `\{`) && strings.HasSuffix(s, `\}`) && closes(s) == len(s)-2 {
+		inner := s[2 : len(s)-2]
+		if inner == "" {
+			return shape{kind: set}
+		}
+		return shape{kind: set, elems: expandPM(splitTop(inner, ","))}
+	}
+	if len(s) >= 2 && (s[0] == '(' || s[0] == '[') && (s[len(s)-1] == ')' || s[len(s)-1] == ']') && closes(s) == len(s)-1 {
+		if elems := splitTop(s[1:len(s)-1], ","); len(elems) >= 2 {
+			return shape{kind: seq, open: s[0], close: s[len(s)-1], elems: elems}
+		}
+	}
+	elems := expandPM(splitTop(s, ","))
+	if len(elems) >= 2 {
+		return shape{kind: list, elems: elems}
+	}
+	return shape{kind: scalar}
+}
+
+// closes is the index of the bracket that closes the one opening s, or -1: ( and [ close with
+// either ) or ], \{ with \}.
+func closes(s string) int {
+	d := 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], `\{`):
+			d++
+			i++
+		case strings.HasPrefix(s[i:], `\}`):
+			d--
+			if d == 0 {
+				return i
+			}
+			i++
+		case s[i] == '(' || s[i] == '[':
+			d++
+		case s[i] == ')' || s[i] == ']':
+			d--
+			if d == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// splitTop splits s at the separator where it is outside every bracket, trimming the parts.
+func splitTop(s, sep string) []string {
+	var parts []string
+	d, from := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], `\{`):
+			d++
+			i++
+		case strings.HasPrefix(s[i:], `\}`):
+			d--
+			i++
+		case s[i] == '(' || s[i] == '[':
+			d++
+		case s[i] == ')' || s[i] == ']':
+			d--
+		case d == 0 && strings.HasPrefix(s[i:], sep):
+			parts = append(parts, strings.TrimSpace(s[from:i]))
+			from = i + len(sep)
+			i += len(sep) - 1
+		}
+	}
+	return append(parts, strings.TrimSpace(s[from:]))
+}
+
+// expandPM replaces each element a±b by a+(b) and a-(b) (one ± per element; more are text).
+func expandPM(elems []string) []string {
+	var out []string
+	for _, e := range elems {
+		parts := splitTop(e, "±")
+		if len(parts) != 2 || parts[1] == "" {
+			out = append(out, e)
+			continue
+		}
+		out = append(out, parts[0]+"+("+parts[1]+")", parts[0]+"-("+parts[1]+")")
+	}
+	return out
+}
+
+var varNameRE = regexp.MustCompile(`^(?:[A-Za-z]|alpha|beta|gamma|delta|theta|lambda|mu|phi|omega|sigma|tau|rho)(?:_[0-9]+|_[A-Za-z]|_\([A-Za-z0-9]+\))?$`)
+
+// equation compares two answers of which one or both are equations (their splits at "="): two
+// equations by their right sides when the left sides are the same (or each side the other's),
+// an equation whose left side is one variable name against a non-equation by its right side.
+func (c *comparer) equation(pe, te []string, nest int) bool {
+	switch {
+	case len(pe) == 2 && len(te) == 2:
+		if strings.EqualFold(pe[0], te[0]) {
+			return c.equal(pe[1], te[1], nest+1)
+		}
+		return strings.EqualFold(pe[0], te[1]) && strings.EqualFold(pe[1], te[0])
+	case len(pe) == 2 && len(te) == 1:
+		return varNameRE.MatchString(pe[0]) && c.equal(pe[1], te[0], nest+1)
+	case len(pe) == 1 && len(te) == 2:
+		return varNameRE.MatchString(te[0]) && c.equal(pe[0], te[1], nest+1)
+	}
+	return false
+}

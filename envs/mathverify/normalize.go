@@ -1,0 +1,318 @@
+package mathverify
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// MaxLen is the longest normalised answer, in bytes, that is parsed; a longer one (or one nested
+// deeper than maxDepth) is compared as text with its white space removed.
+const MaxLen = 1024
+
+// maxDepth bounds the nesting of brackets and braces an answer may have to be parsed, and so the
+// recursion of the LaTeX scanner and the expression parser.
+const maxDepth = 48
+
+// maxPasses bounds the passes Normalize makes to reach its fixed point.
+const maxPasses = 6
+
+var (
+	degreesRE   = regexp.MustCompile(`\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree|°`)
+	thinSepRE   = regexp.MustCompile(`(\d)\\,(\d{3})`)
+	thousandsRE = regexp.MustCompile(`^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$`)
+	unitRE      = regexp.MustCompile(`(?i)^(.*?[0-9)\]}.])\s+(?:` + unitWords + `)(?:\s*(?:\^\s*\(?\s*[23]\s*\)?|²|³))?\s*\.?$`)
+	choiceRE    = regexp.MustCompile(`^\(([A-Za-z])\)$`)
+)
+
+// unitWords are the units and counted nouns a number may carry and still be the same number
+// ("5 cm", "12 dollars", "3 ways").
+const unitWords = `cm|mm|km|m|meters?|metres?|centimeters?|inch|inches|in|ft|feet|foot|yards?|yd|miles?|mi|` +
+	`units?|square\s+units|sq\s+units|square\s+(?:cm|m|ft|feet|inches|meters|units)|cubic\s+(?:cm|m|ft|feet|inches|meters|units)|` +
+	`dollars?|cents?|degrees?|deg|hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|` +
+	`grams?|g|kg|pounds?|lbs?|ounces?|oz|mph|km/h|liters?|litres?|ml|` +
+	`ways|people|persons|students|points|times|steps|numbers|integers|boxes|balls|coins|marbles|pieces|games|rounds`
+
+// Normalize rewrites an answer into the plain form Equal parses: math delimiters ($…$, \(…\),
+// \[…\]), \left/\right, spacing commands, \text{}/\mathrm{}/\mathbf{} wrappers, degrees, percent
+// and dollar signs, trailing units and periods, thousands separators and all white space are
+// removed; \frac{a}{b} (and \dfrac, \tfrac, with or without braces) becomes (a/b), \sqrt{x} sqrt(x),
+// \sqrt[n]{x} (x)^(1/n), \binom{n}{k} n!/(k!(n-k)!), braces parentheses, \pi pi, \infty inf, \cdot and \times *, \pm ±, \cup ∪;
+// set braces stay \{ \}; list commas become ", "; a lone letter in parentheses, "(C)", the letter.
+// Normalize is idempotent: Normalize(Normalize(s)) == Normalize(s).
+func Normalize(s string) string {
+	if t := squeeze(s); len(t) > MaxLen || depth(t) > maxDepth {
+		return t
+	}
+	out := s
+	for range maxPasses {
+		next := normOnce(out)
+		if next == out {
+			break
+		}
+		out = next
+	}
+	if len(out) > MaxLen || depth(out) > maxDepth {
+		return squeeze(s)
+	}
+	return out
+}
+
+// textOnly reports whether a normalised answer is compared only as text (too long or too deep to
+// parse).
+func textOnly(norm string) bool {
+	return len(norm) > MaxLen || depth(norm) > maxDepth
+}
+
+// squeeze removes all white space.
+func squeeze(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// depth is the deepest nesting of (), [] and {} in s.
+func depth(s string) int {
+	d, most := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			d++
+			most = max(most, d)
+		case ')', ']', '}':
+			if d > 0 {
+				d--
+			}
+		}
+	}
+	return most
+}
+
+var unicodeMath = strings.NewReplacer(
+	"−", "-", "–", "-", "—", "-", "×", `\times `, "·", `\cdot `, "⋅", `\cdot `, "÷", `\div `,
+	"π", `\pi `, "∞", `\infty `, "√", `\sqrt `, "±", `\pm `, "∓", `\mp `, "≤", `\le `, "≥", `\ge `,
+	"≠", `\ne `, "∪", `\cup `, "∅", `\emptyset `, "²", "^2", "³", "^3", "\u00a0", " ", "\u2009", " ",
+	"\\dfrac", `\frac`, "\\tfrac", `\frac`, "\\cfrac", `\frac`,
+)
+
+// normOnce is one pass of Normalize.
+func normOnce(s string) string {
+	s = strings.TrimSpace(unicodeMath.Replace(s))
+	s = stripDelims(s)
+	s = degreesRE.ReplaceAllString(s, "")
+	s = thinSepRE.ReplaceAllString(s, "$1$2")
+	s = strings.ReplaceAll(s, "{,}", "")
+	s = scan(s, 0)
+	s = strings.TrimSpace(s)
+	for {
+		t := strings.TrimSpace(strings.TrimSuffix(s, "."))
+		if m := unitRE.FindStringSubmatch(t); m != nil {
+			t = strings.TrimSpace(m[1])
+		}
+		if t == s {
+			break
+		}
+		s = t
+	}
+	if thousandsRE.MatchString(s) { // before squeezing: "3, 700" is a list
+		s = strings.ReplaceAll(s, ",", "")
+	}
+	s = squeeze(s)
+	s = strings.ReplaceAll(s, ",", ", ")
+	if m := choiceRE.FindStringSubmatch(s); m != nil {
+		s = m[1]
+	}
+	return s
+}
+
+// stripDelims removes math delimiters around the whole answer.
+func stripDelims(s string) string {
+	for {
+		t := s
+		for _, p := range [][2]string{{"$$", "$$"}, {"$", "$"}, {`\(`, `\)`}, {`\[`, `\]`}} {
+			if len(t) >= len(p[0])+len(p[1]) && strings.HasPrefix(t, p[0]) && strings.HasSuffix(t, p[1]) {
+				t = strings.TrimSpace(t[len(p[0]) : len(t)-len(p[1])])
+				break
+			}
+		}
+		if t == s {
+			return s
+		}
+		s = t
+	}
+}
+
+// commands maps LaTeX commands without arguments to their plain form.
+var commands = map[string]string{
+	"left": "", "right": "", "big": "", "Big": "", "bigg": "", "Bigg": "", "bigl": "", "bigr": "",
+	"Bigl": "", "Bigr": "", "biggl": "", "biggr": "", "displaystyle": "", "textstyle": "", "limits": "",
+	",": " ", ";": " ", ":": " ", " ": " ", "!": "", "quad": " ", "qquad": " ", "enspace": " ",
+	"thinspace": " ", "medspace": " ", "thickspace": " ", "%": "", "$": "", "{": `\{`, "}": `\}`,
+	"lbrace": `\{`, "rbrace": `\}`, "&": "", "#": "#", "_": "_",
+	"pi": "pi", "infty": "inf", "infin": "inf", "cdot": "*", "times": "*", "ast": "*", "div": "/",
+	"pm": "±", "mp": "±", "cup": "∪", "emptyset": "∅", "varnothing": "∅", "le": "≤", "leq": "≤",
+	"leqslant": "≤", "ge": "≥", "geq": "≥", "geqslant": "≥", "ne": "≠", "neq": "≠", "lt": "<", "gt": ">",
+	"ldots": "...", "cdots": "...", "dots": "...", "in": "∈", "to": "→", "prime": "'", "colon": ":",
+}
+
+// wrappers are the commands whose one argument is kept and the command dropped.
+var wrappers = map[string]bool{
+	"text": true, "textbf": true, "textit": true, "textrm": true, "textnormal": true, "mathrm": true,
+	"mathbf": true, "mathit": true, "mathsf": true, "mathbb": true, "mathcal": true, "mbox": true, "hbox": true,
+	"operatorname": true, "boldsymbol": true, "bm": true, "boxed": true, "fbox": true, "emph": true,
+	"overline": true, "underline": true,
+}
+
+// scan rewrites LaTeX commands and groups, recursing into arguments up to maxDepth.
+func scan(s string, d int) string {
+	if d > maxDepth {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			name, next := command(s, i)
+			i = next
+			switch {
+			case name == "frac":
+				var num, den string
+				num, i = argument(s, i)
+				den, i = argument(s, i)
+				b.WriteString("(" + wrap(scan(num, d+1)) + "/" + wrap(scan(den, d+1)) + ")")
+			case name == "binom" || name == "dbinom" || name == "tbinom":
+				var n, k string
+				n, i = argument(s, i)
+				k, i = argument(s, i)
+				n, k = wrap(scan(n, d+1)), wrap(scan(k, d+1))
+				b.WriteString("(" + n + "!/(" + k + "!(" + n + "-" + k + ")!))")
+			case name == "sqrt":
+				var n, x string
+				j := skipSpace(s, i)
+				if j < len(s) && s[j] == '[' {
+					if k := matching(s, j, '[', ']'); k > 0 {
+						n, i = s[j+1:k], k+1
+					}
+				}
+				x, i = argument(s, i)
+				if n != "" {
+					b.WriteString("(" + scan(x, d+1) + ")^(1/" + wrap(scan(n, d+1)) + ")")
+				} else {
+					b.WriteString("sqrt(" + scan(x, d+1) + ")")
+				}
+			case wrappers[name]:
+				var x string
+				x, i = argument(s, i)
+				b.WriteString(" " + scan(x, d+1) + " ")
+			case name == "left" || name == "right" || name == "bigl" || name == "bigr":
+				if j := skipSpace(s, i); j < len(s) && s[j] == '.' {
+					i = j + 1
+				}
+			default:
+				if r, ok := commands[name]; ok {
+					b.WriteString(r)
+				} else {
+					b.WriteString(name)
+				}
+			}
+		case c == '{':
+			k := matching(s, i, '{', '}')
+			if k < 0 {
+				i++
+				continue
+			}
+			b.WriteString("(" + scan(s[i+1:k], d+1) + ")")
+			i = k + 1
+		case c == '}' || c == '$' || c == '%':
+			i++
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+// command reads the name of the command whose backslash is at s[i]: a run of letters or one other
+// character (an empty name for a final backslash). It returns the index after the name.
+func command(s string, i int) (string, int) {
+	j := i + 1
+	for j < len(s) && isLetter(s[j]) {
+		j++
+	}
+	if j == i+1 && j < len(s) {
+		if s[j] < 0x80 {
+			return s[j : j+1], j + 1
+		}
+		return "", j // a backslash before a multi-byte character is dropped
+	}
+	return s[i+1 : j], j
+}
+
+// argument reads one command argument from s[i:]: a {group}, a command (\pi), or one character.
+func argument(s string, i int) (string, int) {
+	i = skipSpace(s, i)
+	if i >= len(s) {
+		return "", i
+	}
+	switch s[i] {
+	case '{':
+		if k := matching(s, i, '{', '}'); k > 0 {
+			return s[i+1 : k], k + 1
+		}
+		return "", i + 1
+	case '\\':
+		_, j := command(s, i)
+		return s[i:j], j
+	}
+	if s[i] >= 0x80 { // one whole UTF-8 character
+		j := i + 1
+		for j < len(s) && s[j]&0xC0 == 0x80 {
+			j++
+		}
+		return s[i:j], j
+	}
+	return s[i : i+1], i + 1
+}
+
+// matching is the index of the bracket closing the one at s[i], or -1.
+func matching(s string, i int, open, close byte) int {
+	d := 0
+	for j := i; j < len(s); j++ {
+		switch s[j] {
+		case '\\': // \{ and \} do not count
+			j++
+		case open:
+			d++
+		case close:
+			d--
+			if d == 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+var simpleRE = regexp.MustCompile(`^\s*(?:[0-9]+(?:\.[0-9]*)?|[A-Za-z]|pi)\s*$`)
+
+// wrap puts x in parentheses unless it is a number or one letter.
+func wrap(x string) string {
+	if simpleRE.MatchString(x) {
+		return strings.TrimSpace(x)
+	}
+	return "(" + x + ")"
+}
