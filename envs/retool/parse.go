@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 )
 
 // Action is what one assistant turn asked for.
@@ -132,7 +133,15 @@ func ParseAs(layout Layout, text string, names []string) Action {
 		from = body + j + len("</tool_call>")
 		spans = append(spans, [2]int{open, from})
 	}
-	ans, ok, bad := lastBoxed(outside(text, spans))
+	rest := outside(text, spans)
+	ans, ok, bad := lastBoxed(rest)
+	if !ok && !bad && len(a.Code) == 0 && layout != LayoutChat {
+		// The seed's data asks for the answer on an "Answer: …" line (DAPO-Math-17k's prompt) or
+		// in <answer> tags; a ReTool-SFT model writes "Answer: \boxed{…}". Outside the chat
+		// layout (the built-in model's, whose numbers stay as they were) a turn without code and
+		// without a box answers with such a line.
+		ans, ok = mathverify.Extract(rest)
+	}
 	a.Answer, a.HasAnswer = ans, ok
 	if bad {
 		problems = append(problems, `\boxed{ has unbalanced braces`)

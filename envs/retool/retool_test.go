@@ -93,6 +93,12 @@ func TestParseLayouts(t *testing.T) {
 		{"tool call", LayoutToolCall, call, []string{"print(6 * 7)"}, "", false, 1, "I will compute it."},
 		{"tool call ignores code tags", LayoutToolCall, "<code>print(1)</code> \\boxed{1}", nil, "1", true, 0, "<code>print(1)</code> \\boxed{1}"},
 		{"tool call without content", LayoutToolCall, call[len("I will compute it.\n"):], []string{"print(6 * 7)"}, "", false, 1, ""},
+		// DAPO-Math-17k's prompt asks for the answer on a last "Answer: $Answer" line.
+		{"retool answer line", LayoutReTool, "So the total is 42.\nAnswer: 42", nil, "42", true, 0, "So the total is 42.\nAnswer: 42"},
+		{"tool call answer line", LayoutToolCall, "Answer: $\\frac{3}{4}$", nil, "\\frac{3}{4}", true, 0, "Answer: $\\frac{3}{4}$"},
+		{"retool answer tag", LayoutReTool, "<answer>17</answer>", nil, "17", true, 0, "<answer>17</answer>"},
+		{"chat keeps boxed only", LayoutChat, "Answer: 42", nil, "", false, 0, "Answer: 42"},
+		{"answer line in the interpreter is no answer", LayoutReTool, "<code>\nprint(1)\n</code>\n<interpreter>\nAnswer: 1\n</interpreter>\n", []string{"print(1)"}, "", false, 0, "<code>\nprint(1)\n</code>\n<interpreter>\nAnswer: 1\n</interpreter>\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := ParseAs(tc.layout, tc.text, nil)
