@@ -35,7 +35,7 @@ fits, 1 when it does not (after printing the plan, or its JSON with --json, and 
 			if err != nil {
 				return err
 			}
-			r, err := recipes.Load(args[0], recipes.Options{Overrides: over})
+			r, err := recipes.Load(args[0], recipes.Options{Overrides: over, NoDataFiles: true})
 			if err != nil {
 				return err
 			}

@@ -110,7 +110,7 @@ func New(o Options) (*Controller, error) {
 		ClipLow: r.Algorithm.ClipLow, ClipHigh: r.Algorithm.ClipHigh, KLCoef: klLoss(r), KLEstimator: r.Algorithm.KLEstimator,
 		EntropyCoef: r.Algorithm.EntropyCoef, Aggregation: r.Algorithm.Aggregation,
 		LR: r.Train.LR, WeightDecay: r.Train.WeightDecay, Beta1: r.Train.Beta1, Beta2: r.Train.Beta2, Eps: r.Train.Eps,
-		GradClip: r.Train.GradClip, MicroBatch: micro, GradAccumulation: int(r.Train.GradAccumulation),
+		GradClip: r.Train.GradClip, MicroBatch: micro, GradAccumulation: gradAccumulation(r, micro),
 		GradientCheckpointing: r.Train.GradientCheckpointing, LogitsChunk: 32, ValueCoef: valueCoef(r),
 		OptimizerBits: r.Train.OptimizerBits,
 		Compiles:      c.compiles,
@@ -264,4 +264,17 @@ func sandboxLine(e sandbox.Executor) string {
 		return p.Isolation()
 	}
 	return ""
+}
+
+// gradAccumulation is the micro-batches per AdamW update: train.grad_accumulation as set (0: one
+// update per pass over the step's batch), or with train.updates_per_step U the step's
+// ⌈batch ÷ micro⌉ micro-batches shared out over U updates, so that the split holds whatever
+// micro-batch the ledger chose.
+func gradAccumulation(r *recipes.Recipe, micro int) int {
+	u := r.Train.UpdatesPerStep
+	if u <= 1 || micro <= 0 {
+		return int(r.Train.GradAccumulation)
+	}
+	n := (r.BatchSize() + micro - 1) / micro
+	return max(1, (n+u-1)/u)
 }

@@ -694,3 +694,23 @@ func TestAdvantagesPassK(t *testing.T) {
 		}
 	}
 }
+
+func TestGradAccumulation(t *testing.T) {
+	for _, tt := range []struct {
+		tasks, group, micro, updates, set, want int
+	}{
+		{32, 8, 4, 2, 0, 32}, // the seed recipe: 256 trajectories, micro-batch 4, two updates of 32 micro-batches
+		{32, 8, 3, 2, 0, 43}, // ⌈256/3⌉ = 86 micro-batches, 43 each
+		{4, 16, 8, 0, 0, 0},  // unset: one update per pass (the trainer's 0)
+		{4, 16, 8, 0, 3, 3},  // grad_accumulation as set
+		{4, 16, 8, 1, 0, 0},  // one update per step is the trainer's default
+		{4, 16, 8, 64, 0, 1}, // more updates than micro-batches: one micro-batch each
+	} {
+		r := recipes.Default()
+		r.Rollout.TasksPerStep, r.Rollout.GroupSize = tt.tasks, tt.group
+		r.Train.UpdatesPerStep, r.Train.GradAccumulation = tt.updates, recipes.AutoInt(tt.set)
+		if got := gradAccumulation(r, tt.micro); got != tt.want {
+			t.Errorf("%d×%d, micro %d, updates %d, set %d: %d micro-batches per update; want %d", tt.tasks, tt.group, tt.micro, tt.updates, tt.set, got, tt.want)
+		}
+	}
+}

@@ -129,6 +129,9 @@ func (c *checker) data() {
 
 // dataPath reports a data path (":SPLIT" allowed) that does not exist.
 func (c *checker) dataPath(key, spec string) {
+	if c.noDataFiles {
+		return
+	}
 	path := spec
 	if _, err := os.Stat(spec); err != nil {
 		if i := strings.LastIndex(spec, ":"); i > 0 && !strings.ContainsAny(spec[i+1:], `/\`) {

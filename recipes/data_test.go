@@ -59,6 +59,10 @@ func TestDataSection(t *testing.T) {
 		{"two sources", "env:\n  tasks:\n    source: jsonl\n    jsonl: {path: " + train + "}\ndata:\n  train: " + train + "\n",
 			"bad.yaml:6: data.train: \"" + train + "\" and env.tasks.source jsonl both give the tasks; keep one (data.train reads JSONL too)"},
 	}
+	// plan and doctor load with NoDataFiles: a recipe is planned before its datasets are there.
+	if r, msg := loadInline(t, "data:\n  train: nowhere.parquet\n  eval:\n    - {name: a, path: gone:test}\n", Options{IgnoreEnv: true, NoDataFiles: true}); msg != "" || r.Data.Train != "nowhere.parquet" {
+		t.Errorf("NoDataFiles: %q, %+v; want the recipe loaded with its paths as written", msg, r)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, got := loadInline(t, tt.yaml, Options{IgnoreEnv: true})

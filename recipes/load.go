@@ -23,6 +23,10 @@ type Options struct {
 	Overrides map[string]string
 	// IgnoreEnv disables the AGENTRL_* environment overrides.
 	IgnoreEnv bool
+	// NoDataFiles skips checking that data.train and data.eval's files exist: for commands that
+	// read no task (plan, doctor's fit check), so that a recipe can be planned before its datasets
+	// are downloaded. A run reads them and names a missing one then.
+	NoDataFiles bool
 }
 
 // Load reads, merges and validates the recipe at path. Precedence, lowest first: defaults
@@ -104,7 +108,7 @@ func Parse(name string, data []byte, opts Options) (*Recipe, error) {
 		line, _ := l.loc.at(p.Field)
 		l.add(p.Field, line, strings.TrimPrefix(p.Message, p.Field+" "))
 	}
-	l.problems = append(l.problems, validate(r, &l.loc, l.bad)...)
+	l.problems = append(l.problems, validateWith(r, &l.loc, l.bad, opts.NoDataFiles)...)
 	if len(l.problems) > 0 {
 		sortProblems(l.problems)
 		return nil, &Error{Problems: l.problems}

@@ -517,6 +517,10 @@ type Train struct {
 	// GradAccumulation is the number of micro-batches whose gradients are summed per optimizer
 	// update: "auto" makes one update per pass over the step's batch; a number fixes it.
 	GradAccumulation AutoInt `mapstructure:"grad_accumulation" json:"grad_accumulation"`
+	// UpdatesPerStep splits a step's batch into this many optimizer updates, each over an equal
+	// share of the micro-batches (slime's --num-steps-per-rollout), whatever micro-batch the ledger
+	// picks; 0 leaves it to grad_accumulation. It cannot be set with grad_accumulation.
+	UpdatesPerStep int `mapstructure:"updates_per_step" json:"updates_per_step,omitzero"`
 	// GradientCheckpointing recomputes each layer's activations in the backward pass instead of
 	// keeping them: less memory, about a third more compute.
 	GradientCheckpointing bool `mapstructure:"gradient_checkpointing" json:"gradient_checkpointing"`

@@ -51,10 +51,16 @@ type checker struct {
 	loc   *locator
 	skip  map[string]bool
 	probs []Problem
+	// noDataFiles: data paths are not checked for existence (Options.NoDataFiles).
+	noDataFiles bool
 }
 
 func validate(r *Recipe, loc *locator, skip map[string]bool) []Problem {
-	c := &checker{r: r, loc: loc, skip: skip}
+	return validateWith(r, loc, skip, false)
+}
+
+func validateWith(r *Recipe, loc *locator, skip map[string]bool, noDataFiles bool) []Problem {
+	c := &checker{r: r, loc: loc, skip: skip, noDataFiles: noDataFiles}
 	c.run()
 	c.model()
 	c.backend()
@@ -486,6 +492,11 @@ func (c *checker) train() {
 	c.auto("train.micro_batch", t.MicroBatch)
 	c.auto("train.grad_accumulation", t.GradAccumulation)
 	c.between("train.epochs_per_step", t.EpochsPerStep, 1, 16)
+	c.between("train.updates_per_step", t.UpdatesPerStep, 0, 64)
+	if t.UpdatesPerStep > 0 && t.GradAccumulation > 0 {
+		c.fail([]string{"train.updates_per_step", "train.grad_accumulation"}, fmt.Sprintf(
+			"train.updates_per_step %d and train.grad_accumulation %d both say how often AdamW steps; keep one (grad_accumulation: auto)", t.UpdatesPerStep, t.GradAccumulation))
+	}
 	if t.OptimizerBits != 32 && t.OptimizerBits != 8 {
 		c.failf("train.optimizer_bits", "is %d; want 32 (float32 AdamW moments) or 8 (block-wise 8-bit)", t.OptimizerBits)
 	}
@@ -503,6 +514,9 @@ func (c *checker) train() {
 		c.fail([]string{"train.grad_accumulation", "train.micro_batch"}, fmt.Sprintf(
 			"train.micro_batch %d × train.grad_accumulation %d = %d sequences per update, more than the %d a step produces (rollout.tasks_per_step × rollout.group_size)",
 			mb, ga, mb*ga, batch))
+	case t.UpdatesPerStep > batch:
+		c.fail([]string{"train.updates_per_step"}, fmt.Sprintf(
+			"train.updates_per_step %d is more than the %d sequences a step produces (rollout.tasks_per_step × rollout.group_size)", t.UpdatesPerStep, batch))
 	case ga > batch:
 		c.fail([]string{"train.grad_accumulation"}, fmt.Sprintf(
 			"train.grad_accumulation %d is more than the %d sequences a step produces (rollout.tasks_per_step × rollout.group_size)", ga, batch))
