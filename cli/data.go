@@ -37,7 +37,7 @@ and data.prompt_template from the recipe R; without it the defaults apply.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var o dataset.Options
 			if recipePath != "" {
-				r, err := recipes.Load(recipePath, recipes.Options{})
+				r, err := recipes.Load(recipePath, recipes.Options{NoDataFiles: true})
 				if err != nil {
 					return err
 				}

@@ -44,7 +44,7 @@ func leafLines(t *testing.T, path string) map[string]string {
 func TestShippedRecipes(t *testing.T) {
 	for _, path := range []string{"retool.yaml", "retool-baseline.yaml"} {
 		t.Run(path, func(t *testing.T) {
-			r, err := Load(path, Options{IgnoreEnv: true})
+			r, err := Load(path, Options{IgnoreEnv: true, NoDataFiles: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +266,7 @@ func TestEditDistance(t *testing.T) {
 func TestSeedRecipes(t *testing.T) {
 	loaded := map[string]*Recipe{}
 	for _, path := range []string{"retool-qwen3-4b.yaml", "retool-qwen3-4b-lora.yaml"} {
-		r, err := Load(path, Options{IgnoreEnv: true})
+		r, err := Load(path, Options{IgnoreEnv: true, NoDataFiles: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -240,7 +240,7 @@ func TestSeedRecipesFit(t *testing.T) {
 		{"retool-qwen3-4b-lora.yaml", "24GiB", map[string]string{"rollout.max_total_tokens": "8192"}, 8},
 	}
 	for _, tt := range tests {
-		r, err := recipes.Load(filepath.Join("..", "..", "recipes", tt.recipe), recipes.Options{IgnoreEnv: true, Overrides: tt.set})
+		r, err := recipes.Load(filepath.Join("..", "..", "recipes", tt.recipe), recipes.Options{IgnoreEnv: true, Overrides: tt.set, NoDataFiles: true})
 		if err != nil {
 			t.Fatal(err)
 		}
