@@ -141,6 +141,13 @@ func PlainLine(e event.Event) string {
 			best = " (best)"
 		}
 		line := fmt.Sprintf("step %d  eval %s%s", v.Step, strings.Join(parts, " "), best)
+		for _, name := range v.Sets() {
+			parts = parts[:0]
+			for _, k := range v.Ks() {
+				parts = append(parts, fmt.Sprintf("pass@%d=%.3f", k, v.BySet[name][k]))
+			}
+			line += fmt.Sprintf("\nstep %d  eval set %s: %s", v.Step, name, strings.Join(parts, " "))
+		}
 		for _, l := range v.Levels() {
 			parts = parts[:0]
 			for _, k := range v.Ks() {

@@ -508,6 +508,13 @@ func (p *statusPane) render(w int) []string {
 			}
 			add(fmt.Sprintf("  since step %d: ", e.Since) + strings.Join(parts, "  "))
 		}
+		for _, name := range e.Sets() {
+			parts = parts[:0]
+			for _, k := range e.Ks() {
+				parts = append(parts, fmt.Sprintf("pass@%d %.3f", k, e.BySet[name][k]))
+			}
+			add(fmt.Sprintf("  set %s: ", name) + strings.Join(parts, "  "))
+		}
 		for _, l := range e.Levels() {
 			parts = parts[:0]
 			for _, k := range e.Ks() {

@@ -359,6 +359,16 @@ func (e *Eval) UnmarshalJSON(data []byte) error {
 }
 
 // Levels returns the levels of ByLevel in order (numerically when they are numbers).
+// Sets is the names of BySet's evaluation sets, sorted.
+func (e Eval) Sets() []string {
+	names := make([]string, 0, len(e.BySet))
+	for name := range e.BySet {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
 func (e Eval) Levels() []string {
 	ls := make([]string, 0, len(e.ByLevel))
 	for l := range e.ByLevel {
