@@ -25,7 +25,7 @@ func TestPlainAndJSON(t *testing.T) {
 		event.Progress{Step: 1, Phase: "rollout", Done: 2, Total: 8},
 		event.Eval{Step: 1, PassAtK: map[int]float64{8: 0.5, 1: 0.25}, Best: true},
 		event.Eval{Step: 2, PassAtK: map[int]float64{1: 0.5}, ByLevel: map[string]map[int]float64{"1": {1: 0.25}, "0": {1: 0.75}},
-			BySet: map[string]map[int]float64{"math500": {1: 0.625}, "aime24": {1: 0.125}},
+			BySet:  map[string]map[int]float64{"math500": {1: 0.625}, "aime24": {1: 0.125}},
 			Change: map[int]event.Delta{1: {Mean: 0.25, SE: 0.0625}}, Since: 1},
 		event.Alarm{Step: 1, Kind: event.AlarmStaleWeights, Value: 0.2, Threshold: 0.001, Message: "stale"},
 		event.Ledger{Backend: "cuda", Components: map[string]int64{"KV cache": 3 << 30, "policy weights": 1 << 29},
