@@ -169,7 +169,11 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	}
 	sort.Ints(order)
 
-	evs := []event.Event{event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps, Evaluates: run.Evaluated}}
+	start := event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps}
+	if run.Kind == store.KindEval { // as the evaluation run announced itself
+		start.Evaluates = run.Evaluated + ", " + run.EvalSet
+	}
+	evs := []event.Event{start}
 	var first *store.Eval // the first evaluation with per-task counts, as the controller compares
 	for _, s := range order {
 		se := steps[s]
