@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -187,5 +188,50 @@ func TestEvalTasks(t *testing.T) {
 	c.validation = nil
 	if _, err := c.evalTasks(SetValidation); err == nil {
 		t.Error("validation without validation tasks: no error")
+	}
+}
+
+// TestEvalOnlyStop: a stop during an evaluation run drops its evaluation, says so without
+// speaking of steps or checkpoints, and records the run as stopped with nothing else kept; its
+// ETA is the evaluation's own.
+func TestEvalOnlyStop(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c, events := tinyRunWith(t, st, nil, func(o *Options) { o.RunID, o.Eval = "eval-run", &EvalOnly{Set: SetHeldout, Of: "model tiny"} })
+	var said string
+	var etas []event.Progress
+	c.onEmit = func(e event.Event) {
+		if p, ok := e.(event.Progress); ok && p.Phase == event.PhaseEval {
+			etas = append(etas, p)
+			if p.Done == 1 {
+				said = c.Stop("terminated (SIGTERM)")
+			}
+		}
+	}
+	evs := runEvents(t, c, events)
+	end := evs[len(evs)-1].(event.RunEnd)
+	if want := "stopping now: the evaluation of step 0 is dropped (0 of 2 tasks done); an evaluation run keeps nothing else"; said != want {
+		t.Errorf("stop said %q; want %q", said, want)
+	}
+	if end.Status != "stopped" || !end.EvalOnly || end.Detail != "the evaluation of step 0 was dropped (0 of 2 tasks done)" || end.Evaluations != 0 {
+		t.Errorf("end %+v; want an evaluation run stopped with its evaluation dropped", end)
+	}
+	run, err := st.GetRun("eval-run")
+	if err != nil || run.Status != "stopped" || run.Kind != store.KindEval {
+		t.Errorf("run record %+v (%v); want a stopped evaluation run", run, err)
+	}
+	if evals, _ := st.Evals("eval-run"); len(evals) != 0 {
+		t.Errorf("evaluations stored %+v; want none", evals)
+	}
+	if recs, _ := st.EvalTrajectories("eval-run", -1); len(recs) != 0 {
+		t.Errorf("%d evaluation trajectories stored; want none", len(recs))
+	}
+	for _, p := range etas {
+		if p.RunETAAtLeast || p.RunETA != p.ETA {
+			t.Errorf("progress %+v: an evaluation run's ETA is its evaluation's, not a lower bound", p)
+		}
 	}
 }
