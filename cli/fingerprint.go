@@ -45,8 +45,12 @@ func fingerprintCommand(env Env) *cobra.Command {
 				}
 				return nil
 			}
-			fmt.Fprintf(env.Stdout, "%s  %s: %d steps, %d trajectories, %d evaluations, %d checkpoints\n",
-				f.Hash, id, f.Steps, f.Trajectories, f.Evaluations, f.Checkpoints)
+			kept := ""
+			if f.EvalTrajectories > 0 {
+				kept = fmt.Sprintf(" (%d evaluation trajectories kept, not hashed)", f.EvalTrajectories)
+			}
+			fmt.Fprintf(env.Stdout, "%s  %s: %d steps, %d trajectories, %d evaluations%s, %d checkpoints\n",
+				f.Hash, id, f.Steps, f.Trajectories, f.Evaluations, kept, f.Checkpoints)
 			return nil
 		},
 	}

@@ -58,6 +58,10 @@ A − B task by task and its paired standard error (per task, A's pass@k minus B
 deviation over √tasks). Runs evaluated on other tasks are refused, and so is a run without an
 evaluation (a run evaluates only with eval.every or eval.at_start set in its recipe).
 
+An evaluation run (agentrl-tui eval) has one evaluation, compared whatever its step: against the
+training run's evaluation at --step, by default at the evaluation run's own step (0 for a model
+folder, N for a checkpoint of step N) when the training run evaluated it, else its last one.
+
 Several seeds at once: give comma-separated lists, seed i of A paired with seed i of B,
   agentrl-tui compare --store runs/agentrl.db A1,A2,A3 B1,B2,B3
 Each pair is compared as above, each run's change since its own step-0 evaluation is added, and
@@ -113,7 +117,11 @@ leaves to RL, where a bridge thought carries what the problem does not).`,
 			if group != "" {
 				of = fmt.Sprintf(" (group %q)", group)
 			}
-			fmt.Fprintf(env.Stdout, "A %s\nB %s\nstep %d, %d held-out tasks%s; A − B task by task, ± paired standard error\n\n", c.A, c.B, c.Step, c.Tasks, of)
+			at := fmt.Sprintf("step %d", c.Step)
+			if c.StepB != c.Step { // an evaluation run's own step against a training run's
+				at = fmt.Sprintf("A step %d, B step %d", c.Step, c.StepB)
+			}
+			fmt.Fprintf(env.Stdout, "A %s\nB %s\n%s, %d held-out tasks%s; A − B task by task, ± paired standard error\n\n", c.A, c.B, at, c.Tasks, of)
 			fmt.Fprintf(env.Stdout, "%-8s %7s %7s  %s\n", "", "A", "B", "A − B")
 			for _, r := range c.Rows {
 				fmt.Fprintf(env.Stdout, "%-8s %7.3f %7.3f  %+.3f ± %.3f\n", fmt.Sprintf("pass@%d", r.K), r.A, r.B, r.Diff, r.SE)

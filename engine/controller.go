@@ -61,6 +61,8 @@ type Options struct {
 	// AgentBin is the agentrl-tui executable an external agent runs its tools with (AGENTRL_BIN,
 	// unless env.external.env sets it); "" is this process's own executable.
 	AgentBin string
+	// Eval makes the run an evaluation-only one (see EvalOnly); nil trains.
+	Eval *EvalOnly
 }
 
 // Controller runs one recipe.
@@ -256,6 +258,9 @@ func (c *Controller) emit(e event.Event) {
 // run as Stop("interrupted") does). Whatever ends it, the run saves its last trained step and
 // records its end; see stop.go for what a stop keeps.
 func (c *Controller) Run(ctx context.Context) (err error) {
+	if c.opts.Eval != nil {
+		return c.runEval(ctx)
+	}
 	r := c.recipe
 	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels,
 		Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}

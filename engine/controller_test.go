@@ -62,6 +62,12 @@ func tinyRun(t *testing.T, extra map[string]string) (*Controller, *store.Store, 
 // tinyRunOn is tinyRun on a given store, resuming from resume when it is not nil.
 func tinyRunOn(t *testing.T, st *store.Store, extra map[string]string, resume *store.Checkpoint) (*Controller, chan event.Event) {
 	t.Helper()
+	return tinyRunWith(t, st, extra, func(o *Options) { o.Resume = resume })
+}
+
+// tinyRunWith is tinyRunOn with the controller's options changed by opts before it is built.
+func tinyRunWith(t *testing.T, st *store.Store, extra map[string]string, opts func(*Options)) (*Controller, chan event.Event) {
+	t.Helper()
 	tok := testTokenizer(t)
 	backend, err := device.NewGo(device.GoConfig)
 	if err != nil {
@@ -90,8 +96,10 @@ func tinyRunOn(t *testing.T, st *store.Store, extra map[string]string, resume *s
 		t.Fatal(err)
 	}
 	events := make(chan event.Event, 1024)
-	c, err := New(Options{Recipe: r, RecipePath: "retool.yaml", RunID: "test-run", Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, Events: events, Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte("{}")}, Resume: resume})
+	o := Options{Recipe: r, RecipePath: "retool.yaml", RunID: "test-run", Policy: policy, Reference: reference,
+		Tokenizer: tok, Store: st, Events: events, Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte("{}")}}
+	opts(&o)
+	c, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

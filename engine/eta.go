@@ -18,7 +18,8 @@ type clock struct {
 // shape is what a run still has to do, from the recipe.
 type shape struct {
 	maxSteps, evalEvery  int
-	stepTrajs, evalTrajs int // trajectories per training step, per evaluation
+	stepTrajs, evalTrajs int  // trajectories per training step, per evaluation
+	evalOnly             bool // an evaluation-only run: its one evaluation is all there is
 }
 
 // evalsIn counts the evaluations of steps in (from, to].
@@ -59,6 +60,9 @@ func (k *clock) pace(elapsed float64, done int) {
 // generation pace, and atLeast says the estimate is a lower bound. An evaluation is the last
 // one timed, else the one in progress, else the generation pace.
 func (k *clock) left(s shape, step int, phase string, phaseLeft, phaseTotal float64) (secs float64, atLeast bool) {
+	if s.evalOnly {
+		return phaseLeft, false
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var stepEst float64

@@ -12,12 +12,20 @@ import (
 	"agentrl/store"
 )
 
-// evaluate runs pass@k on the held-out tasks. A stop during it drops it (errStop): nothing of it
-// is emitted or stored but its trajectories and progress.
+// evaluate runs pass@k on the held-out tasks (an evaluation-only run's: on its set's, see
+// EvalOnly). A stop during it drops it (errStop): nothing of it is emitted but its trajectories
+// and progress, and nothing is stored. With eval.store_trajectories its trajectories are stored
+// with its pass@k, marked as an evaluation's of step.
 func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error) {
 	r := c.recipe
 	t0 := time.Now()
 	tasks := c.heldout[:min(r.Eval.HeldoutTasks, len(c.heldout))]
+	if e := c.opts.Eval; e != nil {
+		var err error
+		if tasks, err = c.evalTasks(e.Set); err != nil {
+			return event.Eval{}, err
+		}
+	}
 	var trajs []*batch.Trajectory
 	for i, task := range tasks {
 		for s := 0; s < r.Eval.NSamples; s++ {
@@ -29,7 +37,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 		return event.Eval{}, c.stopOr(ctx, err)
 	}
 	var val map[int]float64
-	if len(c.validation) > 0 {
+	if len(c.validation) > 0 && c.opts.Eval == nil { // an evaluation run chooses nothing
 		var err error
 		if val, err = c.validate(ctx, step); err != nil {
 			return event.Eval{}, c.stopOr(ctx, err)
@@ -73,7 +81,13 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	}
 	ev.Counts, ev.Tasks = counts, fp
 	c.emit(ev)
-	if err := c.rec.Record(ev); err != nil {
+	kept := []event.Event{ev}
+	if r.Eval.StoreTrajectories {
+		for _, t := range trajs {
+			kept = append(kept, c.trajectoryEvent(step, t, true))
+		}
+	}
+	if err := c.rec.Record(kept...); err != nil {
 		return ev, err
 	}
 	c.phase(step, event.PhaseEval, t0)

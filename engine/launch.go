@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 
@@ -34,6 +35,8 @@ type Launch struct {
 	// Log receives the few lines a user should see before the first event: which backend and why,
 	// the memory plan on a GPU, the step a resumed run starts from.
 	Log io.Writer
+	// Eval makes the run an evaluation-only one (agentrl-tui eval; see EvalOnly); nil trains.
+	Eval *EvalOnly
 }
 
 // Session is a run ready to start: its controller and the store it writes to. Close releases both.
@@ -53,13 +56,41 @@ func (s *Session) Close() {
 // Open sets a run up: it opens the backend the recipe asks for, loads the tokenizer, the policy
 // and the reference model, opens the store (and, to resume, the run's latest checkpoint), sizes
 // what the recipe leaves on auto from the device's memory, and builds the controller.
+//
+// An evaluation-only run (l.Eval) of a stored checkpoint loads it as the model: the checkpoint
+// is exported to a temporary HuggingFace folder (a LoRA run's with its adapters merged), which
+// is loaded as model.path would be and removed once loaded.
 func Open(l Launch) (sess *Session, err error) {
 	r := l.Recipe
 	dir := r.Model.Path
-	if dir == "" {
+	var eval *EvalOnly
+	if l.Eval != nil {
+		e := *l.Eval
+		eval = &e
+	}
+	switch {
+	case eval != nil && eval.Run != "":
+		tmp, err := os.MkdirTemp("", "agentrl-eval-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		if err := exportCheckpoint(eval.Store, eval.Run, eval.Step, tmp); err != nil {
+			return nil, err
+		}
+		dir = tmp
+		if eval.Of == "" {
+			eval.Of = fmt.Sprintf("checkpoint %s step %d", eval.Run, eval.Step)
+		}
+	case dir == "":
 		if dir, err = l.Builtin(); err != nil {
 			return nil, err
 		}
+		if eval != nil && eval.Of == "" {
+			eval.Of = "model built-in"
+		}
+	case eval != nil && eval.Of == "":
+		eval.Of = "model " + dir
 	}
 	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin})
 	if err != nil {
@@ -123,9 +154,15 @@ func Open(l Launch) (sess *Session, err error) {
 		fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
 	}
 	c, err := New(Options{Recipe: r, RecipePath: l.RecipePath, RunID: l.RunID, Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan})
+		Tokenizer: tok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan, Eval: eval})
 	if err != nil {
 		return nil, err
+	}
+	if eval != nil { // an unknown set is refused before anything is stored
+		if _, err := c.evalTasks(eval.Set); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	return &Session{Controller: c, Store: st, mon: mon}, nil
 }
@@ -151,4 +188,30 @@ func StoredRecipe(storePath, runID string) (*recipes.Recipe, string, error) {
 	}
 	r.Run.Store = storePath
 	return &r, run.Recipe, nil
+}
+
+// exportCheckpoint writes the checkpoint of run at step in the store at path to dir as a
+// HuggingFace folder, reading the store read-only.
+func exportCheckpoint(path, run string, step int, dir string) error {
+	st, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.GetRun(run); err != nil {
+		return fmt.Errorf("eval: %w (agentrl-tui runs --store %s lists the runs)", err, path)
+	}
+	if _, err := st.Manifest(run, step); err != nil {
+		var steps []string
+		if cps, cerr := st.Checkpoints(run); cerr == nil {
+			for _, m := range cps {
+				steps = append(steps, fmt.Sprint(m.Step))
+			}
+		}
+		if len(steps) == 0 {
+			return fmt.Errorf("eval: run %s has no checkpoint to evaluate", run)
+		}
+		return fmt.Errorf("eval: run %s has no checkpoint at step %d; its checkpoints are at steps %s", run, step, strings.Join(steps, ", "))
+	}
+	return st.Export(run, step, dir)
 }

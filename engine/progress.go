@@ -45,6 +45,9 @@ func (c *Controller) newTracker(step int, phase string, trajs []*batch.Trajector
 // shape is what the recipe has the run do, for the ETA.
 func (c *Controller) shape() shape {
 	r := c.recipe
+	if c.opts.Eval != nil {
+		return shape{evalOnly: true}
+	}
 	return shape{maxSteps: r.Run.MaxSteps, evalEvery: r.Eval.Every, stepTrajs: r.BatchSize(),
 		evalTrajs: min(r.Eval.HeldoutTasks, len(c.heldout))*r.Eval.NSamples + len(c.validation)*r.Eval.ValidationSamples}
 }

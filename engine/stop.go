@@ -130,6 +130,10 @@ func (c *Controller) planLocked(reason string) (s event.Stopping, drop bool) {
 			done = fmt.Sprintf(" (%d of %d tasks done)", st.evalDone, st.evalTasks)
 		}
 		st.detail = fmt.Sprintf("the evaluation of step %d was dropped%s", n, done)
+		if c.opts.Eval != nil {
+			s.Message = fmt.Sprintf("stopping now: the evaluation of step %d is dropped%s; an evaluation run keeps nothing else", n, done)
+			return s, true
+		}
 		s.Message = fmt.Sprintf("stopping now: the evaluation of step %d is dropped%s; ", n, done) + keep(st.trained)
 		return s, true
 	case event.PhaseRollout, event.PhaseScore:
@@ -281,6 +285,9 @@ func (c *Controller) finish(err error) {
 	c.stopMu.Unlock()
 	c.outside.Wait() // a Stop emitting now goes before the end
 	status, reason := "finished", fmt.Sprintf("all %d steps done", c.recipe.Run.MaxSteps)
+	if e := c.opts.Eval; e != nil {
+		reason = fmt.Sprintf("evaluated %s on %s", e.Of, e.Set)
+	}
 	if st.req != nil && !st.done {
 		status, reason = "stopped", st.req.Reason
 	} else if st.req != nil {
@@ -290,7 +297,7 @@ func (c *Controller) finish(err error) {
 		status, reason = "failed", err.Error()
 	}
 	end := event.RunEnd{Status: status, Reason: reason, BestStep: c.bestChoice(), Marked: c.manualBest.Load() > 0,
-		Detail: st.detail, Step: st.trained, Checkpoint: st.saved, Evaluations: c.evals}
+		Detail: st.detail, Step: st.trained, Checkpoint: st.saved, Evaluations: c.evals, EvalOnly: c.opts.Eval != nil}
 	if c.opts.Store != nil {
 		_ = c.updateRun(func(run *store.Run) {
 			run.Status, run.StopReason, run.StopDetail, run.BestStep, run.Ended = status, reason, st.detail, end.BestStep, time.Now().UTC()

@@ -567,6 +567,9 @@ type Eval struct {
 	ValidationTasks int `mapstructure:"validation_tasks" json:"validation_tasks"`
 	// ValidationSamples is the number of samples per validation task.
 	ValidationSamples int `mapstructure:"validation_samples" json:"validation_samples"`
+	// StoreTrajectories keeps each evaluation's trajectories in the store (gzip-compressed, as a
+	// step's are), so that view walks them; the validation tasks' are never kept.
+	StoreTrajectories bool `mapstructure:"store_trajectories" json:"store_trajectories"`
 }
 
 // EarlyStop stops a run whose evaluation metric stopped improving. It needs eval.every > 0.
@@ -656,7 +659,7 @@ func Default() *Recipe {
 			GradientCheckpointing: false, EpochsPerStep: 1, OptimizerBits: 32,
 			LoRA: LoRA{Rank: 0, Alpha: 16, Targets: []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
 		},
-		Eval:       Eval{Every: 5, Ks: []int{1, 2, 4, 8}, NSamples: 8, HeldoutTasks: 64, Temperature: 1.0, AtStart: true, ValidationSamples: 8},
+		Eval:       Eval{Every: 5, Ks: []int{1, 2, 4, 8}, NSamples: 8, HeldoutTasks: 64, Temperature: 1.0, AtStart: true, ValidationSamples: 8, StoreTrajectories: true},
 		EarlyStop:  EarlyStop{Metric: "pass@1", Patience: 0, MaxDrop: 0},
 		Checkpoint: Checkpoint{Every: 10, KeepBest: 1, KeepLast: 2, SaveOptimizer: true},
 		UI:         UI{Mode: "auto"},

@@ -77,7 +77,15 @@ func WriteTable(w io.Writer, runs []RunSummary) error {
 		if r.StopReason != "" {
 			status += " (" + firstLine(r.StopReason) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, r.Name, r.Recipe, status, r.Steps, r.TotalSteps,
+		steps := fmt.Sprintf("%d/%d", r.Steps, r.TotalSteps)
+		if r.Kind == KindEval { // one evaluation, at the evaluated checkpoint's step
+			status = "evaluation " + r.Status + ": " + r.Evaluated + ", " + orDash(r.EvalSet)
+			if r.Status != "finished" && r.StopReason != "" {
+				status += " (" + firstLine(r.StopReason) + ")"
+			}
+			steps = fmt.Sprintf("eval@%d", r.EvalStep)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Recipe, status, steps,
 			orDash(strings.Join(cps, ",")), orDash(strings.Join(best, " ")))
 	}
 	return tw.Flush()

@@ -33,6 +33,9 @@ var (
 	bCkpt    = []byte("checkpoints")  // run → step → JSON Manifest
 	bBlobs   = []byte("blobs")        // sha256 → chunk bytes
 	kSchema  = []byte("schema")
+	// bEvalTraj holds evaluations' trajectories: run → step|task|sample → record, step the step
+	// evaluated (a bucket added within schema 1: an older store gets it when opened for writing).
+	bEvalTraj = []byte("eval_trajectories")
 )
 
 // ErrInUse is returned when another process holds the store open for writing.
@@ -142,7 +145,7 @@ func (s *Store) checkSchema() error {
 
 var errNoMeta = errors.New("no meta bucket")
 
-var allBuckets = [][]byte{bMeta, bRuns, bMetrics, bEvals, bPhases, bTraj, bCkpt, bBlobs}
+var allBuckets = [][]byte{bMeta, bRuns, bMetrics, bEvals, bPhases, bTraj, bEvalTraj, bCkpt, bBlobs}
 
 // Close closes the file.
 func (s *Store) Close() error { return s.db.Close() }
@@ -156,7 +159,15 @@ func u64(v uint64) []byte {
 	return b
 }
 
-// Run describes one training run.
+// Run kinds: a training run (the zero value) or an evaluation-only run.
+const (
+	KindTrain = ""
+	KindEval  = "eval"
+)
+
+// Run describes one run: a training run, or an evaluation-only run (Kind KindEval: one
+// evaluation of the model or checkpoint that Evaluated names, kept at the checkpoint's step,
+// 0 for a model folder).
 type Run struct {
 	ID         string    `json:"id"`
 	Name       string    `json:"name"`
@@ -171,6 +182,10 @@ type Run struct {
 	BestStep   int       `json:"best_step"`
 	BestPinned bool      `json:"best_pinned,omitempty"` // BestStep is the user's choice: kept by retention and across resume
 	TotalSteps int       `json:"total_steps"`
+	Kind       string    `json:"kind,omitempty"`      // KindTrain or KindEval
+	Evaluated  string    `json:"evaluated,omitempty"` // an evaluation run's model: "model DIR" or "checkpoint RUN step N"
+	EvalSet    string    `json:"eval_set,omitempty"`  // an evaluation run's evaluation set: "heldout", "validation"
+	EvalStep   int       `json:"eval_step,omitempty"` // the step an evaluation run's evaluation is kept at
 }
 
 // PutRun creates or replaces a run's record.

@@ -203,6 +203,9 @@ func TestMetricsEvalsTrajectories(t *testing.T) {
 		{Step: 1, TaskID: "t1", Sample: 0, Reward: 1, Correct: true, Data: []byte(`{"turns":1}`)},
 		{Step: 1, TaskID: "t2", Sample: 1, Reward: 0, Data: bytes.Repeat([]byte("x"), 10000)},
 		{Step: 2, TaskID: "t1", Sample: 0, Reward: 0.5, Hinted: true, Data: []byte(`{}`)},
+		// the evaluation of step 2: the same step, task and sample as a training one, kept apart
+		{Step: 2, TaskID: "t1", Sample: 0, Reward: 1, Correct: true, Eval: true, Data: []byte(`{"eval":true}`)},
+		{Step: 2, TaskID: "h9", Sample: 3, Eval: true, Data: []byte(`{"eval":true}`)},
 	}
 	if err := s.PutTrajectories("r", recs); err != nil {
 		t.Fatal(err)
@@ -210,6 +213,22 @@ func TestMetricsEvalsTrajectories(t *testing.T) {
 	got, err := s.Trajectories("r", 1)
 	if err != nil || len(got) != 2 || got[1].TaskID != "t2" || len(got[1].Data) != 10000 || !got[0].Correct {
 		t.Fatalf("step 1 trajectories: %+v %v", got, err)
+	}
+	for _, tc := range []struct {
+		name string
+		read func(string, int) ([]TrajectoryRecord, error)
+		step int
+		want []TrajectoryRecord
+	}{
+		{"training, step 2", s.Trajectories, 2, recs[2:3]},
+		{"evaluation, step 2", s.EvalTrajectories, 2, []TrajectoryRecord{recs[4], recs[3]}}, // key order: task, sample
+		{"evaluation, every step", s.EvalTrajectories, -1, []TrajectoryRecord{recs[4], recs[3]}},
+		{"evaluation, step 1", s.EvalTrajectories, 1, nil},
+	} {
+		got, err := tc.read("r", tc.step)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %+v (%v); want %+v", tc.name, got, err, tc.want)
+		}
 	}
 	byTask, _ := s.TrajectoriesByTask("r", "t1")
 	if len(byTask) != 2 || !byTask[1].Hinted {
@@ -230,6 +249,17 @@ func TestMetricsEvalsTrajectories(t *testing.T) {
 	WriteTable(&b, sums)
 	if !strings.Contains(b.String(), "@8=0.800") || !strings.Contains(b.String(), "hybrid") {
 		t.Errorf("table:\n%s", b.String())
+	}
+	// An evaluation run is listed as one: what it evaluated, on which set, at which step.
+	s.PutRun(Run{ID: "e", Name: "hybrid", Recipe: "retool.yaml", Status: "finished", Kind: KindEval, Evaluated: "checkpoint r step 2",
+		EvalSet: "heldout", EvalStep: 2, Created: time.Now().Add(time.Second)})
+	s.PutEval("e", Eval{Step: 2, PassAtK: map[int]float64{1: 0.5}})
+	sums, _ = s.Summaries()
+	b.Reset()
+	WriteTable(&b, sums)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[2], "evaluation finished: checkpoint r step 2, heldout") || !strings.Contains(lines[2], "eval@2") {
+		t.Errorf("table with an evaluation run:\n%s", b.String())
 	}
 }
 

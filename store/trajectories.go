@@ -12,7 +12,9 @@ import (
 )
 
 // TrajectoryRecord is one finished trajectory as the store keeps it: index fields for browsing
-// and the engine's own JSON (Data), stored gzip-compressed.
+// and the engine's own JSON (Data), stored gzip-compressed. A training step's trajectories and an
+// evaluation's (Eval; Step is the step evaluated) are kept apart, so that the same step, task and
+// sample never name two of them.
 type TrajectoryRecord struct {
 	Step    int     `json:"step"`
 	TaskID  string  `json:"task_id"`
@@ -20,6 +22,7 @@ type TrajectoryRecord struct {
 	Reward  float64 `json:"reward"`
 	Correct bool    `json:"correct"`
 	Hinted  bool    `json:"hinted"`
+	Eval    bool    `json:"eval,omitempty"`
 	Data    []byte  `json:"-"`
 }
 
@@ -37,9 +40,13 @@ type storedTraj struct {
 	Gz []byte `json:"gz"`
 }
 
-// PutTrajectories stores a step's trajectories in one transaction.
+// PutTrajectories stores a step's trajectories in one transaction: the training ones where
+// Trajectories reads them, the evaluation ones (Eval) where EvalTrajectories does.
 func (s *Store) PutTrajectories(run string, recs []TrajectoryRecord) error {
-	type kv struct{ k, v []byte }
+	type kv struct {
+		top  []byte
+		k, v []byte
+	}
 	rows := make([]kv, 0, len(recs))
 	for _, r := range recs {
 		var buf bytes.Buffer
@@ -50,14 +57,18 @@ func (s *Store) PutTrajectories(run string, recs []TrajectoryRecord) error {
 		if err != nil {
 			return err
 		}
-		rows = append(rows, kv{trajKey(r.Step, r.TaskID, r.Sample), v})
+		top := bTraj
+		if r.Eval {
+			top = bEvalTraj
+		}
+		rows = append(rows, kv{top, trajKey(r.Step, r.TaskID, r.Sample), v})
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		b, err := stepBucket(tx, bTraj, run, true)
-		if err != nil {
-			return err
-		}
 		for _, r := range rows {
+			b, err := stepBucket(tx, r.top, run, true)
+			if err != nil {
+				return err
+			}
 			if err := b.Put(r.k, r.v); err != nil {
 				return err
 			}
@@ -79,11 +90,22 @@ func decodeTraj(v []byte) (TrajectoryRecord, error) {
 	return st.TrajectoryRecord, err
 }
 
-// Trajectories returns the trajectories of one step (step < 0: all steps), in key order.
+// Trajectories returns the training trajectories of one step (step < 0: all steps), in key order.
 func (s *Store) Trajectories(run string, step int) ([]TrajectoryRecord, error) {
+	return s.trajectories(bTraj, run, step)
+}
+
+// EvalTrajectories returns the trajectories of the evaluation of one step (step < 0: of every
+// evaluation), in key order; runs stored before evaluations kept theirs, or with
+// eval.store_trajectories off, have none.
+func (s *Store) EvalTrajectories(run string, step int) ([]TrajectoryRecord, error) {
+	return s.trajectories(bEvalTraj, run, step)
+}
+
+func (s *Store) trajectories(top []byte, run string, step int) ([]TrajectoryRecord, error) {
 	var out []TrajectoryRecord
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b, _ := stepBucket(tx, bTraj, run, false)
+		b, _ := stepBucket(tx, top, run, false)
 		if b == nil {
 			return nil
 		}

@@ -66,6 +66,9 @@ func PlainLine(e event.Event) string {
 	switch v := e.(type) {
 	case event.RunStart:
 		line := fmt.Sprintf("run %s (%s): recipe %s, %d steps, backend %s", v.RunID, v.Name, v.Recipe, v.TotalSteps, v.Backend)
+		if v.Evaluates != "" {
+			line = fmt.Sprintf("evaluation run %s (%s): %s, recipe %s, backend %s", v.RunID, v.Name, v.Evaluates, v.Recipe, v.Backend)
+		}
 		if v.Kernels != "" {
 			line += "; " + v.Kernels
 		}
@@ -217,6 +220,9 @@ func EndLine(e event.RunEnd) string {
 	}
 	if e.Detail != "" {
 		s += "; " + e.Detail
+	}
+	if e.EvalOnly { // an evaluation run has no steps, best step or checkpoints to speak of
+		return s
 	}
 	switch {
 	case e.Marked:

@@ -59,6 +59,9 @@ func (m *model) runLine(w int) string {
 	if name != "" {
 		parts = append(parts, t.Title.Render(name))
 	}
+	if d.start.Evaluates != "" {
+		parts = append(parts, "evaluating "+d.start.Evaluates)
+	}
 	if d.start.TotalSteps > 0 {
 		parts = append(parts, fmt.Sprintf("step %d/%d", d.step, d.start.TotalSteps))
 	} else if d.step > 0 {
@@ -343,6 +346,9 @@ func (p *statusPane) render(w int) []string {
 		name += t.Faint.Render("  (run " + d.start.RunID + ")")
 	}
 	kv("Run", name)
+	if d.start.Evaluates != "" { // an evaluation-only run (agentrl-tui eval)
+		kv("Evaluates", d.start.Evaluates)
+	}
 	kv("Recipe", d.start.Recipe)
 	if d.start.Model != "" {
 		kv("Model", d.start.Model)

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -150,5 +151,69 @@ func TestTrajectoryOfFallsBack(t *testing.T) {
 	tr := trajectoryOf(store.TrajectoryRecord{Step: 3, TaskID: "t", Sample: 5, Reward: 0.5, Correct: true, Hinted: true, Data: []byte("not json")})
 	if tr.Step != 3 || tr.TaskID != "t" || tr.Sample != 5 || tr.Reward.Total != 0.5 || !tr.Correct || tr.Hint == "" {
 		t.Fatalf("fallback %+v", tr)
+	}
+}
+
+// TestViewWalksEvaluationTrajectories: the view of a stored run lists its evaluations'
+// trajectories as such (e shows them alone), a training run's beside its step's training ones,
+// and an evaluation run says what it evaluated.
+func TestViewWalksEvaluationTrajectories(t *testing.T) {
+	st := storedRun(t)
+	evalTrajs := func(run string, step int) {
+		t.Helper()
+		var recs []store.TrajectoryRecord
+		for i := 0; i < 2; i++ {
+			tr := trajectory(step, i)
+			tr.Eval, tr.TaskID, tr.Pieces, tr.Advantages = true, fmt.Sprintf("heldout-%04d", i), nil, nil
+			data, _ := json.Marshal(tr)
+			recs = append(recs, store.TrajectoryRecord{Step: step, TaskID: tr.TaskID, Sample: tr.Sample, Correct: tr.Correct, Eval: true, Data: data})
+		}
+		if err := st.PutTrajectories(run, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evalTrajs("r1", 2)
+	if err := st.PutRun(store.Run{ID: "ev", Name: "retool", Recipe: "recipes/retool.yaml", Status: "finished", Kind: store.KindEval,
+		Evaluated: "checkpoint r1 step 2", EvalSet: "heldout", EvalStep: 2, Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutEval("ev", store.Eval{Step: 2, PassAtK: map[int]float64{1: 0.5}, Counts: [][2]int{{1, 1}, {1, 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	evalTrajs("ev", 2)
+	for _, tc := range []struct {
+		run          string
+		total, evals int
+		want         []string
+	}{
+		{"r1", 8, 2, []string{"3 Trajectories · 8 (2 eval)"}},
+		{"ev", 2, 2, []string{"3 Trajectories · 2 (2 eval)"}},
+	} {
+		evs, err := StoredEvents(st, tc.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := newModel(config{initial: evs, store: st, runID: tc.run, memSample: func() uint64 { return 1 }})
+		m.resize(120, 40)
+		press(m, "3")
+		v := screen(t, m, 120, 40)
+		for _, w := range append(tc.want, "2 eval  heldout-0000") {
+			if !strings.Contains(v, w) {
+				t.Errorf("%s: the Trajectories pane lacks %q:\n%s", tc.run, w, v)
+			}
+		}
+		if n := len(shown(m)); n != tc.total {
+			t.Errorf("%s: %d trajectories listed; want %d", tc.run, n, tc.total)
+		}
+		press(m, "e", "e") // all → training → evaluation
+		if n := len(shown(m)); n != tc.evals {
+			t.Errorf("%s: %d evaluation trajectories listed; want %d", tc.run, n, tc.evals)
+		}
+		if tc.run == "ev" {
+			press(m, "1")
+			if v := screen(t, m, 120, 40); !strings.Contains(v, "Evaluates checkpoint r1 step 2") || !strings.Contains(v, "run finished") {
+				t.Errorf("the Status pane of an evaluation run does not say what it evaluated:\n%s", v)
+			}
+		}
 	}
 }

@@ -14,11 +14,14 @@ import (
 	"agentrl/store"
 )
 
-// Comparison sets two runs' evaluations of the same held-out tasks side by side.
+// Comparison sets two runs' evaluations of the same held-out tasks side by side. Step is the
+// step of A's evaluation and StepB of B's: the same step for two training runs; an evaluation
+// run's (agentrl-tui eval) is the step of its one evaluation.
 type Comparison struct {
 	A     string `json:"a"`
 	B     string `json:"b"`
 	Step  int    `json:"step"`
+	StepB int    `json:"step_b"`
 	Tasks int    `json:"tasks"`
 	Rows  []Row  `json:"pass_at_k"`
 }
@@ -35,14 +38,21 @@ type Row struct {
 // Runs compares runs a and b of st at evaluation step (negative: the last step both evaluated):
 // pass@k of each and A − B with its paired standard error (per task, A's pass@k minus B's; their
 // standard deviation over √tasks). Runs evaluated on other tasks are refused.
+//
+// An evaluation run (store.KindEval) has one evaluation, and it is compared whatever its step:
+// against a training run's evaluation at step, or (step negative) at the evaluation run's own
+// step when the training run evaluated that step, else at the training run's last evaluation.
 func Runs(st Source, a, b string, step int) (*Comparison, error) {
 	ids := [2]string{a, b}
 	evals := [2]map[int]store.Eval{}
+	evalOnly := [2]bool{}
 	uncounted := false // a run has evaluations, none with per-task counts
 	for i, id := range ids {
-		if _, err := st.GetRun(id); err != nil {
+		run, err := st.GetRun(id)
+		if err != nil {
 			return nil, fmt.Errorf("compare: %w", err)
 		}
+		evalOnly[i] = run.Kind == store.KindEval
 		es, err := st.Evals(id)
 		if err != nil {
 			return nil, err
@@ -57,6 +67,9 @@ func Runs(st Source, a, b string, step int) (*Comparison, error) {
 			}
 		}
 		uncounted = uncounted || len(evals[i]) == 0
+	}
+	if evalOnly[0] || evalOnly[1] {
+		return againstEvalRun(ids, evals, evalOnly, step)
 	}
 	if step < 0 {
 		for s := range evals[0] {
@@ -76,11 +89,56 @@ func Runs(st Source, a, b string, step int) (*Comparison, error) {
 			return nil, fmt.Errorf("compare: run %s has no evaluation with per-task counts at step %d; leave out --step for the last step both have", id, step)
 		}
 	}
-	ea, eb := evals[0][step], evals[1][step]
+	return paired(a, b, evals[0][step], evals[1][step])
+}
+
+// againstEvalRun compares when one run or both are evaluation runs (see Runs): an evaluation
+// run's one evaluation, the training run's at step or the step Runs picks.
+func againstEvalRun(ids [2]string, evals [2]map[int]store.Eval, evalOnly [2]bool, step int) (*Comparison, error) {
+	var chosen [2]store.Eval
+	for i, id := range ids {
+		if evalOnly[i] {
+			if len(evals[i]) != 1 {
+				return nil, fmt.Errorf("compare: evaluation run %s has %d evaluations with per-task counts; want 1", id, len(evals[i]))
+			}
+			for _, e := range evals[i] {
+				chosen[i] = e
+			}
+		}
+	}
+	for i, id := range ids {
+		if evalOnly[i] {
+			continue
+		}
+		if len(evals[i]) == 0 {
+			return nil, fmt.Errorf("compare: run %s has no evaluation with per-task counts (runs made before this version store none)", id)
+		}
+		other := chosen[1-i]
+		s := step
+		if s < 0 {
+			if _, ok := evals[i][other.Step]; ok {
+				s = other.Step
+			} else {
+				for t := range evals[i] {
+					s = max(s, t)
+				}
+			}
+		}
+		e, ok := evals[i][s]
+		if !ok {
+			return nil, fmt.Errorf("compare: run %s has no evaluation with per-task counts at step %d (its evaluations: steps %s); give --step one of them", id, s, stepList(evals[i]))
+		}
+		chosen[i] = e
+	}
+	return paired(ids[0], ids[1], chosen[0], chosen[1])
+}
+
+// paired compares evaluation ea of run a with eb of run b, task by task.
+func paired(a, b string, ea, eb store.Eval) (*Comparison, error) {
 	if ea.Tasks != eb.Tasks || len(ea.Counts) != len(eb.Counts) {
 		return nil, fmt.Errorf("compare: runs %s and %s evaluated different held-out tasks (%d and %d of them); compare runs with the same env.tasks and eval.heldout_tasks", a, b, len(ea.Counts), len(eb.Counts))
 	}
-	c := &Comparison{A: a, B: b, Step: step, Tasks: len(ea.Counts)}
+	c := &Comparison{A: a, B: b, Step: ea.Step, StepB: eb.Step, Tasks: len(ea.Counts)}
 	for k, pa := range ea.PassAtK {
 		pb, ok := eb.PassAtK[k]
 		if !ok {

@@ -91,7 +91,7 @@ func Seeds(st Source, as, bs []string, step int) (*SeedComparison, error) {
 		if rc.A, err = changeSinceStart(st, as[i], c.Step); err != nil {
 			return nil, err
 		}
-		if rc.B, err = changeSinceStart(st, bs[i], c.Step); err != nil {
+		if rc.B, err = changeSinceStart(st, bs[i], c.StepB); err != nil {
 			return nil, err
 		}
 		sc.Pairs = append(sc.Pairs, c)

@@ -33,6 +33,9 @@ type RunStart struct {
 	Sandbox string `json:"sandbox,omitempty"`
 	// Compiles are the programs compiled before the run started (the generator's steps), by kind.
 	Compiles map[string]Compiled `json:"compiles,omitempty"`
+	// Evaluates names what an evaluation-only run (agentrl-tui eval) scores: "model DIR" or
+	// "checkpoint RUN step N", with its evaluation set; empty for a training run.
+	Evaluates string `json:"evaluates,omitempty"`
 }
 
 // Compiled is what one kind of compiled program cost: how many distinct programs (one per input
@@ -492,6 +495,9 @@ type RunEnd struct {
 	// Evaluations counts the evaluations the run finished (a resumed run's earlier ones too). With
 	// none, BestStep names no step: no evaluation chose one.
 	Evaluations int `json:"evaluations"`
+	// EvalOnly marks the end of an evaluation-only run (agentrl-tui eval): it trains, saves and
+	// chooses nothing, so BestStep, Step and Checkpoint say nothing.
+	EvalOnly bool `json:"eval_only,omitempty"`
 }
 
 // Error is a non-fatal problem worth showing.

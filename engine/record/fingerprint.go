@@ -20,13 +20,17 @@ type Fingerprint struct {
 	Hash                                          string   // hex SHA-256 of Lines, one per line
 	Lines                                         []string // the normalised records, sorted
 	Steps, Trajectories, Evaluations, Checkpoints int
+	// EvalTrajectories counts the evaluations' stored trajectories, which are not hashed: an
+	// evaluation is hashed by its pass@k and per-task counts, as before they were stored, so a
+	// run's fingerprint does not depend on eval.store_trajectories.
+	EvalTrajectories int
 }
 
 // FingerprintOf reads run runID from st: every step's metrics but its timings (names ending in
 // _s, and tool_stall_share), every trajectory with its tools' seconds zeroed, every evaluation's
 // pass@k and per-task counts, every checkpoint's metrics and the content hashes of its weights
-// and moments (their chunks' SHA-256), and how the run ended. Phase times, the run's id and
-// the times of day are left out.
+// and moments (their chunks' SHA-256), and how the run ended. Phase times, the run's id, the
+// times of day and the evaluations' trajectories (counted in EvalTrajectories) are left out.
 func FingerprintOf(st *store.Store, runID string) (Fingerprint, error) {
 	var f Fingerprint
 	evs, err := Replay(st, runID)
@@ -54,6 +58,10 @@ func FingerprintOf(st *store.Store, runID string) (Fingerprint, error) {
 			}
 			err = add(fmt.Sprintf("metrics %d", v.Step), m)
 		case event.Trajectory:
+			if v.Eval {
+				f.EvalTrajectories++
+				continue
+			}
 			f.Trajectories++
 			v.Turns = slices.Clone(v.Turns)
 			for i := range v.Turns {

@@ -13,9 +13,11 @@ import (
 )
 
 // Recorder keeps what the store keeps of a run's events: a step's metrics (event.StepMetrics),
-// its training trajectories (event.Trajectory; an evaluation's are shown, not kept), evaluations
-// (event.Eval with its per-task counts) and phase times (event.Phase, summed per step and
-// written by Phases). A nil Recorder, a run without a store, keeps nothing.
+// its trajectories (event.Trajectory: a training step's, and an evaluation's, marked Eval, which
+// the store keeps apart), evaluations (event.Eval with its per-task counts) and phase times
+// (event.Phase, summed per step and written by Phases). Which trajectories are kept is the
+// caller's choice: the controller records an evaluation's only with eval.store_trajectories on.
+// A nil Recorder, a run without a store, keeps nothing.
 type Recorder struct {
 	st        *store.Store
 	run       string
@@ -45,11 +47,19 @@ func (r *Recorder) Observe(e event.Event) {
 	}
 }
 
-// Record writes evs: each step's metrics and evaluation as it comes, the training trajectories
-// among evs in one transaction after them.
+// Record writes evs: each step's metrics and evaluation as it comes, the trajectories among evs
+// in one transaction after them. A training trajectory is kept as sample Group×group size +
+// Sample of its task; an evaluation's as Group×n + Sample, n the samples per task among evs
+// (one evaluation's trajectories are recorded together), so that tasks sharing an id stay apart.
 func (r *Recorder) Record(evs ...event.Event) error {
 	if r == nil {
 		return nil
+	}
+	evalSamples := 0
+	for _, e := range evs {
+		if t, ok := e.(event.Trajectory); ok && t.Eval {
+			evalSamples = max(evalSamples, t.Sample+1)
+		}
 	}
 	var recs []store.TrajectoryRecord
 	for _, e := range evs {
@@ -63,12 +73,13 @@ func (r *Recorder) Record(evs ...event.Event) error {
 				return err
 			}
 		case event.Trajectory:
-			if e.Eval {
-				continue
-			}
 			data, _ := json.Marshal(e)
-			recs = append(recs, store.TrajectoryRecord{Step: e.Step, TaskID: e.TaskID, Sample: e.Group*r.groupSize + e.Sample,
-				Reward: e.Reward.Total, Correct: e.Correct, Hinted: e.Hint != "", Data: data})
+			n := r.groupSize
+			if e.Eval {
+				n = evalSamples
+			}
+			recs = append(recs, store.TrajectoryRecord{Step: e.Step, TaskID: e.TaskID, Sample: e.Group*n + e.Sample,
+				Reward: e.Reward.Total, Correct: e.Correct, Hinted: e.Hint != "", Eval: e.Eval, Data: data})
 		}
 	}
 	if len(recs) == 0 {
@@ -86,9 +97,10 @@ func (r *Recorder) Phases(step int) error {
 }
 
 // Replay rebuilds a stored run's events for the read-only view: RunStart from the run,
-// then step by step its phase times, metrics, trajectories, evaluation and checkpoint (the run's
-// best step flagged Best), and RunEnd when the run has an end status. Ledgers and alarms are
-// not stored and so not shown.
+// then step by step its phase times, metrics, training trajectories, the evaluation's
+// trajectories (marked Eval) and the evaluation, and the checkpoint (the run's best step flagged
+// Best), and RunEnd when the run has an end status. Ledgers and alarms are not stored and so
+// not shown.
 func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	run, err := st.GetRun(runID)
 	if err != nil {
@@ -110,6 +122,10 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	if err != nil {
 		return nil, err
 	}
+	evalTrajs, err := st.EvalTrajectories(runID, -1)
+	if err != nil {
+		return nil, err
+	}
 	phases, err := st.Phases(runID)
 	if err != nil {
 		return nil, err
@@ -118,6 +134,7 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 		phases  map[string]float64
 		metrics map[event.Metric]float64
 		trajs   []event.Event
+		evTrajs []event.Event // the evaluation's
 		eval    *store.Eval
 		ckpt    *store.Manifest
 	}
@@ -143,13 +160,20 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	for _, r := range trajs {
 		at(r.Step).trajs = append(at(r.Step).trajs, Trajectory(r))
 	}
+	for _, r := range evalTrajs {
+		at(r.Step).evTrajs = append(at(r.Step).evTrajs, Trajectory(r))
+	}
 	order := make([]int, 0, len(steps))
 	for s := range steps {
 		order = append(order, s)
 	}
 	sort.Ints(order)
 
-	evs := []event.Event{event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps}}
+	start := event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps}
+	if run.Kind == store.KindEval { // as the evaluation run announced itself
+		start.Evaluates = run.Evaluated + ", " + run.EvalSet
+	}
+	evs := []event.Event{start}
 	var first *store.Eval // the first evaluation with per-task counts, as the controller compares
 	for _, s := range order {
 		se := steps[s]
@@ -162,6 +186,7 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 			evs = append(evs, event.StepMetrics{Step: s, Metrics: se.metrics})
 		}
 		evs = append(evs, se.trajs...)
+		evs = append(evs, se.evTrajs...)
 		if se.eval != nil {
 			ev := event.Eval{Step: s, PassAtK: se.eval.PassAtK, ByLevel: se.eval.ByLevel, BySet: se.eval.BySet, Counts: se.eval.Counts, Tasks: se.eval.Tasks, Best: run.BestStep > 0 && s == run.BestStep}
 			switch {
@@ -186,7 +211,7 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	case "", "running":
 	default:
 		end := event.RunEnd{Status: run.Status, Reason: run.StopReason, BestStep: run.BestStep, Marked: run.BestPinned,
-			Detail: run.StopDetail, Evaluations: len(evals)}
+			Detail: run.StopDetail, Evaluations: len(evals), EvalOnly: run.Kind == store.KindEval}
 		for _, s := range order {
 			if steps[s].metrics != nil {
 				end.Step = s
@@ -231,7 +256,7 @@ func Trajectory(r store.TrajectoryRecord) event.Trajectory {
 	if len(r.Data) > 0 && json.Unmarshal(r.Data, &t) == nil {
 		return t
 	}
-	t = event.Trajectory{Step: r.Step, TaskID: r.TaskID, Sample: r.Sample, Correct: r.Correct}
+	t = event.Trajectory{Step: r.Step, TaskID: r.TaskID, Sample: r.Sample, Correct: r.Correct, Eval: r.Eval}
 	t.Reward.Total = r.Reward
 	if r.Hinted {
 		t.Hint = "(hinted; the bridge thought was not stored)"

@@ -11,8 +11,8 @@ import (
 )
 
 // TestRecordReplay records a step's events and reads them back: what the store keeps replays as
-// the events that were recorded (an evaluation's trajectories and phase times before Phases are
-// not kept).
+// the events that were recorded (phase times before Phases are not kept), the evaluation's
+// trajectories kept apart from the training ones and replayed after them, marked Eval.
 func TestRecordReplay(t *testing.T) {
 	st, err := store.Open(filepath.Join(t.TempDir(), "s.db"), store.Options{})
 	if err != nil {
@@ -30,7 +30,14 @@ func TestRecordReplay(t *testing.T) {
 	for _, e := range []event.Event{event.Phase{Step: 1, Phase: "rollout", Seconds: 1}, event.Phase{Step: 1, Phase: "rollout", Seconds: 2}, event.Phase{Step: 1, Phase: "train", Seconds: 3}} {
 		rec.Observe(e)
 	}
-	if err := rec.Record(metrics, tr, event.Trajectory{Step: 1, TaskID: "e", Eval: true}, ev); err != nil {
+	// two evaluation tasks with the same id, two samples each: kept as samples 0-3 of "e"
+	var evalTrajs []event.Event
+	for g := range 2 {
+		for s := range 2 {
+			evalTrajs = append(evalTrajs, event.Trajectory{Step: 1, TaskID: "e", Group: g, Sample: s, Correct: g == s, Eval: true})
+		}
+	}
+	if err := rec.Record(append([]event.Event{metrics, tr, ev}, evalTrajs...)...); err != nil {
 		t.Fatal(err)
 	}
 	if err := rec.Phases(1); err != nil {
@@ -43,6 +50,18 @@ func TestRecordReplay(t *testing.T) {
 	if len(recs) != 1 || recs[0].Sample != 6 || !recs[0].Hinted || !recs[0].Correct || recs[0].Reward != 1 {
 		t.Fatalf("stored trajectories %+v; want the training one alone, sample 1·4+2 = 6", recs)
 	}
+	evalRecs, err := st.EvalTrajectories("r", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range evalRecs {
+		if !r.Eval || r.Sample != i || r.Correct != (i == 0 || i == 3) {
+			t.Errorf("evaluation trajectory %d stored as %+v; want sample %d (group·2 + sample), marked eval", i, r, i)
+		}
+	}
+	if len(evalRecs) != 4 {
+		t.Fatalf("%d evaluation trajectories stored; want 4", len(evalRecs))
+	}
 	evs, err := Replay(st, "r")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +70,8 @@ func TestRecordReplay(t *testing.T) {
 	for _, e := range evs[1:] {
 		got = append(got, e)
 	}
-	want := []event.Event{event.Phase{Step: 1, Phase: "rollout", Seconds: 3}, event.Phase{Step: 1, Phase: "train", Seconds: 3}, metrics, tr, ev}
+	want := append([]event.Event{event.Phase{Step: 1, Phase: "rollout", Seconds: 3}, event.Phase{Step: 1, Phase: "train", Seconds: 3}, metrics, tr}, evalTrajs...)
+	want = append(want, ev)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("replayed\n%+v\nwant\n%+v", got, want)
 	}

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"agentrl/engine/event"
+	"agentrl/envs"
+	"agentrl/store"
+)
+
+// The evaluation sets every recipe has: the held-out tasks (eval.heldout_tasks of them) and the
+// validation tasks (eval.validation_tasks).
+const (
+	SetHeldout    = "heldout"
+	SetValidation = "validation"
+)
+
+// EvalOnly makes a run an evaluation-only one (agentrl-tui eval): the controller loads the model
+// as for training, runs its own evaluation once on the tasks of Set, records it as a run of kind
+// store.KindEval and ends; it trains, saves and chooses nothing. Its pass@k is the training run's
+// by construction: the same evaluate, the same tasks and the same seed (run.seed and the step).
+type EvalOnly struct {
+	// Set names the evaluation set: the tasks whose Meta["set"] is Set, the held-out tasks
+	// without one being in SetHeldout and the validation tasks without one in SetValidation.
+	Set string
+	// Store, Run and Step name a stored checkpoint to evaluate; Run "" evaluates the recipe's
+	// model (model.path, or the built-in model). The evaluation is kept at Step, so that it
+	// pairs with a training run's evaluation of the same step.
+	Store, Run string
+	Step       int
+	// Of says what is evaluated, for the run record and the workbench: "model DIR",
+	// "checkpoint RUN step N"; Open fills it in when it is "".
+	Of string
+}
+
+// UnknownSetError is an evaluation set name no task carries.
+type UnknownSetError struct {
+	Name string
+	Sets []string // the sets there are, sorted
+}
+
+func (e *UnknownSetError) Error() string {
+	return fmt.Sprintf("unknown evaluation set %q; the sets are %s", e.Name, strings.Join(e.Sets, ", "))
+}
+
+// EvalSets are the evaluation set names a recipe's tasks can carry before they are loaded:
+// SetHeldout and SetValidation.
+func EvalSets() []string { return []string{SetHeldout, SetValidation} }
+
+// evalTasks is the tasks of evaluation set name, in the order evaluations score them: of the
+// held-out tasks the first eval.heldout_tasks, then the validation tasks, each in the set its
+// Meta["set"] names (SetHeldout, SetValidation when it names none). For SetHeldout, without
+// tasks naming sets, they are the held-out tasks a training run's evaluations score.
+func (c *Controller) evalTasks(name string) ([]envs.Task, error) {
+	pools := []struct {
+		tasks []envs.Task
+		set   string
+	}{{c.heldout[:min(c.recipe.Eval.HeldoutTasks, len(c.heldout))], SetHeldout}, {c.validation, SetValidation}}
+	sets := map[string]bool{}
+	for _, s := range EvalSets() {
+		sets[s] = true
+	}
+	var out []envs.Task
+	for _, p := range pools {
+		for _, t := range p.tasks {
+			set := p.set
+			if s := t.Meta["set"]; s != "" {
+				set = s
+			}
+			sets[set] = true
+			if set == name {
+				out = append(out, t)
+			}
+		}
+	}
+	if !sets[name] {
+		names := make([]string, 0, len(sets))
+		for s := range sets {
+			names = append(names, s)
+		}
+		slices.Sort(names)
+		return nil, &UnknownSetError{Name: name, Sets: names}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("evaluation set %q has no tasks in this recipe (eval.heldout_tasks %d, eval.validation_tasks %d)", name, c.recipe.Eval.HeldoutTasks, c.recipe.Eval.ValidationTasks)
+	}
+	return out, nil
+}
+
+// runEval is Run for an evaluation-only run: the run record (kind eval, naming what it
+// evaluates), RunStart, the evaluation of opts.Eval.Step as training runs evaluate (its phase,
+// progress, trajectories and pass@k on the stream and in the store), and RunEnd. A stop drops
+// the evaluation, and then nothing of it is kept but the run's end.
+func (c *Controller) runEval(ctx context.Context) (err error) {
+	r, e := c.recipe, c.opts.Eval
+	if _, err := c.evalTasks(e.Set); err != nil {
+		return err
+	}
+	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels,
+		Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot()), Evaluates: e.Of + ", " + e.Set}
+	if c.opts.Store != nil {
+		yaml, _ := json.Marshal(r)
+		if err := c.opts.Store.PutRun(store.Run{ID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(),
+			Created: time.Now(), Status: "running", Kind: store.KindEval, Evaluated: e.Of, EvalSet: e.Set, EvalStep: e.Step}); err != nil {
+			return err
+		}
+	}
+	work, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.stopMu.Lock()
+	c.stop.cancel = cancel
+	c.stopMu.Unlock()
+	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
+	c.emit(start)
+	defer func() { c.finish(err) }()
+	c.emit(c.ledger())
+	if !c.enter(e.Step, event.PhaseEval) {
+		return nil
+	}
+	if _, err := c.evaluate(work, e.Step); err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	return c.storePhases(e.Step)
+}
