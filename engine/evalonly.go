@@ -55,8 +55,8 @@ func EvalSets() []string { return []string{SetHeldout, SetValidation} }
 
 // evalTasks is the tasks of evaluation set name, in the order evaluations score them: of the
 // held-out tasks the first eval.heldout_tasks, then the validation tasks, each in the set its
-// Meta["set"] names (SetHeldout, SetValidation when it names none). For SetHeldout, without
-// tasks naming sets, they are the held-out tasks a training run's evaluations score.
+// Meta["set"] names (SetHeldout, SetValidation when it names none). SetHeldout is all the
+// held-out tasks, of every data.eval set: those a training run's evaluations score.
 func (c *Controller) evalTasks(name string) ([]envs.Task, error) {
 	pools := []struct {
 		tasks []envs.Task
@@ -74,7 +74,9 @@ func (c *Controller) evalTasks(name string) ([]envs.Task, error) {
 				set = s
 			}
 			sets[set] = true
-			if set == name {
+			// heldout is every held-out task, of whichever data.eval set, as a training run's
+			// evaluations score them; a set's name picks its own.
+			if set == name || (name == SetHeldout && p.set == SetHeldout) {
 				out = append(out, t)
 			}
 		}

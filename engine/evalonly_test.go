@@ -171,7 +171,7 @@ func TestEvalTasks(t *testing.T) {
 		want []string
 		sets []string // an unknown set: the sets the error lists
 	}{
-		{set: SetHeldout, want: []string{"h1", "h2"}},
+		{set: SetHeldout, want: []string{"h1", "h2", "a1"}}, // every held-out task, of any data.eval set,
 		{set: SetValidation, want: []string{"v1", "v2"}},
 		{set: "aime", want: []string{"a1"}},
 		{set: "gsm8k", sets: []string{"aime", "heldout", "validation"}},
