@@ -41,7 +41,8 @@ else the recipe's run.store: runs lists it, view walks its trajectories, and com
 against a training run's evaluations. It shows in the workbench, or as plain or JSON lines.
 
 --eval-set picks the tasks: heldout (the first eval.heldout_tasks held-out tasks, as training
-runs evaluate) or validation (the eval.validation_tasks validation tasks).`,
+runs evaluate: every data.eval set together), one data.eval set by its name (aime24), or
+validation (the eval.validation_tasks validation tasks).`,
 		Example: "  agentrl-tui eval recipes/retool.yaml --ui plain\n" +
 			"  agentrl-tui eval recipes/retool.yaml --store runs/agentrl.db --run retool-hybrid-s1-20261125-170419 --step 30\n" +
 			"  agentrl-tui eval recipes/retool.yaml --model export/merged --eval-set validation --samples 4 --set eval.ks=1,2,4",
@@ -69,7 +70,7 @@ runs evaluate) or validation (the eval.validation_tasks validation tasks).`,
 	fl.StringVar(&f.storePath, "store", "", "the store file: where --run's checkpoint is read and the evaluation run is written (default: the recipe's run.store)")
 	fl.StringVar(&f.run, "run", "", "evaluate a checkpoint of this stored run (agentrl-tui runs lists them); needs --step")
 	fl.IntVar(&f.step, "step", -1, "the checkpoint step of --run to evaluate")
-	fl.StringVar(&f.set, "eval-set", engine.SetHeldout, "the evaluation set: "+strings.Join(engine.EvalSets(), " or "))
+	fl.StringVar(&f.set, "eval-set", engine.SetHeldout, "the evaluation set: "+strings.Join(engine.EvalSets(), ", ")+" or a data.eval set's name")
 	fl.IntVar(&f.samples, "samples", 0, "samples per task (override eval.n_samples; eval.ks above it are left out)")
 	fl.StringVar(&f.ui, "ui", "", "override ui.mode: auto, tui, plain, json")
 	fl.StringVar(&f.backend, "backend", "", "override backend.kind: auto, go, cuda")
