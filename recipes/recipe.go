@@ -74,8 +74,10 @@ type Backend struct {
 	// Kind is "auto" (CUDA when a GPU and the PJRT plugin are found, else Go), "go" (pure-Go CPU)
 	// or "cuda" (XLA PJRT CUDA plugin; an error when it cannot be opened).
 	Kind string `mapstructure:"kind" json:"kind"`
-	// Plugin is an explicit path to xla_cuda_plugin.so; empty means search PJRT_PLUGIN_LIBRARY_PATH
-	// and Python site-packages. Only meaningful with kind auto or cuda.
+	// Plugin is the PJRT CUDA plugin: the file (xla_cuda_plugin.so from JAX's wheel,
+	// pjrt_c_api_cuda_plugin.so from go-xla's installer) or a folder holding one in either layout
+	// (site-packages, ~/.local/lib/go-xla, …); empty means search PJRT_PLUGIN_LIBRARY_PATH, Python
+	// site-packages and go-xla's install folders. Only meaningful with kind auto or cuda.
 	Plugin string `mapstructure:"plugin" json:"plugin"`
 }
 

@@ -99,6 +99,7 @@ type PluginInfo struct {
 	Path     string `json:"path"`
 	CUDADir  string `json:"cuda_dir"`
 	FoundVia string `json:"found_via"`
+	Layout   string `json:"layout"` // device.LayoutJAX | LayoutGoXLA | LayoutOther
 }
 
 // CPUInfo names the CPU and the cores the Go backend can use.
@@ -297,14 +298,12 @@ func (d *doc) plugin() {
 		if st == Warn {
 			detail = "a GPU is here but runs use the go (CPU) backend: " + detail
 		}
-		d.add(SecGPU, "plugin", st, detail,
-			"pip install 'jax[cuda13]' (it brings jax_plugins/xla_cuda13/xla_cuda_plugin.so and the nvidia/cu13 libraries), "+
-				"then set PJRT_PLUGIN_LIBRARY_PATH to the plugin's folder or pass --plugin /path/to/xla_cuda_plugin.so")
+		d.add(SecGPU, "plugin", st, detail, device.InstallFix())
 		d.add(SecGPU, "cuda_libs", Info, "not checked: no plugin", "")
 		return
 	}
-	d.rep.Plugin, d.pluginOK = &PluginInfo{Path: p.Path, CUDADir: p.CUDADir, FoundVia: p.FoundVia}, true
-	d.add(SecGPU, "plugin", OK, fmt.Sprintf("%s (found via %s)", p.Path, p.FoundVia), "")
+	d.rep.Plugin, d.pluginOK = &PluginInfo{Path: p.Path, CUDADir: p.CUDADir, FoundVia: p.FoundVia, Layout: p.Layout}, true
+	d.add(SecGPU, "plugin", OK, fmt.Sprintf("%s (%s layout, found via %s)", p.Path, p.Layout, p.FoundVia), "")
 	d.cudaLibs(p)
 }
 
