@@ -127,6 +127,7 @@ func Open(l Launch) (sess *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintln(l.Log, "attention: "+c.attention)
 	return &Session{Controller: c, Store: st, mon: mon}, nil
 }
 

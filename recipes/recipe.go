@@ -67,6 +67,13 @@ type Model struct {
 	// DType is the compute precision: "auto" (bf16 on a GPU, f32 on the CPU), "f32" or "bf16".
 	// Master weights and optimizer state are always float32.
 	DType string `mapstructure:"dtype" json:"dtype"`
+	// Attention is how training, the reference and scoring attend over whole sequences (rollout's
+	// KV-cache steps are always dense): "auto" (fused cuDNN flash attention where the backend has
+	// it and its program compiles, falling back to chunked with the reason when it does not;
+	// else chunked beyond one block of queries, dense below), "fused" (refused where the backend
+	// lacks it), "chunked" (blocks of queries, the [B, heads, T, S] scores never whole) or
+	// "dense" (every query's scores at once).
+	Attention string `mapstructure:"attention" json:"attention"`
 }
 
 // Backend chooses the GoMLX backend.
@@ -538,7 +545,7 @@ func (a AutoInt) String() string {
 func Default() *Recipe {
 	return &Recipe{
 		Run:     Run{Name: "", Seed: 1, MaxSteps: 40, Store: "runs/agentrl.db"},
-		Model:   Model{Path: "", DType: "auto"},
+		Model:   Model{Path: "", DType: "auto", Attention: "auto"},
 		Backend: Backend{Kind: "auto", Plugin: ""},
 		Memory:  Memory{VRAM: "auto", KVSlots: 0, OptimizerOffload: "auto", MasterOffload: "auto"},
 		Rollout: Rollout{

@@ -173,6 +173,7 @@ func (c *checker) run() {
 func (c *checker) model() {
 	m := c.r.Model
 	c.oneOf("model.dtype", m.DType, "auto", "f32", "bf16")
+	c.oneOf("model.attention", m.Attention, "auto", "fused", "chunked", "dense")
 	if m.Path == "" {
 		return
 	}
