@@ -43,7 +43,10 @@ func TestResolveAttention(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			probe := tc.probe
 			if probe == nil {
-				probe = func() (string, error) { t.Fatal("probed fused attention for an explicit non-fused path"); return "", nil }
+				probe = func() (string, error) {
+					t.Fatal("probed fused attention for an explicit non-fused path")
+					return "", nil
+				}
 			}
 			kind, line, err := resolveAttention(tc.asked, probe, tc.seqLen, 256)
 			if (err != nil) != tc.wantErr {
