@@ -41,6 +41,11 @@ func SettingsFor(r *recipes.Recipe, backend string) Settings {
 		Attention:             attentionFor(r.Model.Attention, backend, cb, r.Rollout.MaxTotalTokens),
 		Reference:             r.UsesReference(),
 		ValueHead:             r.Algorithm.Name == "ppo",
+		DeviceIsHost:          backend == "go",
+		SaveOptimizer:         r.Checkpoint.SaveOptimizer,
+		KeepBest:              r.Checkpoint.KeepBest,
+		KeepLast:              r.Checkpoint.KeepLast,
+		CheckpointsKept:       CheckpointsKept(r.Checkpoint.Every, r.Checkpoint.KeepBest, r.Checkpoint.KeepLast, r.Run.MaxSteps),
 	}
 }
 

@@ -1,0 +1,193 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Host memory and disk: what a run needs outside the device. The device ledger above sizes the
+// GPU; a run also holds, in host memory, what its plan moves off the device during rollout (the
+// offloaded master weights and AdamW moments, the reference copy), and, while it writes a
+// checkpoint (after the step's sync, with the offloaded parts on the host), the whole checkpoint
+// built in host memory before the store writes it (engine/checkpoint.go → store.SaveCheckpoint):
+// every policy tensor as float32 safetensors bytes, the moments when checkpoint.save_optimizer,
+// plus one tensor's float32 copy on its way there and one store transaction (bbolt copies at most
+// 64 MiB of chunks per commit). On a GPU, GoMLX also keeps a host copy of each device tensor the
+// save reads (tensors.Tensor materialises its local copy and holds it until the tensor is freed):
+// the master weights and, when saved, the moments that are on the device. On the go backend the
+// device is the host, so its whole ledger is host memory too.
+//
+// The store keeps checkpoint.keep_best + keep_last checkpoints (every one when keep_last is 0),
+// plus the one being written before retention drops the oldest (the final save is never
+// retained); bbolt reuses freed pages but never shrinks its file, so the file reaches that many
+// checkpoints. Chunks shared between checkpoints are stored once; the figure assumes none are.
+
+// Host components, the keys of HostPlan.Components (beside MasterWeights, OptimizerMoments and
+// ReferenceWeights, which wait there during rollout).
+const (
+	DeviceLedger        = "device_ledger"        // the go backend: the device's whole peak, in host memory
+	CheckpointCopy      = "checkpoint"           // the checkpoint built in host memory before it is written
+	CheckpointTransient = "checkpoint_transient" // one tensor's float32 copy and one store transaction
+	DeviceReadCopies    = "device_read_copies"   // GoMLX's host copies of the device tensors a save reads
+	HostProcess         = "process"              // the Go runtime, tokenizer, trajectories, sandbox workers
+)
+
+// HostReserve is the process's own host memory beside the model: the Go runtime, the tokenizer,
+// a step's trajectories and the sandbox. A make run on the built-in model resides in about
+// 0.5 GiB, the model's part included.
+const HostReserve int64 = 1 << 30
+
+// StoreTxBytes is the most chunk bytes the store writes per bbolt transaction (store.txBytes).
+const StoreTxBytes int64 = 64 << 20
+
+// CheckpointFileBytes is what a checkpoint keeps beside the tensors: config.json, tokenizer.json
+// (11 MiB for Qwen3's), tokenizer_config.json, generation_config.json.
+const CheckpointFileBytes int64 = 16 << 20
+
+// HostPlan is what the run needs outside the device.
+type HostPlan struct {
+	// Components is host memory while a checkpoint is written (the step's host peak), by
+	// component.
+	Components map[string]int64
+	// Step is their sum.
+	Step int64
+	// Load is host memory while the models load: the policy and the reference read as float32
+	// (LoRA: one base, read as float32 and kept in the compute dtype), before they go to the device.
+	Load int64
+	// RAM is the larger of Step and Load: the host memory the run needs.
+	RAM int64
+	// CheckpointBytes is one checkpoint as the store writes it (before deduplication).
+	CheckpointBytes int64
+	// Checkpoints is the most checkpoints the store file holds at once.
+	Checkpoints int
+	// Disk is Checkpoints × CheckpointBytes: what the run's checkpoints make the store file reach.
+	Disk int64
+}
+
+// hostOrder is the order the table lists host components in.
+func hostOrder() []string {
+	return []string{DeviceLedger, MasterWeights, OptimizerMoments, ReferenceWeights, CheckpointCopy, CheckpointTransient, DeviceReadCopies, HostProcess}
+}
+
+// CheckpointsKept is the most checkpoints a store holds at once for checkpoint.every, keep_best
+// and keep_last over maxSteps steps (see the package comment on host memory and disk).
+func CheckpointsKept(every, keepBest, keepLast, maxSteps int) int {
+	if keepLast > 0 {
+		return keepBest + keepLast + 1
+	}
+	n := 1 // the final save
+	if every > 0 {
+		n += maxSteps / every
+	}
+	return n
+}
+
+// checkpointBytes is one checkpoint: every policy tensor as float32 (LoRA: the base and the
+// adapters), the moments when saved, ppo's value head (its weights, and its moments when saved),
+// and the model's files.
+func (z sizer) checkpointBytes() int64 {
+	weights := z.params * 4
+	if z.st.LoRARank > 0 {
+		weights += (z.trainable - z.head()) * 4
+	}
+	n := weights + z.head()*4 + CheckpointFileBytes
+	if z.st.SaveOptimizer {
+		n += z.moments()
+	}
+	return n
+}
+
+// largestTensor is the most values in one stored tensor.
+func (z sizer) largestTensor() int64 {
+	var most int64
+	for _, n := range z.sh.tensorSizes() {
+		most = max(most, n)
+	}
+	return most
+}
+
+// host is the host plan of p (computed by Compute).
+func (z sizer) host(p *Plan) HostPlan {
+	h := HostPlan{Components: map[string]int64{}}
+	if z.st.DeviceIsHost {
+		h.Components[DeviceLedger] = p.Total
+	}
+	for n, b := range p.Rollout.Host {
+		h.Components[n] = b
+	}
+	h.CheckpointBytes = z.checkpointBytes()
+	h.Components[CheckpointCopy] = h.CheckpointBytes
+	h.Components[CheckpointTransient] = z.largestTensor()*4 + min(StoreTxBytes, h.CheckpointBytes)
+	if !z.st.DeviceIsHost {
+		var read int64
+		if !p.MasterOnHost {
+			read += z.master()
+		}
+		read += z.base()
+		if z.st.SaveOptimizer && !p.MomentsOnHost {
+			read += z.moments()
+		}
+		h.Components[DeviceReadCopies] = read
+	}
+	h.Components[HostProcess] = HostReserve
+	for _, b := range h.Components {
+		h.Step += b
+	}
+	if z.st.LoRARank > 0 {
+		h.Load = z.params*4 + z.params*z.b
+	} else {
+		h.Load = 2 * z.params * 4
+	}
+	if z.st.DeviceIsHost {
+		h.Load = max(h.Load, p.Total) // the go backend's ledger counts the loaded weights
+	}
+	h.Load += HostReserve
+	h.RAM = max(h.Step, h.Load)
+	h.Checkpoints = max(1, z.st.CheckpointsKept)
+	h.Disk = int64(h.Checkpoints) * h.CheckpointBytes
+	return h
+}
+
+// HostTable renders the host plan: host memory by component at the step's peak, at load, and the
+// disk the store needs.
+func (p *Plan) HostTable() string {
+	var b strings.Builder
+	h := p.Host
+	fmt.Fprintf(&b, "host memory: %s at most (writing a checkpoint %s, loading the models %s)\n", gib(h.RAM), gib(h.Step), gib(h.Load))
+	for _, n := range hostOrder() {
+		v, ok := h.Components[n]
+		if !ok || v == 0 {
+			continue
+		}
+		note := ""
+		switch n {
+		case DeviceLedger:
+			note = "the go backend's device memory is the host's"
+		case MasterWeights, OptimizerMoments:
+			note = "offloaded during rollout"
+		case ReferenceWeights:
+			note = "the reference copy, off the device but for its forward"
+		case CheckpointCopy:
+			note = "the checkpoint built in host memory before the store writes it"
+		case CheckpointTransient:
+			note = "one tensor's float32 copy and one 64 MiB store transaction"
+		case DeviceReadCopies:
+			note = "host copies GoMLX keeps of the device tensors the save reads"
+		case HostProcess:
+			note = "Go runtime, tokenizer, trajectories, sandbox"
+		}
+		fmt.Fprintf(&b, "  %-21s %12s  %s\n", n, gib(v), note)
+	}
+	st := p.Settings
+	kept := fmt.Sprintf("checkpoint.keep_best %d + keep_last %d + the one being written", st.KeepBest, st.KeepLast)
+	if st.KeepLast == 0 {
+		kept = "keep_last 0 keeps every checkpoint: one per checkpoint.every steps and the final one"
+	}
+	what := "float32 weights"
+	if st.SaveOptimizer {
+		what += " and AdamW moments"
+	}
+	fmt.Fprintf(&b, "disk: %s for the store (%d checkpoints of %s: %s; %s; one more if a best is marked by hand; bbolt never shrinks its file)\n",
+		gib(h.Disk), h.Checkpoints, gib(h.CheckpointBytes), what, kept)
+	return b.String()
+}
