@@ -27,6 +27,7 @@ type fakeMachine struct {
 	mem     MemInfo
 	python  bool // a python with torch and transformers
 	sandbox SandboxInfo
+	disk    int64 // free bytes where the store goes; 0: 1 TiB
 }
 
 const site = "/opt/torch/.venv/lib/python3.12/site-packages"
@@ -119,6 +120,12 @@ func (m fakeMachine) env() Env {
 		Torch:   func(context.Context, string) (string, bool, error) { return "2.9.0", true, nil },
 		Sandbox: func() SandboxInfo { return m.sandbox },
 		Builtin: func() (string, error) { return filepath.Join("..", "..", "testdata", "builtin"), nil },
+		Disk: func(dir string) (int64, string, error) {
+			if m.disk == 0 {
+				return 1 << 40, dir, nil
+			}
+			return m.disk, dir, nil
+		},
 	}
 }
 
@@ -260,6 +267,18 @@ func TestRun(t *testing.T) {
 			want: want{canRun: false, gpuReady: true, status: map[string]Status{"fits": Fail}, detail: map[string]string{"fits": "device memory"}},
 		},
 		{
+			name: "host memory short of the plan's", machine: func() fakeMachine { m := gpuBox(true); m.mem.AvailableBytes = 512 << 20; return m }(),
+			want: want{canRun: false, gpuReady: true, backend: device.CUDA, status: map[string]Status{"fits": OK, "host_memory": Fail, "disk": OK},
+				detail: map[string]string{"host_memory": "of the 0.50 GiB available (writing a checkpoint of"},
+				fix:    map[string]string{"host_memory": "train.optimizer_bits: 8"}},
+		},
+		{
+			name: "disk short of the store's checkpoints", machine: func() fakeMachine { m := cpuBox(); m.disk = 1 << 20; return m }(),
+			want: want{canRun: false, backend: device.Go, status: map[string]Status{"fits": OK, "host_memory": OK, "disk": Fail},
+				detail: map[string]string{"disk": "4 checkpoints of", "host_memory": "needs "},
+				fix:    map[string]string{"disk": "lower checkpoint.keep_last and keep_best"}},
+		},
+		{
 			name: "recipe does not load", machine: cpuBox(), opts: Options{RecipeErr: errors.New("recipe x.yaml: train.lr: want a number")},
 			want: want{canRun: false, status: map[string]Status{"recipe": Fail}},
 		},
@@ -385,6 +404,17 @@ func TestRun(t *testing.T) {
 				t.Errorf("the JSON report does not read back: %v (%d checks; want %d)", err, len(back.Checks), len(rep.Checks))
 			}
 		})
+	}
+}
+
+func TestDiskFree(t *testing.T) {
+	dir := t.TempDir()
+	free, at, err := diskFree(filepath.Join(dir, "runs", "not-yet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at != dir || free <= 0 {
+		t.Errorf("diskFree measured %s (%d bytes free); want %s, the nearest folder that exists, with room", at, free, dir)
 	}
 }
 
