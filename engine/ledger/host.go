@@ -15,7 +15,7 @@ import (
 // 64 MiB of chunks per commit). On a GPU, GoMLX also keeps a host copy of each device tensor the
 // save reads (tensors.Tensor materialises its local copy and holds it until the tensor is freed):
 // the master weights and, when saved, the moments that are on the device. On the go backend the
-// device is the host, so its whole ledger is host memory too.
+// device is the host, so its whole ledger (less the CUDA runtime reserve) is host memory too.
 //
 // The store keeps checkpoint.keep_best + keep_last checkpoints (every one when keep_last is 0),
 // plus the one being written before retention drops the oldest (the final save is never
@@ -110,7 +110,9 @@ func (z sizer) largestTensor() int64 {
 func (z sizer) host(p *Plan) HostPlan {
 	h := HostPlan{Components: map[string]int64{}}
 	if z.st.DeviceIsHost {
-		h.Components[DeviceLedger] = p.Total
+		// less the CUDA runtime's reserve, which the go backend does not have (HostProcess
+		// covers the process)
+		h.Components[DeviceLedger] = max(p.Total-RuntimeReserve, 0)
 	}
 	for n, b := range p.Rollout.Host {
 		h.Components[n] = b
@@ -139,7 +141,7 @@ func (z sizer) host(p *Plan) HostPlan {
 		h.Load = 2 * z.params * 4
 	}
 	if z.st.DeviceIsHost {
-		h.Load = max(h.Load, p.Total) // the go backend's ledger counts the loaded weights
+		h.Load = max(h.Load, p.Total-RuntimeReserve) // the go backend's ledger counts the loaded weights
 	}
 	h.Load += HostReserve
 	h.RAM = max(h.Step, h.Load)
