@@ -48,7 +48,7 @@ type Plugin struct {
 	// NvidiaDir is the nvidia/ folder of CUDA libraries beside the plugin ("" when there is none);
 	// CUDADir the folder in it for --xla_gpu_cuda_data_dir (nvidia/cu13: nvvm/libdevice, bin/ptxas).
 	NvidiaDir, CUDADir string
-	FoundVia           string // flag | PJRT_PLUGIN_LIBRARY_PATH | site-packages | go-xla installer folder
+	FoundVia           string // ViaFlag | PJRT_PLUGIN_LIBRARY_PATH | site-packages | go-xla installer folder
 	Layout             string // LayoutJAX | LayoutGoXLA | LayoutOther
 }
 
@@ -262,6 +262,9 @@ const (
 	LayoutOther = "other"
 )
 
+// ViaFlag is Plugin.FoundVia for a plugin named by hand.
+const ViaFlag = "--plugin or backend.plugin"
+
 // GoXLADirs are the folders go-xla's installer installs into and go-xla itself searches
 // (pjrt/dynamiclib_posix.go osDefaultLibraryPaths in v0.4.5): ~/.local/lib/go-xla and
 // /usr/local/lib/go-xla, the plugin in their nvidia/ folder.
@@ -315,11 +318,11 @@ func FindPlugin(explicit string, env Env) (*Plugin, []string, error) {
 			return nil, searched, fmt.Errorf("plugin %s does not exist", explicit)
 		case !st.IsDir():
 			searched = append(searched, explicit+" (--plugin / backend.plugin)")
-			return newPlugin(explicit, "flag", env), searched, nil
+			return newPlugin(explicit, ViaFlag, env), searched, nil
 		}
 		searched = append(searched, fmt.Sprintf("%s/{%s} (--plugin / backend.plugin)", explicit, strings.Join(pluginPatterns, ",")))
 		if c := pluginIn(explicit, env); c != "" {
-			return newPlugin(c, "flag", env), searched, nil
+			return newPlugin(c, ViaFlag, env), searched, nil
 		}
 		return nil, searched, fmt.Errorf("the folder %s holds no PJRT CUDA plugin (xla_cuda_plugin.so from JAX's wheel, or pjrt_c_api_cuda_plugin.so from go-xla's installer)", explicit)
 	}
@@ -448,7 +451,7 @@ func LibsFix(p *Plugin) string {
 		return InstallJAX + " into the Python environment that holds " + p.Path +
 			" (the nvidia-* wheels it depends on land in its site-packages/nvidia)" + tail
 	case LayoutGoXLA:
-		return "rerun go-xla's installer into the folder that holds " + filepath.Dir(p.Path) + ": " +
+		return "rerun go-xla's installer into " + filepath.Dir(filepath.Dir(p.Path)) + ": " +
 			strings.Replace(InstallGoXLA, "~/.local/lib/go-xla", filepath.Dir(filepath.Dir(p.Path)), 1) +
 			" (it extracts the nvidia-* wheels into that nvidia/ folder)" + tail
 	}

@@ -96,15 +96,15 @@ func TestFindPlugin(t *testing.T) {
 		},
 		{
 			name: "go-xla's plugin by hand finds its CUDA folder", explicit: goxlaPlugin, files: goXLA("/root/.local/lib", true),
-			wantPath: goxlaPlugin, wantVia: "flag", wantCUDADir: "/root/.local/lib/go-xla/nvidia/cu13", wantLayout: LayoutGoXLA,
+			wantPath: goxlaPlugin, wantVia: ViaFlag, wantCUDADir: "/root/.local/lib/go-xla/nvidia/cu13", wantLayout: LayoutGoXLA,
 		},
 		{
 			name: "a go-xla install folder named", explicit: "/root/.local/lib/go-xla", files: goXLA("/root/.local/lib", true),
-			wantPath: goxlaPlugin, wantVia: "flag", wantCUDADir: "/root/.local/lib/go-xla/nvidia/cu13", wantLayout: LayoutGoXLA,
+			wantPath: goxlaPlugin, wantVia: ViaFlag, wantCUDADir: "/root/.local/lib/go-xla/nvidia/cu13", wantLayout: LayoutGoXLA,
 		},
 		{
 			name: "a site-packages folder named", explicit: site, files: merge(jaxSite(), map[string]bool{site: true}),
-			wantPath: site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so", wantVia: "flag", wantCUDADir: site + "/nvidia/cu13", wantLayout: LayoutJAX,
+			wantPath: site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so", wantVia: ViaFlag, wantCUDADir: site + "/nvidia/cu13", wantLayout: LayoutJAX,
 		},
 		{
 			name: "a folder without a plugin", explicit: "/opt/empty", files: map[string]bool{"/opt/empty": true},
@@ -112,11 +112,11 @@ func TestFindPlugin(t *testing.T) {
 		},
 		{
 			name: "go-xla's plugin without its nvidia folder", explicit: goxlaPlugin, files: goXLA("/root/.local/lib", false),
-			wantPath: goxlaPlugin, wantVia: "flag", wantCUDADir: "", wantLayout: LayoutGoXLA,
+			wantPath: goxlaPlugin, wantVia: ViaFlag, wantCUDADir: "", wantLayout: LayoutGoXLA,
 		},
 		{
 			name: "explicit flag wins", explicit: "/x/my_cuda.so", files: map[string]bool{"/x/my_cuda.so": false}, sites: []string{site},
-			wantPath: "/x/my_cuda.so", wantVia: "flag", wantLayout: LayoutOther,
+			wantPath: "/x/my_cuda.so", wantVia: ViaFlag, wantLayout: LayoutOther,
 		},
 		{
 			name: "explicit flag missing", explicit: "/x/none.so", sites: []string{site},
