@@ -20,7 +20,8 @@ import (
 // The store keeps checkpoint.keep_best + keep_last checkpoints (every one when keep_last is 0),
 // plus the one being written before retention drops the oldest (the final save is never
 // retained); bbolt reuses freed pages but never shrinks its file, so the file reaches that many
-// checkpoints. Chunks shared between checkpoints are stored once; the figure assumes none are.
+// checkpoints. Chunks shared between checkpoints are stored once: the figure counts LoRA's frozen
+// base once and assumes nothing else is shared (trained weights and moments change every step).
 
 // Host components, the keys of HostPlan.Components (beside MasterWeights, OptimizerMoments and
 // ReferenceWeights, which wait there during rollout).
@@ -60,7 +61,8 @@ type HostPlan struct {
 	CheckpointBytes int64
 	// Checkpoints is the most checkpoints the store file holds at once.
 	Checkpoints int
-	// Disk is Checkpoints × CheckpointBytes: what the run's checkpoints make the store file reach.
+	// Disk is Checkpoints × CheckpointBytes (LoRA: the frozen base's share once, its chunks being
+	// the same in every checkpoint): what the run's checkpoints make the store file reach.
 	Disk int64
 }
 
@@ -146,7 +148,12 @@ func (z sizer) host(p *Plan) HostPlan {
 	h.Load += HostReserve
 	h.RAM = max(h.Step, h.Load)
 	h.Checkpoints = max(1, z.st.CheckpointsKept)
-	h.Disk = int64(h.Checkpoints) * h.CheckpointBytes
+	// LoRA's frozen base is the same bytes in every checkpoint: its chunks are stored once
+	shared := int64(0)
+	if z.st.LoRARank > 0 {
+		shared = z.params * 4
+	}
+	h.Disk = shared + int64(h.Checkpoints)*(h.CheckpointBytes-shared)
 	return h
 }
 
@@ -188,6 +195,9 @@ func (p *Plan) HostTable() string {
 	what := "float32 weights"
 	if st.SaveOptimizer {
 		what += " and AdamW moments"
+	}
+	if st.LoRARank > 0 {
+		what += "; the frozen base stored once"
 	}
 	fmt.Fprintf(&b, "disk: %s for the store (%d checkpoints of %s: %s; %s; one more if a best is marked by hand; bbolt never shrinks its file)\n",
 		gib(h.Disk), h.Checkpoints, gib(h.CheckpointBytes), what, kept)

@@ -79,6 +79,16 @@ func TestHostPlan(t *testing.T) {
 			}
 		})
 	}
+	// LoRA: each checkpoint holds the frozen base as float32, but its chunks are stored once.
+	lora := base
+	lora.LoRARank, lora.LoRATargets = 8, ""
+	lp, err := Compute(sh, lora, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shared := params * 4; lp.Host.Disk != shared+4*(lp.Host.CheckpointBytes-shared) || lp.Host.CheckpointBytes <= shared {
+		t.Errorf("LoRA: disk %d for checkpoints of %d; want the base's %d once and the rest 4 times", lp.Host.Disk, lp.Host.CheckpointBytes, shared)
+	}
 	// On the go backend the device is the host: its whole ledger is host memory, and nothing is
 	// copied back from a device.
 	st := base
