@@ -19,14 +19,18 @@ import (
 // the heap's object bytes every 500 µs at GOGC=2 (live objects plus garbage not yet swept, so an
 // upper bound of the live peak) above the heap after two collections before the save. That peak
 // must stay within the ledger's host figure for writing a checkpoint of the same shape and
-// settings (ledger.CheckpointCopy + CheckpointTransient), and reach most of the checkpoint's
-// tensor bytes (else the meter saw nothing). What it does not measure: bbolt's memory-mapped file
-// (page cache, outside the heap), the C heap, and on a GPU the host copies GoMLX keeps of the
-// device tensors read (the ledger's DeviceReadCopies; the go backend's tensors share the host's).
-// Nor what the default GOGC=100 lets garbage (each tensor's float32 copy) pile up to before a
-// collection: the figure is live bytes. Measured on the 2-core EPYC: peak 51.4 MiB against the
-// ledger's 107.1 MiB (its 64 MiB store transaction and 16 MiB of model files are upper bounds; the
-// test's model files are a few bytes).
+// settings (ledger.CheckpointCopy + StorePending: the largest tensor twice over, and the
+// chunks waiting for their transaction, here the whole checkpoint as it is under 68 MiB), and be
+// at least the largest tensor's bytes (else the meter saw nothing). What it does not measure:
+// bbolt's memory-mapped file (page cache, outside the heap), the C heap, and on a GPU the host
+// copies GoMLX keeps of the device tensors read (the ledger's DeviceReadCopies; the go backend's
+// tensors share the host's). Nor what the default GOGC=100 lets garbage (each tensor's float32
+// copy) pile up to before a collection: the figure is live bytes. Measured on the 2-core EPYC
+// with the checkpoint streamed: peak 29.5 MiB against the ledger's 54.6 MiB (its 16 MiB of model
+// files are an upper bound; the test's are a few bytes, and the zero moments of an untrained run
+// are one chunk once stored). Built whole before it was written, the same checkpoint peaked at
+// 51.4 MiB. store's TestSaveCheckpointStreams shows the bound on a checkpoint larger than the
+// store's 64 MiB transaction.
 func TestCheckpointHostPeak(t *testing.T) {
 	tok := testTokenizer(t)
 	backend, err := device.NewGo(device.GoConfig)
@@ -80,8 +84,9 @@ func TestCheckpointHostPeak(t *testing.T) {
 	if held != p.Params {
 		t.Fatalf("the ledger counts %d parameters for this shape; the model holds %d", p.Params, held)
 	}
-	figure := p.Host.Components[ledger.CheckpointCopy] + p.Host.Components[ledger.CheckpointTransient]
+	figure := p.Host.Components[ledger.CheckpointCopy] + p.Host.Components[ledger.StorePending]
 	tensorBytes := p.Host.CheckpointBytes - ledger.CheckpointFileBytes
+	largest := p.Host.Components[ledger.CheckpointCopy] / 2 // its float32 bytes
 
 	meter := device.StartPeak(true, nil)
 	err = c.save(context.Background(), 1, true)
@@ -93,7 +98,7 @@ func TestCheckpointHostPeak(t *testing.T) {
 	if peak > figure {
 		t.Errorf("writing the checkpoint peaked at %d bytes above the heap before it; the ledger allows %d", peak, figure)
 	}
-	if peak < tensorBytes*9/10 {
-		t.Errorf("writing the checkpoint peaked at only %d bytes, under 90%% of its %d tensor bytes: the meter missed the checkpoint's copy", peak, tensorBytes)
+	if peak < largest {
+		t.Errorf("writing the checkpoint peaked at only %d bytes, under its largest tensor's %d: the meter missed the checkpoint", peak, largest)
 	}
 }

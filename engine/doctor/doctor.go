@@ -525,9 +525,9 @@ func (d *doc) hostNeeds(r *recipes.Recipe, p *ledger.Plan) {
 			gib(h.RAM), gib(m), gib(h.CheckpointBytes), gib(h.Step), gib(h.Load))
 		if h.RAM > m {
 			d.add(SecRecipe, "host_memory", Fail, detail,
-				"free host memory, or need less of it: train.optimizer_bits: 8 (moments a quarter the size), checkpoint.save_optimizer: false "+
-					"(no moments in the checkpoint), memory.optimizer_offload / memory.master_offload: device where the GPU has room, "+
-					"train.lora.rank > 0, or a smaller model; agentrl-tui plan RECIPE lists each part")
+				"free host memory, or need less of it: train.optimizer_bits: 8 (offloaded moments a quarter the size), "+
+					"memory.optimizer_offload / memory.master_offload: device where the GPU has room, train.lora.rank > 0, "+
+					"or a smaller model; agentrl-tui plan RECIPE lists each part")
 		} else {
 			d.add(SecRecipe, "host_memory", OK, detail, "")
 		}

@@ -8,14 +8,15 @@ import (
 // Host memory and disk: what a run needs outside the device. The device ledger above sizes the
 // GPU; a run also holds, in host memory, what its plan moves off the device during rollout (the
 // offloaded master weights and AdamW moments, the reference copy), and, while it writes a
-// checkpoint (after the step's sync, with the offloaded parts on the host), the whole checkpoint
-// built in host memory before the store writes it (engine/checkpoint.go → store.SaveCheckpoint):
-// every policy tensor as float32 safetensors bytes, the moments when checkpoint.save_optimizer,
-// plus one tensor's float32 copy on its way there and one store transaction (bbolt copies at most
-// 64 MiB of chunks per commit). On a GPU, GoMLX also keeps a host copy of each device tensor the
-// save reads (tensors.Tensor materialises its local copy and holds it until the tensor is freed):
-// the master weights and, when saved, the moments that are on the device. On the go backend the
-// device is the host, so its whole ledger (less the CUDA runtime reserve) is host memory too.
+// checkpoint (after the step's sync, with the offloaded parts on the host), what the checkpoint
+// streams through host memory (engine/checkpoint.go → store.SaveCheckpointFrom): one tensor at a
+// time, made when the store asks for it (its float32 copy and its safetensors bytes, at most the
+// largest tensor's twice over), and the chunks waiting for their bbolt transaction (at most 64 MiB
+// and one 4 MiB chunk, copied out of their tensor). On a GPU, GoMLX also keeps a host copy of
+// each device tensor the save reads (tensors.Tensor materialises its local copy and holds it
+// until the tensor is freed): the master weights and, when saved, the moments that are on the
+// device. On the go backend the device is the host, so its whole ledger (less the CUDA runtime
+// reserve) is host memory too.
 //
 // The store keeps checkpoint.keep_best + keep_last checkpoints (every one when keep_last is 0),
 // plus the one being written before retention drops the oldest (the final save is never
@@ -26,11 +27,11 @@ import (
 // Host components, the keys of HostPlan.Components (beside MasterWeights, OptimizerMoments and
 // ReferenceWeights, which wait there during rollout).
 const (
-	DeviceLedger        = "device_ledger"        // the go backend: the device's whole peak, in host memory
-	CheckpointCopy      = "checkpoint"           // the checkpoint built in host memory before it is written
-	CheckpointTransient = "checkpoint_transient" // one tensor's float32 copy and one store transaction
-	DeviceReadCopies    = "device_read_copies"   // GoMLX's host copies of the device tensors a save reads
-	HostProcess         = "process"              // the Go runtime, tokenizer, trajectories, sandbox workers
+	DeviceLedger     = "device_ledger"      // the go backend: the device's whole peak, in host memory
+	CheckpointCopy   = "checkpoint"         // the tensor being written: its float32 copy and its bytes
+	StorePending     = "store_pending"      // chunks waiting for their store transaction
+	DeviceReadCopies = "device_read_copies" // GoMLX's host copies of the device tensors a save reads
+	HostProcess      = "process"            // the Go runtime, tokenizer, trajectories, sandbox workers
 )
 
 // HostReserve is the process's own host memory beside the model: the Go runtime, the tokenizer,
@@ -38,8 +39,9 @@ const (
 // 0.5 GiB, the model's part included.
 const HostReserve int64 = 1 << 30
 
-// StoreTxBytes is the most chunk bytes the store writes per bbolt transaction (store.txBytes).
-const StoreTxBytes int64 = 64 << 20
+// StorePendingBytes is the most chunk bytes waiting for a bbolt transaction: store.txBytes
+// (64 MiB) and one store.ChunkSize chunk (4 MiB).
+const StorePendingBytes int64 = 68 << 20
 
 // CheckpointFileBytes is what a checkpoint keeps beside the tensors: config.json, tokenizer.json
 // (11 MiB for Qwen3's), tokenizer_config.json, generation_config.json.
@@ -68,7 +70,7 @@ type HostPlan struct {
 
 // hostOrder is the order the table lists host components in.
 func hostOrder() []string {
-	return []string{DeviceLedger, MasterWeights, OptimizerMoments, ReferenceWeights, CheckpointCopy, CheckpointTransient, DeviceReadCopies, HostProcess}
+	return []string{DeviceLedger, MasterWeights, OptimizerMoments, ReferenceWeights, CheckpointCopy, StorePending, DeviceReadCopies, HostProcess}
 }
 
 // CheckpointsKept is the most checkpoints a store holds at once for checkpoint.every, keep_best
@@ -120,8 +122,8 @@ func (z sizer) host(p *Plan) HostPlan {
 		h.Components[n] = b
 	}
 	h.CheckpointBytes = z.checkpointBytes()
-	h.Components[CheckpointCopy] = h.CheckpointBytes
-	h.Components[CheckpointTransient] = z.largestTensor()*4 + min(StoreTxBytes, h.CheckpointBytes)
+	h.Components[CheckpointCopy] = z.largestTensor() * 4 * 2
+	h.Components[StorePending] = min(StorePendingBytes, h.CheckpointBytes)
 	if !z.st.DeviceIsHost {
 		var read int64
 		if !p.MasterOnHost {
@@ -177,9 +179,9 @@ func (p *Plan) HostTable() string {
 		case ReferenceWeights:
 			note = "the reference copy, off the device but for its forward"
 		case CheckpointCopy:
-			note = "the checkpoint built in host memory before the store writes it"
-		case CheckpointTransient:
-			note = "one tensor's float32 copy and one 64 MiB store transaction"
+			note = "a checkpoint streams one tensor at a time: the largest's float32 copy and bytes"
+		case StorePending:
+			note = "chunks waiting for their store transaction (64 MiB and one chunk)"
 		case DeviceReadCopies:
 			note = "host copies GoMLX keeps of the device tensors the save reads"
 		case HostProcess:
