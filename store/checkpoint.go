@@ -436,10 +436,32 @@ func (s *Store) BlobCount() (int, error) {
 	return n, err
 }
 
+// ExportOptions say how Export writes the weights.
+type ExportOptions struct {
+	// DType converts every float tensor to this dtype (safetensors.BF16: half the bytes of the
+	// stored float32, the dtype of Qwen's own checkpoints; F16; F32); "" writes them as stored.
+	DType safetensors.DType
+	// ShardBytes, when > 0, splits the weights into model-0000i-of-0000n.safetensors files of at
+	// most this many bytes (a tensor bigger than that gets a file of its own) with
+	// model.safetensors.index.json, HuggingFace's layout for big models; 0 writes one
+	// model.safetensors.
+	ShardBytes int64
+}
+
 // Export writes a checkpoint as a HuggingFace folder: config.json and the other stored files
 // byte for byte, and model.safetensors (float tensors as stored). A LoRA run's checkpoint is
 // written merged: each adapter pair folded into its projection (see peft.go).
 func (s *Store) Export(run string, step int, dir string) error {
+	return s.ExportWith(run, step, dir, ExportOptions{})
+}
+
+// ExportWith is Export with the weights converted and sharded as o says.
+func (s *Store) ExportWith(run string, step int, dir string, o ExportOptions) error {
+	switch o.DType {
+	case "", safetensors.F32, safetensors.BF16, safetensors.F16:
+	default:
+		return fmt.Errorf("export: dtype %s is not one of F32, BF16, F16", o.DType)
+	}
 	cp, err := s.LoadCheckpoint(run, step)
 	if err != nil {
 		return err
@@ -453,7 +475,12 @@ func (s *Store) Export(run string, step int, dir string) error {
 			return err
 		}
 	}
-	if err := safetensors.WriteDir(dir, map[string]string{"format": "pt"}, weights, 0); err != nil {
+	if o.DType != "" {
+		if weights, err = convertFloats(weights, o.DType, src); err != nil {
+			return err
+		}
+	}
+	if err := safetensors.WriteDir(dir, map[string]string{"format": "pt"}, weights, o.ShardBytes); err != nil {
 		return err
 	}
 	for name, data := range cp.FileData {
@@ -493,4 +520,30 @@ func (s *Store) ImportHF(dir, run string, step int) error {
 		}
 	}
 	return s.SaveCheckpoint(cp)
+}
+
+// convertFloats returns ts with every float tensor in dtype dt (rounded to nearest even); other
+// tensors as they are.
+func convertFloats(ts []*safetensors.Tensor, dt safetensors.DType, src string) ([]*safetensors.Tensor, error) {
+	out := make([]*safetensors.Tensor, len(ts))
+	for i, t := range ts {
+		switch t.DType {
+		case safetensors.F32, safetensors.BF16, safetensors.F16:
+		default:
+			out[i] = t
+			continue
+		}
+		if t.DType == dt {
+			out[i] = t
+			continue
+		}
+		v, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: %w", src, t.Name, err)
+		}
+		if out[i], err = safetensors.FromFloat32(t.Name, t.Shape, v, dt); err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: %w", src, t.Name, err)
+		}
+	}
+	return out, nil
 }
