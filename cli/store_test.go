@@ -52,6 +52,35 @@ func TestExportedCheckpointLoadsAndMatches(t *testing.T) {
 			t.Fatalf("exported model: log-prob %d = %v; want %v", i, sc.NextTokenLogprobs[i], want)
 		}
 	}
+	// In bf16, in shards of 64 KiB: the folder loads through its index, within bf16's rounding
+	// (the GPU parity tolerance, 0.05).
+	half := filepath.Join(t.TempDir(), "bf16")
+	if _, err := runCmd(t, "export", "--store", dbPath, "--run", "imported", "--dtype", "bf16", "--shard-size", "64KiB", half); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(half, "model-*-of-*.safetensors")); len(m) < 2 {
+		t.Errorf("--shard-size 64KiB wrote %d shards; want several", len(m))
+	}
+	got, err = runCmd(t, "score", "--model", half, "--ids", idsArg(c.InputIDs), "--backend", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal([]byte(got), &sc)
+	for i, want := range c.NextTokenLogprobs {
+		if math.Abs(sc.NextTokenLogprobs[i]-want) > 0.05 {
+			t.Fatalf("bf16 export: log-prob %d = %v; want %v within 0.05", i, sc.NextTokenLogprobs[i], want)
+		}
+	}
+	for _, args := range [][]string{
+		{"--dtype", "int8"},
+		{"--peft", "--dtype", "bf16"},
+		{"--shard-size", "lots"},
+	} {
+		a := append([]string{"export", "--store", dbPath, "--run", "imported"}, args...)
+		if _, err := runCmd(t, append(a, filepath.Join(t.TempDir(), "x"))...); err == nil {
+			t.Errorf("export %v gave no error", args)
+		}
+	}
 }
 
 // TestRecipeRunJSON runs the real binary path of `agentrl-tui RECIPE --model DIR --ui json` for one

@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"agentrl/engine/event"
+	"agentrl/engine/model"
 	"agentrl/engine/residency"
 	"agentrl/store"
 	"agentrl/store/safetensors"
@@ -18,48 +19,44 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 		return nil
 	}
 	c.lastSaved = step
-	ts, err := c.opts.Policy.Params.Tensors(safetensors.F32)
+	_, _, adamStep := c.trainer.Moments()
+	man := store.Manifest{Run: c.opts.RunID, Step: step, RecipeHash: c.recipe.Hash(),
+		DataPosition: int64(step * c.recipe.Rollout.TasksPerStep),
+		Metrics:      map[string]float64{"best": c.best, "best_step": float64(c.bestStep), "since_best": float64(c.sinceBest), "adam_step": float64(adamStep)}}
+	// The tensors are made one at a time as the store asks for them: the host holds one tensor
+	// (and the store's 64 MiB of chunks waiting for their transaction), not the whole checkpoint.
+	var weights, all int64
+	params, i := c.opts.Policy.Params, 0
+	weightSrc := func() (*safetensors.Tensor, error) {
+		if i == len(params.Specs) {
+			return nil, nil
+		}
+		t, err := params.Tensor(i, safetensors.F32)
+		i++
+		if t != nil {
+			weights += int64(len(t.Data))
+		}
+		return t, err
+	}
+	head, err := c.valueHeadTensors()
 	if err != nil {
 		return err
 	}
-	m, v, adamStep := c.trainer.Moments()
-	cp := &store.Checkpoint{Manifest: store.Manifest{Run: c.opts.RunID, Step: step, RecipeHash: c.recipe.Hash(),
-		DataPosition: int64(step * c.recipe.Rollout.TasksPerStep),
-		Metrics:      map[string]float64{"best": c.best, "best_step": float64(c.bestStep), "since_best": float64(c.sinceBest), "adam_step": float64(adamStep)}},
-		Weights: ts, FileData: residency.CheckpointFiles(c.opts.Policy, c.opts.ModelFiles, c.recipe.Model.Path)}
-	if c.recipe.Checkpoint.SaveOptimizer {
-		for i, spec := range c.trainer.TrainedSpecs() { // a LoRA run's: the adapters
-			for _, pair := range []struct {
-				prefix string
-				t      *tensors.Tensor
-			}{{"m.", m[i]}, {"v.", v[i]}} {
-				st, err := residency.MomentTensor(pair.prefix+spec.Name, spec.Dims, pair.t)
-				if err != nil {
-					return err
-				}
-				cp.Moments = append(cp.Moments, st)
-			}
+	momentSrc := c.momentTensors(head)
+	countAll := func() (*safetensors.Tensor, error) {
+		t, err := momentSrc()
+		if t != nil {
+			all += int64(len(t.Data))
 		}
+		return t, err
 	}
-	if valueCoef(c.recipe) > 0 {
-		if err := c.saveValueHead(cp); err != nil {
-			return err
-		}
-	}
-	if err := c.opts.Store.SaveCheckpoint(cp); err != nil {
+	if err := c.opts.Store.SaveCheckpointFrom(man, weightSrc, countAll, residency.CheckpointFiles(c.opts.Policy, c.opts.ModelFiles, c.recipe.Model.Path)); err != nil {
 		return err
 	}
+	all += weights
 	c.stopMu.Lock()
 	c.stop.saved = step
 	c.stopMu.Unlock()
-	var weights, all int64
-	for _, t := range ts {
-		weights += int64(len(t.Data))
-	}
-	all = weights
-	for _, t := range cp.Moments {
-		all += int64(len(t.Data))
-	}
 	c.emit(event.Checkpoint{Step: step, Bytes: all, WeightBytes: weights, Best: step == c.bestStep})
 	if !final && c.recipe.Checkpoint.KeepLast > 0 {
 		var pinned []int
@@ -73,9 +70,40 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	return nil
 }
 
-// saveValueHead puts ppo's value head in the checkpoint's optimizer-state file (it is not part
-// of the HuggingFace model): its weights always, its AdamW moments with checkpoint.save_optimizer.
-func (c *Controller) saveValueHead(cp *store.Checkpoint) error {
+// momentTensors yields, one at a time, the AdamW moments of the trained tensors (a LoRA run's:
+// the adapters') when checkpoint.save_optimizer, then the tensors after (ppo's value head).
+func (c *Controller) momentTensors(after []*safetensors.Tensor) store.TensorSource {
+	var specs []model.ParamSpec
+	if c.recipe.Checkpoint.SaveOptimizer {
+		specs = c.trainer.TrainedSpecs()
+	}
+	m, v, _ := c.trainer.Moments()
+	i := 0 // 2·spec + (0: m, 1: v)
+	return func() (*safetensors.Tensor, error) {
+		if i < 2*len(specs) {
+			spec, t, prefix := specs[i/2], m[i/2], "m."
+			if i%2 == 1 {
+				t, prefix = v[i/2], "v."
+			}
+			i++
+			return residency.MomentTensor(prefix+spec.Name, spec.Dims, t)
+		}
+		if j := i - 2*len(specs); j < len(after) {
+			i++
+			return after[j], nil
+		}
+		return nil, nil
+	}
+}
+
+// valueHeadTensors are ppo's value head as it goes in the checkpoint's optimizer-state file (it
+// is not part of the HuggingFace model): its weights always, its AdamW moments with
+// checkpoint.save_optimizer; none without a value head.
+func (c *Controller) valueHeadTensors() ([]*safetensors.Tensor, error) {
+	if valueCoef(c.recipe) <= 0 {
+		return nil, nil
+	}
+	var out []*safetensors.Tensor
 	names, values, m, v := c.trainer.ValueHead()
 	for i, name := range names {
 		parts := []struct {
@@ -94,16 +122,16 @@ func (c *Controller) saveValueHead(cp *store.Checkpoint) error {
 		for _, p := range parts {
 			vals, err := tensors.CopyFlatData[float32](p.t)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			st, err := safetensors.FromFloat32(p.prefix+name, p.t.Shape().Dimensions, vals, safetensors.F32)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			cp.Moments = append(cp.Moments, st)
+			out = append(out, st)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // restoreValueHead loads ppo's value head (and its moments, when saved) from a checkpoint.

@@ -63,6 +63,8 @@ type Options struct {
 	AgentBin string
 	// Eval makes the run an evaluation-only one (see EvalOnly); nil trains.
 	Eval *EvalOnly
+	// fusedProbe replaces the check of fused attention (tests); nil: the backend's (probeFused)
+	fusedProbe fusedProbe
 }
 
 // Controller runs one recipe.
@@ -77,6 +79,7 @@ type Controller struct {
 	probe      hint.Probe        // the step's hint-usefulness probe (reference phase)
 	players    *play.Phase       // the generation phases: trajectories, tickets, tools
 	rec        *record.Recorder  // what the store keeps of the events emitted (nil: no store)
+	attention  string            // the attention path whole-sequence forwards take and why (event.RunStart.Attention)
 	partial    partialStep       // the step's partial rollout (rollout.partial), for its metrics and events
 	train      []envs.Task
 	heldout    []envs.Task
@@ -263,7 +266,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	}
 	r := c.recipe
 	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels,
-		Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}
+		Attention: c.attention, Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}
 	if c.opts.Store != nil && c.opts.Resume != nil {
 		run, err := c.opts.Store.GetRun(c.opts.RunID)
 		if err != nil {

@@ -105,7 +105,7 @@ func (c *Controller) runEval(ctx context.Context) (err error) {
 		return err
 	}
 	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels,
-		Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot()), Evaluates: e.Of + ", " + e.Set}
+		Attention: c.attention, Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot()), Evaluates: e.Of + ", " + e.Set}
 	if c.opts.Store != nil {
 		yaml, _ := json.Marshal(r)
 		if err := c.opts.Store.PutRun(store.Run{ID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(),

@@ -164,6 +164,7 @@ func Open(l Launch) (sess *Session, err error) {
 			return nil, err
 		}
 	}
+	fmt.Fprintln(l.Log, "attention: "+c.attention)
 	return &Session{Controller: c, Store: st, mon: mon}, nil
 }
 

@@ -149,6 +149,8 @@ func TestLoadBadRecipes(t *testing.T) {
 			"bad.yaml:1: a recipe is a mapping of sections (run, model, backend, memory, rollout, env, data, reward, algorithm, hinter, prm, train, eval, early_stop, checkpoint, ui)"},
 		{"zero instead of auto", "memory:\n  kv_slots: 0\n",
 			"bad.yaml:2: memory.kv_slots: 0 is out of range; want auto or at least 1"},
+		{"unknown attention path", "model:\n  attention: flash\n",
+			`bad.yaml:2: model.attention: "flash" is not one of auto, fused, chunked, dense`},
 		{"both: plugin with the go backend", "backend:\n  kind: go\n  plugin: /x.so\n",
 			"bad.yaml:3: backend.plugin: is set but backend.kind is go, which never loads a plugin; remove the plugin or set backend.kind: cuda"},
 		{"early stopping without evaluations", "eval:\n  every: 0\nearly_stop:\n  patience: 3\ncheckpoint:\n  keep_best: 0\n",
@@ -267,7 +269,7 @@ func TestPrecedence(t *testing.T) {
 	t.Setenv("AGENTRL_DEBUG", "1") // not under a recipe section: left alone
 	yaml := "train:\n  lr: 2e-5\n  warmup_steps: 7\nrollout:\n  temperature: 0.9\n"
 	r, errText := loadInline(t, yaml, Options{Overrides: map[string]string{
-		"rollout.temperature": "0.5", "run.max_steps": "5", "model.path": "", "train.micro_batch": "auto",
+		"rollout.temperature": "0.5", "run.max_steps": "5", "model.path": "", "train.micro_batch": "auto", "model.attention": "chunked",
 	}})
 	if errText != "" {
 		t.Fatal(errText)
@@ -284,6 +286,7 @@ func TestPrecedence(t *testing.T) {
 		{"env bool", r.Train.GradientCheckpointing, true},
 		{"override over env and file", r.Rollout.Temperature, 0.5},
 		{"override", r.Run.MaxSteps, 5},
+		{"override of model.attention (--set model.attention=chunked)", r.Model.Attention, "chunked"},
 		{"default", r.Train.Beta2, 0.999},
 	}
 	for _, c := range checks {

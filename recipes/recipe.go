@@ -70,6 +70,13 @@ type Model struct {
 	// DType is the compute precision: "auto" (bf16 on a GPU, f32 on the CPU), "f32" or "bf16".
 	// Master weights and optimizer state are always float32.
 	DType string `mapstructure:"dtype" json:"dtype"`
+	// Attention is how training, the reference and scoring attend over whole sequences (rollout's
+	// KV-cache steps are always dense): "auto" (fused cuDNN flash attention where the backend has
+	// it and its program compiles, falling back to chunked with the reason when it does not;
+	// else chunked beyond one block of queries, dense below), "fused" (refused where the backend
+	// lacks it), "chunked" (blocks of queries, the [B, heads, T, S] scores never whole) or
+	// "dense" (every query's scores at once).
+	Attention string `mapstructure:"attention" json:"attention"`
 }
 
 // Backend chooses the GoMLX backend.
@@ -77,8 +84,10 @@ type Backend struct {
 	// Kind is "auto" (CUDA when a GPU and the PJRT plugin are found, else Go), "go" (pure-Go CPU)
 	// or "cuda" (XLA PJRT CUDA plugin; an error when it cannot be opened).
 	Kind string `mapstructure:"kind" json:"kind"`
-	// Plugin is an explicit path to xla_cuda_plugin.so; empty means search PJRT_PLUGIN_LIBRARY_PATH
-	// and Python site-packages. Only meaningful with kind auto or cuda.
+	// Plugin is the PJRT CUDA plugin: the file (xla_cuda_plugin.so from JAX's wheel,
+	// pjrt_c_api_cuda_plugin.so from go-xla's installer) or a folder holding one in either layout
+	// (site-packages, ~/.local/lib/go-xla, …); empty means search PJRT_PLUGIN_LIBRARY_PATH, Python
+	// site-packages and go-xla's install folders. Only meaningful with kind auto or cuda.
 	Plugin string `mapstructure:"plugin" json:"plugin"`
 }
 
@@ -621,7 +630,7 @@ func (a AutoInt) String() string {
 func Default() *Recipe {
 	return &Recipe{
 		Run:     Run{Name: "", Seed: 1, MaxSteps: 40, Store: "runs/agentrl.db"},
-		Model:   Model{Path: "", DType: "auto"},
+		Model:   Model{Path: "", DType: "auto", Attention: "auto"},
 		Backend: Backend{Kind: "auto", Plugin: ""},
 		Memory:  Memory{VRAM: "auto", KVSlots: 0, OptimizerOffload: "auto", MasterOffload: "auto"},
 		Rollout: Rollout{

@@ -180,6 +180,7 @@ func (c *checker) run() {
 func (c *checker) model() {
 	m := c.r.Model
 	c.oneOf("model.dtype", m.DType, "auto", "f32", "bf16")
+	c.oneOf("model.attention", m.Attention, "auto", "fused", "chunked", "dense")
 	if m.Path == "" {
 		return
 	}
@@ -207,7 +208,7 @@ func (c *checker) backend() {
 		return
 	}
 	if _, err := os.Stat(b.Plugin); err != nil {
-		c.failf("backend.plugin", "%q does not exist; give the path of xla_cuda_plugin.so or leave it empty to search for it", b.Plugin)
+		c.failf("backend.plugin", "%q does not exist; give the plugin file (xla_cuda_plugin.so or pjrt_c_api_cuda_plugin.so) or a folder holding one, or leave it empty to search for it", b.Plugin)
 	}
 }
 

@@ -68,6 +68,7 @@ type chunker struct {
 	s       *Store
 	pending map[string][]byte
 	size    int
+	fresh   []string // pending chunks added since the last detach, still slices of their caller's buffer
 }
 
 func (c *chunker) add(data []byte) ([]string, error) {
@@ -80,6 +81,7 @@ func (c *chunker) add(data []byte) ([]string, error) {
 		if _, dup := c.pending[h]; !dup {
 			c.pending[h] = data[off:end]
 			c.size += end - off
+			c.fresh = append(c.fresh, h)
 		}
 		if c.size >= txBytes {
 			if err := c.flush(); err != nil {
@@ -91,6 +93,17 @@ func (c *chunker) add(data []byte) ([]string, error) {
 		}
 	}
 	return hashes, nil
+}
+
+// detach copies the chunks still waiting for their transaction out of the buffers they were cut
+// from, so that a streamed tensor's buffer is free once it has been added (at most txBytes copied).
+func (c *chunker) detach() {
+	for _, h := range c.fresh {
+		if d, ok := c.pending[h]; ok {
+			c.pending[h] = bytes.Clone(d)
+		}
+	}
+	c.fresh = c.fresh[:0]
 }
 
 func (c *chunker) flush() error {
@@ -110,55 +123,86 @@ func (c *chunker) flush() error {
 		}
 		return nil
 	})
-	c.pending, c.size = map[string][]byte{}, 0
+	c.pending, c.size, c.fresh = map[string][]byte{}, 0, c.fresh[:0]
 	return err
 }
 
-// SaveCheckpoint stores a checkpoint: chunks first (in transactions of at most 64 MiB, skipping
-// chunks already stored), then the manifest in one last transaction.
+// TensorSource yields a checkpoint's tensors one at a time (SaveCheckpointFrom): the next one, or
+// nil at the end.
+type TensorSource func() (*safetensors.Tensor, error)
+
+// Tensors is a TensorSource over tensors already in memory.
+func Tensors(ts []*safetensors.Tensor) TensorSource {
+	i := 0
+	return func() (*safetensors.Tensor, error) {
+		if i == len(ts) {
+			return nil, nil
+		}
+		i++
+		return ts[i-1], nil
+	}
+}
+
+// SaveCheckpoint stores a checkpoint whose tensors are all in memory (SaveCheckpointFrom).
 func (s *Store) SaveCheckpoint(cp *Checkpoint) error {
-	if cp.Run == "" {
+	return s.SaveCheckpointFrom(cp.Manifest, Tensors(cp.Weights), Tensors(cp.Moments), cp.FileData)
+}
+
+// SaveCheckpointFrom stores a checkpoint: chunks first (in transactions of at most 64 MiB,
+// skipping chunks already stored), then the manifest in one last transaction. The weights and the
+// moments (optimizer state; nil for none) come one tensor at a time, so a caller that makes each
+// when asked holds one tensor, and at most 64 MiB of chunks waiting for their transaction, instead
+// of the whole checkpoint. The manifest lists each group in name order, whatever the order given.
+func (s *Store) SaveCheckpointFrom(man Manifest, weights, moments TensorSource, files map[string][]byte) error {
+	if man.Run == "" {
 		return errors.New("store: checkpoint has no run id")
 	}
 	c := &chunker{s: s, pending: map[string][]byte{}}
-	m := cp.Manifest
+	m := man
 	m.Created = time.Now().UTC()
 	m.Tensors, m.Optimizer, m.Files, m.Bytes = nil, nil, nil, 0
-	refs := func(ts []*safetensors.Tensor) ([]TensorRef, error) {
-		sorted := append([]*safetensors.Tensor{}, ts...)
-		sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	refs := func(next TensorSource) ([]TensorRef, error) {
 		var out []TensorRef
-		for _, t := range sorted {
+		for next != nil {
+			t, err := next()
+			if err != nil {
+				return nil, err
+			}
+			if t == nil {
+				break
+			}
 			h, err := c.add(t.Data)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, TensorRef{Name: t.Name, DType: t.DType, Shape: t.Shape, Bytes: int64(len(t.Data)), Chunks: h})
 			m.Bytes += int64(len(t.Data))
+			c.detach()
 		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 		return out, nil
 	}
 	var err error
-	if m.Tensors, err = refs(cp.Weights); err != nil {
+	if m.Tensors, err = refs(weights); err != nil {
 		return err
 	}
-	if m.Optimizer, err = refs(cp.Moments); err != nil {
+	if m.Optimizer, err = refs(moments); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(cp.FileData))
-	for n := range cp.FileData {
+	names := make([]string, 0, len(files))
+	for n := range files {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		h, err := c.add(cp.FileData[n])
+		h, err := c.add(files[n])
 		if err != nil {
 			return err
 		}
-		m.Files = append(m.Files, FileRef{Name: n, Bytes: int64(len(cp.FileData[n])), Chunks: h})
+		m.Files = append(m.Files, FileRef{Name: n, Bytes: int64(len(files[n])), Chunks: h})
 	}
 	if err := c.flush(); err != nil {
-		return fmt.Errorf("store %s: writing checkpoint %s/%d: %w", s.path, cp.Run, cp.Step, err)
+		return fmt.Errorf("store %s: writing checkpoint %s/%d: %w", s.path, m.Run, m.Step, err)
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
@@ -392,10 +436,32 @@ func (s *Store) BlobCount() (int, error) {
 	return n, err
 }
 
+// ExportOptions say how Export writes the weights.
+type ExportOptions struct {
+	// DType converts every float tensor to this dtype (safetensors.BF16: half the bytes of the
+	// stored float32, the dtype of Qwen's own checkpoints; F16; F32); "" writes them as stored.
+	DType safetensors.DType
+	// ShardBytes, when > 0, splits the weights into model-0000i-of-0000n.safetensors files of at
+	// most this many bytes (a tensor bigger than that gets a file of its own) with
+	// model.safetensors.index.json, HuggingFace's layout for big models; 0 writes one
+	// model.safetensors.
+	ShardBytes int64
+}
+
 // Export writes a checkpoint as a HuggingFace folder: config.json and the other stored files
 // byte for byte, and model.safetensors (float tensors as stored). A LoRA run's checkpoint is
 // written merged: each adapter pair folded into its projection (see peft.go).
 func (s *Store) Export(run string, step int, dir string) error {
+	return s.ExportWith(run, step, dir, ExportOptions{})
+}
+
+// ExportWith is Export with the weights converted and sharded as o says.
+func (s *Store) ExportWith(run string, step int, dir string, o ExportOptions) error {
+	switch o.DType {
+	case "", safetensors.F32, safetensors.BF16, safetensors.F16:
+	default:
+		return fmt.Errorf("export: dtype %s is not one of F32, BF16, F16", o.DType)
+	}
 	cp, err := s.LoadCheckpoint(run, step)
 	if err != nil {
 		return err
@@ -409,7 +475,12 @@ func (s *Store) Export(run string, step int, dir string) error {
 			return err
 		}
 	}
-	if err := safetensors.WriteDir(dir, map[string]string{"format": "pt"}, weights, 0); err != nil {
+	if o.DType != "" {
+		if weights, err = convertFloats(weights, o.DType, src); err != nil {
+			return err
+		}
+	}
+	if err := safetensors.WriteDir(dir, map[string]string{"format": "pt"}, weights, o.ShardBytes); err != nil {
 		return err
 	}
 	for name, data := range cp.FileData {
@@ -449,4 +520,30 @@ func (s *Store) ImportHF(dir, run string, step int) error {
 		}
 	}
 	return s.SaveCheckpoint(cp)
+}
+
+// convertFloats returns ts with every float tensor in dtype dt (rounded to nearest even); other
+// tensors as they are.
+func convertFloats(ts []*safetensors.Tensor, dt safetensors.DType, src string) ([]*safetensors.Tensor, error) {
+	out := make([]*safetensors.Tensor, len(ts))
+	for i, t := range ts {
+		switch t.DType {
+		case safetensors.F32, safetensors.BF16, safetensors.F16:
+		default:
+			out[i] = t
+			continue
+		}
+		if t.DType == dt {
+			out[i] = t
+			continue
+		}
+		v, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: %w", src, t.Name, err)
+		}
+		if out[i], err = safetensors.FromFloat32(t.Name, t.Shape, v, dt); err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: %w", src, t.Name, err)
+		}
+	}
+	return out, nil
 }

@@ -72,6 +72,9 @@ func PlainLine(e event.Event) string {
 		if v.Kernels != "" {
 			line += "; " + v.Kernels
 		}
+		if v.Attention != "" {
+			line += "; attention " + v.Attention
+		}
 		if strings.HasPrefix(v.Sandbox, "NONE") {
 			line += "; SANDBOX ISOLATION NONE: model-written code can read your files and reach the network"
 		}

@@ -57,3 +57,32 @@ func TestSandboxShown(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionShown: the attention path a run takes, and why, is in the plain run line and in
+// the Status pane; a run start without one (a stored run replayed) shows none.
+func TestAttentionShown(t *testing.T) {
+	for _, tc := range []struct {
+		attention, pane, plain string
+	}{
+		{"chunked, blocks of 256 queries (auto: the go backend has no fused attention op)", "Attention chunked, blocks of 256 queries", "; attention chunked, blocks of 256 queries (auto: the go backend"},
+		{"chunked, blocks of 256 queries (auto: the fused attention program failed to compile for a 16384-token sequence, so chunked: cuDNN rejected it)",
+			"Attention chunked, blocks of 256 queries", "failed to compile"},
+		{"", "", ""},
+	} {
+		start := event.RunStart{RunID: "r", Name: "gpu", Recipe: "retool.yaml", TotalSteps: 2, Backend: "cuda", Attention: tc.attention}
+		if got := PlainLine(start); (tc.plain == "") == strings.Contains(got, "attention") || !strings.Contains(got, tc.plain) {
+			t.Errorf("attention %q: plain line %q; want %q in it", tc.attention, got, tc.plain)
+		}
+		m := testModel([]event.Event{start}, nil, 120, 40)
+		run(m, m.Init())
+		press(m, "1")
+		v := screen(t, m, 120, 40)
+		if tc.pane == "" {
+			if strings.Contains(v, "Attention") {
+				t.Errorf("no attention line, yet the Status pane shows one:\n%s", v)
+			}
+		} else if !strings.Contains(v, tc.pane) {
+			t.Errorf("attention %q: the Status pane lacks %q:\n%s", tc.attention, tc.pane, v)
+		}
+	}
+}

@@ -356,10 +356,13 @@ func (p *statusPane) render(w int) []string {
 	if d.start.Backend != "" {
 		kv("Backend", d.start.Backend)
 	}
-	if d.start.Kernels != "" {
-		for i, l := range wrap(d.start.Kernels, max(w-10, 20)) {
+	for _, f := range [][2]string{{"Kernels", d.start.Kernels}, {"Attention", d.start.Attention}} {
+		if f[1] == "" {
+			continue
+		}
+		for i, l := range wrap(f[1], max(w-10, 20)) {
 			if i == 0 {
-				kv("Kernels", l)
+				kv(f[0], l)
 			} else {
 				add(strings.Repeat(" ", 10) + l)
 			}

@@ -28,7 +28,7 @@ const (
 // Request says which backend to create.
 type Request struct {
 	Kind       string // auto | go | cuda; "" means auto
-	PluginPath string // explicit path to xla_cuda_plugin.so (flag or recipe); optional
+	PluginPath string // the plugin file, or a folder to search (flag or recipe); optional
 	// MemoryFraction, when > 0, caps the XLA allocator's share of GPU memory.
 	MemoryFraction float64
 }
@@ -44,9 +44,12 @@ type Choice struct {
 
 // Plugin is a located PJRT CUDA plugin with its CUDA library folder.
 type Plugin struct {
-	Path     string // the .so file
-	CUDADir  string // folder holding the nvidia/ CUDA libraries (for --xla_gpu_cuda_data_dir)
-	FoundVia string // flag | PJRT_PLUGIN_LIBRARY_PATH | site-packages
+	Path string // the .so file
+	// NvidiaDir is the nvidia/ folder of CUDA libraries beside the plugin ("" when there is none);
+	// CUDADir the folder in it for --xla_gpu_cuda_data_dir (nvidia/cu13: nvvm/libdevice, bin/ptxas).
+	NvidiaDir, CUDADir string
+	FoundVia           string // ViaFlag | PJRT_PLUGIN_LIBRARY_PATH | site-packages | go-xla installer folder
+	Layout             string // LayoutJAX | LayoutGoXLA | LayoutOther
 }
 
 // Env abstracts the process environment and file system probes so that the choice logic is testable.
@@ -207,53 +210,135 @@ func openGo(reason string) (*Choice, error) {
 }
 
 func openCUDA(p *Plugin, req Request, env Env, why string) (*Choice, error) {
-	// go-xla writes a wrong --xla_gpu_cuda_data_dir unless XLA_FLAGS already holds one.
-	flags := env.Getenv("XLA_FLAGS")
-	if !strings.Contains(flags, "--xla_gpu_cuda_data_dir") && p.CUDADir != "" {
-		flags = strings.TrimSpace(flags + " --xla_gpu_cuda_data_dir=" + p.CUDADir)
-		_ = env.Setenv("XLA_FLAGS", flags)
-	}
-	if env.Getenv("GOPJRT_CUDA_CHECKS") == "" {
-		_ = env.Setenv("GOPJRT_CUDA_CHECKS", "0")
-	}
+	setCUDAEnv(p, env)
 	cfg := "xla:" + p.Path + ",preallocate=false"
 	if req.MemoryFraction > 0 {
 		cfg += fmt.Sprintf(",memory_fraction=%g", req.MemoryFraction)
 	}
 	b, err := compute.NewWithConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("creating the CUDA backend from %s: %w", p.Path, err)
+		return nil, fmt.Errorf("creating the CUDA backend from %s (%s layout): %w", p.Path, p.Layout, err)
 	}
 	return &Choice{Backend: b, Kind: CUDA, Config: cfg, Plugin: p,
-		Reason: fmt.Sprintf("backend cuda: %s (plugin %s via %s)", why, p.Path, p.FoundVia)}, nil
+		Reason: fmt.Sprintf("backend cuda: %s (plugin %s via %s, %s layout)", why, p.Path, p.FoundVia, p.Layout)}, nil
 }
 
-// FindPlugin locates the PJRT CUDA plugin: the explicit path, then PJRT_PLUGIN_LIBRARY_PATH, then
-// jax_plugins/xla_cuda*/xla_cuda_plugin.so under Python site-packages. It returns every place it
-// looked, for the error message.
+// setCUDAEnv sets what XLA and go-xla read before the plugin loads.
+func setCUDAEnv(p *Plugin, env Env) {
+	// XLA needs nvvm/libdevice and ptxas when it compiles; without a system CUDA they are only in
+	// the plugin's nvidia/ folder. go-xla's own fix-up (pjrt/cuda_linux.go cudaSetCUDADir) writes
+	// <plugin folder>/../nvidia, which for go-xla's installer lacks nvvm/ (it is in nvidia/cu13/)
+	// and for JAX's wheel does not exist; it leaves an XLA_FLAGS that already names a folder alone,
+	// so the folder found here goes first.
+	flags := env.Getenv("XLA_FLAGS")
+	if !strings.Contains(flags, "--xla_gpu_cuda_data_dir") && p.CUDADir != "" {
+		flags = strings.TrimSpace(flags + " --xla_gpu_cuda_data_dir=" + p.CUDADir)
+		_ = env.Setenv("XLA_FLAGS", flags)
+	}
+	// go-xla's CUDA checks stay on (they warn when no nvidia/ folder is beside the plugin, and
+	// set the data folder when XLA_FLAGS names none), except for JAX's wheel, where they misfire:
+	// they look for <plugin folder>/../nvidia = site-packages/jax_plugins/nvidia, which no JAX
+	// install has (the wheel's libraries are in site-packages/nvidia, which its RPATH reaches),
+	// and print a warning telling the user to symlink it there. A GOPJRT_CUDA_CHECKS the user set
+	// is kept either way.
+	if p.Layout == LayoutJAX && env.Getenv("GOPJRT_CUDA_CHECKS") == "" {
+		_ = env.Setenv("GOPJRT_CUDA_CHECKS", "0")
+	}
+}
+
+// Layouts of a PJRT CUDA plugin and its CUDA libraries, as the two installers lay them out.
+const (
+	// LayoutJAX is JAX's pip wheel (pip install 'jax[cuda13]'): the plugin at
+	// <site-packages>/jax_plugins/xla_cuda13/xla_cuda_plugin.so, the CUDA libraries in the
+	// nvidia-* wheels at <site-packages>/nvidia/cu13 (cuDNN, NCCL in nvidia/cudnn, nvidia/nccl).
+	LayoutJAX = "jax wheel"
+	// LayoutGoXLA is go-xla's installer (installer/cuda.go CudaInstall in
+	// github.com/gomlx/go-xla v0.4.5, run by cmd/pjrt_installer or xla.AutoInstall): the plugin,
+	// taken out of the same JAX wheel and renamed, at <prefix>/go-xla/nvidia/pjrt_c_api_cuda_plugin.so
+	// (prefix ~/.local/lib or /usr/local/lib), and the nvidia-* wheels' nvidia/ folders extracted
+	// beside it, in <prefix>/go-xla/nvidia (cu13/lib, cu13/nvvm, cudnn/lib, …, plus a bin/ptxas link).
+	LayoutGoXLA = "go-xla installer"
+	// LayoutOther is a plugin file in any other place.
+	LayoutOther = "other"
+)
+
+// ViaFlag is Plugin.FoundVia for a plugin named by hand.
+const ViaFlag = "--plugin or backend.plugin"
+
+// GoXLADirs are the folders go-xla's installer installs into and go-xla itself searches
+// (pjrt/dynamiclib_posix.go osDefaultLibraryPaths in v0.4.5): ~/.local/lib/go-xla and
+// /usr/local/lib/go-xla, the plugin in their nvidia/ folder.
+func GoXLADirs(env Env) []string {
+	var out []string
+	if h := env.Getenv("HOME"); h != "" {
+		out = append(out, filepath.Join(h, ".local", "lib", "go-xla"))
+	}
+	return append(out, "/usr/local/lib/go-xla")
+}
+
+// pluginPatterns are the names a CUDA plugin has inside a folder someone names (a flag, the
+// recipe's backend.plugin, PJRT_PLUGIN_LIBRARY_PATH), whichever layout the folder is a part of:
+// the plugin's own folder, go-xla's nvidia/ or go-xla/ or lib/ folder, JAX's xla_cuda13/,
+// jax_plugins/ or site-packages/ folder.
+var pluginPatterns = []string{
+	"pjrt_c_api_cuda*_plugin.so",
+	"xla_cuda_plugin.so",
+	"pjrt*cuda*.so",
+	"nvidia/pjrt_c_api_cuda*_plugin.so",
+	"go-xla/nvidia/pjrt_c_api_cuda*_plugin.so",
+	"xla_cuda*/xla_cuda_plugin.so",
+	"jax_plugins/xla_cuda*/xla_cuda_plugin.so",
+}
+
+// pluginIn returns the first plugin file inside dir by pluginPatterns (the newest CUDA major
+// first where several match one pattern: xla_cuda13 before xla_cuda12), "" when none.
+func pluginIn(dir string, env Env) string {
+	for _, pat := range pluginPatterns {
+		m, _ := env.Glob(filepath.Join(dir, pat))
+		sort.Sort(sort.Reverse(sort.StringSlice(m)))
+		for _, c := range m {
+			if st, err := env.Stat(c); err == nil && !st.IsDir() {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+// FindPlugin locates the PJRT CUDA plugin: the explicit path (a file, or a folder of either
+// layout), then PJRT_PLUGIN_LIBRARY_PATH, then JAX's wheel under Python site-packages, then
+// go-xla's installer folders. It returns every place it looked, for the error message.
 func FindPlugin(explicit string, env Env) (*Plugin, []string, error) {
 	var searched []string
 	if explicit != "" {
-		searched = append(searched, explicit+" (--plugin)")
-		if st, err := env.Stat(explicit); err == nil && !st.IsDir() {
-			return &Plugin{Path: abs(explicit), CUDADir: cudaDirFor(explicit, env), FoundVia: "flag"}, searched, nil
+		st, err := env.Stat(explicit)
+		switch {
+		case err != nil:
+			searched = append(searched, explicit+" (--plugin / backend.plugin)")
+			return nil, searched, fmt.Errorf("plugin %s does not exist", explicit)
+		case !st.IsDir():
+			searched = append(searched, explicit+" (--plugin / backend.plugin)")
+			return newPlugin(explicit, ViaFlag, env), searched, nil
 		}
-		return nil, searched, fmt.Errorf("plugin %s does not exist", explicit)
+		searched = append(searched, fmt.Sprintf("%s/{%s} (--plugin / backend.plugin)", explicit, strings.Join(pluginPatterns, ",")))
+		if c := pluginIn(explicit, env); c != "" {
+			return newPlugin(c, ViaFlag, env), searched, nil
+		}
+		return nil, searched, fmt.Errorf("the folder %s holds no PJRT CUDA plugin (xla_cuda_plugin.so from JAX's wheel, or pjrt_c_api_cuda_plugin.so from go-xla's installer)", explicit)
 	}
 	for _, dir := range filepath.SplitList(env.Getenv("PJRT_PLUGIN_LIBRARY_PATH")) {
 		if dir == "" {
 			continue
 		}
 		searched = append(searched, dir+" (PJRT_PLUGIN_LIBRARY_PATH)")
-		candidates := []string{dir}
-		if st, err := env.Stat(dir); err == nil && st.IsDir() {
-			m, _ := env.Glob(filepath.Join(dir, "*cuda*.so"))
-			m2, _ := env.Glob(filepath.Join(dir, "xla_cuda*", "*.so"))
-			candidates = append(m, m2...)
-		}
-		for _, c := range candidates {
-			if st, err := env.Stat(c); err == nil && !st.IsDir() && strings.Contains(filepath.Base(c), "cuda") {
-				return &Plugin{Path: abs(c), CUDADir: cudaDirFor(c, env), FoundVia: "PJRT_PLUGIN_LIBRARY_PATH"}, searched, nil
+		st, err := env.Stat(dir)
+		switch {
+		case err != nil:
+		case !st.IsDir() && strings.Contains(filepath.Base(dir), "cuda"):
+			return newPlugin(dir, "PJRT_PLUGIN_LIBRARY_PATH", env), searched, nil
+		case st.IsDir():
+			if c := pluginIn(dir, env); c != "" {
+				return newPlugin(c, "PJRT_PLUGIN_LIBRARY_PATH", env), searched, nil
 			}
 		}
 	}
@@ -263,26 +348,67 @@ func FindPlugin(explicit string, env Env) (*Plugin, []string, error) {
 		m, _ := env.Glob(pattern)
 		sort.Sort(sort.Reverse(sort.StringSlice(m))) // newest CUDA major first (xla_cuda13 before xla_cuda12)
 		if len(m) > 0 {
-			return &Plugin{Path: abs(m[0]), CUDADir: cudaDirFor(m[0], env), FoundVia: "site-packages"}, searched, nil
+			return newPlugin(m[0], "site-packages", env), searched, nil
+		}
+	}
+	for _, dir := range GoXLADirs(env) {
+		pattern := filepath.Join(dir, "nvidia", "pjrt_c_api_cuda*_plugin.so")
+		searched = append(searched, pattern)
+		m, _ := env.Glob(pattern)
+		if len(m) > 0 {
+			return newPlugin(m[0], "go-xla installer folder", env), searched, nil
 		}
 	}
 	return nil, searched, fmt.Errorf("no PJRT CUDA plugin found")
 }
 
-// cudaDirFor finds the CUDA library folder shipped beside a plugin from a JAX wheel:
-// <site-packages>/nvidia/cu13 (or cu12), or <site-packages>/nvidia itself.
-func cudaDirFor(plugin string, env Env) string {
-	sp := filepath.Dir(filepath.Dir(filepath.Dir(abs(plugin)))) // .../site-packages
-	for _, c := range []string{"cu13", "cu12"} {
-		d := filepath.Join(sp, "nvidia", c)
-		if st, err := env.Stat(d); err == nil && st.IsDir() {
+func newPlugin(path, via string, env Env) *Plugin {
+	p := &Plugin{Path: abs(path), FoundVia: via}
+	p.Layout = layoutOf(p.Path)
+	p.NvidiaDir = nvidiaDirFor(p.Path, env)
+	p.CUDADir = cudaDirIn(p.NvidiaDir, env)
+	return p
+}
+
+// layoutOf says which installer laid out the plugin at path.
+func layoutOf(path string) string {
+	dir := filepath.Dir(path)
+	switch {
+	case strings.HasPrefix(filepath.Base(dir), "xla_cuda") && filepath.Base(filepath.Dir(dir)) == "jax_plugins":
+		return LayoutJAX
+	case strings.HasPrefix(filepath.Base(path), "pjrt_c_api_cuda") && filepath.Base(dir) == "nvidia":
+		return LayoutGoXLA
+	}
+	return LayoutOther
+}
+
+// nvidiaDirFor finds the nvidia/ folder of CUDA libraries beside a plugin, where the plugin's
+// RPATH looks for them: <plugin folder>/../nvidia (go-xla's installer, where the plugin sits in
+// that nvidia/ folder itself) or <plugin folder>/../../nvidia (JAX's wheel:
+// site-packages/jax_plugins/xla_cuda13/ → site-packages/nvidia). "" when neither exists.
+func nvidiaDirFor(plugin string, env Env) string {
+	up := filepath.Dir(filepath.Dir(plugin))
+	for _, d := range []string{filepath.Join(up, "nvidia"), filepath.Join(filepath.Dir(up), "nvidia")} {
+		if dirExists(env, d) {
 			return d
 		}
 	}
-	if d := filepath.Join(sp, "nvidia"); dirExists(env, d) {
-		return d
-	}
 	return ""
+}
+
+// cudaDirIn is the folder to give XLA as --xla_gpu_cuda_data_dir inside an nvidia/ folder: the
+// one holding nvvm/libdevice and bin/ptxas — cu13 (CUDA 13 wheels), cu12, cuda_nvcc (CUDA 12
+// wheels, one folder per package) — or the nvidia/ folder itself; "" without one.
+func cudaDirIn(nvidia string, env Env) string {
+	if nvidia == "" {
+		return ""
+	}
+	for _, c := range []string{"cu13", "cu12", "cuda_nvcc"} {
+		if d := filepath.Join(nvidia, c); dirExists(env, d) {
+			return d
+		}
+	}
+	return nvidia
 }
 
 func dirExists(env Env, d string) bool {
@@ -297,6 +423,42 @@ func abs(p string) string {
 	return p
 }
 
+// The versions the install commands pin. JAXVersion is the JAX release whose CUDA 13 plugin
+// (PJRT C API 0.104 is what go-xla v0.4.5's pjrt_c_api.h declares) ran this engine on an H100 on
+// 2026-11-27 (docs/gpu/2026-11-27-h100.md). go-xla's installer takes the same plugin from the
+// jax-cuda13-pjrt wheel of that version.
+const (
+	JAXVersion = "0.11.2"
+	// InstallJAX installs JAX's wheel: the plugin and the nvidia-* wheels it depends on.
+	InstallJAX = "pip install 'jax[cuda13]==" + JAXVersion + "'"
+	// InstallGoXLA runs go-xla's installer for the same plugin into ~/.local/lib/go-xla.
+	InstallGoXLA = "go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest -plugin cuda13 -version " + JAXVersion + " -path ~/.local/lib/go-xla"
+)
+
+// InstallFix is the fix line for a missing plugin: either installer, and how to point at it.
+func InstallFix() string {
+	return "install the CUDA 13 plugin with its CUDA libraries, either " + InstallJAX +
+		" (jax_plugins/xla_cuda13/xla_cuda_plugin.so and site-packages/nvidia/cu13) or go-xla's installer, " + InstallGoXLA +
+		" (go-xla/nvidia/pjrt_c_api_cuda_plugin.so beside its nvidia libraries); both are searched, or pass --plugin FILE-OR-FOLDER " +
+		"(backend.plugin in the recipe) or set PJRT_PLUGIN_LIBRARY_PATH; or run on the CPU with --backend go"
+}
+
+// LibsFix is the fix line for a plugin whose CUDA libraries are missing, by its layout.
+func LibsFix(p *Plugin) string {
+	tail := ", or point XLA_FLAGS=--xla_gpu_cuda_data_dir= at a CUDA installation that has them"
+	switch p.Layout {
+	case LayoutJAX:
+		return InstallJAX + " into the Python environment that holds " + p.Path +
+			" (the nvidia-* wheels it depends on land in its site-packages/nvidia)" + tail
+	case LayoutGoXLA:
+		return "rerun go-xla's installer into " + filepath.Dir(filepath.Dir(p.Path)) + ": " +
+			strings.Replace(InstallGoXLA, "~/.local/lib/go-xla", filepath.Dir(filepath.Dir(p.Path)), 1) +
+			" (it extracts the nvidia-* wheels into that nvidia/ folder)" + tail
+	}
+	return "put the CUDA libraries in an nvidia/ folder at " + filepath.Join(filepath.Dir(filepath.Dir(p.Path)), "nvidia") +
+		" or one level above (where the plugin's RPATH looks), or install the plugin with " + InstallJAX + " or go-xla's installer" + tail
+}
+
 func pluginError(searched []string, cause error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "backend cuda: %v. Searched: ", cause)
@@ -305,9 +467,7 @@ func pluginError(searched []string, cause error) error {
 	} else {
 		b.WriteString(strings.Join(searched, "; "))
 	}
-	b.WriteString(". Fix: install JAX's CUDA plugin (pip install 'jax[cuda13]' brings jax_plugins/xla_cuda13/xla_cuda_plugin.so " +
-		"and the nvidia/cu13 libraries), then pass --plugin /path/to/xla_cuda_plugin.so or set PJRT_PLUGIN_LIBRARY_PATH " +
-		"to its folder; or run on the CPU with --backend go")
+	b.WriteString(". Fix: " + InstallFix())
 	return fmt.Errorf("%s", b.String())
 }
 

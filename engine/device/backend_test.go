@@ -33,11 +33,38 @@ func jaxSite() map[string]bool {
 	return map[string]bool{
 		site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so": false,
 		site + "/jax_plugins/xla_cuda12/xla_cuda_plugin.so": false,
-		site + "/nvidia/cu13":                               true,
+		site + "/nvidia":      true,
+		site + "/nvidia/cu13": true,
 	}
 }
 
+// goXLA is what go-xla v0.4.5's installer leaves in prefix (installer/cuda.go CudaInstall):
+// go-xla/nvidia/pjrt_c_api_cuda_plugin.so beside the nvidia-* wheels' folders; withLibs false
+// leaves the plugin alone, as a copy of the file without its folder.
+func goXLA(prefix string, withLibs bool) map[string]bool {
+	files := map[string]bool{prefix + "/go-xla": true, prefix + "/go-xla/nvidia/pjrt_c_api_cuda_plugin.so": false}
+	if withLibs {
+		for _, d := range []string{"nvidia", "nvidia/cu13", "nvidia/cudnn", "nvidia/bin"} {
+			files[prefix+"/go-xla/"+d] = true
+		}
+	} else {
+		delete(files, prefix+"/go-xla")
+	}
+	return files
+}
+
+func merge(ms ...map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func TestFindPlugin(t *testing.T) {
+	const goxlaPlugin = "/root/.local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so"
 	for _, tc := range []struct {
 		name        string
 		explicit    string
@@ -47,15 +74,49 @@ func TestFindPlugin(t *testing.T) {
 		wantPath    string
 		wantVia     string
 		wantCUDADir string
+		wantLayout  string
 		wantErr     string
 	}{
 		{
 			name: "site-packages, newest CUDA first", files: jaxSite(), sites: []string{site},
-			wantPath: site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so", wantVia: "site-packages", wantCUDADir: site + "/nvidia/cu13",
+			wantPath: site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so", wantVia: "site-packages", wantCUDADir: site + "/nvidia/cu13", wantLayout: LayoutJAX,
+		},
+		{
+			name: "go-xla's installer in ~/.local/lib", vars: map[string]string{"HOME": "/root"}, files: goXLA("/root/.local/lib", true),
+			wantPath: goxlaPlugin, wantVia: "go-xla installer folder", wantCUDADir: "/root/.local/lib/go-xla/nvidia/cu13", wantLayout: LayoutGoXLA,
+		},
+		{
+			name: "go-xla's installer in /usr/local/lib", files: goXLA("/usr/local/lib", true),
+			wantPath: "/usr/local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so", wantVia: "go-xla installer folder",
+			wantCUDADir: "/usr/local/lib/go-xla/nvidia/cu13", wantLayout: LayoutGoXLA,
+		},
+		{
+			name: "both layouts: JAX's wheel first", vars: map[string]string{"HOME": "/root"}, files: merge(jaxSite(), goXLA("/root/.local/lib", true)), sites: []string{site},
+			wantPath: site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so", wantVia: "site-packages", wantCUDADir: site + "/nvidia/cu13", wantLayout: LayoutJAX,
+		},
+		{
+			name: "go-xla's plugin by hand finds its CUDA folder", explicit: goxlaPlugin, files: goXLA("/root/.local/lib", true),
+			wantPath: goxlaPlugin, wantVia: ViaFlag, wantCUDADir: "/root/.local/lib/go-xla/nvidia/cu13", wantLayout: LayoutGoXLA,
+		},
+		{
+			name: "a go-xla install folder named", explicit: "/root/.local/lib/go-xla", files: goXLA("/root/.local/lib", true),
+			wantPath: goxlaPlugin, wantVia: ViaFlag, wantCUDADir: "/root/.local/lib/go-xla/nvidia/cu13", wantLayout: LayoutGoXLA,
+		},
+		{
+			name: "a site-packages folder named", explicit: site, files: merge(jaxSite(), map[string]bool{site: true}),
+			wantPath: site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so", wantVia: ViaFlag, wantCUDADir: site + "/nvidia/cu13", wantLayout: LayoutJAX,
+		},
+		{
+			name: "a folder without a plugin", explicit: "/opt/empty", files: map[string]bool{"/opt/empty": true},
+			wantErr: "holds no PJRT CUDA plugin",
+		},
+		{
+			name: "go-xla's plugin without its nvidia folder", explicit: goxlaPlugin, files: goXLA("/root/.local/lib", false),
+			wantPath: goxlaPlugin, wantVia: ViaFlag, wantCUDADir: "", wantLayout: LayoutGoXLA,
 		},
 		{
 			name: "explicit flag wins", explicit: "/x/my_cuda.so", files: map[string]bool{"/x/my_cuda.so": false}, sites: []string{site},
-			wantPath: "/x/my_cuda.so", wantVia: "flag",
+			wantPath: "/x/my_cuda.so", wantVia: ViaFlag, wantLayout: LayoutOther,
 		},
 		{
 			name: "explicit flag missing", explicit: "/x/none.so", sites: []string{site},
@@ -64,7 +125,13 @@ func TestFindPlugin(t *testing.T) {
 		{
 			name: "PJRT_PLUGIN_LIBRARY_PATH folder", vars: map[string]string{"PJRT_PLUGIN_LIBRARY_PATH": "/plugins"},
 			files:    map[string]bool{"/plugins": true, "/plugins/pjrt_c_api_cuda_plugin.so": false},
-			wantPath: "/plugins/pjrt_c_api_cuda_plugin.so", wantVia: "PJRT_PLUGIN_LIBRARY_PATH",
+			wantPath: "/plugins/pjrt_c_api_cuda_plugin.so", wantVia: "PJRT_PLUGIN_LIBRARY_PATH", wantLayout: LayoutOther,
+		},
+		{
+			name: "PJRT_PLUGIN_LIBRARY_PATH is go-xla's nvidia folder", vars: map[string]string{"PJRT_PLUGIN_LIBRARY_PATH": "/usr/local/lib/go-xla/nvidia"},
+			files:    goXLA("/usr/local/lib", true),
+			wantPath: "/usr/local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so", wantVia: "PJRT_PLUGIN_LIBRARY_PATH",
+			wantCUDADir: "/usr/local/lib/go-xla/nvidia/cu13", wantLayout: LayoutGoXLA,
 		},
 		{
 			name: "nothing anywhere", sites: []string{"/usr/lib/python3/dist-packages"},
@@ -86,10 +153,66 @@ func TestFindPlugin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Path != tc.wantPath || p.FoundVia != tc.wantVia || p.CUDADir != tc.wantCUDADir {
-				t.Errorf("got %+v; want path %s via %s cuda dir %q", p, tc.wantPath, tc.wantVia, tc.wantCUDADir)
+			if p.Path != tc.wantPath || p.FoundVia != tc.wantVia || p.CUDADir != tc.wantCUDADir || p.Layout != tc.wantLayout {
+				t.Errorf("got %+v; want path %s via %s cuda dir %q layout %q", p, tc.wantPath, tc.wantVia, tc.wantCUDADir, tc.wantLayout)
 			}
 		})
+	}
+}
+
+// TestSetCUDAEnv: the data folder goes into XLA_FLAGS unless one is there; go-xla's checks are
+// turned off only for JAX's wheel, where they look for jax_plugins/nvidia, and never over the
+// user's own setting.
+func TestSetCUDAEnv(t *testing.T) {
+	jax := &Plugin{Path: site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so", CUDADir: site + "/nvidia/cu13", Layout: LayoutJAX}
+	goxla := &Plugin{Path: "/g/go-xla/nvidia/pjrt_c_api_cuda_plugin.so", CUDADir: "/g/go-xla/nvidia/cu13", Layout: LayoutGoXLA}
+	bare := &Plugin{Path: "/x/pjrt_c_api_cuda_plugin.so", Layout: LayoutOther}
+	for _, tc := range []struct {
+		name       string
+		p          *Plugin
+		vars       map[string]string
+		wantFlags  string
+		wantChecks string
+	}{
+		{"jax wheel", jax, nil, "--xla_gpu_cuda_data_dir=" + site + "/nvidia/cu13", "0"},
+		{"go-xla installer: checks stay on", goxla, nil, "--xla_gpu_cuda_data_dir=/g/go-xla/nvidia/cu13", ""},
+		{"no CUDA folder: go-xla's fix-up may find one", bare, nil, "", ""},
+		{"the user's XLA_FLAGS and checks are kept", jax, map[string]string{"XLA_FLAGS": "--xla_gpu_cuda_data_dir=/usr/local/cuda", "GOPJRT_CUDA_CHECKS": "1"},
+			"--xla_gpu_cuda_data_dir=/usr/local/cuda", "1"},
+		{"other XLA_FLAGS are kept", goxla, map[string]string{"XLA_FLAGS": "--xla_dump_to=/tmp/d"},
+			"--xla_dump_to=/tmp/d --xla_gpu_cuda_data_dir=/g/go-xla/nvidia/cu13", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := &fakeEnv{vars: map[string]string{}}
+			for k, v := range tc.vars {
+				fe.vars[k] = v
+			}
+			setCUDAEnv(tc.p, fe.env())
+			if got := fe.vars["XLA_FLAGS"]; got != tc.wantFlags {
+				t.Errorf("XLA_FLAGS = %q; want %q", got, tc.wantFlags)
+			}
+			if got := fe.vars["GOPJRT_CUDA_CHECKS"]; got != tc.wantChecks {
+				t.Errorf("GOPJRT_CUDA_CHECKS = %q; want %q", got, tc.wantChecks)
+			}
+		})
+	}
+}
+
+func TestLibsFix(t *testing.T) {
+	for _, tc := range []struct {
+		p     *Plugin
+		wants []string
+	}{
+		{&Plugin{Path: site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so", Layout: LayoutJAX}, []string{"pip install 'jax[cuda13]==" + JAXVersion + "'", site}},
+		{&Plugin{Path: "/g/go-xla/nvidia/pjrt_c_api_cuda_plugin.so", Layout: LayoutGoXLA}, []string{"pjrt_installer", "-version " + JAXVersion, "-path /g/go-xla"}},
+		{&Plugin{Path: "/x/y/my_cuda.so", Layout: LayoutOther}, []string{"/x/nvidia", "XLA_FLAGS"}},
+	} {
+		got := LibsFix(tc.p)
+		for _, w := range tc.wants {
+			if !strings.Contains(got, w) {
+				t.Errorf("LibsFix(%s) = %q; want it to contain %q", tc.p.Layout, got, w)
+			}
+		}
 	}
 }
 
@@ -125,7 +248,8 @@ func TestOpenCUDAErrors(t *testing.T) {
 		wants []string
 	}{
 		{"no plugin", &fakeEnv{vars: map[string]string{}, gpu: true, sites: []string{site}},
-			[]string{"Searched:", site + "/jax_plugins/xla_cuda*/xla_cuda_plugin.so", "--backend go", "PJRT_PLUGIN_LIBRARY_PATH"}},
+			[]string{"Searched:", site + "/jax_plugins/xla_cuda*/xla_cuda_plugin.so", "/usr/local/lib/go-xla/nvidia/pjrt_c_api_cuda*_plugin.so",
+				"--backend go", "PJRT_PLUGIN_LIBRARY_PATH", "jax[cuda13]==", "pjrt_installer"}},
 		{"plugin but no GPU", &fakeEnv{vars: map[string]string{}, files: jaxSite(), sites: []string{site}},
 			[]string{"no usable NVIDIA GPU", "--backend go"}},
 	} {

@@ -97,10 +97,14 @@ func (d *doc) cudaLibs(p *device.Plugin) {
 	}
 	where := p.CUDADir
 	if where == "" {
-		where = "no nvidia/ folder beside the plugin; searched " + strings.Join(roots, ", ")
+		up := filepath.Dir(filepath.Dir(p.Path))
+		where = fmt.Sprintf("no nvidia/ folder beside the plugin (%s or %s, where its RPATH looks)",
+			filepath.Join(up, "nvidia"), filepath.Join(filepath.Dir(up), "nvidia"))
+		if len(roots) > 0 {
+			where += "; searched " + strings.Join(roots, ", ")
+		}
 	}
-	fix := "pip install 'jax[cuda13]' into the same Python environment as the plugin (it brings the nvidia-* wheels), " +
-		"or point XLA_FLAGS=--xla_gpu_cuda_data_dir= at a CUDA installation that has them"
+	fix := device.LibsFix(p)
 	switch {
 	case len(missing) > 0:
 		st := Warn
@@ -120,7 +124,7 @@ func (d *doc) cudaLibs(p *device.Plugin) {
 }
 
 var (
-	pluginMajor = regexp.MustCompile(`xla_cuda(\d+)`)
+	pluginMajor = regexp.MustCompile(`xla_cuda(\d+)|nvidia/cu(\d+)$`)
 	cudaDataDir = regexp.MustCompile(`--xla_gpu_cuda_data_dir=(\S+)`)
 )
 
@@ -128,11 +132,16 @@ var (
 // CUDA version the driver supports; only with a GPU.
 func (d *doc) cudaVersion(p *device.Plugin) {
 	g := d.rep.GPU
+	// JAX's wheel names the major in its folder (xla_cuda13); go-xla's installer renames the
+	// plugin, so its CUDA folder (nvidia/cu13) says it
 	m := pluginMajor.FindStringSubmatch(p.Path)
+	if m == nil {
+		m = pluginMajor.FindStringSubmatch(p.CUDADir)
+	}
 	if !g.Seen || g.CUDA == "" || m == nil {
 		return
 	}
-	want, _ := strconv.Atoi(m[1])
+	want, _ := strconv.Atoi(m[1] + m[2])
 	have, _ := strconv.Atoi(strings.SplitN(g.CUDA, ".", 2)[0])
 	if have >= want {
 		d.add(SecGPU, "cuda_version", OK, fmt.Sprintf("the plugin is built for CUDA %d; driver %s supports CUDA %s", want, g.Driver, g.CUDA), "")
@@ -144,5 +153,5 @@ func (d *doc) cudaVersion(p *device.Plugin) {
 		st = Fail
 	}
 	d.add(SecGPU, "cuda_version", st, fmt.Sprintf("the plugin is built for CUDA %d but driver %s supports only CUDA %s", want, g.Driver, g.CUDA),
-		fmt.Sprintf("update the NVIDIA driver to one that supports CUDA %d, or install the plugin for CUDA %d (pip install 'jax[cuda%d]')", want, have, have))
+		fmt.Sprintf("update the NVIDIA driver to one that supports CUDA %d, or install the plugin for CUDA %d (pip install 'jax[cuda%d]', or go-xla's installer with -plugin cuda%d)", want, have, have, have))
 }

@@ -99,6 +99,7 @@ type PluginInfo struct {
 	Path     string `json:"path"`
 	CUDADir  string `json:"cuda_dir"`
 	FoundVia string `json:"found_via"`
+	Layout   string `json:"layout"` // device.LayoutJAX | LayoutGoXLA | LayoutOther
 }
 
 // CPUInfo names the CPU and the cores the Go backend can use.
@@ -152,6 +153,9 @@ type Env struct {
 	Torch   func(ctx context.Context, python string) (string, bool, error)
 	Sandbox func() SandboxInfo
 	Builtin func() (string, error) // the built-in model's folder
+	// Disk says the free bytes of the file system holding dir (or, when dir does not exist yet, its
+	// nearest existing parent: at names the folder measured); nil skips the disk check.
+	Disk func(dir string) (free int64, at string, err error)
 }
 
 // Options say what to check.
@@ -297,14 +301,12 @@ func (d *doc) plugin() {
 		if st == Warn {
 			detail = "a GPU is here but runs use the go (CPU) backend: " + detail
 		}
-		d.add(SecGPU, "plugin", st, detail,
-			"pip install 'jax[cuda13]' (it brings jax_plugins/xla_cuda13/xla_cuda_plugin.so and the nvidia/cu13 libraries), "+
-				"then set PJRT_PLUGIN_LIBRARY_PATH to the plugin's folder or pass --plugin /path/to/xla_cuda_plugin.so")
+		d.add(SecGPU, "plugin", st, detail, device.InstallFix())
 		d.add(SecGPU, "cuda_libs", Info, "not checked: no plugin", "")
 		return
 	}
-	d.rep.Plugin, d.pluginOK = &PluginInfo{Path: p.Path, CUDADir: p.CUDADir, FoundVia: p.FoundVia}, true
-	d.add(SecGPU, "plugin", OK, fmt.Sprintf("%s (found via %s)", p.Path, p.FoundVia), "")
+	d.rep.Plugin, d.pluginOK = &PluginInfo{Path: p.Path, CUDADir: p.CUDADir, FoundVia: p.FoundVia, Layout: p.Layout}, true
+	d.add(SecGPU, "plugin", OK, fmt.Sprintf("%s (%s layout, found via %s)", p.Path, p.Layout, p.FoundVia), "")
 	d.cudaLibs(p)
 }
 
@@ -496,20 +498,57 @@ func (d *doc) fits(r *recipes.Recipe, dir string) {
 		d.add(SecRecipe, "fits", Fail, err.Error(), fix)
 		return
 	}
-	d.rep.Plan = &PlanRow{Shape: p.Shape.Name, Fits: p.Fits, KVSlots: p.KVSlots, MicroBatch: p.MicroBatch, Total: p.Total, Budget: p.Budget, Reason: p.Reason}
+	d.rep.Plan = &PlanRow{Shape: p.Shape.Name, Fits: p.Fits, KVSlots: p.KVSlots, MicroBatch: p.MicroBatch, Total: p.Total, Budget: p.Budget, Reason: p.Reason,
+		HostRAM: p.Host.RAM, Disk: p.Host.Disk}
+	defer d.hostNeeds(r, p)
 	if !p.Fits {
 		d.add(SecRecipe, "fits", Fail, fmt.Sprintf("does not fit %s of %s: %s", gib(p.Budget), where, p.Reason), fix)
 		return
 	}
 	detail := fmt.Sprintf("peak %s of %s %s: %d KV slots, micro-batch %d", gib(p.Total), gib(p.Budget), where, p.KVSlots, p.MicroBatch)
-	if p.HostBytes > 0 {
-		detail += fmt.Sprintf("; %s of AdamW moments wait in host memory during rollout", gib(p.HostBytes))
-		if m := d.rep.Memory.AvailableBytes; m > 0 && p.HostBytes > m {
-			d.add(SecRecipe, "fits", Fail, detail+fmt.Sprintf(", more than the %s available", gib(m)), fix)
-			return
-		}
+	if p.HostBytes >= 10<<20 { // the built-in model's 2 MiB reference copy is not worth a mention
+		detail += fmt.Sprintf("; %s of master weights, AdamW moments and the reference wait in host memory during rollout", gib(p.HostBytes))
 	}
 	d.add(SecRecipe, "fits", OK, detail, "")
+}
+
+// hostNeeds checks the plan's host memory (its peak: writing a checkpoint, or loading the models)
+// against the memory available now, and the disk the store will fill at checkpoint.keep_* against
+// the free space where run.store lives.
+func (d *doc) hostNeeds(r *recipes.Recipe, p *ledger.Plan) {
+	h := p.Host
+	if m := d.rep.Memory.AvailableBytes; m <= 0 {
+		d.add(SecRecipe, "host_memory", Warn, fmt.Sprintf("needs %s; not checked: no reading of available memory", gib(h.RAM)),
+			"nothing to do on Linux (/proc/meminfo); elsewhere compare agentrl-tui plan's host memory with what is free")
+	} else {
+		detail := fmt.Sprintf("needs %s of the %s available (writing a checkpoint of %s: %s; loading the models: %s)",
+			gib(h.RAM), gib(m), gib(h.CheckpointBytes), gib(h.Step), gib(h.Load))
+		if h.RAM > m {
+			d.add(SecRecipe, "host_memory", Fail, detail,
+				"free host memory, or need less of it: train.optimizer_bits: 8 (offloaded moments a quarter the size), "+
+					"memory.optimizer_offload / memory.master_offload: device where the GPU has room, train.lora.rank > 0, "+
+					"or a smaller model; agentrl-tui plan RECIPE lists each part")
+		} else {
+			d.add(SecRecipe, "host_memory", OK, detail, "")
+		}
+	}
+	if d.env.Disk == nil {
+		return
+	}
+	dir := filepath.Dir(r.Run.Store)
+	free, at, err := d.env.Disk(dir)
+	detail := fmt.Sprintf("the store %s needs %s: %d checkpoints of %s (checkpoint.keep_best %d, keep_last %d, and the one being written)",
+		r.Run.Store, gib(h.Disk), h.Checkpoints, gib(h.CheckpointBytes), r.Checkpoint.KeepBest, r.Checkpoint.KeepLast)
+	switch {
+	case err != nil:
+		d.add(SecRecipe, "disk", Warn, detail+"; free space unknown: "+err.Error(), "make sure the disk of "+dir+" has "+gib(h.Disk)+" free")
+	case h.Disk > free:
+		d.add(SecRecipe, "disk", Fail, fmt.Sprintf("%s, but %s has %s free", detail, at, gib(free)),
+			"free disk there, or point run.store at a disk with room, or keep fewer or smaller checkpoints: lower checkpoint.keep_last "+
+				"and keep_best (keep_last 0 keeps every one), or checkpoint.save_optimizer: false (the moments are two thirds of a full checkpoint)")
+	default:
+		d.add(SecRecipe, "disk", OK, fmt.Sprintf("%s; %s has %s free", detail, at, gib(free)), "")
+	}
 }
 
 // modules reports which of the allowed modules import in the interpreter.

@@ -27,6 +27,7 @@ type fakeMachine struct {
 	mem     MemInfo
 	python  bool // a python with torch and transformers
 	sandbox SandboxInfo
+	disk    int64 // free bytes where the store goes; 0: 1 TiB
 }
 
 const site = "/opt/torch/.venv/lib/python3.12/site-packages"
@@ -48,12 +49,38 @@ func jaxWheel(withLibs bool) map[string]bool {
 	return files
 }
 
+// goXLAInstall is what go-xla v0.4.5's installer leaves in ~/.local/lib/go-xla for cuda13
+// (installer/cuda.go: the plugin renamed into nvidia/, the nvidia-* wheels extracted beside it,
+// a bin/ptxas link); withLibs false is the plugin file without its libraries.
+func goXLAInstall(withLibs bool) map[string]bool {
+	const g = "/root/.local/lib/go-xla"
+	files := map[string]bool{g: true, g + "/nvidia": true, g + "/nvidia/pjrt_c_api_cuda_plugin.so": false}
+	if withLibs {
+		for _, d := range []string{"cu13", "cu13/lib", "cudnn", "cudnn/lib", "bin"} {
+			files[g+"/nvidia/"+d] = true
+		}
+		for _, f := range []string{"cu13/lib/libcudart.so.13", "cu13/lib/libcublas.so.13", "cu13/lib/libcublasLt.so.13",
+			"cudnn/lib/libcudnn.so.9", "cu13/lib/libnvJitLink.so.13", "cu13/nvvm/libdevice/libdevice.10.bc", "cu13/bin/ptxas", "bin/ptxas"} {
+			files[g+"/nvidia/"+f] = false
+		}
+	} else {
+		delete(files, g+"/nvidia")
+		delete(files, g)
+	}
+	return files
+}
+
 func h100() device.GPUInfo {
 	return device.GPUInfo{Seen: true, Count: 1, Name: "NVIDIA H100 80GB HBM3", Driver: "580.65", CUDA: "13.0",
 		TotalBytes: 80 << 30, FreeBytes: 79 << 30, ComputeCapability: "9.0"}
 }
 
-func (m fakeMachine) has(path string) bool { _, ok := m.files[path]; return ok }
+// findsPlugin is whether the plugin search finds a plugin on this machine.
+func (m fakeMachine) findsPlugin(explicit string) bool {
+	_, _, err := device.FindPlugin(explicit, device.Env{Getenv: func(k string) string { return m.vars[k] }, Glob: m.files.Glob, Stat: m.files.Stat,
+		SitePkgs: func() []string { return m.sites }})
+	return err == nil
+}
 
 func (m fakeMachine) env() Env {
 	return Env{
@@ -77,7 +104,7 @@ func (m fakeMachine) env() Env {
 				return BackendProbe{Kind: device.Go, Reason: "backend go", BF16: m.bf16}
 			case !m.gpu.Seen:
 				return BackendProbe{Err: errors.New("backend cuda: no usable NVIDIA GPU")}
-			case m.has(site + "/jax_plugins/xla_cuda13/xla_cuda_plugin.so"):
+			case m.findsPlugin(req.PluginPath):
 				return BackendProbe{Kind: device.CUDA, Reason: "backend cuda", BF16: m.bf16}
 			case req.Kind == device.Auto:
 				return BackendProbe{Kind: device.Go, Reason: "backend go: no plugin", BF16: m.bf16}
@@ -93,6 +120,12 @@ func (m fakeMachine) env() Env {
 		Torch:   func(context.Context, string) (string, bool, error) { return "2.9.0", true, nil },
 		Sandbox: func() SandboxInfo { return m.sandbox },
 		Builtin: func() (string, error) { return filepath.Join("..", "..", "testdata", "builtin"), nil },
+		Disk: func(dir string) (int64, string, error) {
+			if m.disk == 0 {
+				return 1 << 40, dir, nil
+			}
+			return m.disk, dir, nil
+		},
 	}
 }
 
@@ -107,6 +140,13 @@ func cpuBox() fakeMachine {
 func gpuBox(libs bool) fakeMachine {
 	m := cpuBox()
 	m.gpu, m.files, m.sites = h100(), jaxWheel(libs), []string{site}
+	return m
+}
+
+// goXLABox is gpuBox with go-xla's installer in place of JAX's wheel.
+func goXLABox(libs bool) fakeMachine {
+	m := cpuBox()
+	m.gpu, m.files, m.vars = h100(), goXLAInstall(libs), map[string]string{"HOME": "/root"}
 	return m
 }
 
@@ -128,6 +168,7 @@ func TestRun(t *testing.T) {
 		backend          string
 		status           map[string]Status // check name → status
 		detail           map[string]string // check name → a part of its detail
+		fix              map[string]string // check name → a part of its fix
 	}
 	for _, tc := range []struct {
 		name    string
@@ -140,7 +181,7 @@ func TestRun(t *testing.T) {
 			name: "no GPU, backend auto: runs on the CPU", machine: cpuBox(),
 			want: want{canRun: true, backend: device.Go, status: map[string]Status{"cpu": OK, "kernels": OK, "gpu": Info, "plugin": Info,
 				"cuda_libs": Info, "backend": OK, "bf16": OK, "torch": OK, "executor": OK, "isolation": OK, "model": OK, "fits": OK},
-				detail: map[string]string{"gpu": "no GPU seen: NVML unavailable", "plugin": "searched nowhere", "fits": "available host memory"}},
+				detail: map[string]string{"gpu": "no GPU seen: NVML unavailable", "plugin": "searched /usr/local/lib/go-xla/nvidia", "fits": "available host memory"}},
 		},
 		{
 			name: "no GPU, GPU required", machine: cpuBox(), opts: Options{RequireGPU: true},
@@ -163,6 +204,36 @@ func TestRun(t *testing.T) {
 			name: "plugin without CUDA libraries", machine: gpuBox(false),
 			want: want{canRun: false, backend: device.CUDA, status: map[string]Status{"plugin": OK, "cuda_libs": Fail, "cuda_version": OK},
 				detail: map[string]string{"cuda_libs": "missing CUDA runtime (libcudart.so*), cuBLAS", "plugin": "xla_cuda13"}},
+		},
+		{
+			name: "go-xla's installer, found in ~/.local/lib/go-xla", machine: goXLABox(true), opts: Options{RequireGPU: true},
+			want: want{canRun: true, gpuReady: true, backend: device.CUDA, status: map[string]Status{"plugin": OK, "cuda_libs": OK, "cuda_version": OK, "backend": OK},
+				detail: map[string]string{"plugin": "go-xla installer layout, found via go-xla installer folder", "cuda_libs": "/root/.local/lib/go-xla/nvidia/cu13",
+					"cuda_version": "built for CUDA 13"}},
+		},
+		{
+			name: "go-xla's plugin named by hand, its libraries missing", machine: goXLABox(false),
+			recipe: func(r *recipes.Recipe) { r.Backend.Plugin = "/root/.local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so" },
+			want: want{canRun: false, backend: device.CUDA, status: map[string]Status{"plugin": OK, "cuda_libs": Fail},
+				detail: map[string]string{"cuda_libs": "no nvidia/ folder beside the plugin (/root/.local/lib/go-xla/nvidia or"},
+				fix:    map[string]string{"cuda_libs": "pjrt_installer@latest -plugin cuda13 -version " + device.JAXVersion + " -path /root/.local/lib/go-xla"}},
+		},
+		{
+			name: "JAX's plugin, its nvidia folder missing", machine: func() fakeMachine {
+				m := gpuBox(false)
+				delete(m.files, site+"/nvidia")
+				delete(m.files, site+"/nvidia/cu13")
+				return m
+			}(),
+			want: want{canRun: false, backend: device.CUDA, status: map[string]Status{"plugin": OK, "cuda_libs": Fail},
+				detail: map[string]string{"cuda_libs": "no nvidia/ folder beside the plugin (" + site + "/jax_plugins/nvidia or " + site + "/nvidia"},
+				fix:    map[string]string{"cuda_libs": "pip install 'jax[cuda13]==" + device.JAXVersion + "' into the Python environment that holds"}},
+		},
+		{
+			name: "no plugin: both installers in the fix", machine: func() fakeMachine { m := cpuBox(); m.gpu = h100(); return m }(), opts: Options{RequireGPU: true},
+			want: want{canRun: false, status: map[string]Status{"plugin": Fail},
+				detail: map[string]string{"plugin": "/usr/local/lib/go-xla/nvidia/pjrt_c_api_cuda*_plugin.so"},
+				fix:    map[string]string{"plugin": "jax[cuda13]==" + device.JAXVersion}},
 		},
 		{
 			name: "the whole GPU path", machine: gpuBox(true), opts: Options{RequireGPU: true},
@@ -194,6 +265,18 @@ func TestRun(t *testing.T) {
 		{
 			name: "recipe does not fit the GPU", machine: gpuBox(true), recipe: func(r *recipes.Recipe) { r.Memory.VRAM = "1MiB" },
 			want: want{canRun: false, gpuReady: true, status: map[string]Status{"fits": Fail}, detail: map[string]string{"fits": "device memory"}},
+		},
+		{
+			name: "host memory short of the plan's", machine: func() fakeMachine { m := gpuBox(true); m.mem.AvailableBytes = 512 << 20; return m }(),
+			want: want{canRun: false, gpuReady: true, backend: device.CUDA, status: map[string]Status{"fits": OK, "host_memory": Fail, "disk": OK},
+				detail: map[string]string{"host_memory": "of the 0.50 GiB available (writing a checkpoint of"},
+				fix:    map[string]string{"host_memory": "train.optimizer_bits: 8"}},
+		},
+		{
+			name: "disk short of the store's checkpoints", machine: func() fakeMachine { m := cpuBox(); m.disk = 1 << 20; return m }(),
+			want: want{canRun: false, backend: device.Go, status: map[string]Status{"fits": OK, "host_memory": OK, "disk": Fail},
+				detail: map[string]string{"disk": "4 checkpoints of", "host_memory": "needs "},
+				fix:    map[string]string{"disk": "lower checkpoint.keep_last and keep_best"}},
 		},
 		{
 			name: "recipe does not load", machine: cpuBox(), opts: Options{RecipeErr: errors.New("recipe x.yaml: train.lr: want a number")},
@@ -302,6 +385,11 @@ func TestRun(t *testing.T) {
 					t.Errorf("%s: detail %q; want it to contain %q", name, c.Detail, part)
 				}
 			}
+			for name, part := range tc.want.fix {
+				if c, _ := rep.Find(name); !strings.Contains(c.Fix, part) {
+					t.Errorf("%s: fix %q; want it to contain %q", name, c.Fix, part)
+				}
+			}
 			var b bytes.Buffer
 			rep.Write(&b)
 			if verdict := map[bool]string{true: "READY:", false: "NOT READY"}[rep.CanRun && (!rep.RequireGPU || rep.GPUReady)]; !strings.Contains(b.String(), verdict) {
@@ -316,6 +404,17 @@ func TestRun(t *testing.T) {
 				t.Errorf("the JSON report does not read back: %v (%d checks; want %d)", err, len(back.Checks), len(rep.Checks))
 			}
 		})
+	}
+}
+
+func TestDiskFree(t *testing.T) {
+	dir := t.TempDir()
+	free, at, err := diskFree(filepath.Join(dir, "runs", "not-yet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at != dir || free <= 0 {
+		t.Errorf("diskFree measured %s (%d bytes free); want %s, the nearest folder that exists, with room", at, free, dir)
 	}
 }
 

@@ -106,6 +106,10 @@ type PlanRow struct {
 	Total      int64  `json:"total"`
 	Budget     int64  `json:"budget"`
 	Reason     string `json:"reason,omitempty"`
+	// HostRAM and Disk are the plan's host memory and the store's disk (ledger.HostPlan), where
+	// doctor planned them.
+	HostRAM int64 `json:"host_ram,omitempty"`
+	Disk    int64 `json:"disk,omitempty"`
 }
 
 // PartialSide is one of scripts/bench-partial.sh's two runs: trained tokens over the seconds of

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gomlx/compute/dtypes"
@@ -37,7 +39,32 @@ func SystemEnv(builtin func() (string, error), kernels func() device.KernelChoic
 		Torch:   importTorch,
 		Sandbox: systemSandbox,
 		Builtin: builtin,
+		Disk:    diskFree,
 	}
+}
+
+// diskFree is the space an unprivileged process may use (statfs f_bavail) on the file system of
+// dir, or of its nearest existing parent when dir does not exist yet (a run creates it).
+func diskFree(dir string) (int64, string, error) {
+	at, err := filepath.Abs(dir)
+	if err != nil {
+		return 0, dir, err
+	}
+	for {
+		if _, err := os.Stat(at); err == nil {
+			break
+		}
+		up := filepath.Dir(at)
+		if up == at {
+			break
+		}
+		at = up
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(at, &st); err != nil {
+		return 0, at, fmt.Errorf("statfs %s: %w", at, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), at, nil
 }
 
 // readMemInfo reads MemTotal and MemAvailable from a /proc/meminfo file.

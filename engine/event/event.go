@@ -28,6 +28,10 @@ type RunStart struct {
 	// Kernels is the Go backend's matrix kernel set and why it was chosen ("avx512 kernels,
 	// measured fastest on this CPU (…)"); empty on a GPU.
 	Kernels string `json:"kernels,omitempty"`
+	// Attention is the attention path training, the reference and scoring take over whole
+	// sequences, and why ("chunked, blocks of 256 queries (…) (auto: the go backend has no fused
+	// attention op …)"): the recipe's model.attention resolved on this backend.
+	Attention string `json:"attention,omitempty"`
 	// Sandbox is the isolation model-written code runs under (the python executor's description,
 	// "NONE …" when the recipe turned it off); empty for the Starlark executor.
 	Sandbox string `json:"sandbox,omitempty"`

@@ -133,6 +133,13 @@ type Settings struct {
 	Reference bool
 	// ValueHead adds PPO's value head (hidden + 1 trainable parameters).
 	ValueHead bool
+	// DeviceIsHost is the go backend, whose device memory is host memory.
+	DeviceIsHost bool
+	// SaveOptimizer: checkpoints hold the AdamW moments too (checkpoint.save_optimizer).
+	SaveOptimizer bool
+	// KeepBest and KeepLast are checkpoint.keep_best and keep_last, and CheckpointsKept the most
+	// checkpoints the store holds at once (CheckpointsKept; 0: one).
+	KeepBest, KeepLast, CheckpointsKept int
 }
 
 func (s Settings) validate() error {
@@ -212,6 +219,8 @@ type Plan struct {
 	Trainable int64
 	// Reason explains, when Fits is false, which phase is too big and its largest component.
 	Reason string
+	// Host is what the run needs outside the device: host memory and disk (host.go).
+	Host HostPlan
 	// Shape, Params and Settings are the inputs, for display.
 	Shape    Shape
 	Params   int64
@@ -439,6 +448,7 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 	for _, b := range p.Rollout.Host {
 		p.HostBytes += b
 	}
+	p.Host = z.host(p)
 	return p, nil
 }
 

@@ -449,11 +449,14 @@ func TestSettingsFor(t *testing.T) {
 	st := SettingsFor(r, "cuda")
 	want := Settings{ComputeBytes: 2, SeqLen: 512, MaxKVSlots: 64, MaxMicroBatch: 16, Offload: "auto", MasterOffload: "auto",
 		OptimizerBits: 32, LoRATargets: "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", Reference: true,
-		Attention: AttentionFused}
+		Attention: AttentionFused, SaveOptimizer: true, KeepBest: 1, KeepLast: 2, CheckpointsKept: 4}
 	if st != want {
 		t.Errorf("got %+v; want %+v", st, want)
 	}
-	if st := SettingsFor(r, "go"); st.ComputeBytes != 4 || st.Attention != AttentionChunked {
+	if st := SettingsFor(loadRecipe(t, map[string]string{"model.attention": "dense"}), "cuda"); st.Attention != AttentionDense {
+		t.Errorf("model.attention dense on cuda: attention %s; want the path asked", st.Attention)
+	}
+	if st := SettingsFor(r, "go"); st.ComputeBytes != 4 || st.Attention != AttentionChunked || !st.DeviceIsHost {
 		t.Errorf("auto dtype on the go backend should be f32 with chunked attention at 512 tokens; got %d bytes, %s", st.ComputeBytes, st.Attention)
 	}
 	if st := SettingsFor(loadRecipe(t, map[string]string{"rollout.max_total_tokens": "256", "model.dtype": "f32"}), "cuda"); st.Attention != AttentionDense {

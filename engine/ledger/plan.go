@@ -38,17 +38,27 @@ func SettingsFor(r *recipes.Recipe, backend string) Settings {
 		LoRARank:              r.Train.LoRA.Rank,
 		LoRATargets:           strings.Join(r.Train.LoRA.Targets, ","),
 		GradientCheckpointing: r.Train.GradientCheckpointing,
-		Attention:             attentionFor(backend, cb, r.Rollout.MaxTotalTokens),
+		Attention:             attentionFor(r.Model.Attention, backend, cb, r.Rollout.MaxTotalTokens),
 		Reference:             r.UsesReference(),
 		ValueHead:             r.Algorithm.Name == "ppo",
+		DeviceIsHost:          backend == "go",
+		SaveOptimizer:         r.Checkpoint.SaveOptimizer,
+		KeepBest:              r.Checkpoint.KeepBest,
+		KeepLast:              r.Checkpoint.KeepLast,
+		CheckpointsKept:       CheckpointsKept(r.Checkpoint.Every, r.Checkpoint.KeepBest, r.Checkpoint.KeepLast, r.Run.MaxSteps),
 	}
 }
 
-// attentionFor is the attention path engine/model's auto takes for sequences of seqLen tokens in
-// cb-byte compute on backend: fused flash attention on a GPU in bf16 (the op takes half precision
-// only), else chunked beyond one block, else dense.
-func attentionFor(backend string, cb, seqLen int) string {
+// attentionFor is the attention path a run takes with model.attention asked: the path named, or
+// for auto the one engine/model's auto takes for sequences of seqLen tokens in cb-byte compute on
+// backend: fused flash attention on a GPU in bf16 (the op takes half precision only), else chunked
+// beyond one block, else dense. Where auto falls back from fused to chunked at run time (the fused
+// program did not compile), training saves a little more per token (a layer's K·V block rows, see
+// layerBytes) than this plan counts; plan with model.attention: chunked to see that case.
+func attentionFor(asked, backend string, cb, seqLen int) string {
 	switch {
+	case asked == AttentionDense || asked == AttentionChunked || asked == AttentionFused:
+		return asked
 	case backend != "go" && cb == 2:
 		return AttentionFused
 	case seqLen > DefaultAttentionBlock:

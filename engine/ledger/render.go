@@ -13,7 +13,9 @@ func gib(b int64) string { return recipes.FormatGiB(b) }
 
 // MarshalJSON writes {"fits", "kv_slots", "micro_batch", "components", "total"} first, in that
 // order, then extra keys: "budget" (0 = unlimited), "phases" {"rollout", "train"} in bytes,
-// "params", "trainable", "moments_on_host", "master_on_host", "host_bytes", "reason" and "shape".
+// "params", "trainable", "moments_on_host", "master_on_host", "host_bytes", "reason", "shape" and
+// "host" (host memory and disk: "ram", "step", "load", "components", "checkpoint_bytes",
+// "checkpoints", "disk").
 // "phases" has "reference" only when the recipe needs a reference model.
 func (p *Plan) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
@@ -31,10 +33,23 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		HostBytes     int64            `json:"host_bytes"`
 		Reason        string           `json:"reason,omitempty"`
 		Shape         string           `json:"shape"`
+		Host          hostJSON         `json:"host"`
 	}{
 		p.Fits, p.KVSlots, p.MicroBatch, p.Components, p.Total, p.Budget,
 		p.phaseBytes(), p.Params, p.Trainable, p.MomentsOnHost, p.MasterOnHost, p.HostBytes, p.Reason, p.Shape.Name,
+		hostJSON{p.Host.RAM, p.Host.Step, p.Host.Load, p.Host.Components, p.Host.CheckpointBytes, p.Host.Checkpoints, p.Host.Disk},
 	})
+}
+
+// hostJSON is HostPlan's JSON form.
+type hostJSON struct {
+	RAM             int64            `json:"ram"`
+	Step            int64            `json:"step"`
+	Load            int64            `json:"load"`
+	Components      map[string]int64 `json:"components"`
+	CheckpointBytes int64            `json:"checkpoint_bytes"`
+	Checkpoints     int              `json:"checkpoints"`
+	Disk            int64            `json:"disk"`
 }
 
 // phases are the phases the plan has: rollout, the reference forward when there is one, train.
@@ -151,6 +166,7 @@ func (p *Plan) Table() string {
 	} else {
 		fmt.Fprintf(&b, "does not fit: %s\n", p.Reason)
 	}
+	b.WriteString(p.HostTable())
 	return b.String()
 }
 

@@ -3,10 +3,13 @@ package model
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
+	"github.com/gomlx/gomlx/core/tensors"
 )
 
 // AttentionKind is how Net.Forward computes causal self-attention over whole sequences (the
@@ -30,7 +33,7 @@ const (
 // DefaultAttentionBlock is the query block of chunked attention when Options leave it 0.
 const DefaultAttentionBlock = 256
 
-// ParseAttention reads a recipe's train.attention ("" is auto).
+// ParseAttention reads a recipe's model.attention ("" is auto).
 func ParseAttention(s string) (AttentionKind, error) {
 	switch k := AttentionKind(s); k {
 	case "":
@@ -68,10 +71,57 @@ func ChooseAttention(kind AttentionKind, fused bool, seqLen, block int) Attentio
 // be one it serves: XLA's cuDNN flash attention takes float16/bfloat16 and a head size that is a
 // multiple of 8 (a refused call still falls back to chunked attention when the graph is built).
 func FusedAttentionAvailable(b compute.Backend, dt dtypes.DType, headDim int) bool {
-	if b == nil || !b.Capabilities().Operations[compute.OpTypeFusedScaledDotProductAttention] {
-		return false
+	return FusedAttentionUnavailable(b, dt, headDim) == ""
+}
+
+// FusedAttentionUnavailable says why backend b does not serve fused attention for compute dtype dt
+// and head size headDim, in words a user can act on; "" when it does.
+func FusedAttentionUnavailable(b compute.Backend, dt dtypes.DType, headDim int) string {
+	switch {
+	case b == nil:
+		return "no backend"
+	case !b.Capabilities().Operations[compute.OpTypeFusedScaledDotProductAttention]:
+		name := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(b.Name()), " Backend")) // "Go Backend" → "go"
+		return fmt.Sprintf("the %s backend has no fused attention op (only XLA's CUDA backend has cuDNN flash attention)", name)
+	case !dt.IsHalfPrecision():
+		return fmt.Sprintf("cuDNN flash attention takes float16 or bfloat16, and the model computes in %s (model.dtype)", dt)
+	case headDim%8 != 0:
+		return fmt.Sprintf("cuDNN flash attention takes a head size that is a multiple of 8, and this model's is %d", headDim)
 	}
-	return dt.IsHalfPrecision() && headDim%8 == 0
+	return ""
+}
+
+// CompileFusedAttention builds, compiles and runs the fused attention of one sequence of seqLen
+// tokens with cfg's heads in dtype dt on backend b, forward and backward (the gradient of the
+// output's sum with respect to q, k and v): the attention of the programs a training step
+// compiles, alone. It returns the error compiling or running it gave, nil when it ran. Where the
+// backend refuses the call when the graph is built, the program computes chunked attention
+// instead, as a run's would, and no error is returned.
+func CompileFusedAttention(b compute.Backend, cfg *Config, dt dtypes.DType, seqLen int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	exec, err := NewExec(b, func(q, k, v *Node) *Node {
+		n := &Net{Config: cfg, Compute: dt, Differentiated: true, Attention: AttentionFused, g: q.Graph()}
+		pos := Iota(q.Graph(), shapes.Make(dtypes.Int32, 1, seqLen), 1)
+		out := n.SelfAttend(q, k, v, pos)
+		grads := Gradient(ReduceAllSum(ConvertDType(out, dtypes.Float32)), q, k, v)
+		return Add(ReduceAllSum(ConvertDType(grads[0], dtypes.Float32)),
+			Add(ReduceAllSum(ConvertDType(grads[1], dtypes.Float32)), ReduceAllSum(ConvertDType(grads[2], dtypes.Float32))))
+	})
+	if err != nil {
+		return err
+	}
+	defer exec.Finalize()
+	q := tensors.FromShape(shapes.Make(dt, 1, seqLen, cfg.NumHeads, cfg.HeadDim))
+	kv := tensors.FromShape(shapes.Make(dt, 1, seqLen, cfg.NumKVHeads, cfg.HeadDim))
+	outs, err := exec.Call(q, kv, kv)
+	for _, o := range outs {
+		o.FinalizeAll()
+	}
+	return err
 }
 
 // SelfAttend is causal self-attention of queries q [B, T, nH, hd] over keys and values k, v

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
@@ -157,5 +158,19 @@ func TestChooseAttention(t *testing.T) {
 	}
 	if FusedAttentionAvailable(goBackend(t), dtypes.BFloat16, 128) {
 		t.Error("the Go backend reports fused attention; this test assumed it has none")
+	}
+}
+
+// TestFusedAttentionOnTheGoBackend: the Go backend says why it has no fused attention, and the
+// program CompileFusedAttention builds (forward and backward of one sequence) still compiles and
+// runs there, its fused call refused when the graph is built and computed chunked, as a run's is.
+func TestFusedAttentionOnTheGoBackend(t *testing.T) {
+	b := goBackend(t)
+	if why := FusedAttentionUnavailable(b, dtypes.BFloat16, 128); !strings.Contains(why, "the go backend has no fused attention op") {
+		t.Errorf("FusedAttentionUnavailable = %q; want it to name the go backend", why)
+	}
+	c := &Config{NumHeads: 4, NumKVHeads: 2, HeadDim: 8}
+	if err := CompileFusedAttention(b, c, dtypes.Float32, 12); err != nil {
+		t.Errorf("CompileFusedAttention on the go backend: %v", err)
 	}
 }

@@ -99,6 +99,17 @@ func New(backend compute.Backend, p *Params, opts Options) (*Model, error) {
 // Options returns the effective options.
 func (m *Model) Options() Options { return m.opts }
 
+// SetAttention changes how whole-sequence forwards attend (Options.Attention) for the programs
+// built from now on: call it before the model's first Score or Logits, and before anything that
+// builds nets from it (a trainer, an inference copy), which read it when they build their graphs.
+func (m *Model) SetAttention(k AttentionKind) error {
+	if _, err := ParseAttention(string(k)); err != nil {
+		return err
+	}
+	m.opts.Attention = k
+	return nil
+}
+
 // NewNet binds parameter nodes (ParamShapes order) like NewNet, with the model's attention options.
 func (m *Model) NewNet(compute dtypes.DType, paramNodes []*Node) *Net {
 	n := NewNet(m.Config, compute, paramNodes)

@@ -221,19 +221,30 @@ func (p *Params) SetFromTensors(ts []*safetensors.Tensor, source string) error {
 // in sorted-name order.
 func (p *Params) Tensors(dt safetensors.DType) ([]*safetensors.Tensor, error) {
 	out := make([]*safetensors.Tensor, 0, len(p.Specs))
-	for i, s := range p.Specs {
-		v, err := float32Data(p.Values[i]) // a LoRA base is held in the compute dtype
+	for i := range p.Specs {
+		t, err := p.Tensor(i, dt)
 		if err != nil {
-			return nil, fmt.Errorf("parameter %s: %w", s.Name, err)
-		}
-		t, err := safetensors.FromFloat32(s.Name, s.Dims, v, dt)
-		if err != nil {
-			return nil, fmt.Errorf("parameter %s: %w", s.Name, err)
+			return nil, err
 		}
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// Tensor converts the i-th parameter (Specs order) into a safetensors tensor of the given dtype:
+// one at a time, for a writer that streams them (a checkpoint).
+func (p *Params) Tensor(i int, dt safetensors.DType) (*safetensors.Tensor, error) {
+	s := p.Specs[i]
+	v, err := float32Data(p.Values[i]) // a LoRA base is held in the compute dtype
+	if err != nil {
+		return nil, fmt.Errorf("parameter %s: %w", s.Name, err)
+	}
+	t, err := safetensors.FromFloat32(s.Name, s.Dims, v, dt)
+	if err != nil {
+		return nil, fmt.Errorf("parameter %s: %w", s.Name, err)
+	}
+	return t, nil
 }
 
 // Save writes config.json and model.safetensors into dir.

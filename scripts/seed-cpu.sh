@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The README's "Reproduce the seed's experiment" commands, run on the CPU: the built-in model in
+# place of qwen3-4b-retool-sft, the sample files of testdata/data in place of the downloaded
+# datasets (laid out as `hf download` lays them out), and the recipe's sizes cut down with --set
+# so that each command takes a minute or two on 2 cores. It checks that every command of the
+# section runs as written, not what the seed's model scores.
+#
+#   scripts/seed-cpu.sh [WORKDIR]     (default: a fresh temporary folder; prints each command and its exit code)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bin=$repo/bin/agentrl-tui
+recipe=$repo/recipes/retool-qwen3-4b.yaml
+work=${1:-$(mktemp -d)}
+mkdir -p "$work/datasets/dapo-math-17k" "$work/datasets/aime-2024"
+cp "$repo/testdata/data/dapo-slime.jsonl" "$work/datasets/dapo-math-17k/dapo-math-17k.jsonl"
+cp -r "$repo/testdata/data/aime2024/." "$work/datasets/aime-2024/"
+cd "$work"
+# The CPU stand-ins for the GPU run's sizes: the go backend in float32, 2 problems × 2 samples of
+# at most 512 tokens, 2 samples per held-out problem, 2 validation problems, 2 steps.
+small=(--backend go --set model.dtype=f32 --set rollout.tasks_per_step=2 --set rollout.group_size=2
+  --set rollout.max_new_tokens=96 --set rollout.max_total_tokens=512 --set eval.n_samples=2 --set eval.ks=1,2
+  --set eval.validation_tasks=2 --set eval.validation_samples=2 --set early_stop.metric=pass@2 --set env.timeout=10s
+  --set env.sandbox.workers=2)
+run() { echo "+ $*"; "$@"; echo "  exit $?"; }
+run "$bin" plan "$recipe" --shape qwen3-4b --vram 96GiB
+run "$bin" data inspect datasets/dapo-math-17k --recipe "$recipe"
+run "$bin" data inspect datasets/aime-2024
+run "$bin" eval "$recipe" --store runs/seed.db --ui plain "${small[@]}"
+run "$bin" "$recipe" --store runs/seed.db --ui plain --max-steps 2 --run-name baseline "${small[@]}" \
+  --set algorithm.name=grpo --set hinter.kind=none --set prm.kind=none --set reward.process=0 --set eval.every=2
+run "$bin" "$recipe" --store runs/seed.db --ui plain --max-steps 2 --run-name hybrid "${small[@]}" --set eval.every=2
+run "$bin" runs --store runs/seed.db
+base=$("$bin" runs --store runs/seed.db --json | python3 -c 'import json,sys; print(next(r["id"] for r in json.load(sys.stdin) if r["name"]=="baseline"))')
+hyb=$("$bin" runs --store runs/seed.db --json | python3 -c 'import json,sys; print(next(r["id"] for r in json.load(sys.stdin) if r["name"]=="hybrid"))')
+run "$bin" compare --store runs/seed.db "$base" "$hyb"
+echo "work folder: $work"
