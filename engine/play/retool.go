@@ -143,6 +143,10 @@ func (p *Phase) newEpisode(ctx context.Context, t *batch.Trajectory) (*episode, 
 		env.Close()
 		return nil, err
 	}
+	if slot := model.Bucket(r.Rollout.MaxTotalTokens); len(prompt)+1 >= slot {
+		env.Close()
+		return nil, fmt.Errorf("task %s: its opening (system prompt, tools and problem) is %d tokens, which leaves no room to answer in a %d-token KV slot; raise rollout.max_total_tokens, or shorten env.system_prompt, env.tools or data.prompt_template", t.Task.ID, len(prompt), slot)
+	}
 	ep := &episode{p: p, t: t, f: f, env: env, chat: msgs}
 	t.PromptLen = len(prompt)
 	ep.add(prompt, false, nil)

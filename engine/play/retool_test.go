@@ -138,3 +138,23 @@ func TestEpisodeBudgets(t *testing.T) {
 		})
 	}
 }
+
+// An opening that leaves no room to answer in the KV slot is an error naming the task, its length
+// and what to change, rather than a trajectory of no tokens scored as unanswered.
+func TestOpeningTooLong(t *testing.T) {
+	tok := testTokenizer(t)
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	r := recipes.Default()
+	r.Env.Format, r.Rollout.MaxTotalTokens = "tool_call", 256 // the python tool's block alone is longer
+	p := &Phase{Recipe: r, Tokenizer: tok, Exec: &sandbox.Starlark{}, Weights: retool.Weights{Outcome: 1}, Stops: []int32{imEnd}}
+	_, err := p.newEpisode(context.Background(), &batch.Trajectory{Task: envs.Task{ID: "long-1", Prompt: "What is 6 * 7?", Answer: "42"}})
+	if err == nil || !strings.Contains(err.Error(), "task long-1: its opening") || !strings.Contains(err.Error(), "256-token KV slot; raise rollout.max_total_tokens") {
+		t.Errorf("error %v; want the task, its opening's length, the slot and the fix", err)
+	}
+	r.Rollout.MaxTotalTokens = 2048
+	ep, err := p.newEpisode(context.Background(), &batch.Trajectory{Task: envs.Task{ID: "fits", Prompt: "What is 6 * 7?", Answer: "42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.env.Close()
+}
