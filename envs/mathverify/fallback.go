@@ -23,11 +23,11 @@ func lastNumber(s string) (*big.Rat, bool) {
 	if len(s) > maxResponse {
 		s = s[len(s)-maxResponse:]
 	}
-	all := anyNumRE.FindAllString(oldClean(s), -1)
+	all := anyNumRE.FindAllString(LegacyNormalize(s), -1)
 	if len(all) == 0 {
 		return nil, false
 	}
-	return oldNumber(all[len(all)-1])
+	return LegacyNumber(all[len(all)-1])
 }
 
 // lastNumberText is the text of the last number in a response, for Check to compare.
@@ -35,17 +35,32 @@ func lastNumberText(s string) (string, bool) {
 	if len(s) > maxResponse {
 		s = s[len(s)-maxResponse:]
 	}
-	all := anyNumRE.FindAllString(oldClean(s), -1)
+	all := anyNumRE.FindAllString(LegacyNormalize(s), -1)
 	if len(all) == 0 {
 		return "", false
 	}
 	return all[len(all)-1], true
 }
 
-// oldClean is the old verifier's normalisation, as far as finding numbers needs it.
-func oldClean(s string) string {
-	s = strings.ReplaceAll(strings.TrimSpace(s), "−", "-")
-	for range 16 {
+// LegacyNormalize is the verifier's text normalisation before this package (envs/retool's
+// normalize at commit 2675224): $…$, \(…\) and \[…\] unwrapped, \text{…} and \frac{a}{b} (as
+// (a)/(b)) rewritten, thousands separators, \left/\right, a trailing period and a leading +
+// removed. The last-number fallback reads numbers through it, and envs/retool's RevealsAnswer
+// reads hints with it, so that neither changed with the verifier. Each rewrite shortens the text,
+// so the loops end.
+func LegacyNormalize(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, "−", "-") // Unicode minus
+	s = strings.ReplaceAll(s, "\\left", "")
+	s = strings.ReplaceAll(s, "\\right", "")
+	s = strings.ReplaceAll(s, "\\!", "")
+	s = strings.ReplaceAll(s, "\\%", "%")
+	for _, pair := range [][2]string{{"$", "$"}, {`\(`, `\)`}, {`\[`, `\]`}} {
+		if strings.HasPrefix(s, pair[0]) && strings.HasSuffix(s, pair[1]) && len(s) >= len(pair[0])+len(pair[1]) {
+			s = strings.TrimSpace(s[len(pair[0]) : len(s)-len(pair[1])])
+		}
+	}
+	for {
 		t := oldTextRE.ReplaceAllString(s, "$1")
 		t = oldFracRE.ReplaceAllString(t, "($1)/($2)")
 		if t == s {
@@ -53,19 +68,21 @@ func oldClean(s string) string {
 		}
 		s = t
 	}
-	s = oldParensRE.ReplaceAllString(s, "$1") // (1)/(2) from \frac: 1/2
-	for range 16 {
+	for {
 		t := oldThousandsRE.ReplaceAllString(s, "$1$2")
 		if t == s {
 			break
 		}
 		s = t
 	}
-	return s
+	s = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(s), "."))
+	s = oldParensRE.ReplaceAllString(s, "$1") // (1)/(2) from \frac: 1/2
+	return strings.TrimPrefix(s, "+")
 }
 
-// oldNumber parses an integer, decimal or fraction a/b exactly.
-func oldNumber(s string) (*big.Rat, bool) {
+// LegacyNumber parses an integer, decimal or fraction a/b exactly, as the verifier before this
+// package did.
+func LegacyNumber(s string) (*big.Rat, bool) {
 	s = strings.ReplaceAll(s, " ", "")
 	if !oldNumberRE.MatchString(s) {
 		return nil, false

@@ -1,6 +1,7 @@
 package retool
 
 import (
+	"agentrl/envs/mathverify"
 	"fmt"
 	"math/big"
 	"regexp"
@@ -203,12 +204,12 @@ var hintNumRE = regexp.MustCompile(`(?:\d+(?:\.\d+)?|\.\d+)(?:\s*/\s*(?:\d+(?:\.
 // an answer with symbols (3\sqrt{2}, x^2+1) of three or more characters also when it appears
 // with all spaces removed from both.
 func RevealsAnswer(text, answer string) bool {
-	ref := normalize(answer)
+	ref := mathverify.LegacyNormalize(answer)
 	if ref == "" {
 		return false
 	}
-	hint := normalize(text)
-	if want, ok := number(ref); ok {
+	hint := mathverify.LegacyNormalize(text)
+	if want, ok := mathverify.LegacyNumber(ref); ok {
 		want = new(big.Rat).Abs(want)
 		for _, loc := range hintNumRE.FindAllStringIndex(hint, -1) {
 			if loc[0] > 0 {
@@ -222,7 +223,7 @@ func RevealsAnswer(text, answer string) bool {
 				parts = append(parts, a, b)
 			}
 			for _, p := range parts {
-				if v, ok := number(p); ok && new(big.Rat).Abs(v).Cmp(want) == 0 {
+				if v, ok := mathverify.LegacyNumber(p); ok && new(big.Rat).Abs(v).Cmp(want) == 0 {
 					return true
 				}
 			}
