@@ -16,9 +16,9 @@ cp "$repo/testdata/data/dapo-slime.jsonl" "$work/datasets/dapo-math-17k/dapo-mat
 cp -r "$repo/testdata/data/aime2024/." "$work/datasets/aime-2024/"
 cd "$work"
 # The CPU stand-ins for the GPU run's sizes: the go backend in float32, 2 problems × 2 samples of
-# at most 512 tokens, 2 samples per held-out problem, 2 validation problems, 2 steps.
+# at most 1,024 tokens (the built-in model's longest: the reference's tools block is 572 of its tokens), 2 samples per held-out problem, 2 validation problems, 2 steps.
 small=(--backend go --set model.dtype=f32 --set rollout.tasks_per_step=2 --set rollout.group_size=2
-  --set rollout.max_new_tokens=96 --set rollout.max_total_tokens=512 --set eval.n_samples=2 --set eval.ks=1,2
+  --set rollout.max_new_tokens=96 --set rollout.max_total_tokens=1024 --set eval.n_samples=2 --set eval.ks=1,2
   --set eval.validation_tasks=2 --set eval.validation_samples=2 --set early_stop.metric=pass@2 --set env.timeout=10s
   --set env.sandbox.workers=2)
 run() { echo "+ $*"; "$@"; echo "  exit $?"; }
