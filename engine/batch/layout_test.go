@@ -151,3 +151,92 @@ func TestMaskAssistantReTool(t *testing.T) {
 		t.Errorf("trained tokens read %q", got)
 	}
 }
+
+// The ReTool-SFT sample conversations, in ReTool's own inline layout and as verl converts them to
+// tool calls (testdata/data/retool-sft*.jsonl), lay out with the real Qwen3 tokenizer so that
+// every interpreter output or tool response, and every piece of chat markup between turns, is
+// masked, and everything the assistant wrote is trained on: the same mask SFT and the RL trainer
+// use for such a conversation.
+func TestMaskAssistantSFTSamples(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "..", "testdata", "fixtures", "qwen3-tokenizer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []tokenizer.Tool{}
+	if err := json.Unmarshal([]byte(`[{"type": "function", "function": {"name": "code_interpreter", "description": "Runs Python.", "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}}]`), &tools); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file     string
+		tools    []tokenizer.Tool
+		observed string // what every observation is wrapped in, masked
+	}{
+		{"retool-sft.jsonl", nil, "<interpreter>"},
+		{"retool-sft-toolcalls.jsonl", tools, "<tool_response>"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "data", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if len(lines) != 3 {
+				t.Fatalf("%d conversations; want the 3 samples", len(lines))
+			}
+			for i, line := range lines {
+				var row struct {
+					Messages []envs.Message `json:"messages"`
+				}
+				if err := json.Unmarshal([]byte(line), &row); err != nil {
+					t.Fatalf("line %d: %v", i+1, err)
+				}
+				conv := append([]envs.Message{{Role: "system", Content: "You are a helpful assistant."}}, row.Messages...)
+				s, ok := MaskAssistant(tok, conv, tc.tools)
+				if !ok {
+					t.Fatalf("line %d: not laid out", i+1)
+				}
+				var trained, masked []int32
+				for j, id := range s.Tokens {
+					if s.LossMask[j] {
+						trained = append(trained, id)
+					} else {
+						masked = append(masked, id)
+					}
+				}
+				tr, ma := tok.Decode(trained, false), tok.Decode(masked, false)
+				var outputs []string // the observations' text, each must be masked and none trained
+				for _, m := range conv {
+					switch {
+					case m.Role == "tool":
+						outputs = append(outputs, m.Content)
+					case m.Role == "assistant" && tc.tools == nil:
+						for _, part := range strings.Split(m.Content, "<interpreter>\n")[1:] {
+							outputs = append(outputs, part[:strings.Index(part, "\n</interpreter>")])
+						}
+					}
+				}
+				if len(outputs) == 0 {
+					t.Fatalf("line %d: no observations in the sample", i+1)
+				}
+				for _, o := range outputs {
+					if !strings.Contains(ma, tc.observed+"\n"+o+"\n") || strings.Contains(tr, o+"\n</") {
+						t.Errorf("line %d: observation %q is not masked (masked %q)", i+1, o, ma)
+					}
+				}
+				if strings.Contains(tr, tc.observed) || !strings.HasSuffix(tr, "Answer: \\boxed{"+answerOf(conv)+"}\n</answer><|im_end|>") {
+					t.Errorf("line %d: trained text %q", i+1, tr)
+				}
+				if tc.tools != nil && strings.Count(tr, "<tool_call>") != len(outputs) {
+					t.Errorf("line %d: %d tool calls trained; want %d", i+1, strings.Count(tr, "<tool_call>"), len(outputs))
+				}
+			}
+		})
+	}
+}
+
+// answerOf is the boxed answer of a conversation's last message.
+func answerOf(conv []envs.Message) string {
+	last := conv[len(conv)-1].Content
+	i := strings.LastIndex(last, `\boxed{`)
+	return last[i+len(`\boxed{`) : i+strings.Index(last[i:], "}")]
+}
