@@ -21,6 +21,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
+	"agentrl/engine/play"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/recipes"
@@ -720,5 +721,27 @@ func TestGradAccumulation(t *testing.T) {
 		if got := gradAccumulation(r, tt.micro); got != tt.want {
 			t.Errorf("%d×%d, micro %d, updates %d, set %d: %d micro-batches per update; want %d", tt.tasks, tt.group, tt.micro, tt.updates, tt.set, got, tt.want)
 		}
+	}
+}
+
+// Evaluation generates up to eval.max_new_tokens per call, training as rollout.max_new_tokens.
+func TestPlayersFor(t *testing.T) {
+	r := recipes.Default()
+	r.Rollout.MaxNewTokens = 96
+	c := &Controller{recipe: r, players: &play.Phase{Recipe: r}}
+	for _, tc := range []struct {
+		evalMax int
+		phase   string
+		want    int
+	}{
+		{0, event.PhaseEval, 96}, {256, event.PhaseEval, 256}, {256, event.PhaseValidate, 256}, {256, event.PhaseRollout, 96},
+	} {
+		r.Eval.MaxNewTokens = tc.evalMax
+		if got := c.playersFor(tc.phase).Recipe.Rollout.MaxNewTokens; got != tc.want {
+			t.Errorf("eval.max_new_tokens %d, %s: %d tokens per call; want %d", tc.evalMax, tc.phase, got, tc.want)
+		}
+	}
+	if r.Rollout.MaxNewTokens != 96 {
+		t.Errorf("the recipe was changed: %d", r.Rollout.MaxNewTokens)
 	}
 }

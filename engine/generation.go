@@ -6,6 +6,7 @@ import (
 
 	"agentrl/engine/batch"
 	"agentrl/engine/event"
+	"agentrl/engine/play"
 	"agentrl/engine/rollout"
 	"agentrl/envs"
 )
@@ -42,7 +43,7 @@ func (c *Controller) prompt(task envs.Task, hint string) ([]int32, error) {
 // (event.Generation, also returned).
 func (c *Controller) rollout(ctx context.Context, step int, phase string, trajs []*batch.Trajectory, seed uint64, temperature float64) (event.Generation, error) {
 	tk := c.newTracker(step, phase, trajs)
-	g, err := c.players.Run(ctx, trajs, seed, temperature, tk.finished)
+	g, err := c.playersFor(phase).Run(ctx, trajs, seed, temperature, tk.finished)
 	if err != nil {
 		return event.Generation{}, err
 	}
@@ -55,4 +56,17 @@ func (c *Controller) rollout(ctx context.Context, step int, phase string, trajs 
 // before the problem (see play.Phase.TeacherPrompt).
 func (c *Controller) teacherPrompt(t *batch.Trajectory, hint string) (ids []int32, ok bool, err error) {
 	return c.players.TeacherPrompt(t, hint)
+}
+
+// playersFor is the rollout players of a phase: the evaluation's (eval and validate) generate up
+// to eval.max_new_tokens per call when it is set, the rest as the recipe's rollout says.
+func (c *Controller) playersFor(phase string) *play.Phase {
+	n := c.recipe.Eval.MaxNewTokens
+	if n <= 0 || (phase != event.PhaseEval && phase != event.PhaseValidate) {
+		return c.players
+	}
+	p, r := *c.players, *c.recipe
+	r.Rollout.MaxNewTokens = n
+	p.Recipe = &r
+	return &p
 }

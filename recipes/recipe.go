@@ -579,6 +579,10 @@ type Eval struct {
 	// StoreTrajectories keeps each evaluation's trajectories in the store (gzip-compressed, as a
 	// step's are), so that view walks them; the validation tasks' are never kept.
 	StoreTrajectories bool `mapstructure:"store_trajectories" json:"store_trajectories"`
+	// MaxNewTokens is the evaluation's tokens per generation call (a longer budget than training's,
+	// as the reference ReTool configuration evaluates); 0 is rollout.max_new_tokens. The KV slot,
+	// rollout.max_total_tokens, bounds both.
+	MaxNewTokens int `mapstructure:"max_new_tokens" json:"max_new_tokens,omitzero"`
 }
 
 // EarlyStop stops a run whose evaluation metric stopped improving. It needs eval.every > 0.
