@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"agentrl/engine/model"
+	"agentrl/engine/torchref"
 	"agentrl/store"
 	"agentrl/store/safetensors"
 )
@@ -69,6 +71,28 @@ func TestExportedCheckpointLoadsAndMatches(t *testing.T) {
 	for i, want := range c.NextTokenLogprobs {
 		if math.Abs(sc.NextTokenLogprobs[i]-want) > 0.05 {
 			t.Fatalf("bf16 export: log-prob %d = %v; want %v within 0.05", i, sc.NextTokenLogprobs[i], want)
+		}
+	}
+	// The same shards in PyTorch (the torch reference of engine/torchref, HF's parameter names, its
+	// own safetensors reader taking every shard of the folder): the bf16 export loads outside this
+	// project too, within bf16's rounding of transformers' golden log-probs.
+	if python, skipped := torchref.Find(context.Background(), "/usr/bin/python3"); python == "" {
+		t.Log("torch side skipped: " + skipped)
+	} else {
+		cfg, err := model.ReadConfig(half)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := torchref.NewSpec(cfg, 1)
+		spec.Weights, spec.CheckIDs = half, c.InputIDs
+		r, err := torchref.Run(context.Background(), python, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range c.NextTokenLogprobs {
+			if math.Abs(r.CheckLogProbs[i]-want) > 0.05 {
+				t.Fatalf("bf16 export in torch: log-prob %d = %v; want %v within 0.05", i, r.CheckLogProbs[i], want)
+			}
 		}
 	}
 	for _, args := range [][]string{
