@@ -4,13 +4,13 @@
 set -u
 R=${1:-$(cd "$(dirname "$0")/.." && pwd)}; cd "$R"
 B=./bin/agentrl-tui
-O=/tmp/walk/out; rm -rf $O /tmp/walk/s.db /tmp/walk/tok /tmp/walk/exp /tmp/walk/sft; mkdir -p $O
+O=/tmp/walk/out; rm -rf $O /tmp/walk/s.db /tmp/walk/cb.db /tmp/walk/tok /tmp/walk/exp /tmp/walk/exp16 /tmp/walk/sft; mkdir -p $O
 n=0
 step() { # name, command...
   n=$((n+1)); local name=$(printf '%02d-%s' $n "$1"); shift
-  local t0=$(date +%s.%N)
+  local t0=$(date +%s%N)
   timeout 600 bash -c "$*" > $O/$name.out 2>&1; echo $? > $O/$name.rc
-  echo "$(echo "$(date +%s.%N) - $t0" | bc)" > $O/$name.s
+  local t1=$(date +%s%N); printf "%d.%01d\n" $(( (t1 - t0) / 1000000000 )) $(( (t1 - t0) / 100000000 % 10 )) > $O/$name.s
   printf '%-28s rc=%s %6.1fs  %s\n' "$name" "$(cat $O/$name.rc)" "$(cat $O/$name.s)" "$(tail -c 160 $O/$name.out | tr '\n' ' ' | cut -c1-150)"
 }
 step help "$B --help"
