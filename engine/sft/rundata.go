@@ -163,7 +163,7 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 			return nil, err
 		}
 	}
-	fmt.Fprintf(o.Log, "sft: %d steps of %d conversations (%d a epoch); nll before: train %.4f held-out %.4f\n", steps, o.Batch, perEpoch, res.TrainBefore, res.HeldoutBefore)
+	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch); nll before: train %.4f held-out %.4f\n", steps, o.Batch, perEpoch, res.TrainBefore, res.HeldoutBefore)
 	order := rng.Perm(len(trainSeqs))
 	next := 0
 	for step := 1; step <= steps; step++ {
