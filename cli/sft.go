@@ -32,11 +32,12 @@ func sftCommand(env Env) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use: `sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR --levels L,...]
-  agentrl-tui sft --data FILE.jsonl --init MODEL_DIR --out DIR [--format retool|tool_call|chat --epochs N --batch N --lr X --max-len N --steps N --heldout-share F --seed S]`,
+  agentrl-tui sft --data FILE|DIR --init MODEL_DIR --out DIR [--format retool|tool_call|chat --epochs N --batch N --lr X --max-len N --steps N --heldout-share F --seed S]`,
 		Short: "supervised fine-tuning: on conversations from a file (--data), or the built-in model's warm-up on tool-use demonstrations",
 		Long: `With --data: fine-tunes --init's model (its tokenizer kept) on the conversations of a JSON Lines
-file, one {"messages": [...]} object a line (JoeYing/ReTool-SFT, verl's converted files), and writes
-a HuggingFace folder that run --model and score --model load. --format is the layout the
+file (one {"messages": [...]} object a line), a Parquet file with a messages column, or a
+downloaded dataset folder of them (JoeYing/ReTool-SFT, verl's converted files), and writes a
+HuggingFace folder that run --model and score --model load. --format is the layout the
 conversations are in and the RL run will use (env.format): retool (the code inline in <code>,
 its output in <interpreter> inside the assistant's turn), tool_call (OpenAI tool_calls answered
 by tool messages; --tools, else the python tool under the calls' name) or chat. A conversation
@@ -94,7 +95,7 @@ rebuilds testdata/builtin this way).`,
 	fl.StringVar(&o.Init, "init", "", "continue from this HF folder's model and tokenizer (keeps the vocabulary) instead of training both from scratch; with --data the model fine-tuned (required)")
 	fl.Uint64Var(&seed, "seed", 1, "seed")
 	fl.IntSliceVar(&levels, "levels", nil, "task levels to demonstrate, instead of the recipe's env.tasks.synthetic.levels (make builtin's stages differ in them)")
-	fl.StringVar(&d.Data, "data", "", "train on this JSON Lines file's conversations (one {\"messages\": [...]} a line) instead of demonstrations; needs --init")
+	fl.StringVar(&d.Data, "data", "", "train on the conversations (a messages list each) of this JSON Lines or Parquet file, or dataset folder of them, instead of demonstrations; needs --init")
 	fl.StringVar(&format, "format", "retool", "with --data: the conversations' layout, retool, tool_call or chat (env.format)")
 	fl.StringVar(&d.Tools, "tools", "", "with --data: tool schemas in the system turn, a JSON array or @FILE (default: the python tool for tool_call, none otherwise)")
 	fl.IntVar(&d.Epochs, "epochs", 1, "with --data: passes over the training conversations (--steps, when given, instead)")

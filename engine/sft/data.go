@@ -5,8 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
+
+	"github.com/parquet-go/parquet-go"
 
 	"agentrl/engine/batch"
 	"agentrl/engine/tokenizer"
@@ -16,13 +21,57 @@ import (
 	"agentrl/recipes"
 )
 
-// ReadConversations reads a JSON Lines file of conversations, one object a line with a
-// "messages" list (JoeYing/ReTool-SFT's and verl's converted files), and checks each against the
-// layout: retool keeps the code inline (<code>…</code>, its output in <interpreter>) in the
-// assistant's content, tool_call has OpenAI tool_calls answered by tool messages, chat is plain
-// turns. A conversation without a system message gets the layout's system prompt. An error names
-// the file, the line and the field.
+// ReadConversations reads conversations with a "messages" list (JoeYing/ReTool-SFT's and verl's
+// converted files) from a JSON Lines file (one object a line), a Parquet file (one row each), or
+// a folder of them (a downloaded dataset: its .jsonl and .parquet files, by name, hidden folders
+// skipped), and checks each against the layout: retool keeps the code inline (<code>…</code>,
+// its output in <interpreter>) in the assistant's content, tool_call has OpenAI tool_calls
+// answered by tool messages, chat is plain turns. A conversation without a system message gets
+// the layout's system prompt. An error names the file, the line (or row) and the field.
 func ReadConversations(path string, layout retool.Layout) ([][]envs.Message, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return readFile(path, layout)
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != path && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if ext := strings.ToLower(filepath.Ext(p)); !d.IsDir() && (ext == ".jsonl" || ext == ".parquet") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no .jsonl or .parquet file in the folder", path)
+	}
+	sort.Strings(files)
+	var convs [][]envs.Message
+	for _, f := range files {
+		c, err := readFile(f, layout)
+		if err != nil {
+			return nil, err
+		}
+		convs = append(convs, c...)
+	}
+	return convs, nil
+}
+
+// readFile reads one file of conversations, by its extension: .parquet, else JSON Lines.
+func readFile(path string, layout retool.Layout) ([][]envs.Message, error) {
+	if strings.HasSuffix(strings.ToLower(path), ".parquet") {
+		return readParquet(path, layout)
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -49,6 +98,66 @@ func ReadConversations(path string, layout retool.Layout) ([][]envs.Message, err
 		return nil, fmt.Errorf("%s: no conversation in it (one JSON object a line, with a messages list)", path)
 	}
 	return convs, nil
+}
+
+// readParquet reads a Parquet file's rows as conversations: each row's messages column, as JSON.
+func readParquet(path string, layout retool.Layout) (convs [][]envs.Message, err error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	pf, err := parquet.OpenFile(fh, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a readable Parquet file: %v (is it whole? a file fetched with git-lfs or a partial download is not)", path, err)
+	}
+	defer func() { // a malformed file can make the reader panic: report it as unreadable
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: not a readable Parquet file: %v", path, p)
+		}
+	}()
+	r := parquet.NewReader(pf)
+	defer r.Close()
+	for n := int64(1); n <= pf.NumRows(); n++ {
+		row := map[string]any{}
+		if err := r.Read(&row); err != nil {
+			return nil, fmt.Errorf("%s: row %d: not readable: %v", path, n, err)
+		}
+		b, err := json.Marshal(textual(row))
+		if err != nil {
+			return nil, fmt.Errorf("%s: row %d: %v", path, n, err)
+		}
+		conv, err := parseConversation(b, layout)
+		if err != nil {
+			return nil, fmt.Errorf("%s: row %d: %w", path, n, err)
+		}
+		convs = append(convs, conv)
+	}
+	if len(convs) == 0 {
+		return nil, fmt.Errorf("%s: no conversation in it (the Parquet file has no rows)", path)
+	}
+	return convs, nil
+}
+
+// textual turns the Parquet reader's binary values into text, for JSON.
+func textual(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = textual(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = textual(e)
+		}
+	}
+	return v
 }
 
 // wireMessage is a message as a chat file gives it; content may be null (an assistant turn

@@ -1,12 +1,16 @@
 package sft
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 
 	"agentrl/engine/batch"
 	"agentrl/engine/device"
@@ -67,6 +71,57 @@ func TestReadConversationsLayouts(t *testing.T) {
 	// tool-call file as retool is: its calls name the flag to give.
 	if _, err := ReadConversations(toolCallsSFT, retool.LayoutReTool); err == nil || !strings.Contains(err.Error(), "retool-sft-toolcalls.jsonl:1: field messages[1].tool_calls") || !strings.Contains(err.Error(), "--format tool_call") {
 		t.Errorf("tool calls as retool: %v", err)
+	}
+}
+
+type pqMessage struct {
+	Role    string `parquet:"role"`
+	Content string `parquet:"content"`
+}
+
+type pqConversation struct {
+	Messages []pqMessage `parquet:"messages,list"`
+}
+
+// TestReadConversationsParquetFolder: a downloaded dataset folder (the ReTool-SFT sample as a
+// Parquet file under data/, a hidden cache folder beside it) reads as the JSON Lines file does;
+// a bad row is named by file, row and field.
+func TestReadConversationsParquetFolder(t *testing.T) {
+	want, err := ReadConversations(retoolSFT, retool.LayoutReTool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []pqConversation
+	for _, conv := range want {
+		var r pqConversation
+		for _, m := range conv[1:] { // the file's own messages, without the system prompt added
+			r.Messages = append(r.Messages, pqMessage{m.Role, m.Content})
+		}
+		rows = append(rows, r)
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	os.MkdirAll(filepath.Join(dir, ".cache"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".cache", "junk.jsonl"), []byte("not json\n"), 0o644)
+	var b bytes.Buffer
+	if err := parquet.Write(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "data", "train-00000-of-00001.parquet")
+	os.WriteFile(file, b.Bytes(), 0o644)
+	got, err := ReadConversations(dir, retool.LayoutReTool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parquet folder:\n%+v\nwant\n%+v", got, want)
+	}
+	rows[1].Messages[0].Role = ""
+	b.Reset()
+	parquet.Write(&b, rows)
+	os.WriteFile(file, b.Bytes(), 0o644)
+	if _, err := ReadConversations(dir, retool.LayoutReTool); err == nil || !strings.Contains(err.Error(), file+": row 2: field messages[0].role: missing") {
+		t.Errorf("bad row: %v", err)
 	}
 }
 
