@@ -46,7 +46,8 @@ tokens only, laid out and masked exactly as RL rollouts are (interpreter output,
 and prompts masked). Conversations longer than --max-len tokens are dropped and counted;
 --heldout-share holds a seeded share out for an evaluation loss. The schedule is linear warm-up
 (--warmup, a share of the steps) then cosine from --lr to --min-lr, over --epochs passes of
---batch conversations a step (or --steps). An error names the file, the line and the field.
+--batch conversations a step (or --steps); a step is one AdamW update, its gradients summed
+over passes of --micro-batch conversations. An error names the file, the line and the field.
 
 Without --data: writes a HuggingFace folder of executed tool-use demonstrations from the
 recipe's task set, a tokenizer trained on them and a small Qwen3-shaped model (make builtin
@@ -99,6 +100,7 @@ rebuilds testdata/builtin this way).`,
 	fl.StringVar(&format, "format", "retool", "with --data: the conversations' layout, retool, tool_call or chat (env.format)")
 	fl.StringVar(&d.Tools, "tools", "", "with --data: tool schemas in the system turn, a JSON array or @FILE (default: the python tool for tool_call, none otherwise)")
 	fl.IntVar(&d.Epochs, "epochs", 1, "with --data: passes over the training conversations (--steps, when given, instead)")
+	fl.IntVar(&d.MicroBatch, "micro-batch", 0, "with --data: conversations per forward/backward pass, their gradients summed into the step's one update (0: the whole --batch)")
 	fl.IntVar(&d.MaxLen, "max-len", 0, "with --data: drop conversations longer than this many tokens (0: none)")
 	fl.Float64Var(&d.HeldoutShare, "heldout-share", 0, "with --data: share of the conversations held out (seeded) for an evaluation loss")
 	fl.Float64Var(&d.MinLR, "min-lr", 0, "with --data: the cosine schedule's final learning rate")
@@ -130,6 +132,9 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 	}
 	if fl.Changed("lr") {
 		d.LR = o.LR
+	}
+	if d.MicroBatch < 0 {
+		return fmt.Errorf("sft: --micro-batch %d: give 0 (the whole batch) or more", d.MicroBatch)
 	}
 	if d.Epochs < 1 {
 		return fmt.Errorf("sft: --epochs %d: give at least 1", d.Epochs)

@@ -272,3 +272,23 @@ func TestRunDataToolCallsHeldout(t *testing.T) {
 		t.Errorf("all dropped: %v", err)
 	}
 }
+
+// TestRunDataMicroBatches: a step's batch in micro-batches of one conversation, their gradients
+// summed into one update, trains as the whole batch in one pass does.
+func TestRunDataMicroBatches(t *testing.T) {
+	run := func(micro int) *DataResult {
+		o := sampleBackend(t)
+		o.Data, o.Out, o.Format = retoolSFT, filepath.Join(t.TempDir(), "out"), retool.LayoutReTool
+		o.Steps, o.Batch, o.MicroBatch, o.LR = 3, 3, micro, 2e-3
+		res, err := RunData(context.Background(), *o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	whole, micro := run(0), run(1)
+	t.Logf("nll after 3 steps: %.6f in one pass, %.6f in micro-batches of one", whole.TrainAfter, micro.TrainAfter)
+	if !(micro.TrainAfter < micro.TrainBefore-1) || math.Abs(whole.TrainAfter-micro.TrainAfter) > 1e-4 {
+		t.Errorf("nll after: %.6f whole, %.6f micro-batched (from %.6f)", whole.TrainAfter, micro.TrainAfter, micro.TrainBefore)
+	}
+}
