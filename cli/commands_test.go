@@ -192,14 +192,15 @@ func TestSFTProbe(t *testing.T) {
 	}
 }
 
-// TestSFTData: sft --data with the README's flags for qwen3-4b-retool-sft, on the built-in model
-// and the ReTool-SFT sample, writes a folder that score loads (finite log-probs), and prints the
-// loss before and after; the data mode's missing or wrong flags are named.
+// TestSFTData: sft --data with the README's flags for qwen3-4b-retool-sft (all but the paths), on
+// the built-in model and the ReTool-SFT sample, writes a folder that score loads (finite
+// log-probs), and prints the loss before and after; the data mode's missing or wrong flags are
+// named.
 func TestSFTData(t *testing.T) {
 	dir := filepath.Join("..", model.BuiltinSourceDir)
 	data := filepath.Join("..", "testdata", "data", "retool-sft.jsonl")
 	out := filepath.Join(t.TempDir(), "sft")
-	got, err := runCmd(t, "sft", "--data", data, "--init", dir, "--out", out, "--format", "retool", "--epochs", "3", "--batch", "128",
+	got, err := runCmd(t, "sft", "--data", data, "--init", dir, "--out", out, "--format", "retool", "--epochs", "3", "--batch", "128", "--micro-batch", "1",
 		"--lr", "1e-5", "--min-lr", "1e-6", "--warmup", "0.1", "--weight-decay", "0.1", "--beta2", "0.95", "--max-len", "16384")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, got)
