@@ -292,3 +292,59 @@ func TestRunDataMicroBatches(t *testing.T) {
 		t.Errorf("nll after: %.6f whole, %.6f micro-batched (from %.6f)", whole.TrainAfter, micro.TrainAfter, micro.TrainBefore)
 	}
 }
+
+// TestSFTStepAsTrainer: a step in micro-batches through Update moves the model as the trainer's
+// own SFTStep does with the whole batch in one pass.
+func TestSFTStepAsTrainer(t *testing.T) {
+	o := sampleBackend(t)
+	tok, err := tokenizer.Load(builtinDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs, _ := ReadConversations(retoolSFT, retool.LayoutReTool)
+	seqs, _, _, err := Sequences(tok, convs, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func() []train.Sequence {
+		var b []train.Sequence
+		for _, s := range seqs {
+			b = append(b, train.Sequence{Tokens: s.Tokens, LossMask: s.LossMask})
+		}
+		return b
+	}
+	after := func(micro bool) (before, after float64) {
+		m, err := model.Load(o.Backend, builtinDir, model.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := train.Config{LR: 2e-3, GradClip: 1, LogitsChunk: 64}
+		if micro {
+			cfg.MicroBatch, cfg.GradAccumulation = 1, 3
+		}
+		tr, err := train.New(m, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		if micro {
+			before, err = sftStep(tr, fresh(), 1, 2e-3)
+		} else {
+			before, err = tr.SFTStep(fresh(), 2e-3)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err = meanNLL(tr, seqs, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return before, after
+	}
+	b1, a1 := after(false)
+	b2, a2 := after(true)
+	t.Logf("nll %.6f -> %.6f by SFTStep, %.6f -> %.6f in micro-batches of one", b1, a1, b2, a2)
+	if math.Abs(b1-b2) > 1e-5 || math.Abs(a1-a2) > 1e-4 || !(a2 < b2) {
+		t.Errorf("nll %.6f -> %.6f by SFTStep, %.6f -> %.6f in micro-batches", b1, a1, b2, a2)
+	}
+}

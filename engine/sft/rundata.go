@@ -224,13 +224,12 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 // sftStep is a supervised step as train.Trainer's SFTStep makes one, in micro-batches of rows
 // sequences: each sequence's log-probs as its old ones and advantage 1 (the clipped surrogate at
 // ratio 1 has the log-likelihood's gradient), then one Update summing the micro-batches'
-// gradients. It returns the mean NLL of the trained tokens before the update. (Update, the RL
-// trainer's own path, takes micro-batches exactly; SFTStep's single Step gives other numbers on
-// the ReTool-SFT sample at lr 2e-3: the NLL 10.21 goes to 8.89 after one step where Update's goes
-// to 8.23, and to 3.85 after 16 where Update's goes to 4.56. Why is not yet known.)
+// gradients. It returns the mean NLL of the trained tokens before the update.
 func sftStep(tr *train.Trainer, seqs []train.Sequence, rows int, lr float64) (float64, error) {
 	nll, err := logProbs(tr, seqs, rows, func(i int, lp []float32) {
-		seqs[i].OldLogProbs = lp[:len(seqs[i].Tokens)]
+		// lp[p] is position p's log-prob of token p+1; a sequence's log-probs are by token.
+		seqs[i].OldLogProbs = make([]float32, len(seqs[i].Tokens))
+		copy(seqs[i].OldLogProbs[1:], lp[:len(seqs[i].Tokens)-1])
 		seqs[i].Advantages = make([]float32, len(seqs[i].Tokens))
 		for j := range seqs[i].Advantages {
 			seqs[i].Advantages[j] = 1
