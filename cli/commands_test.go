@@ -232,6 +232,7 @@ func TestSFTData(t *testing.T) {
 		{[]string{"sft", "--data", data, "--out", t.TempDir()}, "--data needs --init MODEL_DIR"},
 		{[]string{"sft", "--data", data, "--init", dir}, "--out DIR is required"},
 		{[]string{"sft", "--data", data, "--init", dir, "--out", t.TempDir(), "--epochs", "0"}, "--epochs 0: give at least 1"},
+		{[]string{"sft", "--data", data, "--init", dir, "--out", t.TempDir(), "--warmup", "1.5"}, "--warmup 1.5: want a share of the steps"},
 		{[]string{"sft", "--data", data, "--init", dir, "--out", t.TempDir(), "--format", "xml"}, `format "xml" is not one of chat, retool or tool_call`},
 		{[]string{"sft", "--data", bad, "--init", dir, "--out", t.TempDir()}, bad + ":1: field messages[1].role: missing"},
 	} {

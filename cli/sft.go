@@ -133,6 +133,12 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 	if fl.Changed("lr") {
 		d.LR = o.LR
 	}
+	if !(d.Warmup >= 0 && d.Warmup < 1) {
+		return fmt.Errorf("sft: --warmup %v: want a share of the steps, 0 (none) up to below 1", d.Warmup)
+	}
+	if d.Warmup == 0 { // RunData reads 0 as its default
+		d.Warmup = -1
+	}
 	if d.MicroBatch < 0 {
 		return fmt.Errorf("sft: --micro-batch %d: give 0 (the whole batch) or more", d.MicroBatch)
 	}
