@@ -28,16 +28,37 @@ func sftCommand(env Env) *cobra.Command {
 	var seed uint64
 	var levels []int
 	o := sft.Options{}
+	d := sft.DataOptions{}
+	var format string
 	cmd := &cobra.Command{
-		Use:   "sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR --levels L,...]",
-		Short: "supervised warm-up: a tokenizer and a small Qwen3-shaped model trained on tool-use demonstrations",
-		Long: `Writes a HuggingFace folder: executed tool-use demonstrations from the recipe's task set, a
-tokenizer trained on them and a small Qwen3-shaped model (make builtin rebuilds testdata/builtin
-this way).`,
+		Use: `sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR --levels L,...]
+  agentrl-tui sft --data FILE|DIR --init MODEL_DIR --out DIR [--format retool|tool_call|chat --epochs N --batch N --lr X --max-len N --steps N --heldout-share F --seed S]`,
+		Short: "supervised fine-tuning: on conversations from a file (--data), or the built-in model's warm-up on tool-use demonstrations",
+		Long: `With --data: fine-tunes --init's model (its tokenizer kept) on the conversations of a JSON Lines
+file (one {"messages": [...]} object a line), a Parquet file with a messages column, or a
+downloaded dataset folder of them (JoeYing/ReTool-SFT, verl's converted files), and writes a
+HuggingFace folder that run --model and score --model load. --format is the layout the
+conversations are in and the RL run will use (env.format): retool (the code inline in <code>,
+its output in <interpreter> inside the assistant's turn), tool_call (OpenAI tool_calls answered
+by tool messages; --tools, else the python tool under the calls' name) or chat. A conversation
+without a system message gets the format's system prompt. The loss is on the assistant's own
+tokens only, laid out and masked exactly as RL rollouts are (interpreter output, tool responses
+and prompts masked). Conversations longer than --max-len tokens are dropped and counted;
+--heldout-share holds a seeded share out for an evaluation loss. The schedule is linear warm-up
+(--warmup, a share of the steps) then cosine from --lr to --min-lr, over --epochs passes of
+--batch conversations a step (or --steps); a step is one AdamW update, its gradients summed
+over passes of --micro-batch conversations. An error names the file, the line and the field.
+
+Without --data: writes a HuggingFace folder of executed tool-use demonstrations from the
+recipe's task set, a tokenizer trained on them and a small Qwen3-shaped model (make builtin
+rebuilds testdata/builtin this way).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return errors.New("sft: --out DIR is required")
+			}
+			if d.Data != "" {
+				return runSFTData(cmd, env, &bf, d, format, out, seed, o)
 			}
 			r, err := recipes.Load(recipe, recipes.Options{})
 			if err != nil {
@@ -72,11 +93,76 @@ this way).`,
 	fl.IntVar(&o.Batch, "batch", 16, "sequences per step")
 	fl.Float64Var(&o.LR, "lr", 3e-3, "peak learning rate (warm-up then cosine)")
 	fl.Float64Var(&o.HintShare, "hint-share", 0, "share of demonstrations with a bridge thought in the prompt (the rules hint for a flawed attempt, then the fix); 0: none")
-	fl.StringVar(&o.Init, "init", "", "continue from this HF folder's model and tokenizer (keeps the vocabulary) instead of training both from scratch")
+	fl.StringVar(&o.Init, "init", "", "continue from this HF folder's model and tokenizer (keeps the vocabulary) instead of training both from scratch; with --data the model fine-tuned (required)")
 	fl.Uint64Var(&seed, "seed", 1, "seed")
 	fl.IntSliceVar(&levels, "levels", nil, "task levels to demonstrate, instead of the recipe's env.tasks.synthetic.levels (make builtin's stages differ in them)")
+	fl.StringVar(&d.Data, "data", "", "train on the conversations (a messages list each) of this JSON Lines or Parquet file, or dataset folder of them, instead of demonstrations; needs --init")
+	fl.StringVar(&format, "format", "retool", "with --data: the conversations' layout, retool, tool_call or chat (env.format)")
+	fl.StringVar(&d.Tools, "tools", "", "with --data: tool schemas in the system turn, a JSON array or @FILE (default: the python tool for tool_call, none otherwise)")
+	fl.IntVar(&d.Epochs, "epochs", 1, "with --data: passes over the training conversations (--steps, when given, instead)")
+	fl.IntVar(&d.MicroBatch, "micro-batch", 0, "with --data: conversations per forward/backward pass, their gradients summed into the step's one update (0: the whole --batch)")
+	fl.IntVar(&d.MaxLen, "max-len", 0, "with --data: drop conversations longer than this many tokens (0: none)")
+	fl.Float64Var(&d.HeldoutShare, "heldout-share", 0, "with --data: share of the conversations held out (seeded) for an evaluation loss")
+	fl.Float64Var(&d.MinLR, "min-lr", 0, "with --data: the cosine schedule's final learning rate")
+	fl.Float64Var(&d.Warmup, "warmup", 0.1, "with --data: share of the steps warming up linearly")
+	fl.Float64Var(&d.WeightDecay, "weight-decay", 0, "with --data: AdamW weight decay")
+	fl.Float64Var(&d.Beta2, "beta2", 0.999, "with --data: AdamW beta2")
 	cmd.AddCommand(hintProbeCommand(env))
 	return cmd
+}
+
+// runSFTData is sft --data: the flags shared with the demonstrations' SFT (--steps, --batch,
+// --lr) count only when given, so that their defaults stay the demonstrations'.
+func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions, format, out string, seed uint64, o sft.Options) error {
+	fl := cmd.Flags()
+	if d.Init == "" {
+		d.Init = o.Init
+	}
+	if fl.Changed("steps") {
+		if o.Steps < 1 {
+			return fmt.Errorf("sft: --steps %d: give at least 1", o.Steps)
+		}
+		d.Steps = o.Steps
+	}
+	if fl.Changed("batch") {
+		if o.Batch < 1 {
+			return fmt.Errorf("sft: --batch %d: give at least 1", o.Batch)
+		}
+		d.Batch = o.Batch
+	}
+	if fl.Changed("lr") {
+		d.LR = o.LR
+	}
+	if !(d.Warmup >= 0 && d.Warmup < 1) {
+		return fmt.Errorf("sft: --warmup %v: want a share of the steps, 0 (none) up to below 1", d.Warmup)
+	}
+	if d.Warmup == 0 { // RunData reads 0 as its default
+		d.Warmup = -1
+	}
+	if d.MicroBatch < 0 {
+		return fmt.Errorf("sft: --micro-batch %d: give 0 (the whole batch) or more", d.MicroBatch)
+	}
+	if d.Epochs < 1 {
+		return fmt.Errorf("sft: --epochs %d: give at least 1", d.Epochs)
+	}
+	choice, err := bf.open(env.Stderr)
+	if err != nil {
+		return err
+	}
+	d.Format, d.Out, d.Seed, d.Backend, d.Log = retool.Layout(format), out, seed, choice.Backend, env.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := sft.RunData(ctx, d)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s: %d steps on %d conversations (%d dropped over --max-len, %d held out) in %.0fs; assistant-token nll %.4f -> %.4f",
+		out, res.Steps, res.Train, res.Dropped, res.Heldout, res.Seconds, res.TrainBefore, res.TrainAfter)
+	if res.Heldout > 0 {
+		fmt.Fprintf(env.Stdout, ", held-out %.4f -> %.4f", res.HeldoutBefore, res.HeldoutAfter)
+	}
+	fmt.Fprintln(env.Stdout)
+	return nil
 }
 
 // setLevels puts levels (when any) in place of r's synthetic task levels, refusing one out of range.

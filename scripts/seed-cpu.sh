@@ -11,7 +11,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=$repo/bin/agentrl-tui
 recipe=$repo/recipes/retool-qwen3-4b.yaml
 work=${1:-$(mktemp -d)}
-mkdir -p "$work/datasets/dapo-math-17k" "$work/datasets/aime-2024"
+mkdir -p "$work/datasets/dapo-math-17k" "$work/datasets/aime-2024" "$work/datasets/retool-sft/data"
+cp "$repo/testdata/data/retool-sft.jsonl" "$work/datasets/retool-sft/data/train.jsonl"
 cp "$repo/testdata/data/dapo-slime.jsonl" "$work/datasets/dapo-math-17k/dapo-math-17k.jsonl"
 cp -r "$repo/testdata/data/aime2024/." "$work/datasets/aime-2024/"
 cd "$work"
@@ -22,6 +23,10 @@ small=(--backend go --set model.dtype=f32 --set rollout.tasks_per_step=2 --set r
   --set eval.validation_tasks=2 --set eval.validation_samples=2 --set early_stop.metric=pass@2 --set env.timeout=10s
   --set env.sandbox.workers=2)
 run() { echo "+ $*"; "$@"; echo "  exit $?"; }
+# The SFT as the README gives it, the built-in model in place of Qwen3-4B-Instruct-2507 (the later
+# commands keep the built-in model: the 3 sample conversations make no model worth running).
+run "$bin" sft --backend go --data datasets/retool-sft --init "$repo/testdata/builtin" --out models/qwen3-4b-retool-sft \
+  --format retool --epochs 3 --batch 128 --micro-batch 1 --lr 1e-5 --min-lr 1e-6 --warmup 0.1 --weight-decay 0.1 --beta2 0.95 --max-len 16384
 run "$bin" plan "$recipe" --shape qwen3-4b --vram 96GiB
 run "$bin" data inspect datasets/dapo-math-17k --recipe "$recipe"
 run "$bin" data inspect datasets/aime-2024
