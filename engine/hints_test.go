@@ -113,9 +113,9 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 // tokens are the assistant turns, each closed by <|im_end|>.
 func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []envs.Message, prompt []int32) int {
 	t.Helper()
-	s, ok := batch.MaskAssistant(tok, conv, nil)
-	if !ok {
-		t.Fatalf("%v does not render", conv)
+	s, err := batch.MaskAssistant(tok, conv, nil)
+	if err != nil {
+		t.Fatalf("%v does not render: %v", conv, err)
 	}
 	if len(s.Tokens) < len(prompt) || !slices.Equal(s.Tokens[:len(prompt)], prompt) {
 		t.Errorf("the sequence does not open with the rollout's prompt:\n%q\n%q", tok.Decode(s.Tokens, false), tok.Decode(prompt, false))

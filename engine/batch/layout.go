@@ -87,11 +87,12 @@ func assistantPieces(text string) []Piece {
 
 // MaskAssistant tokenizes a conversation piece by piece (TurnPieces, tools in the system turn)
 // and marks the assistant's own tokens (its content outside <interpreter> blocks, its tool calls
-// and the closing <|im_end|>) as trained.
-func MaskAssistant(tok *tokenizer.Tokenizer, conv []envs.Message, tools []tokenizer.Tool) (train.Sequence, bool) {
+// and the closing <|im_end|>) as trained. The error is TurnPieces': a conversation the chat
+// template cannot render.
+func MaskAssistant(tok *tokenizer.Tokenizer, conv []envs.Message, tools []tokenizer.Tool) (train.Sequence, error) {
 	pieces, err := TurnPieces(conv, tools)
 	if err != nil {
-		return train.Sequence{}, false
+		return train.Sequence{}, err
 	}
 	var s train.Sequence
 	for _, p := range pieces {
@@ -101,5 +102,5 @@ func MaskAssistant(tok *tokenizer.Tokenizer, conv []envs.Message, tools []tokeni
 			s.LossMask = append(s.LossMask, p.Policy)
 		}
 	}
-	return s, true
+	return s, nil
 }

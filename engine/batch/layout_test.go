@@ -131,9 +131,9 @@ func TestMaskAssistantReTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := readFormats(t).Conversations[1]
-	s, ok := MaskAssistant(tok, c.Messages, c.Tools)
-	if !ok {
-		t.Fatal("not laid out")
+	s, err := MaskAssistant(tok, c.Messages, c.Tools)
+	if err != nil {
+		t.Fatalf("not laid out: %v", err)
 	}
 	var masked, trained []int32
 	for i, id := range s.Tokens {
@@ -191,9 +191,9 @@ func TestMaskAssistantSFTSamples(t *testing.T) {
 					t.Fatalf("line %d: %v", i+1, err)
 				}
 				conv := append([]envs.Message{{Role: "system", Content: "You are a helpful assistant."}}, row.Messages...)
-				s, ok := MaskAssistant(tok, conv, tc.tools)
-				if !ok {
-					t.Fatalf("line %d: not laid out", i+1)
+				s, err := MaskAssistant(tok, conv, tc.tools)
+				if err != nil {
+					t.Fatalf("line %d: not laid out: %v", i+1, err)
 				}
 				var trained, masked []int32
 				for j, id := range s.Tokens {

@@ -112,9 +112,9 @@ func DemoConversation(system string, t envs.Task, demo []envs.Message, hint stri
 // trajectory (maskAssistant).
 func demoLogProbs(m *model.Model, tok *tokenizer.Tokenizer, system string, t envs.Task, demo []envs.Message, hint string) ([]float32, error) {
 	conv := DemoConversation(system, t, demo, hint)
-	s, ok := batch.MaskAssistant(tok, conv, nil)
-	if !ok {
-		return nil, fmt.Errorf("task %s: the demonstration does not render", t.ID)
+	s, err := batch.MaskAssistant(tok, conv, nil)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: the demonstration does not render: %w", t.ID, err)
 	}
 	sc, err := m.Score([][]int32{s.Tokens})
 	if err != nil {

@@ -1,22 +1,17 @@
 package sft
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
-
-	"github.com/parquet-go/parquet-go"
 
 	"agentrl/engine/batch"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs"
+	"agentrl/envs/dataset"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
 )
@@ -29,70 +24,17 @@ import (
 // answered by tool messages, chat is plain turns. A conversation without a system message gets
 // the layout's system prompt. An error names the file, the line (or row) and the field.
 func ReadConversations(path string, layout retool.Layout) ([][]envs.Message, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		return readFile(path, layout)
-	}
-	var files []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+	var convs [][]envs.Message
+	err := dataset.Records(path, func(where string, rec json.RawMessage) error {
+		conv, err := parseConversation(rec, layout)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", where, err)
 		}
-		if d.IsDir() && p != path && strings.HasPrefix(d.Name(), ".") {
-			return filepath.SkipDir
-		}
-		if ext := strings.ToLower(filepath.Ext(p)); !d.IsDir() && (ext == ".jsonl" || ext == ".parquet") {
-			files = append(files, p)
-		}
+		convs = append(convs, conv)
 		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: no .jsonl or .parquet file in the folder", path)
-	}
-	sort.Strings(files)
-	var convs [][]envs.Message
-	for _, f := range files {
-		c, err := readFile(f, layout)
-		if err != nil {
-			return nil, err
-		}
-		convs = append(convs, c...)
-	}
-	return convs, nil
-}
-
-// readFile reads one file of conversations, by its extension: .parquet, else JSON Lines.
-func readFile(path string, layout retool.Layout) ([][]envs.Message, error) {
-	if strings.HasSuffix(strings.ToLower(path), ".parquet") {
-		return readParquet(path, layout)
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	var convs [][]envs.Message
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		conv, err := parseConversation(b, layout)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		convs = append(convs, conv)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(convs) == 0 {
 		return nil, fmt.Errorf("%s: no conversation in it (one JSON object a line, with a messages list)", path)
@@ -100,88 +42,16 @@ func readFile(path string, layout retool.Layout) ([][]envs.Message, error) {
 	return convs, nil
 }
 
-// readParquet reads a Parquet file's rows as conversations: each row's messages column, as JSON.
-func readParquet(path string, layout retool.Layout) (convs [][]envs.Message, err error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pf, err := parquet.OpenFile(fh, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a readable Parquet file: %v (is it whole? a file fetched with git-lfs or a partial download is not)", path, err)
-	}
-	defer func() { // a malformed file can make the reader panic: report it as unreadable
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%s: not a readable Parquet file: %v", path, p)
-		}
-	}()
-	r := parquet.NewReader(pf)
-	defer r.Close()
-	for n := int64(1); n <= pf.NumRows(); n++ {
-		row := map[string]any{}
-		if err := r.Read(&row); err != nil {
-			return nil, fmt.Errorf("%s: row %d: not readable: %v", path, n, err)
-		}
-		b, err := json.Marshal(textual(row))
-		if err != nil {
-			return nil, fmt.Errorf("%s: row %d: %v", path, n, err)
-		}
-		conv, err := parseConversation(b, layout)
-		if err != nil {
-			return nil, fmt.Errorf("%s: row %d: %w", path, n, err)
-		}
-		convs = append(convs, conv)
-	}
-	if len(convs) == 0 {
-		return nil, fmt.Errorf("%s: no conversation in it (the Parquet file has no rows)", path)
-	}
-	return convs, nil
-}
-
-// textual turns the Parquet reader's binary values into text, for JSON.
-func textual(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		return string(x)
-	case map[string]any:
-		for k, e := range x {
-			x[k] = textual(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = textual(e)
-		}
-	}
-	return v
-}
-
 // wireMessage is a message as a chat file gives it; content may be null (an assistant turn
-// with only tool calls).
+// with only tool calls). envs.ToolCall reads OpenAI's {"type": "function", "function": {…}} and
+// the flat {"name", "arguments"} alike.
 type wireMessage struct {
 	Role             *string         `json:"role"`
 	Content          json.RawMessage `json:"content"`
 	Name             string          `json:"name"`
 	ToolCallID       string          `json:"tool_call_id"`
-	ToolCalls        []wireToolCall  `json:"tool_calls"`
+	ToolCalls        []envs.ToolCall `json:"tool_calls"`
 	ReasoningContent *string         `json:"reasoning_content"`
-}
-
-// wireToolCall is OpenAI's {"id", "type": "function", "function": {"name", "arguments"}}, or
-// the flat {"name", "arguments"}; arguments a JSON string or an object.
-type wireToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function *struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
 }
 
 // parseConversation is one line's conversation, checked against the layout.
@@ -228,11 +98,7 @@ func parseConversation(b []byte, layout retool.Layout) ([]envs.Message, error) {
 		case "user":
 		case "assistant":
 			assistants++
-			for j, tc := range w.ToolCalls {
-				call := envs.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}
-				if tc.Function != nil {
-					call.Name, call.Arguments = tc.Function.Name, tc.Function.Arguments
-				}
+			for j, call := range w.ToolCalls {
 				if call.Name == "" {
 					return nil, fmt.Errorf("field %s.tool_calls[%d].function.name: missing", field, j)
 				}
@@ -358,12 +224,9 @@ func Tools(spec string, layout retool.Layout, convs [][]envs.Message) ([]tokeniz
 // counts them.
 func Sequences(tok *tokenizer.Tokenizer, convs [][]envs.Message, tools []tokenizer.Tool, maxLen int) (seqs []train.Sequence, kept [][]envs.Message, dropped int, err error) {
 	for i, conv := range convs {
-		if _, err := batch.TurnPieces(conv, tools); err != nil {
+		s, err := batch.MaskAssistant(tok, conv, tools)
+		if err != nil {
 			return nil, nil, 0, fmt.Errorf("conversation %d: %w", i+1, err)
-		}
-		s, ok := batch.MaskAssistant(tok, conv, tools)
-		if !ok {
-			return nil, nil, 0, fmt.Errorf("conversation %d: not renderable", i+1)
 		}
 		if maxLen > 0 && len(s.Tokens) > maxLen {
 			dropped++

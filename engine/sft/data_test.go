@@ -193,9 +193,9 @@ func TestRunDataLowersLossAndLoads(t *testing.T) {
 	var seqs []train.Sequence
 	tokens, trained := 0, 0
 	for _, conv := range convs {
-		s, ok := batch.MaskAssistant(tok, conv, nil)
-		if !ok {
-			t.Fatal("not renderable")
+		s, err := batch.MaskAssistant(tok, conv, nil)
+		if err != nil {
+			t.Fatalf("not renderable: %v", err)
 		}
 		seqs = append(seqs, s)
 		tokens += len(s.Tokens)

@@ -122,8 +122,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	var seqs []train.Sequence
 	for _, conv := range convs {
-		s, ok := batch.MaskAssistant(tok, conv, nil)
-		if ok && len(s.Tokens) <= r.Rollout.MaxTotalTokens {
+		s, err := batch.MaskAssistant(tok, conv, nil)
+		if err == nil && len(s.Tokens) <= r.Rollout.MaxTotalTokens {
 			seqs = append(seqs, s)
 		}
 	}

@@ -159,7 +159,7 @@ func Read(spec string, o Options) (*Set, error) {
 	same := map[string]bool{}   // prompt and answer of the rows kept
 	multi := len(files) > 1
 	for _, file := range files {
-		err := readRows(file, o.Fields, func(r row) error {
+		err := readRows(file, &o.Fields, func(r row) error {
 			if filterRows {
 				s, ok, err := r.pick(o.Fields.Split, defaultSplit, "split")
 				if err != nil {

@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -247,5 +249,38 @@ func TestRepeats(t *testing.T) {
 	write(t, f, `{"id": "a", "problem": "p", "answer": "1"}`+"\n"+`{"id": "a", "problem": "q", "answer": "2"}`+"\n")
 	if _, err := Read(f, Options{}); err == nil || !strings.Contains(err.Error(), f+`:2: task id "a" repeats `+f+":1") {
 		t.Errorf("id reused: %v", err)
+	}
+}
+
+// Records: a JSON Lines file gives its lines as written (key order and spacing kept), a dataset
+// folder its Parquet rows as JSON, each named by file and line or row.
+func TestRecords(t *testing.T) {
+	file := filepath.Join("..", "..", "testdata", "data", "retool-sft.jsonl")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := Records(file, func(where string, rec json.RawMessage) error {
+		got = append(got, where+" "+string(rec))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(got) != len(lines) || got[1] != file+":2 "+lines[1] {
+		t.Errorf("%d records, the second %.80q; want the file's %d lines as written", len(got), got[1], len(lines))
+	}
+	n := 0
+	dir := filepath.Join("..", "..", "testdata", "data", "aime2024")
+	if err := Records(dir, func(where string, rec json.RawMessage) error {
+		n++
+		var row map[string]any
+		if err := json.Unmarshal(rec, &row); err != nil || row["Problem"] == nil || !strings.HasSuffix(where, fmt.Sprintf(": row %d", n)) {
+			t.Errorf("%s: %s (%v)", where, rec, err)
+		}
+		return nil
+	}); err != nil || n != 10 {
+		t.Errorf("%d rows of the AIME folder (%v); want 10", n, err)
 	}
 }

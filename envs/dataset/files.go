@@ -11,8 +11,45 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
-// readRows calls fn with each row of file, by its extension: .parquet, else JSON Lines.
-func readRows(file string, f Fields, fn func(row) error) error {
+// Records calls fn with each record of path, a .jsonl or .parquet file or a folder of them
+// (sorted, hidden folders left out), as JSON, with where it stands ("f.jsonl:3", "f.parquet:
+// row 3"): the reading under Read, without the task fields, for files of other records (the
+// conversations SFT trains on). A JSON Lines record is its line as written (key order and
+// spacing kept: a tool call's arguments render as given); a Parquet row is its columns as JSON.
+// Errors name the file and the row.
+func Records(path string, fn func(where string, rec json.RawMessage) error) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	files := []string{path}
+	if st.IsDir() {
+		if files, err = folderFiles(path); err != nil {
+			return err
+		}
+	}
+	for _, file := range files {
+		err := readRows(file, nil, func(r row) error {
+			rec := r.raw
+			if rec == nil {
+				b, err := json.Marshal(r.data)
+				if err != nil {
+					return fmt.Errorf("%s: %v", r.where(), err)
+				}
+				rec = b
+			}
+			return fn(r.where(), rec)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readRows calls fn with each row of file, by its extension: .parquet, else JSON Lines. A
+// Parquet file is first checked for the columns f names (nil: no check).
+func readRows(file string, f *Fields, fn func(row) error) error {
 	if strings.HasSuffix(strings.ToLower(file), ".parquet") {
 		return readParquet(file, f, fn)
 	}
@@ -44,7 +81,7 @@ func readJSONL(file string, fn func(row) error) error {
 			return fmt.Errorf("%s:%d: not a JSON object (%v); a JSON Lines file holds one object a line", file, line, err)
 		}
 		rows++
-		if err := fn(row{file: file, n: line, lines: true, data: obj}); err != nil {
+		if err := fn(row{file: file, n: line, lines: true, data: obj, raw: bytes.Clone(b)}); err != nil {
 			return err
 		}
 	}
@@ -58,8 +95,8 @@ func readJSONL(file string, fn func(row) error) error {
 }
 
 // readParquet reads every row of a Parquet file as nested maps and lists, after checking that
-// the columns the fields name are there.
-func readParquet(file string, f Fields, fn func(row) error) (err error) {
+// the columns f names are there (f nil: no check).
+func readParquet(file string, f *Fields, fn func(row) error) (err error) {
 	fh, err := os.Open(file)
 	if err != nil {
 		return err
@@ -73,8 +110,10 @@ func readParquet(file string, f Fields, fn func(row) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("%s: not a readable Parquet file: %v (is it whole? a file fetched with git-lfs or a partial download is not)", file, err)
 	}
-	if err := checkColumns(file, pf.Schema(), f); err != nil {
-		return err
+	if f != nil {
+		if err := checkColumns(file, pf.Schema(), *f); err != nil {
+			return err
+		}
 	}
 	if pf.NumRows() == 0 {
 		return fmt.Errorf("%s: an empty file: the Parquet file has no rows", file)

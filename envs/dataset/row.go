@@ -18,6 +18,7 @@ type row struct {
 	n     int  // the JSONL line or the Parquet row, from 1
 	lines bool // n counts lines (JSONL), not rows
 	data  map[string]any
+	raw   []byte // a JSONL line as written (nil for a Parquet row)
 }
 
 // where names the row in messages: "f.jsonl:3" or "f.parquet: row 3".
