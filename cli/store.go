@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -177,22 +179,46 @@ func viewCommand(env Env) *cobra.Command {
 
 // exportCommand writes a checkpoint as a HuggingFace folder, or a LoRA run's as a PEFT one.
 func exportCommand(env Env) *cobra.Command {
-	var path, run, dtype, shard string
+	var path, run, dtype, shard, from string
 	var step int
 	var peft bool
 	cmd := &cobra.Command{
-		Use:   "export --store PATH --run RUN [--step S] [--peft | --dtype bf16 --shard-size 5GB] OUT_DIR",
+		Use:   "export (--store PATH --run RUN [--step S] | --model DIR) [--peft | --dtype bf16 --shard-size 5GB] OUT_DIR",
 		Short: "write a checkpoint as a HuggingFace folder (config.json, model.safetensors, tokenizer files)",
 		Long: "Writes a checkpoint as a HuggingFace folder (config.json, model.safetensors, tokenizer files); a LoRA\n" +
 			"run's checkpoint is written with its adapters merged into the base weights. With --peft a LoRA run's\n" +
 			"checkpoint is written as a PEFT adapter folder instead (adapter_config.json, adapter_model.safetensors),\n" +
 			"to load with peft.PeftModel.from_pretrained(base_model, OUT_DIR). --dtype bf16 writes the weights in bfloat16\n" +
 			"(half the bytes of the stored float32; config.json is copied as stored), and --shard-size splits them into\n" +
-			"model-0000i-of-0000n.safetensors files with model.safetensors.index.json, as HuggingFace does for big models.",
+			"model-0000i-of-0000n.safetensors files with model.safetensors.index.json, as HuggingFace does for big models.\n" +
+			"--model DIR writes a HuggingFace folder instead of a stored checkpoint through the same path, e.g. to\n" +
+			"convert a float32 folder into bf16 shards.",
 		Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if run == "" || len(args) == 0 {
-				return errors.New("export: usage: agentrl-tui export --store PATH --run RUN [--step S] [--peft] OUT_DIR")
+			if len(args) == 0 || (run == "") == (from == "") {
+				return errors.New("export: usage: agentrl-tui export (--store PATH --run RUN [--step S] | --model DIR) [--peft | --dtype bf16 --shard-size 5GB] OUT_DIR")
+			}
+			if from != "" {
+				if peft || step >= 0 {
+					return errors.New("export: --model DIR takes neither --peft nor --step (they choose among a run's checkpoints)")
+				}
+				// The folder goes through a scratch store, so that it is written by the very code
+				// that writes a run's checkpoints.
+				tmp, err := os.MkdirTemp("", "agentrl-export-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(tmp)
+				path, run, step = filepath.Join(tmp, "export.db"), "model", 0
+				s, err := store.Open(path, store.Options{})
+				if err != nil {
+					return err
+				}
+				err = s.ImportHF(from, run, step)
+				s.Close()
+				if err != nil {
+					return fmt.Errorf("export: --model %s: %w", from, err)
+				}
 			}
 			s, err := store.Open(path, store.Options{ReadOnly: true})
 			if err != nil {
@@ -231,6 +257,10 @@ func exportCommand(env Env) *cobra.Command {
 			if err := export(run, step, args[0]); err != nil {
 				return err
 			}
+			if from != "" {
+				fmt.Fprintf(env.Stdout, "exported %s to %s\n", from, args[0])
+				return nil
+			}
 			fmt.Fprintf(env.Stdout, "exported %s step %d to %s\n", run, step, args[0])
 			return nil
 		},
@@ -240,6 +270,7 @@ func exportCommand(env Env) *cobra.Command {
 	cmd.Flags().IntVar(&step, "step", -1, "checkpoint step (default: the latest)")
 	cmd.Flags().BoolVar(&peft, "peft", false, "write a LoRA run's adapters as a PEFT folder instead of the merged model")
 	cmd.Flags().StringVar(&dtype, "dtype", "f32", "dtype of the written weights: f32 (as stored), bf16 or f16")
+	cmd.Flags().StringVar(&from, "model", "", "a HuggingFace model folder to write instead of a stored checkpoint (in --dtype, in --shard-size shards)")
 	cmd.Flags().StringVar(&shard, "shard-size", "", "split the weights into shards of at most this size, e.g. 5GB (default: one model.safetensors)")
 	return cmd
 }

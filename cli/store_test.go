@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,6 +103,31 @@ func TestExportedCheckpointLoadsAndMatches(t *testing.T) {
 	} {
 		a := append([]string{"export", "--store", dbPath, "--run", "imported"}, args...)
 		if _, err := runCmd(t, append(a, filepath.Join(t.TempDir(), "x"))...); err == nil {
+			t.Errorf("export %v gave no error", args)
+		}
+	}
+
+	// --model DIR: the same folder, exported straight from its files, is the stored checkpoint's
+	// export byte for byte (one path writes both).
+	direct := filepath.Join(t.TempDir(), "direct")
+	if _, err := runCmd(t, "export", "--model", fixture("qwen3-tiny-untied"), "--dtype", "bf16", "--shard-size", "64KiB", direct); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(half, "*"))
+	for _, f := range files {
+		a, _ := os.ReadFile(f)
+		b, err := os.ReadFile(filepath.Join(direct, filepath.Base(f)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("export --model: %s differs from the stored checkpoint's export (%v)", filepath.Base(f), err)
+		}
+	}
+	for _, args := range [][]string{
+		{"--model", fixture("qwen3-tiny-untied"), "--run", "imported"},
+		{"--model", fixture("qwen3-tiny-untied"), "--peft"},
+		{"--model", fixture("qwen3-tiny-untied"), "--step", "1"},
+		{"--model", t.TempDir()},
+	} {
+		if _, err := runCmd(t, append(append([]string{"export"}, args...), filepath.Join(t.TempDir(), "x"))...); err == nil {
 			t.Errorf("export %v gave no error", args)
 		}
 	}

@@ -128,6 +128,36 @@ else
 	step random-model /dev/null "$BIN" dev random-model --shape "$SHAPE" --tokenizer "$TOKENIZER" --out "$MODEL"
 	bench_model=(--shape "$SHAPE")
 fi
+# 3a. the bf16 sharded export loads in HF transformers itself (issue #35): the built-in model and the
+# random model folder, written by `export --model` as bf16 shards, scored from the same shards by this
+# project (float32, Go backend) and by transformers (float32, CPU). Needs a python with transformers.
+HF_LOAD=${GPU_CHECK_HF_LOAD:-1}
+if [ "$HF_LOAD" = 1 ] && [ -n "$TORCH_PYTHON" ] && "$TORCH_PYTHON" -c 'import transformers' 2> /dev/null; then
+	hf_load() { # NAME FOLDER SHARD_SIZE IDS
+		local dir=$OUT/export-$1
+		step "export-$1" /dev/null "$BIN" export --model "$2" --dtype bf16 --shard-size "$3" "$dir" &&
+			step "score-$1" "$STEPS/score-$1.json" "$BIN" score --model "$dir" --ids "$4" --backend go &&
+			step "hf-load-$1" "$STEPS/hf-load-$1.json" "$TORCH_PYTHON" scripts/hf-load-check.py --model "$dir" --ids "$4" \
+				--ours "$STEPS/score-$1.json" --tol 1e-3
+	}
+	hf_load builtin testdata/builtin 256KB 12,45,7,300,21,88,5,140,390,2,66,33,17,250,9,101
+	hf_load random "$MODEL" 400MB 9707,11,1879,0,576,374,264,1273,315,279,6366,4361,13,151645,198,40
+elif [ "$HF_LOAD" = 1 ]; then
+	echo "gpu-check: hf-load left out: no python with torch and transformers (TORCH_PYTHON=${TORCH_PYTHON:-none})"
+fi
+
+# 3b. float32 parity under changed XLA settings, to name what costs float32 its 1e-4 (the first H100
+# run measured 1.8-2.2e-4): TF32 off in cuBLAS, XLA's Triton GEMMs off, autotuning off (which also
+# says how much of parity's time is autotuning). Diagnostic rows: they do not decide the report's ok.
+if [ "$BACKEND" != go ] && [ "${GPU_CHECK_PARITY_VARIANTS:-1}" = 1 ]; then
+	xf=${XLA_FLAGS:-}
+	step parity-notf32 "$STEPS/parity-notf32.json" env NVIDIA_TF32_OVERRIDE=0 "$BIN" dev parity --dtypes float32 --json "${backend[@]}"
+	step parity-notriton "$STEPS/parity-notriton.json" env XLA_FLAGS="$xf --xla_gpu_enable_triton_gemm=false" \
+		"$BIN" dev parity --dtypes float32 --json "${backend[@]}"
+	step parity-autotune0 "$STEPS/parity-autotune0.json" env XLA_FLAGS="$xf --xla_gpu_autotune_level=0" \
+		"$BIN" dev parity --json "${backend[@]}"
+fi
+
 # The run's changes to the recipe reach plan and run alike as AGENTRL_* variables (recipes.Load
 # reads them): no evaluation, no optimizer state in the checkpoint saved at the end.
 run_env=(AGENTRL_RUN_MAX_STEPS="$RUN_STEPS")

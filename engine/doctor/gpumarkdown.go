@@ -31,6 +31,25 @@ func (r *GPUReport) Markdown() string {
 			"log-prob error %.2g (tolerance %.0e), argmax %.0f%%, greedy = HF: score %d/%d, generate %d/%d",
 			p.MaxLogProbErr, p.Tolerance, 100*p.ArgmaxAgree, p.ScoreGreedy, p.Cases, p.Generate, p.Cases)
 	}
+	for _, v := range r.ParityVariants {
+		for _, p := range v.Rows {
+			name := fmt.Sprintf("HF parity %s %s, %s (diagnostic)", p.Fixture, p.DType, v.Name)
+			if p.Error != "" {
+				row(false, name, "error: %s", firstLine(p.Error))
+				continue
+			}
+			row(p.OK, name, "log-prob error %.2g (tolerance %.0e), argmax %.0f%%; the step took %.0f s", p.MaxLogProbErr, p.Tolerance, 100*p.ArgmaxAgree, v.Seconds)
+		}
+	}
+	for _, h := range r.HFLoad {
+		name := fmt.Sprintf("export loads in HF transformers, %s", h.Name)
+		if h.Error != "" {
+			row(false, name, "%d shards: %s", h.Shards, firstLine(h.Error))
+			continue
+		}
+		row(h.OK, name, "%d bf16 shards as %s (transformers %s, torch %s, %s %s): log-prob error %.2g against score's (tolerance %.0e) over %d tokens; loaded in %.1f s",
+			h.Shards, h.Class, h.Transformers, h.Torch, h.Device, h.DType, h.MaxErr, h.Tol, h.N, h.LoadSeconds)
+	}
 	for _, x := range r.Rollout {
 		ref := x.Reference
 		if x.RefTokensPerS > 0 {

@@ -34,7 +34,36 @@ const (
 	TorchTrainFile = "torch-train.json"
 	PartialFile    = "partial.json" // scripts/bench-partial.sh's JSON line
 	rolloutPrefix  = "rollout-"     // rollout-<batch>.json
+	hfLoadPrefix   = "hf-load-"     // hf-load-<name>.json: scripts/hf-load-check.py's line
+	variantPrefix  = "parity-"      // parity-<variant>.json: dev parity under changed XLA settings
 )
+
+// HFLoadRow is scripts/hf-load-check.py's line: an export loaded in HF transformers itself, its
+// log-probs beside this project's score of the same folder.
+type HFLoadRow struct {
+	Name         string  `json:"name"` // the step's: builtin, random
+	Model        string  `json:"model"`
+	Shards       int     `json:"shards"`
+	Class        string  `json:"class,omitempty"`
+	Transformers string  `json:"transformers,omitempty"`
+	Torch        string  `json:"torch,omitempty"`
+	Device       string  `json:"device"`
+	DType        string  `json:"dtype"`
+	N            int     `json:"n"`
+	MaxErr       float64 `json:"max_err"`
+	Tol          float64 `json:"tol"`
+	OK           bool    `json:"ok"`
+	LoadSeconds  float64 `json:"load_s"`
+	Error        string  `json:"error,omitempty"`
+}
+
+// ParityVariant is `dev parity` run again with one setting changed (TF32 off, Triton GEMMs off,
+// autotuning off): diagnostic rows that name what costs a dtype its tolerance, apart from OK.
+type ParityVariant struct {
+	Name    string      `json:"name"`
+	Seconds float64     `json:"seconds"`
+	Rows    []ParityRow `json:"rows"`
+}
 
 // StepStatus is how one step of the script ended.
 type StepStatus struct {
@@ -150,7 +179,10 @@ type GPUReport struct {
 	Run     *RunRow      `json:"run,omitempty"`
 	Plan    *PlanRow     `json:"plan,omitempty"`
 	Partial *PartialRow  `json:"partial,omitempty"`
-	Missing []string     `json:"missing,omitempty"` // step outputs that are absent or unreadable
+	HFLoad  []HFLoadRow  `json:"hf_load,omitempty"`
+	// ParityVariants are diagnostic: they do not decide OK.
+	ParityVariants []ParityVariant `json:"parity_variants,omitempty"`
+	Missing        []string        `json:"missing,omitempty"` // step outputs that are absent or unreadable []string     `json:"missing,omitempty"` // step outputs that are absent or unreadable
 }
 
 // BuildReport reads the step files in dir into the report.
@@ -185,12 +217,29 @@ func BuildReport(dir string) (*GPUReport, error) {
 		}
 		r.Partial = &part
 	}
+	for _, s := range r.Steps {
+		switch {
+		case strings.HasPrefix(s.Name, hfLoadPrefix):
+			row := HFLoadRow{Name: strings.TrimPrefix(s.Name, hfLoadPrefix)}
+			if r.read(dir, s.Name+".json", &row) {
+				r.HFLoad = append(r.HFLoad, row)
+			}
+		case strings.HasPrefix(s.Name, variantPrefix):
+			var par ParityReport
+			if r.read(dir, s.Name+".json", &par) {
+				r.ParityVariants = append(r.ParityVariants, ParityVariant{Name: strings.TrimPrefix(s.Name, variantPrefix), Seconds: s.Seconds, Rows: par.Rows})
+			}
+		}
+	}
 	r.OK = len(r.Steps) > 0 && len(r.Parity) > 0
 	for _, s := range r.Steps {
 		r.OK = r.OK && s.ExitCode == 0
 	}
 	for _, p := range r.Parity {
 		r.OK = r.OK && p.OK
+	}
+	for _, h := range r.HFLoad {
+		r.OK = r.OK && h.OK
 	}
 	return r, nil
 }

@@ -174,6 +174,28 @@ func TestBuildReport(t *testing.T) {
 				}
 			},
 		},
+		{
+			// scripts/hf-load-check.py's lines as written, one within tolerance and one that did not
+			// load; and a float32 parity variant whose row holds where the plain run's did not.
+			name:   "hf-load and parity variants",
+			status: allGood + "hf-load-builtin\t0\t9.0\nhf-load-random\t2\t4.0\nparity-notf32\t0\t41.5\n",
+			edit: func(f map[string]any) {
+				f["hf-load-builtin.json"] = `{"model": "x/export-builtin", "shards": 3, "device": "cpu", "dtype": "float32", "tol": 0.001, "torch": "2.11.0", "transformers": "4.57.1", "load_s": 0.4, "class": "Qwen3ForCausalLM", "n": 15, "max_err": 2.5e-06, "ok": true}` + "\n"
+				f["hf-load-random.json"] = `{"model": "x/export-random", "shards": 0, "device": "cpu", "dtype": "float32", "tol": 0.001, "ok": false, "error": "OSError: no file named model.safetensors"}` + "\n"
+				f["parity-notf32.json"] = ParityReport{Backend: "cuda", Rows: []ParityRow{{Fixture: "qwen3-tiny", DType: "float32", OK: true, MaxLogProbErr: 3e-6, Tolerance: 1e-4, ArgmaxAgree: 1}}}
+			},
+			check: func(t *testing.T, r *GPUReport) {
+				if len(r.HFLoad) != 2 || r.HFLoad[0].Name != "builtin" || !r.HFLoad[0].OK || r.HFLoad[0].Shards != 3 || r.HFLoad[1].OK {
+					t.Errorf("hf load %+v", r.HFLoad)
+				}
+				if v := r.ParityVariants; len(v) != 1 || v[0].Name != "notf32" || v[0].Seconds != 41.5 || len(v[0].Rows) != 1 {
+					t.Errorf("parity variants %+v", v)
+				}
+			},
+			wantMD: []string{"| export loads in HF transformers, builtin | ✓ | 3 bf16 shards as Qwen3ForCausalLM (transformers 4.57.1, torch 2.11.0, cpu float32): log-prob error 2.5e-06",
+				"| export loads in HF transformers, random | ✗ | 0 shards: OSError: no file named model.safetensors |",
+				"| HF parity qwen3-tiny float32, notf32 (diagnostic) | ✓ | log-prob error 3e-06 (tolerance 1e-04), argmax 100%; the step took 42 s |"},
+		},
 		{name: "no status file", status: "", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
