@@ -8,7 +8,10 @@
 # Steps, each a command of the binary (or of the python with torch), in this order, within the
 # time left of GPU_CHECK_BUDGET_S (600): doctor --gpu; plan for qwen3-4b at 96 GiB; HF parity of
 # testdata/fixtures in float32 and bfloat16 (log-prob error, argmax, greedy through score and
-# generate); a random-weight qwen3-0.6b folder; a 3-step run of recipes/retool.yaml on it under an
+# generate); a random-weight qwen3-0.6b folder; the built-in model and that folder exported as bf16
+# shards and loaded in HF transformers (scripts/hf-load-check.py), and transformers' own float32 parity
+# on this GPU (scripts/torch-fixture-parity.py); float32 parity again with TF32, Triton GEMMs or
+# autotuning off (diagnostic rows); a 3-step run of recipes/retool.yaml on it under an
 # NVML sampler, beside the ledger's plan for it; scripts/bench-partial.sh (synchronous vs partial
 # rollouts on the long-tail workload, the built-in model); bench rollout at batch 1, 64 and 256 against HF
 # generate; bench train at 8 × 1024 and PyTorch eager on the same shape and batch. Nothing comes
@@ -142,6 +145,8 @@ if [ "$HF_LOAD" = 1 ] && [ -n "$TORCH_PYTHON" ] && "$TORCH_PYTHON" -c 'import tr
 	}
 	hf_load builtin testdata/builtin 256KB 12,45,7,300,21,88,5,140,390,2,66,33,17,250,9,101
 	hf_load random "$MODEL" 400MB 9707,11,1879,0,576,374,264,1273,315,279,6366,4361,13,151645,198,40
+	# the yardstick of the parity rows: transformers itself, float32, on this GPU against its CPU goldens
+	[ "$BACKEND" != go ] && step torch-parity "$STEPS/torch-parity.jsonl" "$TORCH_PYTHON" scripts/torch-fixture-parity.py cuda
 elif [ "$HF_LOAD" = 1 ]; then
 	echo "gpu-check: hf-load left out: no python with torch and transformers (TORCH_PYTHON=${TORCH_PYTHON:-none})"
 fi
