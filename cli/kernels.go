@@ -88,11 +88,14 @@ func (w kernelWork) measure() (device.KernelTiming, error) {
 	if err != nil {
 		return device.KernelTiming{}, err
 	}
-	m, err := bench.Model(choice, w.dir, w.shape, w.dtype)
+	m, cut, err := w.proxy(choice)
 	if err != nil {
 		return device.KernelTiming{}, err
 	}
 	defer m.Close()
+	if cut {
+		w.micro = min(w.micro, proxyMicro)
+	}
 	dec, err := rollout.Bench(context.Background(), m, rollout.BenchConfig{Sequences: w.slots, PromptLen: 16, NewTokens: 24, Seed: 1,
 		Gen: rollout.Config{Slots: w.slots, MaxLen: model.Bucket(w.maxLen)}})
 	if err != nil {
@@ -103,6 +106,53 @@ func (w kernelWork) measure() (device.KernelTiming, error) {
 		return device.KernelTiming{}, fmt.Errorf("train: %w", err)
 	}
 	return device.KernelTiming{Set: device.ActiveKernels(os.Getenv), DecodeMs: dec.StepMillis, TrainMs: tr.MicroStepMs}, nil
+}
+
+// A big model's kernels are measured on proxyLayers of its layers and at most proxyVocab words: its
+// layers are alike, so which set is fastest shows in two of them, and a 0.6B model's 28 layers and
+// 151,936-word head took over 150 s on a 16-core Xeon (the second H100 run) without finishing.
+// Its training micro-step is timed on at most proxyMicro sequences: 8 × 128 tokens took 37 s a set
+// on a busy 2-core EPYC even so.
+const proxyLayers, proxyVocab, proxyMicro = 2, 16384, 2
+
+// proxy is the model w measures: the model itself when it is small (the built-in one), else random
+// weights of its config cut to proxyLayers layers and proxyVocab words (every layer's matrices the
+// same).
+func (w kernelWork) proxy(choice *device.Choice) (m *model.Model, cut bool, err error) {
+	var cfg *model.Config
+	if w.shape != "" {
+		sh, err := ledger.KnownShape(w.shape)
+		if err != nil {
+			return nil, false, err
+		}
+		cfg = bench.ConfigFromShape(sh)
+	} else if cfg, err = model.ReadConfig(w.dir); err != nil {
+		return nil, false, err
+	}
+	small := proxyConfig(cfg)
+	if small == nil {
+		m, err = bench.Model(choice, w.dir, w.shape, w.dtype)
+		return m, false, err
+	}
+	m, err = model.New(choice.Backend, model.RandomParams(small, 1, 0.02), model.Options{Compute: w.dtype})
+	return m, true, err
+}
+
+// proxyConfig is cfg cut to proxyLayers layers and proxyVocab words where its layers hold 10M
+// weights or more; nil where the model is measured as it is.
+func proxyConfig(cfg *model.Config) *model.Config {
+	if cfg.NumLayers <= proxyLayers || layerParams(cfg) < 10_000_000 {
+		return nil
+	}
+	cut := *cfg
+	cut.NumLayers, cut.VocabSize = proxyLayers, min(cfg.VocabSize, proxyVocab)
+	return &cut
+}
+
+// layerParams counts the weights of cfg's decoder layers (attention and MLP matrices).
+func layerParams(cfg *model.Config) int64 {
+	h, q, kv := int64(cfg.HiddenSize), int64(cfg.NumHeads*cfg.HeadDim), int64(cfg.NumKVHeads*cfg.HeadDim)
+	return int64(cfg.NumLayers) * (h*q*2 + h*kv*2 + 3*h*int64(cfg.IntermediateSize))
 }
 
 // choose decides w's kernels, measuring when needed (each set in a process of its own; a test
@@ -224,7 +274,9 @@ func kernelsCommand(env Env) *cobra.Command {
 command that computes on the CPU times a decode step and a training micro-step of its model with each
 set, once per CPU model, GoMLX version and model shape (cached in the user's cache folder), and
 restarts itself with the set of the lowest score: each phase's time over the fastest set's, summed
-(2 = fastest at both). GOMLX_SIMD_AVX512 / GOMLX_SIMD_AVX2 in the environment win. This shows the
+(2 = fastest at both). A model whose layers hold 10M weights or more (Qwen3-0.6B and up) is timed
+on two of its layers, a 16,384-word vocabulary and two training sequences, random weights: the
+same matrices, in a fraction of the time. GOMLX_SIMD_AVX512 / GOMLX_SIMD_AVX2 in the environment win. This shows the
 choice for --model (default: the built-in model); eval "$(agentrl-tui kernels --env)" applies it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -10,7 +10,10 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 
+	"agentrl/engine/bench"
 	"agentrl/engine/device"
+	"agentrl/engine/ledger"
+	"agentrl/engine/model"
 )
 
 // cleanKernelEnv gives the test a cache of its own and no kernel choice in the environment.
@@ -111,5 +114,44 @@ func TestKernelsEnv(t *testing.T) {
 	want := "# portable kernels, as GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX2=false in the environment says\n"
 	if !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "\nexport GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX2=false\n") {
 		t.Errorf("kernels --env printed\n%s\nwant %q, then the export line", out, want)
+	}
+}
+
+// TestKernelProxy: a big model's kernels are measured on two of its layers (same matrices) and a
+// cut vocabulary, a small one's on itself. Weights per layer worked out by hand from the configs.
+func TestKernelProxy(t *testing.T) {
+	builtin, err := model.ReadConfig(filepath.Join("..", model.BuiltinSourceDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := ledger.KnownShape("qwen3-0.6b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bench.ConfigFromShape(sh)
+	for _, tc := range []struct {
+		name       string
+		cfg        *model.Config
+		wantParams int64
+		wantLayers int // 0: measured as it is
+	}{
+		// 4 × (128·128·2 + 128·64·2 + 3·128·256)
+		{"built-in", builtin, 4 * (32768 + 16384 + 98304), 0},
+		// 28 × (1024·2048·2 + 1024·1024·2 + 3·1024·3072)
+		{"qwen3-0.6b", big, 28 * (4194304 + 2097152 + 9437184), 2},
+	} {
+		if got := layerParams(tc.cfg); got != tc.wantParams {
+			t.Errorf("%s: layerParams = %d; want %d", tc.name, got, tc.wantParams)
+		}
+		cut := proxyConfig(tc.cfg)
+		switch {
+		case tc.wantLayers == 0 && cut != nil:
+			t.Errorf("%s: measured on a proxy of %d layers; want the model itself", tc.name, cut.NumLayers)
+		case tc.wantLayers > 0 && (cut == nil || cut.NumLayers != tc.wantLayers || cut.HiddenSize != tc.cfg.HiddenSize ||
+			cut.IntermediateSize != tc.cfg.IntermediateSize || cut.VocabSize != proxyVocab):
+			t.Errorf("%s: proxy %+v; want %d layers of the same widths and %d words", tc.name, cut, tc.wantLayers, proxyVocab)
+		case tc.cfg.NumLayers != 28 && tc.wantLayers > 0:
+			t.Errorf("%s: the model's own config was changed", tc.name)
+		}
 	}
 }
