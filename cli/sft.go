@@ -6,19 +6,25 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gomlx/compute/dtypes"
 
+	"agentrl/engine/event"
 	"agentrl/engine/hint"
 	"agentrl/engine/sft"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
 	"agentrl/recipes"
+	"agentrl/store"
+	"agentrl/ui"
 )
 
 // sftCommand trains a tokenizer and a small model on executed tool-use demonstrations.
@@ -29,7 +35,7 @@ func sftCommand(env Env) *cobra.Command {
 	var levels []int
 	o := sft.Options{}
 	d := sft.DataOptions{}
-	var format string
+	var format, storePath, runName, uiMode string
 	cmd := &cobra.Command{
 		Use: `sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR --levels L,...]
   agentrl-tui sft --data FILE|DIR --init MODEL_DIR --out DIR [--format retool|tool_call|chat --epochs N --batch N --lr X --max-len N --steps N --heldout-share F --seed S]`,
@@ -58,7 +64,7 @@ rebuilds testdata/builtin this way).`,
 				return errors.New("sft: --out DIR is required")
 			}
 			if d.Data != "" {
-				return runSFTData(cmd, env, &bf, d, format, out, seed, o)
+				return runSFTData(cmd, env, &bf, d, format, out, seed, o, storePath, runName, uiMode)
 			}
 			r, err := recipes.Load(recipe, recipes.Options{})
 			if err != nil {
@@ -107,13 +113,18 @@ rebuilds testdata/builtin this way).`,
 	fl.Float64Var(&d.Warmup, "warmup", 0.1, "with --data: share of the steps warming up linearly")
 	fl.Float64Var(&d.WeightDecay, "weight-decay", 0, "with --data: AdamW weight decay")
 	fl.Float64Var(&d.Beta2, "beta2", 0.999, "with --data: AdamW beta2")
+	fl.StringVar(&storePath, "store", defaultStore, "with --data: the store the run is kept in (its metrics and checkpoints; resume continues it); '' keeps nothing")
+	fl.StringVar(&runName, "run-name", "sft", "with --data: the run's name (its id is NAME-sSEED-TIME)")
+	fl.IntVar(&d.SaveEvery, "save-every", 0, "with --data and a store: steps between checkpoints (0: a tenth of the steps); a stop saves the last step too")
+	fl.IntVar(&d.EvalEvery, "eval-every", 0, "with --data: steps between held-out losses (0: as --save-every)")
+	fl.StringVar(&uiMode, "ui", "plain", "with --data: plain (a line per step: loss, eval loss, tokens/s, ETA) or json (one event object a line)")
 	cmd.AddCommand(hintProbeCommand(env))
 	return cmd
 }
 
 // runSFTData is sft --data: the flags shared with the demonstrations' SFT (--steps, --batch,
 // --lr) count only when given, so that their defaults stay the demonstrations'.
-func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions, format, out string, seed uint64, o sft.Options) error {
+func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions, format, out string, seed uint64, o sft.Options, storePath, runName, uiMode string) error {
 	fl := cmd.Flags()
 	if d.Init == "" {
 		d.Init = o.Init
@@ -145,24 +156,127 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 	if d.Epochs < 1 {
 		return fmt.Errorf("sft: --epochs %d: give at least 1", d.Epochs)
 	}
+	if uiMode != ui.ModePlain && uiMode != ui.ModeJSON {
+		return fmt.Errorf("sft: --ui %q: want plain or json", uiMode)
+	}
 	choice, err := bf.open(env.Stderr)
 	if err != nil {
 		return err
 	}
 	d.Format, d.Out, d.Seed, d.Backend, d.Log = retool.Layout(format), out, seed, choice.Backend, env.Stderr
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	d.Name = runName
+	if storePath != "" {
+		if err := os.MkdirAll(filepath.Dir(storePath), 0o755); err != nil {
+			return err
+		}
+		st, err := store.Open(storePath, store.Options{})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		d.Store, d.RunID = st, fmt.Sprintf("%s-s%d-%s", runName, seed, time.Now().UTC().Format("20060102-150405"))
+	}
+	return sftSession(env, d, uiMode, storePath)
+}
+
+// sftSession runs an SFT on conversations (a new one or a resumed one) with its events as plain
+// lines or JSON objects on stdout. The first SIGINT, SIGTERM or SIGHUP stops it after the step in
+// progress, which is saved (exit 0 for Ctrl-C, 128 + the signal otherwise); a second one ends
+// the process at once, as the signal does, and resume continues from the latest checkpoint.
+func sftSession(env Env, d sft.DataOptions, uiMode, storePath string) error {
+	events := make(chan event.Event, 256)
+	shown := make(chan error, 1)
+	go func() {
+		if uiMode == ui.ModeJSON {
+			shown <- ui.JSONLines(env.Stdout, events)
+		} else {
+			shown <- ui.Plain(env.Stdout, events)
+		}
+	}()
+	d.Emit = func(e event.Event) { events <- e }
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	var got os.Signal
+	var mu sync.Mutex
+	go func() {
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		signal.Stop(sigs) // a second signal ends the process as the signal does
+		mu.Lock()
+		got = sig
+		mu.Unlock()
+		fmt.Fprintf(env.Stderr, "sft: %s: stopping after the step in progress, which is saved (again to end at once)\n", signalName(sig))
+		cancel(errors.New(signalReason(sig)))
+	}()
 	res, err := sft.RunData(ctx, d)
+	signal.Stop(sigs)
+	close(sigs)
+	close(events)
+	if serr := <-shown; err == nil {
+		err = serr
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "wrote %s: %d steps on %d conversations (%d dropped over --max-len, %d held out) in %.0fs; assistant-token nll %.4f -> %.4f",
-		out, res.Steps, res.Train, res.Dropped, res.Heldout, res.Seconds, res.TrainBefore, res.TrainAfter)
-	if res.Heldout > 0 {
-		fmt.Fprintf(env.Stdout, ", held-out %.4f -> %.4f", res.HeldoutBefore, res.HeldoutAfter)
+	info := env.Stdout
+	if uiMode == ui.ModeJSON {
+		info = env.Stderr
 	}
-	fmt.Fprintln(env.Stdout)
+	if res.Stopped != "" {
+		fmt.Fprintf(info, "%s at step %d of %d", res.Stopped, res.Step, res.Steps)
+		if d.Store != nil && res.Step > 0 {
+			fmt.Fprintf(info, "; agentrl-tui resume --store %s %s continues it", storePath, d.RunID)
+		}
+		fmt.Fprintln(info)
+		mu.Lock()
+		defer mu.Unlock()
+		if got != nil {
+			if code := signalStatus(got, false); code != 0 {
+				return exitStatus(code)
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(info, "wrote %s: %d steps on %d conversations (%d dropped over --max-len, %d held out) in %.0fs; assistant-token nll %.4f -> %.4f",
+		d.Out, res.Steps, res.Train, res.Dropped, res.Heldout, res.Seconds, res.TrainBefore, res.TrainAfter)
+	if res.Heldout > 0 {
+		fmt.Fprintf(info, ", held-out %.4f -> %.4f", res.HeldoutBefore, res.HeldoutAfter)
+	}
+	if d.Store != nil {
+		fmt.Fprintf(info, "; run %s in %s", d.RunID, storePath)
+	}
+	fmt.Fprintln(info)
 	return nil
+}
+
+// resumeSFT continues a stored SFT run (resume on a run of kind sft) in its store.
+func resumeSFT(env Env, storePath, runID, uiMode string) error {
+	if uiMode == "" || uiMode == ui.ModeAuto {
+		uiMode = ui.ModePlain
+	}
+	if uiMode != ui.ModePlain && uiMode != ui.ModeJSON {
+		return fmt.Errorf("resume: --ui %q: an SFT run shows plain or json", uiMode)
+	}
+	st, err := store.Open(storePath, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	d, err := sft.StoredOptions(st, runID)
+	if err != nil {
+		return err
+	}
+	bf := backendFlags{kind: "auto"}
+	choice, err := bf.open(env.Stderr)
+	if err != nil {
+		return err
+	}
+	d.Backend, d.Log = choice.Backend, env.Stderr
+	return sftSession(env, d, uiMode, storePath)
 }
 
 // setLevels puts levels (when any) in place of r's synthetic task levels, refusing one out of range.
