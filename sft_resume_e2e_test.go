@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,25 +14,6 @@ import (
 	"agentrl/store"
 )
 
-// tinySFTData writes eight short ReTool-layout conversations (about 90 tokens each on the
-// built-in tokenizer), so that an SFT step of the built-in model takes a fraction of a second.
-func tinySFTData(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "tiny.jsonl")
-	var b bytes.Buffer
-	for i := range 8 {
-		x, y := 3+i, 7+2*i
-		line, _ := json.Marshal(map[string]any{"messages": []map[string]string{
-			{"role": "user", "content": fmt.Sprintf("What is %d*%d?", x, y)},
-			{"role": "assistant", "content": fmt.Sprintf("<code>\nprint(%d*%d)\n</code>\n<interpreter>\n%d\n</interpreter>\n\\boxed{%d}", x, y, x*y, x*y)}}})
-		b.Write(append(line, '\n'))
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestSFTKillResume: an SFT run of the built binary (sft --data, the built-in model, 8 steps,
 // a checkpoint every 2) killed with SIGKILL after step 5's metrics were stored (its latest
 // checkpoint is step 4), then resumed with `resume`, stores the same loss, held-out loss and
@@ -42,7 +22,7 @@ func tinySFTData(t *testing.T) string {
 // numbers. `runs` lists the runs as sft runs.
 func TestSFTKillResume(t *testing.T) {
 	bin, env := buildForSignals(t)
-	data := tinySFTData(t)
+	data := filepath.Join("testdata", "data", "sft-tiny.jsonl") // eight conversations of about 90 tokens
 	dir := t.TempDir()
 	args := func(db, out string) []string {
 		return []string{"sft", "--data", data, "--init", "testdata/builtin", "--out", out, "--store", db, "--steps", "8", "--batch", "2",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +19,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs/retool"
+	"agentrl/store"
 )
 
 var (
@@ -346,5 +348,83 @@ func TestSFTStepAsTrainer(t *testing.T) {
 	t.Logf("nll %.6f -> %.6f by SFTStep, %.6f -> %.6f in micro-batches of one", b1, a1, b2, a2)
 	if math.Abs(b1-b2) > 1e-5 || math.Abs(a1-a2) > 1e-4 || !(a2 < b2) {
 		t.Errorf("nll %.6f -> %.6f by SFTStep, %.6f -> %.6f in micro-batches", b1, a1, b2, a2)
+	}
+}
+
+// TestRunDataStoredHeldoutExport: a stored SFT run on testdata/data/sft-tiny.jsonl with a
+// quarter held out (seed 1) lowers the held-out loss; its last checkpoint, exported from the
+// store as export does, loads back with logits identical to the folder the run wrote, whose
+// held-out loss is the one the run measured in memory, to the bit.
+func TestRunDataStoredHeldoutExport(t *testing.T) {
+	o := sampleBackend(t)
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "runs.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	o.Data, o.Out, o.Format = filepath.Join("..", "..", "testdata", "data", "sft-tiny.jsonl"), filepath.Join(dir, "out"), retool.LayoutReTool
+	o.Steps, o.Batch, o.LR, o.HeldoutShare, o.Store, o.RunID = 6, 2, 2e-3, 0.25, st, "tiny"
+	res, err := RunData(context.Background(), *o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("held-out nll %.4f -> %.4f, train %.4f -> %.4f", res.HeldoutBefore, res.HeldoutAfter, res.TrainBefore, res.TrainAfter)
+	if res.Heldout != 2 || !(res.HeldoutAfter < res.HeldoutBefore-1) {
+		t.Errorf("held out %d, nll %.4f -> %.4f", res.Heldout, res.HeldoutBefore, res.HeldoutAfter)
+	}
+	run, err := st.GetRun("tiny")
+	if err != nil || run.Kind != store.KindSFT || run.Status != "finished" {
+		t.Fatalf("stored run %+v, %v", run, err)
+	}
+	metrics, _ := st.Metrics("tiny")
+	if got := metrics[6]["eval_loss"]; got != res.HeldoutAfter {
+		t.Errorf("stored eval_loss at step 6 %v; the run's %v", got, res.HeldoutAfter)
+	}
+	exported := filepath.Join(dir, "exported")
+	if err := st.Export("tiny", 6, exported); err != nil {
+		t.Fatal(err)
+	}
+	a, err := model.Load(o.Backend, o.Out, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := model.Load(o.Backend, exported, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tok.Encode("<|im_start|>user\nWhat is 9*19?<|im_end|>\n<|im_start|>assistant\n<code>\nprint(9*19)\n</code>")
+	la, err := a.Logits(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Logits(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(la, lb) {
+		t.Errorf("the exported checkpoint's logits differ from the written folder's")
+	}
+	// The written folder is the model in memory: its held-out loss is the run's, to the bit.
+	convs, _ := ReadConversations(o.Data, o.Format)
+	seqs, _, _, _ := Sequences(tok, convs, nil, 0)
+	tr, err := train.New(b, train.Config{LogitsChunk: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	// The held-out pair is the first two after the seeded shuffle RunData does.
+	rng := rand.New(rand.NewPCG(o.Seed, 33))
+	rng.Shuffle(len(seqs), func(i, j int) { seqs[i], seqs[j] = seqs[j], seqs[i] })
+	got, err := meanNLL(tr, seqs[:2], o.Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != res.HeldoutAfter {
+		t.Errorf("the exported model's held-out nll %v; the run measured %v", got, res.HeldoutAfter)
 	}
 }
