@@ -113,6 +113,9 @@ rebuilds testdata/builtin this way).`,
 	fl.Float64Var(&d.Warmup, "warmup", 0.1, "with --data: share of the steps warming up linearly")
 	fl.Float64Var(&d.WeightDecay, "weight-decay", 0, "with --data: AdamW weight decay")
 	fl.Float64Var(&d.Beta2, "beta2", 0.999, "with --data: AdamW beta2")
+	fl.IntVar(&d.TokensPerStep, "tokens-per-step", 0, "with --data: make each step's batch by tokens: conversations until their tokens reach this many (gradients accumulated over --micro-batch passes), instead of --batch conversations")
+	fl.IntVar(&d.LoRA, "lora", 0, "with --data: train rank-N LoRA adapters on all seven projections of a frozen base instead of every weight (--out is written merged; export --peft writes the adapters)")
+	fl.Float64Var(&d.LoRAAlpha, "lora-alpha", 0, "with --lora: the adapters' alpha (0: 2 × rank)")
 	fl.StringVar(&storePath, "store", defaultStore, "with --data: the store the run is kept in (its metrics and checkpoints; resume continues it); '' keeps nothing")
 	fl.StringVar(&runName, "run-name", "sft", "with --data: the run's name (its id is NAME-sSEED-TIME)")
 	fl.IntVar(&d.SaveEvery, "save-every", 0, "with --data and a store: steps between checkpoints (0: a tenth of the steps); a stop saves the last step too")
@@ -152,6 +155,9 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 	}
 	if d.MicroBatch < 0 {
 		return fmt.Errorf("sft: --micro-batch %d: give 0 (the whole batch) or more", d.MicroBatch)
+	}
+	if d.TokensPerStep < 0 || d.LoRA < 0 {
+		return fmt.Errorf("sft: --tokens-per-step %d, --lora %d: give 0 (off) or more", d.TokensPerStep, d.LoRA)
 	}
 	if d.Epochs < 1 {
 		return fmt.Errorf("sft: --epochs %d: give at least 1", d.Epochs)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"agentrl/engine/event"
@@ -49,6 +50,15 @@ type DataOptions struct {
 	// the step's one update, exactly); 0 puts a step's whole batch in one pass.
 	MicroBatch int
 	MaxLen     int // conversations longer than this many tokens are dropped (0: no bound)
+	// TokensPerStep, when > 0, makes each step's batch by tokens instead of by Batch's count: a
+	// step takes conversations (in the epoch's order) until their tokens reach it, at least one.
+	TokensPerStep int
+	// LoRA, when > 0, trains rank-LoRA adapters on all seven projections of a frozen base
+	// (engine/model WithLoRA, as train.lora does for RL) instead of every weight; LoRAAlpha is
+	// their alpha (default 2 × rank). Out is written merged; the stored checkpoints carry the
+	// adapters and PEFT's adapter_config.json, so export --peft writes them alone.
+	LoRA      int
+	LoRAAlpha float64
 
 	LR          float64 // peak learning rate (default 1e-5)
 	MinLR       float64 // the cosine schedule's floor (default 0)
@@ -134,24 +144,40 @@ func dataHash(seqs []train.Sequence) string {
 
 // plan is every step's batch, as indices into the training conversations: the epochs' orders
 // drawn from rng up front, so that a resumed run trains step k on the batch an uninterrupted one
-// does. A step takes up to batch conversations; without a step count the last step of an epoch
-// is short.
-func plan(rng *rand.Rand, n, batch, steps int, byEpochs bool) [][]int {
-	out := make([][]int, steps)
-	order, next := rng.Perm(n), 0
-	for s := range out {
+// does. A step takes up to batch conversations, or with tokens > 0 conversations until their
+// tokens (lens) reach it; with steps ≤ 0 the plan covers epochs passes, each epoch's last step
+// short, else exactly steps steps, running on across epochs.
+func plan(rng *rand.Rand, lens []int, batch, tokens, steps, epochs int) [][]int {
+	n := len(lens)
+	full := func(b []int, t int) bool {
+		if tokens > 0 {
+			return t >= tokens
+		}
+		return len(b) >= batch || len(b) >= n
+	}
+	var out [][]int
+	order, next, epoch := rng.Perm(n), 0, 1
+	for steps <= 0 || len(out) < steps {
 		var b []int
-		for len(b) < batch && len(b) < n {
+		t := 0
+		for !full(b, t) {
 			if next == len(order) { // a new epoch, in a new order
-				order, next = rng.Perm(n), 0
-				if len(b) > 0 && byEpochs {
+				if steps <= 0 && epoch == epochs {
+					break
+				}
+				order, next, epoch = rng.Perm(n), 0, epoch+1
+				if len(b) > 0 && steps <= 0 {
 					break // epochs end their last step short
 				}
 			}
 			b = append(b, order[next])
+			t += lens[order[next]]
 			next++
 		}
-		out[s] = b
+		if len(b) == 0 {
+			break
+		}
+		out = append(out, b)
 	}
 	return out
 }
@@ -242,9 +268,9 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	fmt.Fprintf(o.Log, "sft: %s: %d conversations (%d dropped, longer than %d tokens), %d to train on, %d held out; %d tokens, %d trained\n",
 		o.Data, len(convs), dropped, o.MaxLen, len(trainSeqs), len(held), res.Tokens, res.TrainedTokens)
 
-	m, err := model.Load(o.Backend, o.Init, model.Options{})
+	m, err := loadModel(o)
 	if err != nil {
-		return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
+		return nil, err
 	}
 	if m.Config.VocabSize < tok.VocabSize() {
 		return nil, fmt.Errorf("sft: --init %s: the model has %d token ids, its tokenizer %d", o.Init, m.Config.VocabSize, tok.VocabSize())
@@ -253,33 +279,47 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	if saveAs == "" {
 		saveAs = safetensors.F32
 	}
+	lens := make([]int, len(trainSeqs))
+	for i, q := range trainSeqs {
+		lens[i] = len(q.Tokens)
+	}
+	batches := plan(rng, lens, o.Batch, o.TokensPerStep, o.Steps, o.Epochs)
+	steps := len(batches)
+	res.Steps = steps
+	perEpoch := (len(trainSeqs) + o.Batch - 1) / o.Batch
+	if o.TokensPerStep > 0 {
+		perEpoch = 0
+		for _, b := range batches {
+			perEpoch += len(b)
+		}
+		perEpoch = (steps*len(trainSeqs) + perEpoch - 1) / perEpoch // steps an epoch, about
+	}
 	// Each step is one Update of the RL trainer: micro-batches of fixed rows (a step's batch, or
-	// MicroBatch conversations), their gradients summed into one AdamW update.
-	rows := min(o.Batch, len(trainSeqs))
+	// MicroBatch conversations), their gradients summed into one AdamW update. The trainer sorts
+	// a step's conversations by length before cutting them into micro-batches, and pads each to
+	// its own longest (a power-of-two bucket), not to the step's.
+	most := 0
+	for _, b := range batches {
+		most = max(most, len(b))
+	}
+	rows := most
 	if o.MicroBatch > 0 && o.MicroBatch < rows {
 		rows = o.MicroBatch
 	}
 	cfg := train.Config{LR: o.LR, GradClip: 1, WeightDecay: o.WeightDecay, Beta2: o.Beta2, LogitsChunk: 64,
-		MicroBatch: rows, GradAccumulation: (min(o.Batch, len(trainSeqs)) + rows - 1) / rows}
+		MicroBatch: rows, GradAccumulation: (most + rows - 1) / rows}
 	tr, err := train.New(m, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
 
-	perEpoch := (len(trainSeqs) + o.Batch - 1) / o.Batch
-	steps := o.Steps
-	if steps <= 0 {
-		steps = o.Epochs * perEpoch
-	}
-	res.Steps = steps
 	if o.SaveEvery <= 0 {
 		o.SaveEvery = max(1, steps/10)
 	}
 	if o.EvalEvery <= 0 {
 		o.EvalEvery = o.SaveEvery
 	}
-	batches := plan(rng, len(trainSeqs), o.Batch, steps, o.Steps <= 0)
 	sched := train.Schedule{Base: o.LR, Warmup: int(math.Round(max(o.Warmup, 0) * float64(steps))), Total: steps, Kind: "cosine", MinRatio: o.MinLR / o.LR}
 	ck := checkpointer{o: &o, m: m, tr: tr}
 	if err := ck.files(); err != nil {
@@ -333,7 +373,7 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 		}
 	}
 	emit(event.RunStart{RunID: o.RunID, Name: o.Name, Recipe: "sft --data " + o.Data, TotalSteps: steps, Backend: o.Backend.Name(), Model: o.Init})
-	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch); nll before: train %.4f held-out %.4f\n", steps, o.Batch, perEpoch, res.TrainBefore, res.HeldoutBefore)
+	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch); nll before: train %.4f held-out %.4f\n", steps, most, perEpoch, res.TrainBefore, res.HeldoutBefore)
 	m0 := map[event.Metric]float64{event.MetricLoss: res.TrainBefore}
 	if len(held) > 0 {
 		m0[event.MetricEvalLoss] = res.HeldoutBefore
@@ -434,15 +474,84 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	}
 	fmt.Fprintf(o.Log, "sft: nll after: train %.4f held-out %.4f\n", res.TrainAfter, res.HeldoutAfter)
 	if o.Out != "" {
-		if err := m.Params.Save(o.Out, saveAs); err != nil {
-			return nil, err
-		}
-		if err := copyTokenizer(o.Init, o.Out); err != nil {
+		if err := writeOut(&o, m, &ck, steps, saveAs, emit); err != nil {
 			return nil, err
 		}
 	}
 	res.Seconds = time.Since(t0).Seconds()
 	return res, end("finished", "")
+}
+
+// loadModel is --init's model, with fresh LoRA adapters on a frozen base when o.LoRA > 0 (A
+// drawn from the seed, B zero: the base's function until trained).
+func loadModel(o DataOptions) (*model.Model, error) {
+	if o.LoRA <= 0 {
+		m, err := model.Load(o.Backend, o.Init, model.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
+		}
+		return m, nil
+	}
+	cfg, err := model.ReadConfig(o.Init)
+	if err != nil {
+		return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
+	}
+	base, err := model.LoadParams(o.Init, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
+	}
+	p, err := model.WithLoRA(base, loraOf(o), o.Seed, dtypes.Float32)
+	if err != nil {
+		return nil, fmt.Errorf("sft: --lora %d: %w", o.LoRA, err)
+	}
+	return model.New(o.Backend, p, model.Options{})
+}
+
+// loraOf is the adapters --lora asks for: all seven projections, alpha 2 × rank by default.
+func loraOf(o DataOptions) model.LoRA {
+	alpha := o.LoRAAlpha
+	if alpha <= 0 {
+		alpha = 2 * float64(o.LoRA)
+	}
+	return model.LoRA{Rank: o.LoRA, Alpha: alpha, Targets: model.LoRATargets()}
+}
+
+// writeOut writes the trained model to o.Out as a HuggingFace folder in --init's dtype, with
+// --init's tokenizer. A LoRA model is written merged, by export's own merge: from the run's
+// last checkpoint (a checkpoint in a scratch store when the run keeps none).
+func writeOut(o *DataOptions, m *model.Model, ck *checkpointer, step int, saveAs safetensors.DType, emit func(event.Event)) error {
+	if o.LoRA <= 0 {
+		if err := m.Params.Save(o.Out, saveAs); err != nil {
+			return err
+		}
+		return copyTokenizer(o.Init, o.Out)
+	}
+	if o.Store == nil {
+		dir, err := os.MkdirTemp("", "agentrl-sft-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		st, err := store.Open(filepath.Join(dir, "scratch.db"), store.Options{})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		scratch := *o
+		scratch.Store, scratch.RunID = st, "sft"
+		c := checkpointer{o: &scratch, m: ck.m, tr: ck.tr}
+		if err := c.files(); err != nil {
+			return err
+		}
+		if err := c.save(step, func(event.Event) {}); err != nil {
+			return err
+		}
+		return st.ExportWith("sft", step, o.Out, store.ExportOptions{DType: saveAs})
+	}
+	if err := ck.save(step, emit); err != nil {
+		return err
+	}
+	return o.Store.ExportWith(o.RunID, step, o.Out, store.ExportOptions{DType: saveAs})
 }
 
 // checkpointer saves an SFT run's checkpoints in its store (the model's weights in float32,
@@ -461,9 +570,6 @@ var checkpointFiles = []string{"config.json", "tokenizer.json", "tokenizer_confi
 	"added_tokens.json", "chat_template.jinja", "generation_config.json"}
 
 func (c *checkpointer) files() error {
-	if c.o.Store == nil {
-		return nil
-	}
 	c.fdata = map[string][]byte{}
 	for _, name := range checkpointFiles {
 		data, err := os.ReadFile(filepath.Join(c.o.Init, name))
@@ -474,6 +580,13 @@ func (c *checkpointer) files() error {
 			return fmt.Errorf("sft: --init %s: %w", c.o.Init, err)
 		}
 		c.fdata[name] = data
+	}
+	if c.o.LoRA > 0 {
+		js, err := residency.AdapterConfig(loraOf(*c.o), c.o.Init)
+		if err != nil {
+			return err
+		}
+		c.fdata[store.AdapterConfigFile] = js
 	}
 	return nil
 }
