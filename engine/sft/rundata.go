@@ -87,6 +87,8 @@ type DataOptions struct {
 	// Emit, when set, receives the run's events: RunStart, each step's StepMetrics (loss, lr,
 	// tokens/s, ETA; eval_loss when measured), Checkpoint, Stopping and RunEnd.
 	Emit func(event.Event) `json:"-"`
+
+	skipTrainNLL bool // the demonstrations' SFT measures no loss over all its conversations
 }
 
 // DataResult is what a run on conversations did.
@@ -216,10 +218,6 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	emit := o.Emit
-	if emit == nil {
-		emit = func(event.Event) {}
-	}
 	t0 := time.Now()
 	convs, err := ReadConversations(o.Data, o.Format)
 	if err != nil {
@@ -283,17 +281,25 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	for i, q := range trainSeqs {
 		lens[i] = len(q.Tokens)
 	}
-	batches := plan(rng, lens, o.Batch, o.TokensPerStep, o.Steps, o.Epochs)
+	return fitSeqs(ctx, o, m, trainSeqs, held, plan(rng, lens, o.Batch, o.TokensPerStep, o.Steps, o.Epochs), saveAs, res, t0)
+}
+
+// fitSeqs trains m on trainSeqs, step s on the conversations batches[s-1] names, with o's
+// schedule and optimizer, measuring held's loss as it goes: the training loop of sft --data, and
+// of the demonstrations' SFT (Run). It stores, checkpoints and resumes as o says, and writes
+// o.Out in saveAs at the end.
+func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held []train.Sequence, batches [][]int, saveAs safetensors.DType, res *DataResult, t0 time.Time) (*DataResult, error) {
+	emit := o.Emit
+	if emit == nil {
+		emit = func(event.Event) {}
+	}
 	steps := len(batches)
 	res.Steps = steps
-	perEpoch := (len(trainSeqs) + o.Batch - 1) / o.Batch
-	if o.TokensPerStep > 0 {
-		perEpoch = 0
-		for _, b := range batches {
-			perEpoch += len(b)
-		}
-		perEpoch = (steps*len(trainSeqs) + perEpoch - 1) / perEpoch // steps an epoch, about
+	drawn := 0
+	for _, b := range batches {
+		drawn += len(b)
 	}
+	perEpoch := (steps*len(trainSeqs) + drawn - 1) / max(drawn, 1) // steps an epoch
 	// Each step is one Update of the RL trainer: micro-batches of fixed rows (a step's batch, or
 	// MicroBatch conversations), their gradients summed into one AdamW update. The trainer sorts
 	// a step's conversations by length before cutting them into micro-batches, and pads each to
@@ -356,8 +362,10 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 				return nil, err
 			}
 		}
-		if res.TrainBefore, err = meanNLL(tr, trainSeqs, o.Batch); err != nil {
-			return nil, err
+		if !o.skipTrainNLL {
+			if res.TrainBefore, err = meanNLL(tr, trainSeqs, o.Batch); err != nil {
+				return nil, err
+			}
 		}
 		if len(held) > 0 {
 			if res.HeldoutBefore, err = meanNLL(tr, held, o.Batch); err != nil {
@@ -464,8 +472,10 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 		res.Seconds = time.Since(t0).Seconds()
 		return res, end("stopped", reason)
 	}
-	if res.TrainAfter, err = meanNLL(tr, trainSeqs, o.Batch); err != nil {
-		return nil, err
+	if !o.skipTrainNLL {
+		if res.TrainAfter, err = meanNLL(tr, trainSeqs, o.Batch); err != nil {
+			return nil, err
+		}
 	}
 	if len(held) > 0 {
 		if res.HeldoutAfter, err = meanNLL(tr, held, o.Batch); err != nil {
