@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -120,7 +121,7 @@ rebuilds testdata/builtin this way).`,
 	fl.StringVar(&runName, "run-name", "sft", "with --data: the run's name (its id is NAME-sSEED-TIME)")
 	fl.IntVar(&d.SaveEvery, "save-every", 0, "with --data and a store: steps between checkpoints (0: a tenth of the steps); a stop saves the last step too")
 	fl.IntVar(&d.EvalEvery, "eval-every", 0, "with --data: steps between held-out losses (0: as --save-every)")
-	fl.StringVar(&uiMode, "ui", "plain", "with --data: plain (a line per step: loss, eval loss, tokens/s, ETA) or json (one event object a line)")
+	fl.StringVar(&uiMode, "ui", "plain", "with --data: plain (a line per step: loss, eval loss, tokens/s, ETA), json (one event object a line), tui (the workbench, the loss in its Curves pane) or auto (tui on a terminal)")
 	cmd.AddCommand(hintProbeCommand(env))
 	return cmd
 }
@@ -162,9 +163,11 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 	if d.Epochs < 1 {
 		return fmt.Errorf("sft: --epochs %d: give at least 1", d.Epochs)
 	}
-	if uiMode != ui.ModePlain && uiMode != ui.ModeJSON {
-		return fmt.Errorf("sft: --ui %q: want plain or json", uiMode)
+	mode, err := ui.Choose(uiMode, isTerminal(env.Stdin), isTerminal(env.Stdout))
+	if err != nil {
+		return fmt.Errorf("sft: %w", err)
 	}
+	uiMode = mode
 	choice, err := bf.open(env.Stderr)
 	if err != nil {
 		return err
@@ -192,16 +195,31 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 func sftSession(env Env, d sft.DataOptions, uiMode, storePath string) error {
 	events := make(chan event.Event, 256)
 	shown := make(chan error, 1)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	go func() {
-		if uiMode == ui.ModeJSON {
+		switch uiMode {
+		case ui.ModeJSON:
 			shown <- ui.JSONLines(env.Stdout, events)
-		} else {
+		case ui.ModeTUI: // the workbench, its Curves pane on the loss; q or S stops the run
+			stop := func(reason string) string {
+				cancel(errors.New(reason))
+				return "stopping after the step in progress, which is saved"
+			}
+			err := ui.RunTUI(context.Background(), ui.Options{Events: events, Store: d.Store, RunID: d.RunID, Output: env.Stdout, NoSignals: true,
+				Control: ui.Funcs{StopFn: stop}})
+			cancel(errors.New(ui.ReasonQuit))
+			for range events { // the run ends at its next step; nothing reads its stream now
+			}
+			shown <- err
+		default:
 			shown <- ui.Plain(env.Stdout, events)
 		}
 	}()
 	d.Emit = func(e event.Event) { events <- e }
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
+	if uiMode == ui.ModeTUI {
+		d.Log = io.Discard // the workbench has the screen; the run's progress is in its events
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, stopSignals...)
 	var got os.Signal
@@ -261,12 +279,14 @@ func sftSession(env Env, d sft.DataOptions, uiMode, storePath string) error {
 
 // resumeSFT continues a stored SFT run (resume on a run of kind sft) in its store.
 func resumeSFT(env Env, storePath, runID, uiMode string) error {
-	if uiMode == "" || uiMode == ui.ModeAuto {
+	if uiMode == "" {
 		uiMode = ui.ModePlain
 	}
-	if uiMode != ui.ModePlain && uiMode != ui.ModeJSON {
-		return fmt.Errorf("resume: --ui %q: an SFT run shows plain or json", uiMode)
+	mode, err := ui.Choose(uiMode, isTerminal(env.Stdin), isTerminal(env.Stdout))
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
 	}
+	uiMode = mode
 	st, err := store.Open(storePath, store.Options{})
 	if err != nil {
 		return err

@@ -40,6 +40,9 @@ type RunStart struct {
 	// Evaluates names what an evaluation-only run (agentrl-tui eval) scores: "model DIR" or
 	// "checkpoint RUN step N", with its evaluation set; empty for a training run.
 	Evaluates string `json:"evaluates,omitempty"`
+	// Kind is "sft" for a supervised fine-tuning run (sft --data: its steps' metrics are the
+	// loss, which the workbench plots in place of pass@k); empty for an RL or evaluation run.
+	Kind string `json:"kind,omitempty"`
 }
 
 // Compiled is what one kind of compiled program cost: how many distinct programs (one per input

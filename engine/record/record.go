@@ -170,6 +170,9 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	sort.Ints(order)
 
 	start := event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps}
+	if run.Kind == store.KindSFT {
+		start.Kind = store.KindSFT
+	}
 	if run.Kind == store.KindEval { // as the evaluation run announced itself
 		start.Evaluates = run.Evaluated + ", " + run.EvalSet
 	}

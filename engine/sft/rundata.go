@@ -380,7 +380,7 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 			return nil, err
 		}
 	}
-	emit(event.RunStart{RunID: o.RunID, Name: o.Name, Recipe: "sft --data " + o.Data, TotalSteps: steps, Backend: o.Backend.Name(), Model: o.Init})
+	emit(event.RunStart{RunID: o.RunID, Name: o.Name, Recipe: "sft --data " + o.Data, TotalSteps: steps, Backend: o.Backend.Name(), Model: o.Init, Kind: store.KindSFT})
 	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch); nll before: train %.4f held-out %.4f\n", steps, most, perEpoch, res.TrainBefore, res.HeldoutBefore)
 	m0 := map[event.Metric]float64{event.MetricLoss: res.TrainBefore}
 	if len(held) > 0 {
