@@ -569,3 +569,18 @@ func TestRunDataLoRAResume(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestBench: bench sft's step runs on the built-in model and counts what it trained.
+func TestBench(t *testing.T) {
+	m, err := model.Load(sampleBackend(t).Backend, builtinDir, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Bench(m, train.BenchConfig{Sequences: 2, Length: 32, Prompt: 8, MicroBatch: 1, Updates: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TrainedTokens != 2*24 || !(res.TokensPerSec > 0) || !(res.LogProbsShare > 0 && res.LogProbsShare < 1) {
+		t.Errorf("%+v", *res)
+	}
+}
