@@ -17,6 +17,7 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 
+	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/hint"
 	"agentrl/engine/sft"
@@ -117,6 +118,8 @@ rebuilds testdata/builtin this way).`,
 	fl.IntVar(&d.TokensPerStep, "tokens-per-step", 0, "with --data: make each step's batch by tokens: conversations until their tokens reach this many (gradients accumulated over --micro-batch passes), instead of --batch conversations")
 	fl.IntVar(&d.LoRA, "lora", 0, "with --data: train rank-N LoRA adapters on all seven projections of a frozen base instead of every weight (--out is written merged; export --peft writes the adapters)")
 	fl.Float64Var(&d.LoRAAlpha, "lora-alpha", 0, "with --lora: the adapters' alpha (0: 2 × rank)")
+	fl.BoolVar(&d.GradientCheckpointing, "gradient-checkpointing", false, "with --data: keep each layer's input only and recompute the rest in the backward pass (what a 16K-token conversation of a 4B model needs; plan --sft)")
+	fl.IntVar(&d.OptimizerBits, "optimizer-bits", 32, "with --data: AdamW moments in 32 (float32) or 8 bits")
 	fl.StringVar(&storePath, "store", defaultStore, "with --data: the store the run is kept in (its metrics and checkpoints; resume continues it); '' keeps nothing")
 	fl.StringVar(&runName, "run-name", "sft", "with --data: the run's name (its id is NAME-sSEED-TIME)")
 	fl.IntVar(&d.SaveEvery, "save-every", 0, "with --data and a store: steps between checkpoints (0: a tenth of the steps); a stop saves the last step too")
@@ -157,6 +160,9 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 	if d.MicroBatch < 0 {
 		return fmt.Errorf("sft: --micro-batch %d: give 0 (the whole batch) or more", d.MicroBatch)
 	}
+	if d.OptimizerBits != 32 && d.OptimizerBits != 8 {
+		return fmt.Errorf("sft: --optimizer-bits %d: want 32 or 8", d.OptimizerBits)
+	}
 	if d.TokensPerStep < 0 || d.LoRA < 0 {
 		return fmt.Errorf("sft: --tokens-per-step %d, --lora %d: give 0 (off) or more", d.TokensPerStep, d.LoRA)
 	}
@@ -173,6 +179,7 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 		return err
 	}
 	d.Format, d.Out, d.Seed, d.Backend, d.Log = retool.Layout(format), out, seed, choice.Backend, env.Stderr
+	d.Compute = sftCompute(choice)
 	d.Name = runName
 	if storePath != "" {
 		if err := os.MkdirAll(filepath.Dir(storePath), 0o755); err != nil {
@@ -277,6 +284,15 @@ func sftSession(env Env, d sft.DataOptions, uiMode, storePath string) error {
 	return nil
 }
 
+// sftCompute is the compute dtype of an SFT on the backend chosen: bf16 on a GPU, float32 on
+// the CPU (as bench and the recipes' model.dtype auto take them).
+func sftCompute(choice *device.Choice) dtypes.DType {
+	if choice.Kind == device.CUDA {
+		return dtypes.BFloat16
+	}
+	return dtypes.Float32
+}
+
 // resumeSFT continues a stored SFT run (resume on a run of kind sft) in its store.
 func resumeSFT(env Env, storePath, runID, uiMode string) error {
 	if uiMode == "" {
@@ -301,7 +317,7 @@ func resumeSFT(env Env, storePath, runID, uiMode string) error {
 	if err != nil {
 		return err
 	}
-	d.Backend, d.Log = choice.Backend, env.Stderr
+	d.Backend, d.Log, d.Compute = choice.Backend, env.Stderr, sftCompute(choice)
 	return sftSession(env, d, uiMode, storePath)
 }
 

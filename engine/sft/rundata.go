@@ -59,6 +59,13 @@ type DataOptions struct {
 	// adapters and PEFT's adapter_config.json, so export --peft writes them alone.
 	LoRA      int
 	LoRAAlpha float64
+	// GradientCheckpointing keeps each decoder layer's input only and recomputes the rest in the
+	// backward pass (train.Config's): what a 16K-token conversation of a 4B model needs to fit
+	// (plan --sft). OptimizerBits 8 keeps the AdamW moments in 8 bits (0 or 32: float32).
+	GradientCheckpointing bool
+	OptimizerBits         int
+	// Compute is the dtype of matmuls and activations (default float32; bf16 on a GPU).
+	Compute dtypes.DType `json:"-"`
 
 	LR          float64 // peak learning rate (default 1e-5)
 	MinLR       float64 // the cosine schedule's floor (default 0)
@@ -313,7 +320,7 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 		rows = o.MicroBatch
 	}
 	cfg := train.Config{LR: o.LR, GradClip: 1, WeightDecay: o.WeightDecay, Beta2: o.Beta2, LogitsChunk: 64,
-		MicroBatch: rows, GradAccumulation: (most + rows - 1) / rows}
+		MicroBatch: rows, GradAccumulation: (most + rows - 1) / rows, GradientCheckpointing: o.GradientCheckpointing, OptimizerBits: o.OptimizerBits}
 	tr, err := train.New(m, cfg)
 	if err != nil {
 		return nil, err
@@ -496,7 +503,7 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 // drawn from the seed, B zero: the base's function until trained).
 func loadModel(o DataOptions) (*model.Model, error) {
 	if o.LoRA <= 0 {
-		m, err := model.Load(o.Backend, o.Init, model.Options{})
+		m, err := model.Load(o.Backend, o.Init, model.Options{Compute: o.Compute})
 		if err != nil {
 			return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
 		}
@@ -510,11 +517,15 @@ func loadModel(o DataOptions) (*model.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
 	}
-	p, err := model.WithLoRA(base, loraOf(o), o.Seed, dtypes.Float32)
+	dt := o.Compute
+	if dt == dtypes.InvalidDType {
+		dt = dtypes.Float32
+	}
+	p, err := model.WithLoRA(base, loraOf(o), o.Seed, dt)
 	if err != nil {
 		return nil, fmt.Errorf("sft: --lora %d: %w", o.LoRA, err)
 	}
-	return model.New(o.Backend, p, model.Options{})
+	return model.New(o.Backend, p, model.Options{Compute: dt})
 }
 
 // loraOf is the adapters --lora asks for: all seven projections, alpha 2 × rank by default.
