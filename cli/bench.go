@@ -13,6 +13,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
+	"agentrl/engine/sft"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/torchref"
 	"agentrl/engine/train"
@@ -193,7 +194,7 @@ beyond one block, dense below).`,
 // benchSFTCommand measures the SFT step of sft --data against PyTorch eager's supervised step.
 func benchSFTCommand(env Env) *cobra.Command {
 	var f benchModelFlags
-	c := train.BenchConfig{Seed: 1}
+	c := sft.BenchConfig{BenchConfig: train.BenchConfig{Seed: 1}}
 	cmd := &cobra.Command{
 		Use:   "sft (--model DIR | --shape NAME) [--sequences 8 --length 512 --prompt 128 --micro-batch 1 --updates 2] [--json] [--torch-python PATH]",
 		Short: "one SFT step as sft --data takes it: trained tokens/s against PyTorch eager's supervised step",
@@ -228,6 +229,8 @@ one AdamW update) and the ratio is printed.`,
 	fl.IntVar(&c.MicroBatch, "micro-batch", 1, "conversations per forward/backward pass (their gradients summed into the step's one update)")
 	fl.IntVar(&c.Updates, "updates", 2, "timed steps after the first; the best is reported")
 	fl.IntVar(&c.LogitsChunk, "logits-chunk", 64, "positions projected onto the vocabulary at once, as sft --data does")
+	fl.BoolVar(&c.GradientCheckpointing, "gradient-checkpointing", false, "recompute each layer in the backward pass (sft --gradient-checkpointing; no PyTorch reference then)")
+	fl.IntVar(&c.OptimizerBits, "optimizer-bits", 32, "AdamW moments in 32 or 8 bits (sft --optimizer-bits)")
 	fl.StringVar(&f.attention, "attention", "auto", "attention over whole sequences: auto, dense, chunked, fused")
 	fl.IntVar(&f.attentionBlock, "attention-block", 0, "query block of chunked attention (0: the default)")
 	return cmd

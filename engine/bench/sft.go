@@ -11,7 +11,6 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/sft"
 	"agentrl/engine/torchref"
-	"agentrl/engine/train"
 )
 
 // SFTResult is what `bench sft` measured: the SFT step of sft --data on the engine and, on the
@@ -28,7 +27,7 @@ type SFTResult struct {
 
 // SFT runs sft.Bench on m and, on the Go backend when torchPython finds a python with torch,
 // the PyTorch eager reference with as many threads.
-func SFT(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, torchPython string) (*SFTResult, error) {
+func SFT(ctx context.Context, m *model.Model, kind string, c sft.BenchConfig, torchPython string) (*SFTResult, error) {
 	cc := compiles.NewCounter()
 	c.Compiles = cc
 	res, err := sft.Bench(m, c)
@@ -38,6 +37,10 @@ func SFT(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, 
 	out := &SFTResult{BenchResult: res, Backend: kind, Compiles: cc.Snapshot()}
 	if kind != device.Go {
 		out.ReferenceSkipped = "PyTorch reference skipped: the eager reference runs on the CPU, this run on " + kind
+		return out, nil
+	}
+	if c.GradientCheckpointing || c.OptimizerBits == 8 {
+		out.ReferenceSkipped = "PyTorch reference skipped: it has no gradient checkpointing or 8-bit moments to compare with"
 		return out, nil
 	}
 	out.Threads = runtime.GOMAXPROCS(0)

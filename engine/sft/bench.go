@@ -15,19 +15,27 @@ import (
 // c.MicroBatch into one AdamW update, as sft --data runs it (the log-probs pass that gives the
 // surrogate its ratio of 1, then the forward and backward passes).
 type BenchResult struct {
-	Config        train.BenchConfig `json:"config"`
-	TrainedTokens int               `json:"trained_tokens"`
-	Tokens        int               `json:"tokens"`       // every token a step reads
-	TokensPerSec  float64           `json:"tokens_per_s"` // trained tokens ÷ the best step's seconds
-	StepSeconds   float64           `json:"step_s"`       // the best timed step
-	LogProbsShare float64           `json:"logprobs_share"`
-	CompileTime   float64           `json:"compile_s"` // the first step, graphs compiled
+	Config        BenchConfig `json:"config"`
+	TrainedTokens int         `json:"trained_tokens"`
+	Tokens        int         `json:"tokens"`       // every token a step reads
+	TokensPerSec  float64     `json:"tokens_per_s"` // trained tokens ÷ the best step's seconds
+	StepSeconds   float64     `json:"step_s"`       // the best timed step
+	LogProbsShare float64     `json:"logprobs_share"`
+	CompileTime   float64     `json:"compile_s"` // the first step, graphs compiled
+}
+
+// BenchConfig is the step Bench times: train.BenchConfig's sequences and micro-batches, with the
+// options sft --data takes for long conversations.
+type BenchConfig struct {
+	train.BenchConfig
+	GradientCheckpointing bool `json:"gradient_checkpointing,omitempty"`
+	OptimizerBits         int  `json:"optimizer_bits,omitempty"`
 }
 
 // Bench times the SFT step of sft --data on m on random tokens: an untimed step that compiles,
 // then the best of c.Updates (default 2). LogProbsShare is the share of the step spent in the
 // log-probs pass before the update (the price of training through the RL trainer's surrogate).
-func Bench(m *model.Model, c train.BenchConfig) (*BenchResult, error) {
+func Bench(m *model.Model, c BenchConfig) (*BenchResult, error) {
 	if c.Updates <= 0 {
 		c.Updates = 2
 	}
@@ -38,7 +46,8 @@ func Bench(m *model.Model, c train.BenchConfig) (*BenchResult, error) {
 		c.MicroBatch = c.Sequences
 	}
 	tr, err := train.New(m, train.Config{LR: 1e-5, GradClip: 1, WeightDecay: 0.01, LogitsChunk: c.LogitsChunk,
-		MicroBatch: c.MicroBatch, GradAccumulation: (c.Sequences + c.MicroBatch - 1) / c.MicroBatch, Compiles: c.Compiles})
+		MicroBatch: c.MicroBatch, GradAccumulation: (c.Sequences + c.MicroBatch - 1) / c.MicroBatch, Compiles: c.Compiles,
+		GradientCheckpointing: c.GradientCheckpointing, OptimizerBits: c.OptimizerBits})
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +107,13 @@ func Bench(m *model.Model, c train.BenchConfig) (*BenchResult, error) {
 // Write prints the result for a person.
 func (r *BenchResult) Write(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "SFT step of %d × %d tokens (prompt %d, %d trained), micro-batch %d, one AdamW update: %.2fs, %.1f trained tokens/s (%.0f%% of it the log-probs pass before the update; first step %.1fs)\n",
-		c.Sequences, c.Length, c.Prompt, r.TrainedTokens, c.MicroBatch, r.StepSeconds, r.TokensPerSec, 100*r.LogProbsShare, r.CompileTime)
+	opts := ""
+	if c.GradientCheckpointing {
+		opts += ", gradient checkpointing"
+	}
+	if c.OptimizerBits == 8 {
+		opts += ", 8-bit moments"
+	}
+	fmt.Fprintf(w, "SFT step of %d × %d tokens (prompt %d, %d trained), micro-batch %d%s, one AdamW update: %.2fs, %.1f trained tokens/s (%.0f%% of it the log-probs pass before the update; first step %.1fs)\n",
+		c.Sequences, c.Length, c.Prompt, r.TrainedTokens, c.MicroBatch, opts, r.StepSeconds, r.TokensPerSec, 100*r.LogProbsShare, r.CompileTime)
 }

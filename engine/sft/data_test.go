@@ -576,7 +576,7 @@ func TestBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Bench(m, train.BenchConfig{Sequences: 2, Length: 32, Prompt: 8, MicroBatch: 1, Updates: 1, Seed: 1})
+	res, err := Bench(m, BenchConfig{BenchConfig: train.BenchConfig{Sequences: 2, Length: 32, Prompt: 8, MicroBatch: 1, Updates: 1, Seed: 1}, GradientCheckpointing: true})
 	if err != nil {
 		t.Fatal(err)
 	}
