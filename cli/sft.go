@@ -55,7 +55,14 @@ and prompts masked). Conversations longer than --max-len tokens are dropped and 
 --heldout-share holds a seeded share out for an evaluation loss. The schedule is linear warm-up
 (--warmup, a share of the steps) then cosine from --lr to --min-lr, over --epochs passes of
 --batch conversations a step (or --steps); a step is one AdamW update, its gradients summed
-over passes of --micro-batch conversations. An error names the file, the line and the field.
+over passes of --micro-batch conversations (--tokens-per-step makes steps by tokens; --lora RANK
+trains adapters on a frozen base; --gradient-checkpointing and --optimizer-bits 8 are what plan
+--sft calls for on long conversations). An error names the file, the line and the field.
+
+With --store (default runs/agentrl.db) the run is kept as a run of kind sft: its steps' loss,
+eval_loss, lr, tokens/s and ETA (--ui plain, json or tui), a checkpoint every --save-every steps.
+The first Ctrl-C, SIGTERM or SIGHUP finishes the step in progress, saves it and exits; resume
+--store PATH RUN continues from the latest checkpoint as if uninterrupted.
 
 Without --data: writes a HuggingFace folder of executed tool-use demonstrations from the
 recipe's task set, a tokenizer trained on them and a small Qwen3-shaped model (make builtin

@@ -363,7 +363,15 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 		fmt.Fprintf(o.Log, "sft: resuming %s at step %d of %d\n", o.RunID, first, steps)
 	} else {
 		if o.Store != nil {
-			spec, _ := json.Marshal(o)
+			kept := o // the paths absolute, so that resume finds them from any folder
+			for _, p := range []*string{&kept.Data, &kept.Init, &kept.Out} {
+				if *p != "" {
+					if abs, err := filepath.Abs(*p); err == nil {
+						*p = abs
+					}
+				}
+			}
+			spec, _ := json.Marshal(kept)
 			if err := o.Store.PutRun(store.Run{ID: o.RunID, Name: o.Name, Recipe: "sft --data " + o.Data, RecipeYAML: string(spec),
 				Created: time.Now(), Status: "running", TotalSteps: steps, Kind: store.KindSFT}); err != nil {
 				return nil, err
