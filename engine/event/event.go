@@ -505,6 +505,9 @@ type RunEnd struct {
 	// EvalOnly marks the end of an evaluation-only run (agentrl-tui eval): it trains, saves and
 	// chooses nothing, so BestStep, Step and Checkpoint say nothing.
 	EvalOnly bool `json:"eval_only,omitempty"`
+	// SFT marks the end of a supervised fine-tuning run (sft --data): it evaluates and chooses
+	// no best step; Step and Checkpoint say where it stands.
+	SFT bool `json:"sft,omitempty"`
 }
 
 // Error is a non-fatal problem worth showing.

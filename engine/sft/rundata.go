@@ -405,18 +405,17 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 	loopStart := time.Now()
 	last := first - 1 // the last step trained
 	end := func(status, reason string) error {
-		if o.Store == nil {
-			return nil
+		if o.Store != nil {
+			run, err := o.Store.GetRun(o.RunID)
+			if err != nil {
+				return err
+			}
+			run.Status, run.StopReason, run.Ended = status, reason, time.Now()
+			if err := o.Store.PutRun(run); err != nil {
+				return err
+			}
 		}
-		run, err := o.Store.GetRun(o.RunID)
-		if err != nil {
-			return err
-		}
-		run.Status, run.StopReason, run.Ended = status, reason, time.Now()
-		if err := o.Store.PutRun(run); err != nil {
-			return err
-		}
-		emit(event.RunEnd{Status: status, Reason: reason, Step: last, Checkpoint: ck.saved})
+		emit(event.RunEnd{Status: status, Reason: reason, Step: last, Checkpoint: ck.saved, SFT: true})
 		return nil
 	}
 	for step := first; step <= steps; step++ {
