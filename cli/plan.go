@@ -37,7 +37,7 @@ of --seq-len tokens in bf16 compute, with every weight trained and, with --lora 
 adapters on all seven projections, each without and with gradient checkpointing, on each budget
 of --vram (a comma-separated list): whether a conversation fits a pass, how many do, the peak and
 its parts. The exit status is 0 when every row fits, 1 otherwise.`,
-		Args:              cobra.MaximumNArgs(1),
+		Args:              oneArg,
 		ValidArgsFunction: recipeFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if sftPlan {
