@@ -13,6 +13,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
+	"agentrl/engine/sft"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/torchref"
 	"agentrl/engine/train"
@@ -25,7 +26,7 @@ func benchCommand(env Env) *cobra.Command {
 		Short: "measure the engine: bench rollout, bench train, bench serve",
 	}
 	verbs(cmd, "bench needs a target: bench rollout, bench train or bench serve")
-	cmd.AddCommand(benchRolloutCommand(env), benchTrainCommand(env), benchServeCommand(env))
+	cmd.AddCommand(benchRolloutCommand(env), benchTrainCommand(env), benchSFTCommand(env), benchServeCommand(env))
 	return cmd
 }
 
@@ -185,6 +186,51 @@ beyond one block, dense below).`,
 	fl.IntVar(&c.LogitsChunk, "logits-chunk", 32, "positions projected onto the vocabulary at once, as in a recipe run")
 	fl.IntVar(&seqLen, "seq-len", 0, "one micro-step of one sequence of N tokens (sets --sequences 1 --micro-batch 1 --length N, a prompt of at most N/4) and its peak_bytes")
 	fl.BoolVar(&peak, "peak", false, "measure peak_bytes of one more update (implied by --seq-len)")
+	fl.StringVar(&f.attention, "attention", "auto", "attention over whole sequences: auto, dense, chunked, fused")
+	fl.IntVar(&f.attentionBlock, "attention-block", 0, "query block of chunked attention (0: the default)")
+	return cmd
+}
+
+// benchSFTCommand measures the SFT step of sft --data against PyTorch eager's supervised step.
+func benchSFTCommand(env Env) *cobra.Command {
+	var f benchModelFlags
+	c := sft.BenchConfig{BenchConfig: train.BenchConfig{Seed: 1}}
+	cmd := &cobra.Command{
+		Use:   "sft (--model DIR | --shape NAME) [--sequences 8 --length 512 --prompt 128 --micro-batch 1 --updates 2] [--json] [--torch-python PATH]",
+		Short: "one SFT step as sft --data takes it: trained tokens/s against PyTorch eager's supervised step",
+		Long: `Runs the supervised step of sft --data (the log-probs pass, then forward and backward in
+micro-batches of --micro-batch, their gradients summed into one AdamW update with weight decay and
+a global-norm clip) on --sequences random sequences of --length tokens whose first --prompt tokens
+are outside the loss, and reports trained tokens/s (the best of --updates steps after one that
+compiles) and the log-probs pass's share of the step. On the Go backend, when a python3 with torch
+is found, PyTorch eager (engine/torchref/cpu.py) runs a supervised step on the same shape, tokens
+and micro-batches with as many threads (cross-entropy on the same tokens, gradients accumulated,
+one AdamW update) and the ratio is printed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, choice, err := f.load(env.Stderr, "sft")
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			res, err := bench.SFT(context.Background(), m, choice.Kind, c, f.python)
+			if err != nil {
+				return err
+			}
+			res.Kernels = chosenKernels(cmd)
+			return f.printBench(env, res.Versus, res)
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.IntVar(&c.Sequences, "sequences", 8, "conversations in the step")
+	fl.IntVar(&c.Length, "length", 512, "tokens per conversation")
+	fl.IntVar(&c.Prompt, "prompt", 128, "prompt tokens per conversation, outside the loss")
+	fl.IntVar(&c.MicroBatch, "micro-batch", 1, "conversations per forward/backward pass (their gradients summed into the step's one update)")
+	fl.IntVar(&c.Updates, "updates", 2, "timed steps after the first; the best is reported")
+	fl.IntVar(&c.LogitsChunk, "logits-chunk", 64, "positions projected onto the vocabulary at once, as sft --data does")
+	fl.BoolVar(&c.GradientCheckpointing, "gradient-checkpointing", false, "recompute each layer in the backward pass (sft --gradient-checkpointing; no PyTorch reference then)")
+	fl.IntVar(&c.OptimizerBits, "optimizer-bits", 32, "AdamW moments in 32 or 8 bits (sft --optimizer-bits)")
 	fl.StringVar(&f.attention, "attention", "auto", "attention over whole sequences: auto, dense, chunked, fused")
 	fl.IntVar(&f.attentionBlock, "attention-block", 0, "query block of chunked attention (0: the default)")
 	return cmd

@@ -200,7 +200,8 @@ func TestSFTData(t *testing.T) {
 	dir := filepath.Join("..", model.BuiltinSourceDir)
 	data := filepath.Join("..", "testdata", "data", "retool-sft.jsonl")
 	out := filepath.Join(t.TempDir(), "sft")
-	got, err := runCmd(t, "sft", "--data", data, "--init", dir, "--out", out, "--format", "retool", "--epochs", "3", "--batch", "128", "--micro-batch", "1",
+	db := filepath.Join(t.TempDir(), "runs.db")
+	got, err := runCmd(t, "sft", "--data", data, "--init", dir, "--out", out, "--store", db, "--format", "retool", "--epochs", "3", "--batch", "128", "--micro-batch", "1",
 		"--lr", "1e-5", "--min-lr", "1e-6", "--warmup", "0.1", "--weight-decay", "0.1", "--beta2", "0.95", "--max-len", "16384")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, got)
@@ -236,7 +237,7 @@ func TestSFTData(t *testing.T) {
 		{[]string{"sft", "--data", data, "--init", dir, "--out", t.TempDir(), "--format", "xml"}, `format "xml" is not one of chat, retool or tool_call`},
 		{[]string{"sft", "--data", bad, "--init", dir, "--out", t.TempDir()}, bad + ":1: field messages[1].role: missing"},
 	} {
-		if _, err := runCmd(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := runCmd(t, append(tc.args, "--store", filepath.Join(t.TempDir(), "runs.db"))...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v; want an error with %q", tc.args, err, tc.want)
 		}
 	}

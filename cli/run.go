@@ -17,6 +17,7 @@ import (
 	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/recipes"
+	"agentrl/store"
 	"agentrl/ui"
 )
 
@@ -132,6 +133,13 @@ func resumeCommand(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("resume: usage: agentrl-tui resume --store PATH RUN (agentrl-tui runs lists the runs)")
+			}
+			if st, err := store.Open(storePath, store.Options{ReadOnly: true}); err == nil {
+				run, err := st.GetRun(args[0])
+				st.Close()
+				if err == nil && run.Kind == store.KindSFT {
+					return resumeSFT(env, storePath, args[0], uiMode)
+				}
 			}
 			r, path, err := engine.StoredRecipe(storePath, args[0])
 			if err != nil {

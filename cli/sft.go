@@ -4,21 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gomlx/compute/dtypes"
 
+	"agentrl/engine/device"
+	"agentrl/engine/event"
 	"agentrl/engine/hint"
 	"agentrl/engine/sft"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
 	"agentrl/recipes"
+	"agentrl/store"
+	"agentrl/ui"
 )
 
 // sftCommand trains a tokenizer and a small model on executed tool-use demonstrations.
@@ -29,7 +37,7 @@ func sftCommand(env Env) *cobra.Command {
 	var levels []int
 	o := sft.Options{}
 	d := sft.DataOptions{}
-	var format string
+	var format, storePath, runName, uiMode string
 	cmd := &cobra.Command{
 		Use: `sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR --levels L,...]
   agentrl-tui sft --data FILE|DIR --init MODEL_DIR --out DIR [--format retool|tool_call|chat --epochs N --batch N --lr X --max-len N --steps N --heldout-share F --seed S]`,
@@ -47,7 +55,14 @@ and prompts masked). Conversations longer than --max-len tokens are dropped and 
 --heldout-share holds a seeded share out for an evaluation loss. The schedule is linear warm-up
 (--warmup, a share of the steps) then cosine from --lr to --min-lr, over --epochs passes of
 --batch conversations a step (or --steps); a step is one AdamW update, its gradients summed
-over passes of --micro-batch conversations. An error names the file, the line and the field.
+over passes of --micro-batch conversations (--tokens-per-step makes steps by tokens; --lora RANK
+trains adapters on a frozen base; --gradient-checkpointing and --optimizer-bits 8 are what plan
+--sft calls for on long conversations). An error names the file, the line and the field.
+
+With --store (default runs/agentrl.db) the run is kept as a run of kind sft: its steps' loss,
+eval_loss, lr, tokens/s and ETA (--ui plain, json or tui), a checkpoint every --save-every steps.
+The first Ctrl-C, SIGTERM or SIGHUP finishes the step in progress, saves it and exits; resume
+--store PATH RUN continues from the latest checkpoint as if uninterrupted.
 
 Without --data: writes a HuggingFace folder of executed tool-use demonstrations from the
 recipe's task set, a tokenizer trained on them and a small Qwen3-shaped model (make builtin
@@ -58,7 +73,7 @@ rebuilds testdata/builtin this way).`,
 				return errors.New("sft: --out DIR is required")
 			}
 			if d.Data != "" {
-				return runSFTData(cmd, env, &bf, d, format, out, seed, o)
+				return runSFTData(cmd, env, &bf, d, format, out, seed, o, storePath, runName, uiMode)
 			}
 			r, err := recipes.Load(recipe, recipes.Options{})
 			if err != nil {
@@ -107,13 +122,23 @@ rebuilds testdata/builtin this way).`,
 	fl.Float64Var(&d.Warmup, "warmup", 0.1, "with --data: share of the steps warming up linearly")
 	fl.Float64Var(&d.WeightDecay, "weight-decay", 0, "with --data: AdamW weight decay")
 	fl.Float64Var(&d.Beta2, "beta2", 0.999, "with --data: AdamW beta2")
+	fl.IntVar(&d.TokensPerStep, "tokens-per-step", 0, "with --data: make each step's batch by tokens: conversations until their tokens reach this many (gradients accumulated over --micro-batch passes), instead of --batch conversations")
+	fl.IntVar(&d.LoRA, "lora", 0, "with --data: train rank-N LoRA adapters on all seven projections of a frozen base instead of every weight (--out is written merged; export --peft writes the adapters)")
+	fl.Float64Var(&d.LoRAAlpha, "lora-alpha", 0, "with --lora: the adapters' alpha (0: 2 × rank)")
+	fl.BoolVar(&d.GradientCheckpointing, "gradient-checkpointing", false, "with --data: keep each layer's input only and recompute the rest in the backward pass (what a 16K-token conversation of a 4B model needs; plan --sft)")
+	fl.IntVar(&d.OptimizerBits, "optimizer-bits", 32, "with --data: AdamW moments in 32 (float32) or 8 bits")
+	fl.StringVar(&storePath, "store", defaultStore, "with --data: the store the run is kept in (its metrics and checkpoints; resume continues it); '' keeps nothing")
+	fl.StringVar(&runName, "run-name", "sft", "with --data: the run's name (its id is NAME-sSEED-TIME)")
+	fl.IntVar(&d.SaveEvery, "save-every", 0, "with --data and a store: steps between checkpoints (0: a tenth of the steps); a stop saves the last step too")
+	fl.IntVar(&d.EvalEvery, "eval-every", 0, "with --data: steps between held-out losses (0: as --save-every)")
+	fl.StringVar(&uiMode, "ui", "plain", "with --data: plain (a line per step: loss, eval loss, tokens/s, ETA), json (one event object a line), tui (the workbench, the loss in its Curves pane) or auto (tui on a terminal)")
 	cmd.AddCommand(hintProbeCommand(env))
 	return cmd
 }
 
 // runSFTData is sft --data: the flags shared with the demonstrations' SFT (--steps, --batch,
 // --lr) count only when given, so that their defaults stay the demonstrations'.
-func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions, format, out string, seed uint64, o sft.Options) error {
+func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions, format, out string, seed uint64, o sft.Options, storePath, runName, uiMode string) error {
 	fl := cmd.Flags()
 	if d.Init == "" {
 		d.Init = o.Init
@@ -142,27 +167,165 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 	if d.MicroBatch < 0 {
 		return fmt.Errorf("sft: --micro-batch %d: give 0 (the whole batch) or more", d.MicroBatch)
 	}
+	if d.OptimizerBits != 32 && d.OptimizerBits != 8 {
+		return fmt.Errorf("sft: --optimizer-bits %d: want 32 or 8", d.OptimizerBits)
+	}
+	if d.TokensPerStep < 0 || d.LoRA < 0 {
+		return fmt.Errorf("sft: --tokens-per-step %d, --lora %d: give 0 (off) or more", d.TokensPerStep, d.LoRA)
+	}
 	if d.Epochs < 1 {
 		return fmt.Errorf("sft: --epochs %d: give at least 1", d.Epochs)
 	}
+	mode, err := ui.Choose(uiMode, isTerminal(env.Stdin), isTerminal(env.Stdout))
+	if err != nil {
+		return fmt.Errorf("sft: %w", err)
+	}
+	uiMode = mode
 	choice, err := bf.open(env.Stderr)
 	if err != nil {
 		return err
 	}
 	d.Format, d.Out, d.Seed, d.Backend, d.Log = retool.Layout(format), out, seed, choice.Backend, env.Stderr
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	d.Compute = sftCompute(choice)
+	d.Name = runName
+	if storePath != "" {
+		if err := os.MkdirAll(filepath.Dir(storePath), 0o755); err != nil {
+			return err
+		}
+		st, err := store.Open(storePath, store.Options{})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		d.Store, d.RunID = st, fmt.Sprintf("%s-s%d-%s", runName, seed, time.Now().UTC().Format("20060102-150405"))
+	}
+	return sftSession(env, d, uiMode, storePath)
+}
+
+// sftSession runs an SFT on conversations (a new one or a resumed one) with its events as plain
+// lines or JSON objects on stdout. The first SIGINT, SIGTERM or SIGHUP stops it after the step in
+// progress, which is saved (exit 0 for Ctrl-C, 128 + the signal otherwise); a second one ends
+// the process at once, as the signal does, and resume continues from the latest checkpoint.
+func sftSession(env Env, d sft.DataOptions, uiMode, storePath string) error {
+	events := make(chan event.Event, 256)
+	shown := make(chan error, 1)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() {
+		switch uiMode {
+		case ui.ModeJSON:
+			shown <- ui.JSONLines(env.Stdout, events)
+		case ui.ModeTUI: // the workbench, its Curves pane on the loss; q or S stops the run
+			stop := func(reason string) string {
+				cancel(errors.New(reason))
+				return "stopping after the step in progress, which is saved"
+			}
+			err := ui.RunTUI(context.Background(), ui.Options{Events: events, Store: d.Store, RunID: d.RunID, Output: env.Stdout, NoSignals: true,
+				Control: ui.Funcs{StopFn: stop}})
+			cancel(errors.New(ui.ReasonQuit))
+			for range events { // the run ends at its next step; nothing reads its stream now
+			}
+			shown <- err
+		default:
+			shown <- ui.Plain(env.Stdout, events)
+		}
+	}()
+	d.Emit = func(e event.Event) { events <- e }
+	if uiMode == ui.ModeTUI {
+		d.Log = io.Discard // the workbench has the screen; the run's progress is in its events
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	var got os.Signal
+	var mu sync.Mutex
+	go func() {
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		signal.Stop(sigs) // a second signal ends the process as the signal does
+		mu.Lock()
+		got = sig
+		mu.Unlock()
+		fmt.Fprintf(env.Stderr, "sft: %s: stopping after the step in progress, which is saved (again to end at once)\n", signalName(sig))
+		cancel(errors.New(signalReason(sig)))
+	}()
 	res, err := sft.RunData(ctx, d)
+	signal.Stop(sigs)
+	close(sigs)
+	close(events)
+	if serr := <-shown; err == nil {
+		err = serr
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "wrote %s: %d steps on %d conversations (%d dropped over --max-len, %d held out) in %.0fs; assistant-token nll %.4f -> %.4f",
-		out, res.Steps, res.Train, res.Dropped, res.Heldout, res.Seconds, res.TrainBefore, res.TrainAfter)
-	if res.Heldout > 0 {
-		fmt.Fprintf(env.Stdout, ", held-out %.4f -> %.4f", res.HeldoutBefore, res.HeldoutAfter)
+	info := env.Stdout
+	if uiMode == ui.ModeJSON {
+		info = env.Stderr
 	}
-	fmt.Fprintln(env.Stdout)
+	if res.Stopped != "" {
+		fmt.Fprintf(info, "%s at step %d of %d", res.Stopped, res.Step, res.Steps)
+		if d.Store != nil && res.Step > 0 {
+			fmt.Fprintf(info, "; agentrl-tui resume --store %s %s continues it", storePath, d.RunID)
+		}
+		fmt.Fprintln(info)
+		mu.Lock()
+		defer mu.Unlock()
+		if got != nil {
+			if code := signalStatus(got, false); code != 0 {
+				return exitStatus(code)
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(info, "wrote %s: %d steps on %d conversations (%d dropped over --max-len, %d held out) in %.0fs; assistant-token nll %.4f -> %.4f",
+		d.Out, res.Steps, res.Train, res.Dropped, res.Heldout, res.Seconds, res.TrainBefore, res.TrainAfter)
+	if res.Heldout > 0 {
+		fmt.Fprintf(info, ", held-out %.4f -> %.4f", res.HeldoutBefore, res.HeldoutAfter)
+	}
+	if d.Store != nil {
+		fmt.Fprintf(info, "; run %s in %s", d.RunID, storePath)
+	}
+	fmt.Fprintln(info)
 	return nil
+}
+
+// sftCompute is the compute dtype of an SFT on the backend chosen: bf16 on a GPU, float32 on
+// the CPU (as bench and the recipes' model.dtype auto take them).
+func sftCompute(choice *device.Choice) dtypes.DType {
+	if choice.Kind == device.CUDA {
+		return dtypes.BFloat16
+	}
+	return dtypes.Float32
+}
+
+// resumeSFT continues a stored SFT run (resume on a run of kind sft) in its store.
+func resumeSFT(env Env, storePath, runID, uiMode string) error {
+	if uiMode == "" {
+		uiMode = ui.ModePlain
+	}
+	mode, err := ui.Choose(uiMode, isTerminal(env.Stdin), isTerminal(env.Stdout))
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	uiMode = mode
+	st, err := store.Open(storePath, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	d, err := sft.StoredOptions(st, runID)
+	if err != nil {
+		return err
+	}
+	bf := backendFlags{kind: "auto"}
+	choice, err := bf.open(env.Stderr)
+	if err != nil {
+		return err
+	}
+	d.Backend, d.Log, d.Compute = choice.Backend, env.Stderr, sftCompute(choice)
+	return sftSession(env, d, uiMode, storePath)
 }
 
 // setLevels puts levels (when any) in place of r's synthetic task levels, refusing one out of range.

@@ -26,7 +26,10 @@ run() { echo "+ $*"; "$@"; echo "  exit $?"; }
 # The SFT as the README gives it, the built-in model in place of Qwen3-4B-Instruct-2507 (the later
 # commands keep the built-in model: the 3 sample conversations make no model worth running).
 run "$bin" sft --backend go --data datasets/retool-sft --init "$repo/testdata/builtin" --out models/qwen3-4b-retool-sft \
-  --format retool --epochs 3 --batch 128 --micro-batch 1 --lr 1e-5 --min-lr 1e-6 --warmup 0.1 --weight-decay 0.1 --beta2 0.95 --max-len 16384
+  --format retool --epochs 3 --batch 128 --micro-batch 1 --lr 1e-5 --min-lr 1e-6 --warmup 0.1 --weight-decay 0.1 --beta2 0.95 --max-len 16384 \
+  --gradient-checkpointing --store runs/sft.db --run-name qwen3-4b-retool-sft
+run "$bin" plan --sft --shape qwen3-4b --lora 64 || true # exit 1: some rows do not fit
+run "$bin" runs --store runs/sft.db
 run "$bin" plan "$recipe" --shape qwen3-4b --vram 96GiB
 run "$bin" data inspect datasets/dapo-math-17k --recipe "$recipe"
 run "$bin" data inspect datasets/aime-2024

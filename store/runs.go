@@ -30,6 +30,9 @@ func (s *Store) Summaries() ([]RunSummary, error) {
 			return nil, err
 		}
 		sum.Steps = len(m)
+		if _, ok := m[0]; ok && r.Kind == KindSFT { // the loss before the first step
+			sum.Steps--
+		}
 		cps, err := s.Checkpoints(r.ID)
 		if err != nil {
 			return nil, err
@@ -78,6 +81,9 @@ func WriteTable(w io.Writer, runs []RunSummary) error {
 			status += " (" + firstLine(r.StopReason) + ")"
 		}
 		steps := fmt.Sprintf("%d/%d", r.Steps, r.TotalSteps)
+		if r.Kind == KindSFT {
+			status = "sft " + status
+		}
 		if r.Kind == KindEval { // one evaluation, at the evaluated checkpoint's step
 			status = "evaluation " + r.Status + ": " + r.Evaluated + ", " + orDash(r.EvalSet)
 			if r.Status != "finished" && r.StopReason != "" {

@@ -163,6 +163,10 @@ func u64(v uint64) []byte {
 const (
 	KindTrain = ""
 	KindEval  = "eval"
+	// KindSFT is a supervised fine-tuning run (sft --data): its steps' metrics are the loss
+	// (loss, eval_loss), its checkpoints the model and AdamW moments, its "recipe" the options
+	// it was started with (RecipeYAML, as JSON), which resume continues with.
+	KindSFT = "sft"
 )
 
 // Run describes one run: a training run, or an evaluation-only run (Kind KindEval: one
@@ -182,7 +186,7 @@ type Run struct {
 	BestStep   int       `json:"best_step"`
 	BestPinned bool      `json:"best_pinned,omitempty"` // BestStep is the user's choice: kept by retention and across resume
 	TotalSteps int       `json:"total_steps"`
-	Kind       string    `json:"kind,omitempty"`      // KindTrain or KindEval
+	Kind       string    `json:"kind,omitempty"`      // KindTrain, KindEval or KindSFT
 	Evaluated  string    `json:"evaluated,omitempty"` // an evaluation run's model: "model DIR" or "checkpoint RUN step N"
 	EvalSet    string    `json:"eval_set,omitempty"`  // an evaluation run's evaluation set: "heldout", "validation"
 	EvalStep   int       `json:"eval_step,omitempty"` // the step an evaluation run's evaluation is kept at

@@ -109,6 +109,10 @@ func (p *curvesPane) metricNames() []event.Metric {
 			all[k] = v
 		}
 	}
+	if p.sft() { // plotted together as the first curve
+		delete(all, event.MetricLoss)
+		delete(all, event.MetricEvalLoss)
+	}
 	names := orderedMetrics(all)
 	if _, ok := all[event.MetricTokensPerSecond]; ok {
 		names = append(names, event.MetricTokensPerSecond)
@@ -200,8 +204,15 @@ func (p *curvesPane) pickKey(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// sft reports whether the run is a supervised fine-tuning run: its first curve is the loss
+// (training and held-out), in place of pass@k.
+func (p *curvesPane) sft() bool { return p.sh.data.start.Kind == "sft" }
+
 func (p *curvesPane) Subtitle() string {
 	s := "pass@k"
+	if p.sft() {
+		s = "loss"
+	}
 	if p.metric > 0 {
 		if names := p.metricNames(); p.metric-1 < len(names) {
 			s = string(names[p.metric-1])
@@ -280,6 +291,33 @@ type curve struct {
 // overlay run's matching curves.
 func (p *curvesPane) curves() (name string, own, other []curve) {
 	d := p.sh.data
+	if p.metric == 0 && p.sft() {
+		name = "loss"
+		for i, metric := range []event.Metric{event.MetricLoss, event.MetricEvalLoss} {
+			c := curve{label: string(metric), rank: i}
+			for _, m := range d.metrics {
+				if v, ok := m.Metrics[metric]; ok {
+					c.pts = appendPoint(c.pts, point{m.Step, v})
+				}
+			}
+			own = append(own, c)
+			if p.overlay != nil {
+				o := curve{label: c.label, rank: i}
+				steps := make([]int, 0, len(p.overlay.metrics))
+				for s := range p.overlay.metrics {
+					steps = append(steps, s)
+				}
+				sort.Ints(steps)
+				for _, s := range steps {
+					if v, ok := p.overlay.metrics[s][string(metric)]; ok {
+						o.pts = appendPoint(o.pts, point{s, v})
+					}
+				}
+				other = append(other, o)
+			}
+		}
+		return name, own, other
+	}
 	if p.metric == 0 {
 		name = "pass@k"
 		ks := d.ks()

@@ -228,6 +228,8 @@ func EndLine(e event.RunEnd) string {
 		return s
 	}
 	switch {
+	case e.SFT: // no evaluation chooses a best step
+		s += fmt.Sprintf("; step %d trained", e.Step)
 	case e.Marked:
 		s += fmt.Sprintf("; best step %d, marked by hand", e.BestStep)
 	case e.BestStep > 0:

@@ -607,3 +607,32 @@ func TestRunesTogether(t *testing.T) {
 		t.Fatalf("typed %q, focus %v", p.edit, m.focus)
 	}
 }
+
+// TestCurvesSFTLoss: an SFT run (RunStart kind sft) plots its training and held-out loss where a
+// training run plots pass@k, and m still steps through its other metrics.
+func TestCurvesSFTLoss(t *testing.T) {
+	evs := []event.Event{event.RunStart{RunID: "sft-s1", Name: "sft", Recipe: "sft --data d.jsonl", TotalSteps: 4, Kind: "sft"},
+		event.StepMetrics{Step: 0, Metrics: map[event.Metric]float64{event.MetricLoss: 4.2, event.MetricEvalLoss: 4.4}}}
+	for s, l := range []float64{3.9, 3.4, 2.5, 2.0} {
+		m := map[event.Metric]float64{event.MetricLoss: l, event.MetricLR: 1e-3, event.MetricTokensPerSecond: 250, event.MetricETASeconds: float64(3 - s)}
+		if s%2 == 1 {
+			m[event.MetricEvalLoss] = l - 0.3
+		}
+		evs = append(evs, event.StepMetrics{Step: s + 1, Metrics: m})
+	}
+	m := testModel(evs, nil, 120, 40)
+	press(m, "6", "s", "s", "s") // no smoothing: the legend's values are the last raw ones
+	v := screen(t, m, 120, 40)
+	for _, want := range []string{"6 Curves · loss", "━ loss 2 at step 4", "eval_loss 1.700 at step 4"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("SFT curves lack %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "pass@k ·") || strings.Contains(v, "pass@1") {
+		t.Fatalf("an SFT run's curves show pass@k:\n%s", v)
+	}
+	press(m, "m")
+	if v = screen(t, m, 120, 40); strings.Contains(v, "6 Curves · loss ") {
+		t.Fatalf("m did not leave the loss:\n%s", v)
+	}
+}

@@ -40,6 +40,9 @@ type RunStart struct {
 	// Evaluates names what an evaluation-only run (agentrl-tui eval) scores: "model DIR" or
 	// "checkpoint RUN step N", with its evaluation set; empty for a training run.
 	Evaluates string `json:"evaluates,omitempty"`
+	// Kind is "sft" for a supervised fine-tuning run (sft --data: its steps' metrics are the
+	// loss, which the workbench plots in place of pass@k); empty for an RL or evaluation run.
+	Kind string `json:"kind,omitempty"`
 }
 
 // Compiled is what one kind of compiled program cost: how many distinct programs (one per input
@@ -502,6 +505,9 @@ type RunEnd struct {
 	// EvalOnly marks the end of an evaluation-only run (agentrl-tui eval): it trains, saves and
 	// chooses nothing, so BestStep, Step and Checkpoint say nothing.
 	EvalOnly bool `json:"eval_only,omitempty"`
+	// SFT marks the end of a supervised fine-tuning run (sft --data): it evaluates and chooses
+	// no best step; Step and Checkpoint say where it stands.
+	SFT bool `json:"sft,omitempty"`
 }
 
 // Error is a non-fatal problem worth showing.

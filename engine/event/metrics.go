@@ -46,6 +46,14 @@ const (
 	MetricExplainedVariance    Metric = "explained_variance" // 1 − Var(R − V) ÷ Var(R) of the value head (ppo)
 )
 
+// Supervised fine-tuning's metrics (sft --data), beside loss (the step's mean NLL of the trained
+// tokens, before its update), lr and tokens_per_s (the tokens a step's passes read per second).
+const (
+	MetricEvalLoss      Metric = "eval_loss"      // mean NLL of the held-out conversations' trained tokens
+	MetricTrainedTokens Metric = "trained_tokens" // tokens under the loss mask in the step
+	MetricETASeconds    Metric = "eta_s"          // seconds left in the run at the pace so far
+)
+
 // The sync phase's metrics.
 const (
 	MetricSyncDiffMax            Metric = "sync_diff_max"       // max difference of the synced inference weights from the master's

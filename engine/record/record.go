@@ -170,6 +170,9 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	sort.Ints(order)
 
 	start := event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps}
+	if run.Kind == store.KindSFT {
+		start.Kind = store.KindSFT
+	}
 	if run.Kind == store.KindEval { // as the evaluation run announced itself
 		start.Evaluates = run.Evaluated + ", " + run.EvalSet
 	}
@@ -211,7 +214,7 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	case "", "running":
 	default:
 		end := event.RunEnd{Status: run.Status, Reason: run.StopReason, BestStep: run.BestStep, Marked: run.BestPinned,
-			Detail: run.StopDetail, Evaluations: len(evals), EvalOnly: run.Kind == store.KindEval}
+			Detail: run.StopDetail, Evaluations: len(evals), EvalOnly: run.Kind == store.KindEval, SFT: run.Kind == store.KindSFT}
 		for _, s := range order {
 			if steps[s].metrics != nil {
 				end.Step = s

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,10 +15,12 @@ import (
 
 	"agentrl/engine/batch"
 	"agentrl/engine/device"
+	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs/retool"
+	"agentrl/store"
 )
 
 var (
@@ -346,5 +349,238 @@ func TestSFTStepAsTrainer(t *testing.T) {
 	t.Logf("nll %.6f -> %.6f by SFTStep, %.6f -> %.6f in micro-batches of one", b1, a1, b2, a2)
 	if math.Abs(b1-b2) > 1e-5 || math.Abs(a1-a2) > 1e-4 || !(a2 < b2) {
 		t.Errorf("nll %.6f -> %.6f by SFTStep, %.6f -> %.6f in micro-batches", b1, a1, b2, a2)
+	}
+}
+
+// TestRunDataStoredHeldoutExport: a stored SFT run on testdata/data/sft-tiny.jsonl with a
+// quarter held out (seed 1) lowers the held-out loss; its last checkpoint, exported from the
+// store as export does, loads back with logits identical to the folder the run wrote, whose
+// held-out loss is the one the run measured in memory, to the bit.
+func TestRunDataStoredHeldoutExport(t *testing.T) {
+	o := sampleBackend(t)
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "runs.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	o.Data, o.Out, o.Format = filepath.Join("..", "..", "testdata", "data", "sft-tiny.jsonl"), filepath.Join(dir, "out"), retool.LayoutReTool
+	o.Steps, o.Batch, o.LR, o.HeldoutShare, o.Store, o.RunID = 6, 2, 2e-3, 0.25, st, "tiny"
+	res, err := RunData(context.Background(), *o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("held-out nll %.4f -> %.4f, train %.4f -> %.4f", res.HeldoutBefore, res.HeldoutAfter, res.TrainBefore, res.TrainAfter)
+	if res.Heldout != 2 || !(res.HeldoutAfter < res.HeldoutBefore-1) {
+		t.Errorf("held out %d, nll %.4f -> %.4f", res.Heldout, res.HeldoutBefore, res.HeldoutAfter)
+	}
+	run, err := st.GetRun("tiny")
+	if err != nil || run.Kind != store.KindSFT || run.Status != "finished" {
+		t.Fatalf("stored run %+v, %v", run, err)
+	}
+	metrics, _ := st.Metrics("tiny")
+	if got := metrics[6]["eval_loss"]; got != res.HeldoutAfter {
+		t.Errorf("stored eval_loss at step 6 %v; the run's %v", got, res.HeldoutAfter)
+	}
+	exported := filepath.Join(dir, "exported")
+	if err := st.Export("tiny", 6, exported); err != nil {
+		t.Fatal(err)
+	}
+	a, err := model.Load(o.Backend, o.Out, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := model.Load(o.Backend, exported, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tok.Encode("<|im_start|>user\nWhat is 9*19?<|im_end|>\n<|im_start|>assistant\n<code>\nprint(9*19)\n</code>")
+	la, err := a.Logits(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Logits(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(la, lb) {
+		t.Errorf("the exported checkpoint's logits differ from the written folder's")
+	}
+	// The written folder is the model in memory: its held-out loss is the run's, to the bit.
+	convs, _ := ReadConversations(o.Data, o.Format)
+	seqs, _, _, _ := Sequences(tok, convs, nil, 0)
+	tr, err := train.New(b, train.Config{LogitsChunk: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	// The held-out pair is the first two after the seeded shuffle RunData does.
+	rng := rand.New(rand.NewPCG(o.Seed, 33))
+	rng.Shuffle(len(seqs), func(i, j int) { seqs[i], seqs[j] = seqs[j], seqs[i] })
+	got, err := meanNLL(tr, seqs[:2], o.Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != res.HeldoutAfter {
+		t.Errorf("the exported model's held-out nll %v; the run measured %v", got, res.HeldoutAfter)
+	}
+}
+
+// TestPlan: steps by count run on across epochs (each epoch a new order of every conversation);
+// by epochs their last step is short; by tokens a step takes conversations until their tokens
+// reach the budget; the same seed plans the same steps.
+func TestPlan(t *testing.T) {
+	lens := []int{100, 50, 300, 20, 80}
+	p := plan(rand.New(rand.NewPCG(1, 33)), lens, 2, 0, 0, 2)
+	if len(p) != 6 || len(p[2]) != 1 || len(p[5]) != 1 {
+		t.Errorf("2 epochs of 5 in steps of 2: %v", p)
+	}
+	seen := map[int]int{}
+	for _, b := range p {
+		for _, i := range b {
+			seen[i]++
+		}
+	}
+	for i := range lens {
+		if seen[i] != 2 {
+			t.Errorf("conversation %d in %d steps of 2 epochs: %v", i, seen[i], p)
+		}
+	}
+	if p := plan(rand.New(rand.NewPCG(1, 33)), lens, 2, 0, 7, 1); len(p) != 7 || len(p[2]) != 2 {
+		t.Errorf("7 steps of 2: %v", p)
+	}
+	p = plan(rand.New(rand.NewPCG(1, 33)), lens, 2, 150, 0, 1)
+	total := 0
+	for k, b := range p {
+		sum := 0
+		for j, i := range b {
+			if j == len(b)-1 && sum >= 150 {
+				t.Errorf("step %d %v takes a conversation past the budget", k, b)
+			}
+			sum += lens[i]
+		}
+		if sum < 150 && k != len(p)-1 {
+			t.Errorf("step %d %v: %d tokens, under the budget", k, b, sum)
+		}
+		total += len(b)
+	}
+	if total != len(lens) || !reflect.DeepEqual(p, plan(rand.New(rand.NewPCG(1, 33)), lens, 2, 150, 0, 1)) {
+		t.Errorf("one epoch by 150 tokens: %v", p)
+	}
+}
+
+// TestRunDataLoRAResume: --lora 8 with 4 steps of at least 200 tokens in micro-batches of one
+// conversation trains the adapters only and lowers the held-out loss; a run stopped after step 2
+// (its context cancelled, as a signal does) and resumed stores the uninterrupted run's loss at
+// every step and writes the same merged folder, whose held-out loss is the run's (merged weights:
+// to float tolerance); export --peft writes the adapters.
+func TestRunDataLoRAResume(t *testing.T) {
+	dir := t.TempDir()
+	run := func(name string, stopAt int) (*DataResult, *store.Store) {
+		o := sampleBackend(t)
+		st, err := store.Open(filepath.Join(dir, name+".db"), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		o.Data, o.Out, o.Format = filepath.Join("..", "..", "testdata", "data", "sft-tiny.jsonl"), filepath.Join(dir, name), retool.LayoutReTool
+		o.Steps, o.TokensPerStep, o.MicroBatch, o.LR, o.HeldoutShare, o.LoRA, o.SaveEvery = 4, 200, 1, 5e-3, 0.25, 8, 2
+		o.Store, o.RunID = st, name
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		o.Emit = func(e event.Event) {
+			if m, ok := e.(event.StepMetrics); ok && stopAt > 0 && m.Step == stopAt {
+				cancel()
+			}
+		}
+		res, err := RunData(ctx, *o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stopAt > 0 {
+			if res.Stopped == "" || res.Step != stopAt {
+				t.Fatalf("stopped %q at step %d; want a stop at %d", res.Stopped, res.Step, stopAt)
+			}
+			r, err := StoredOptions(st, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Backend = o.Backend
+			if res, err = RunData(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return res, st
+	}
+	whole, st := run("whole", 0)
+	t.Logf("held-out nll %.4f -> %.4f, train %.4f -> %.4f", whole.HeldoutBefore, whole.HeldoutAfter, whole.TrainBefore, whole.TrainAfter)
+	if !(whole.HeldoutAfter < whole.HeldoutBefore-0.5) || whole.Steps != 4 {
+		t.Errorf("%+v", *whole)
+	}
+	resumed, st2 := run("resumed", 2)
+	ma, _ := st.Metrics("whole")
+	mb, _ := st2.Metrics("resumed")
+	for step := 0; step <= 4; step++ {
+		if ma[step]["loss"] != mb[step]["loss"] || ma[step]["eval_loss"] != mb[step]["eval_loss"] {
+			t.Errorf("step %d: loss %v / %v resumed, uninterrupted %v / %v", step, mb[step]["loss"], mb[step]["eval_loss"], ma[step]["loss"], ma[step]["eval_loss"])
+		}
+	}
+	if resumed.HeldoutAfter != whole.HeldoutAfter {
+		t.Errorf("held-out after %v resumed, %v uninterrupted", resumed.HeldoutAfter, whole.HeldoutAfter)
+	}
+	wa, _ := os.ReadFile(filepath.Join(dir, "whole", "model.safetensors"))
+	wb, _ := os.ReadFile(filepath.Join(dir, "resumed", "model.safetensors"))
+	if len(wa) == 0 || !bytes.Equal(wa, wb) {
+		t.Errorf("the merged folders differ")
+	}
+	// The merged folder: a plain model whose held-out loss is the adapters' (to float tolerance).
+	m, err := model.Load(sampleBackend(t).Backend, filepath.Join(dir, "whole"), model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.LoRA.Enabled() {
+		t.Errorf("the merged folder has adapters")
+	}
+	tok, _ := tokenizer.Load(builtinDir)
+	convs, _ := ReadConversations(filepath.Join("..", "..", "testdata", "data", "sft-tiny.jsonl"), retool.LayoutReTool)
+	seqs, _, _, _ := Sequences(tok, convs, nil, 0)
+	rng := rand.New(rand.NewPCG(1, 33))
+	rng.Shuffle(len(seqs), func(i, j int) { seqs[i], seqs[j] = seqs[j], seqs[i] })
+	tr, err := train.New(m, train.Config{LogitsChunk: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	got, err := meanNLL(tr, seqs[:2], 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got-whole.HeldoutAfter) > 1e-4 {
+		t.Errorf("merged folder's held-out nll %.6f; the run's %.6f", got, whole.HeldoutAfter)
+	}
+	if err := st.ExportPEFT("whole", 4, filepath.Join(dir, "peft")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "peft", "adapter_model.safetensors")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBench: bench sft's step runs on the built-in model and counts what it trained.
+func TestBench(t *testing.T) {
+	m, err := model.Load(sampleBackend(t).Backend, builtinDir, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Bench(m, BenchConfig{BenchConfig: train.BenchConfig{Sequences: 2, Length: 32, Prompt: 8, MicroBatch: 1, Updates: 1, Seed: 1}, GradientCheckpointing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TrainedTokens != 2*24 || !(res.TokensPerSec > 0) || !(res.LogProbsShare > 0 && res.LogProbsShare < 1) {
+		t.Errorf("%+v", *res)
 	}
 }

@@ -2,6 +2,10 @@ package sft
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,24 +16,32 @@ import (
 	"time"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/event"
 	"agentrl/engine/model"
+	"agentrl/engine/record"
+	"agentrl/engine/residency"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs/retool"
+	"agentrl/store"
 	"agentrl/store/safetensors"
 )
 
 // DataOptions describe supervised fine-tuning on conversations from a file (issue #33): a
 // model and its tokenizer continued from Init, trained on the assistant's tokens of each
 // conversation as batch.MaskAssistant lays it out in the layout (env.format), and written to Out.
+// As JSON they are what a stored SFT run keeps of how it started (store.Run.RecipeYAML), which
+// resume continues with; the fields marked "-" are the process's, not the run's.
 type DataOptions struct {
-	Data    string // JSON Lines: one {"messages": [...]} a line
-	Init    string // HF folder whose model and tokenizer are continued
-	Out     string // HF folder written
-	Backend compute.Backend
-	Format  retool.Layout // retool, tool_call or chat (default retool)
-	Tools   string        // tool schemas ("" the layout's default, a JSON array, @FILE)
+	Data    string          // JSON Lines: one {"messages": [...]} a line
+	Init    string          // HF folder whose model and tokenizer are continued
+	Out     string          // HF folder written
+	Backend compute.Backend `json:"-"`
+	Format  retool.Layout   // retool, tool_call or chat (default retool)
+	Tools   string          // tool schemas ("" the layout's default, a JSON array, @FILE)
 
 	Epochs int // passes over the training conversations (default 1)
 	Steps  int // optimizer steps; > 0 in place of Epochs' count
@@ -38,6 +50,22 @@ type DataOptions struct {
 	// the step's one update, exactly); 0 puts a step's whole batch in one pass.
 	MicroBatch int
 	MaxLen     int // conversations longer than this many tokens are dropped (0: no bound)
+	// TokensPerStep, when > 0, makes each step's batch by tokens instead of by Batch's count: a
+	// step takes conversations (in the epoch's order) until their tokens reach it, at least one.
+	TokensPerStep int
+	// LoRA, when > 0, trains rank-LoRA adapters on all seven projections of a frozen base
+	// (engine/model WithLoRA, as train.lora does for RL) instead of every weight; LoRAAlpha is
+	// their alpha (default 2 × rank). Out is written merged; the stored checkpoints carry the
+	// adapters and PEFT's adapter_config.json, so export --peft writes them alone.
+	LoRA      int
+	LoRAAlpha float64
+	// GradientCheckpointing keeps each decoder layer's input only and recomputes the rest in the
+	// backward pass (train.Config's): what a 16K-token conversation of a 4B model needs to fit
+	// (plan --sft). OptimizerBits 8 keeps the AdamW moments in 8 bits (0 or 32: float32).
+	GradientCheckpointing bool
+	OptimizerBits         int
+	// Compute is the dtype of matmuls and activations (default float32; bf16 on a GPU).
+	Compute dtypes.DType `json:"-"`
 
 	LR          float64 // peak learning rate (default 1e-5)
 	MinLR       float64 // the cosine schedule's floor (default 0)
@@ -47,7 +75,27 @@ type DataOptions struct {
 
 	HeldoutShare float64 // share of the conversations held out for an evaluation loss (seeded)
 	Seed         uint64
-	Log          io.Writer
+	Log          io.Writer `json:"-"`
+
+	// Store, when set, keeps the run as a run of kind sft (store.KindSFT) under RunID: each
+	// step's metrics, a checkpoint (weights and AdamW moments) every SaveEvery steps and at the
+	// end or a stop, which Resume continues from.
+	Store     *store.Store `json:"-"`
+	RunID     string       `json:"-"`
+	Name      string
+	SaveEvery int // steps between checkpoints (default: a tenth of the steps)
+	EvalEvery int // steps between held-out losses (default SaveEvery)
+	// Resume continues RunID from its latest checkpoint (the options are the stored run's:
+	// StoredOptions reads them); the data must lay out as it did (DataHash).
+	Resume bool `json:"-"`
+	// DataHash fingerprints the laid-out conversations (tokens and masks, in order): a resumed run
+	// refuses data that changed under it.
+	DataHash string
+	// Emit, when set, receives the run's events: RunStart, each step's StepMetrics (loss, lr,
+	// tokens/s, ETA; eval_loss when measured), Checkpoint, Stopping and RunEnd.
+	Emit func(event.Event) `json:"-"`
+
+	skipTrainNLL bool // the demonstrations' SFT measures no loss over all its conversations
 }
 
 // DataResult is what a run on conversations did.
@@ -60,9 +108,92 @@ type DataResult struct {
 	// before the first and after the last step (the held-out ones NaN when none is held out).
 	TrainBefore, TrainAfter, HeldoutBefore, HeldoutAfter float64
 	Seconds                                              float64
+	// Losses are the steps' losses (the mean NLL of their trained tokens before their update),
+	// by step, of the steps this call trained.
+	Losses map[int]float64
+	// Stopped is why the run stopped before its last step (ctx's cause), "" when it finished;
+	// Step is then the last step trained and saved.
+	Stopped string
+	Step    int
 }
 
-// RunData fine-tunes o.Init's model on o.Data's conversations and writes the folder o.Out.
+// StoredOptions are the options a stored SFT run started with, for Resume.
+func StoredOptions(st *store.Store, runID string) (DataOptions, error) {
+	run, err := st.GetRun(runID)
+	if err != nil {
+		return DataOptions{}, err
+	}
+	if run.Kind != store.KindSFT {
+		return DataOptions{}, fmt.Errorf("run %s is not an SFT run", runID)
+	}
+	var o DataOptions
+	if err := json.Unmarshal([]byte(run.RecipeYAML), &o); err != nil {
+		return DataOptions{}, fmt.Errorf("resume: the stored options of SFT run %s are unreadable: %w", runID, err)
+	}
+	o.Store, o.RunID, o.Resume = st, runID, true
+	return o, nil
+}
+
+// dataHash fingerprints laid-out conversations: their tokens and loss masks, in order.
+func dataHash(seqs []train.Sequence) string {
+	h := sha256.New()
+	for _, s := range seqs {
+		binary.Write(h, binary.LittleEndian, int64(len(s.Tokens))) //nolint:errcheck // a hash does not fail
+		binary.Write(h, binary.LittleEndian, s.Tokens)             //nolint:errcheck
+		for _, m := range s.LossMask {
+			if m {
+				h.Write([]byte{1})
+			} else {
+				h.Write([]byte{0})
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// plan is every step's batch, as indices into the training conversations: the epochs' orders
+// drawn from rng up front, so that a resumed run trains step k on the batch an uninterrupted one
+// does. A step takes up to batch conversations, or with tokens > 0 conversations until their
+// tokens (lens) reach it; with steps ≤ 0 the plan covers epochs passes, each epoch's last step
+// short, else exactly steps steps, running on across epochs.
+func plan(rng *rand.Rand, lens []int, batch, tokens, steps, epochs int) [][]int {
+	n := len(lens)
+	full := func(b []int, t int) bool {
+		if tokens > 0 {
+			return t >= tokens
+		}
+		return len(b) >= batch || len(b) >= n
+	}
+	var out [][]int
+	order, next, epoch := rng.Perm(n), 0, 1
+	for steps <= 0 || len(out) < steps {
+		var b []int
+		t := 0
+		for !full(b, t) {
+			if next == len(order) { // a new epoch, in a new order
+				if steps <= 0 && epoch == epochs {
+					break
+				}
+				order, next, epoch = rng.Perm(n), 0, epoch+1
+				if len(b) > 0 && steps <= 0 {
+					break // epochs end their last step short
+				}
+			}
+			b = append(b, order[next])
+			t += lens[order[next]]
+			next++
+		}
+		if len(b) == 0 {
+			break
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// RunData fine-tunes o.Init's model on o.Data's conversations and writes the folder o.Out. With
+// o.Store it is a stored run that checkpoints and can be resumed; when ctx ends (a stop, a
+// signal) it finishes the step in progress, saves it and returns with Stopped set.
 func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	if o.Init == "" {
 		return nil, errors.New("sft: --data needs --init MODEL_DIR, the model and tokenizer to continue")
@@ -75,6 +206,9 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	}
 	if !(o.HeldoutShare >= 0 && o.HeldoutShare < 1) {
 		return nil, fmt.Errorf("sft: --heldout-share %v: want 0 (none) up to below 1", o.HeldoutShare)
+	}
+	if o.Resume && (o.Store == nil || o.RunID == "") {
+		return nil, errors.New("sft: resume needs the store and the run")
 	}
 	if o.Epochs <= 0 {
 		o.Epochs = 1
@@ -108,10 +242,15 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sft: %s: %w", o.Data, err)
 	}
-	res := &DataResult{Conversations: len(convs), Dropped: dropped, HeldoutBefore: math.NaN(), HeldoutAfter: math.NaN()}
+	res := &DataResult{Conversations: len(convs), Dropped: dropped, HeldoutBefore: math.NaN(), HeldoutAfter: math.NaN(), Losses: map[int]float64{}}
 	if len(seqs) == 0 {
 		return nil, fmt.Errorf("sft: %s: all %d conversations are longer than --max-len %d tokens", o.Data, len(convs), o.MaxLen)
 	}
+	hash := dataHash(seqs)
+	if o.Resume && o.DataHash != "" && hash != o.DataHash {
+		return nil, fmt.Errorf("sft: resume %s: %s no longer lays out as it did when the run started (other conversations, --init tokenizer or --max-len); a resumed run must train on the same data", o.RunID, o.Data)
+	}
+	o.DataHash = hash
 	for _, s := range seqs {
 		res.Tokens += len(s.Tokens)
 		for _, m := range s.LossMask {
@@ -134,9 +273,9 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	fmt.Fprintf(o.Log, "sft: %s: %d conversations (%d dropped, longer than %d tokens), %d to train on, %d held out; %d tokens, %d trained\n",
 		o.Data, len(convs), dropped, o.MaxLen, len(trainSeqs), len(held), res.Tokens, res.TrainedTokens)
 
-	m, err := model.Load(o.Backend, o.Init, model.Options{})
+	m, err := loadModel(o)
 	if err != nil {
-		return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
+		return nil, err
 	}
 	if m.Config.VocabSize < tok.VocabSize() {
 		return nil, fmt.Errorf("sft: --init %s: the model has %d token ids, its tokenizer %d", o.Init, m.Config.VocabSize, tok.VocabSize())
@@ -145,65 +284,212 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	if saveAs == "" {
 		saveAs = safetensors.F32
 	}
+	lens := make([]int, len(trainSeqs))
+	for i, q := range trainSeqs {
+		lens[i] = len(q.Tokens)
+	}
+	return fitSeqs(ctx, o, m, trainSeqs, held, plan(rng, lens, o.Batch, o.TokensPerStep, o.Steps, o.Epochs), saveAs, res, t0)
+}
+
+// fitSeqs trains m on trainSeqs, step s on the conversations batches[s-1] names, with o's
+// schedule and optimizer, measuring held's loss as it goes: the training loop of sft --data, and
+// of the demonstrations' SFT (Run). It stores, checkpoints and resumes as o says, and writes
+// o.Out in saveAs at the end.
+func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held []train.Sequence, batches [][]int, saveAs safetensors.DType, res *DataResult, t0 time.Time) (*DataResult, error) {
+	emit := o.Emit
+	if emit == nil {
+		emit = func(event.Event) {}
+	}
+	steps := len(batches)
+	res.Steps = steps
+	drawn := 0
+	for _, b := range batches {
+		drawn += len(b)
+	}
+	perEpoch := (steps*len(trainSeqs) + drawn - 1) / max(drawn, 1) // steps an epoch
 	// Each step is one Update of the RL trainer: micro-batches of fixed rows (a step's batch, or
-	// MicroBatch conversations), their gradients summed into one AdamW update.
-	rows := min(o.Batch, len(trainSeqs))
+	// MicroBatch conversations), their gradients summed into one AdamW update. The trainer sorts
+	// a step's conversations by length before cutting them into micro-batches, and pads each to
+	// its own longest (a power-of-two bucket), not to the step's.
+	most := 0
+	for _, b := range batches {
+		most = max(most, len(b))
+	}
+	rows := most
 	if o.MicroBatch > 0 && o.MicroBatch < rows {
 		rows = o.MicroBatch
 	}
 	cfg := train.Config{LR: o.LR, GradClip: 1, WeightDecay: o.WeightDecay, Beta2: o.Beta2, LogitsChunk: 64,
-		MicroBatch: rows, GradAccumulation: (min(o.Batch, len(trainSeqs)) + rows - 1) / rows}
+		MicroBatch: rows, GradAccumulation: (most + rows - 1) / rows, GradientCheckpointing: o.GradientCheckpointing, OptimizerBits: o.OptimizerBits}
 	tr, err := train.New(m, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
 
-	perEpoch := (len(trainSeqs) + o.Batch - 1) / o.Batch
-	steps := o.Steps
-	if steps <= 0 {
-		steps = o.Epochs * perEpoch
+	if o.SaveEvery <= 0 {
+		o.SaveEvery = max(1, steps/10)
 	}
-	res.Steps = steps
+	if o.EvalEvery <= 0 {
+		o.EvalEvery = o.SaveEvery
+	}
 	sched := train.Schedule{Base: o.LR, Warmup: int(math.Round(max(o.Warmup, 0) * float64(steps))), Total: steps, Kind: "cosine", MinRatio: o.MinLR / o.LR}
-	if res.TrainBefore, err = meanNLL(tr, trainSeqs, o.Batch); err != nil {
+	ck := checkpointer{o: &o, m: m, tr: tr}
+	if err := ck.files(); err != nil {
 		return nil, err
 	}
-	if len(held) > 0 {
-		if res.HeldoutBefore, err = meanNLL(tr, held, o.Batch); err != nil {
+	rec := record.New(o.Store, o.RunID, 1)
+	first := 1
+	if o.Resume {
+		if first, err = ck.restore(); err != nil {
+			return nil, err
+		}
+		before, err := o.Store.Metrics(o.RunID)
+		if err != nil {
+			return nil, err
+		}
+		res.TrainBefore = before[0][string(event.MetricLoss)]
+		if v, ok := before[0][string(event.MetricEvalLoss)]; ok {
+			res.HeldoutBefore = v
+		}
+		run, err := o.Store.GetRun(o.RunID)
+		if err != nil {
+			return nil, err
+		}
+		run.Status, run.StopReason, run.StopDetail, run.Ended = "running", "", "", time.Time{}
+		if err := o.Store.PutRun(run); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(o.Log, "sft: resuming %s at step %d of %d\n", o.RunID, first, steps)
+	} else {
+		if o.Store != nil {
+			kept := o // the paths absolute, so that resume finds them from any folder
+			for _, p := range []*string{&kept.Data, &kept.Init, &kept.Out} {
+				if *p != "" {
+					if abs, err := filepath.Abs(*p); err == nil {
+						*p = abs
+					}
+				}
+			}
+			spec, _ := json.Marshal(kept)
+			if err := o.Store.PutRun(store.Run{ID: o.RunID, Name: o.Name, Recipe: "sft --data " + o.Data, RecipeYAML: string(spec),
+				Created: time.Now(), Status: "running", TotalSteps: steps, Kind: store.KindSFT}); err != nil {
+				return nil, err
+			}
+		}
+		if !o.skipTrainNLL {
+			if res.TrainBefore, err = meanNLL(tr, trainSeqs, o.Batch); err != nil {
+				return nil, err
+			}
+		}
+		if len(held) > 0 {
+			if res.HeldoutBefore, err = meanNLL(tr, held, o.Batch); err != nil {
+				return nil, err
+			}
+		}
+		m0 := map[event.Metric]float64{event.MetricLoss: res.TrainBefore}
+		if len(held) > 0 {
+			m0[event.MetricEvalLoss] = res.HeldoutBefore
+		}
+		if err := rec.Record(event.StepMetrics{Step: 0, Metrics: m0}); err != nil {
 			return nil, err
 		}
 	}
-	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch); nll before: train %.4f held-out %.4f\n", steps, o.Batch, perEpoch, res.TrainBefore, res.HeldoutBefore)
-	order := rng.Perm(len(trainSeqs))
-	next := 0
-	for step := 1; step <= steps; step++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		var b []train.Sequence
-		for len(b) < o.Batch && len(b) < len(trainSeqs) {
-			if next == len(order) { // a new epoch, in a new order
-				order, next = rng.Perm(len(trainSeqs)), 0
-				if len(b) > 0 && o.Steps <= 0 {
-					break // epochs end their last step short
-				}
+	emit(event.RunStart{RunID: o.RunID, Name: o.Name, Recipe: "sft --data " + o.Data, TotalSteps: steps, Backend: o.Backend.Name(), Model: o.Init, Kind: store.KindSFT})
+	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch); nll before: train %.4f held-out %.4f\n", steps, most, perEpoch, res.TrainBefore, res.HeldoutBefore)
+	m0 := map[event.Metric]float64{event.MetricLoss: res.TrainBefore}
+	if len(held) > 0 {
+		m0[event.MetricEvalLoss] = res.HeldoutBefore
+	}
+	emit(event.StepMetrics{Step: 0, Metrics: m0})
+	loopStart := time.Now()
+	last := first - 1 // the last step trained
+	end := func(status, reason string) error {
+		if o.Store != nil {
+			run, err := o.Store.GetRun(o.RunID)
+			if err != nil {
+				return err
 			}
-			s := trainSeqs[order[next]]
-			next++
+			run.Status, run.StopReason, run.Ended = status, reason, time.Now()
+			if err := o.Store.PutRun(run); err != nil {
+				return err
+			}
+		}
+		emit(event.RunEnd{Status: status, Reason: reason, Step: last, Checkpoint: ck.saved, SFT: true})
+		return nil
+	}
+	for step := first; step <= steps; step++ {
+		if ctx.Err() != nil {
+			break
+		}
+		ts := time.Now()
+		var b []train.Sequence
+		tokens := 0
+		for _, i := range batches[step-1] {
+			s := trainSeqs[i]
 			b = append(b, train.Sequence{Tokens: s.Tokens, LossMask: s.LossMask})
+			tokens += len(s.Tokens)
 		}
 		lr := sched.At(step)
 		nll, err := sftStep(tr, b, rows, lr)
 		if err != nil {
+			_ = end("failed", err.Error())
 			return nil, err
 		}
+		last = step
+		res.Losses[step] = nll
+		trained := 0
+		for _, s := range b {
+			for _, m := range s.LossMask {
+				if m {
+					trained++
+				}
+			}
+		}
+		secs := time.Since(ts).Seconds()
+		eta := time.Since(loopStart).Seconds() / float64(step-first+1) * float64(steps-step)
+		mt := map[event.Metric]float64{event.MetricLoss: nll, event.MetricLR: lr, event.MetricTokensPerSecond: float64(tokens) / secs,
+			event.MetricTrainedTokens: float64(trained), event.MetricETASeconds: eta}
+		if len(held) > 0 && (step%o.EvalEvery == 0 || step == steps) {
+			if mt[event.MetricEvalLoss], err = meanNLL(tr, held, o.Batch); err != nil {
+				return nil, err
+			}
+		}
+		if err := rec.Record(event.StepMetrics{Step: step, Metrics: mt}); err != nil {
+			return nil, err
+		}
+		emit(event.StepMetrics{Step: step, Metrics: mt})
 		if step%10 == 0 || step == 1 || step == steps {
 			fmt.Fprintf(o.Log, "sft: step %d/%d nll %.4f lr %.3g (%.0fs)\n", step, steps, nll, lr, time.Since(t0).Seconds())
 		}
+		if step%o.SaveEvery == 0 || step == steps {
+			if err := ck.save(step, emit); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if res.TrainAfter, err = meanNLL(tr, trainSeqs, o.Batch); err != nil {
-		return nil, err
+	res.Step = last
+	if last < steps { // stopped
+		reason := "stopped"
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+			reason = c.Error()
+		}
+		res.Stopped = reason
+		emit(event.Stopping{Step: last + 1, Reason: reason, Save: last,
+			Message: fmt.Sprintf("stopping between steps: step %d is saved, step %d is not started", last, last+1)})
+		if last >= first {
+			if err := ck.save(last, emit); err != nil {
+				return nil, err
+			}
+		}
+		fmt.Fprintf(o.Log, "sft: %s at step %d of %d\n", reason, last, steps)
+		res.Seconds = time.Since(t0).Seconds()
+		return res, end("stopped", reason)
+	}
+	if !o.skipTrainNLL {
+		if res.TrainAfter, err = meanNLL(tr, trainSeqs, o.Batch); err != nil {
+			return nil, err
+		}
 	}
 	if len(held) > 0 {
 		if res.HeldoutAfter, err = meanNLL(tr, held, o.Batch); err != nil {
@@ -211,14 +497,218 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 		}
 	}
 	fmt.Fprintf(o.Log, "sft: nll after: train %.4f held-out %.4f\n", res.TrainAfter, res.HeldoutAfter)
-	if err := m.Params.Save(o.Out, saveAs); err != nil {
-		return nil, err
-	}
-	if err := copyTokenizer(o.Init, o.Out); err != nil {
-		return nil, err
+	if o.Out != "" {
+		if err := writeOut(&o, m, &ck, steps, saveAs, emit); err != nil {
+			return nil, err
+		}
 	}
 	res.Seconds = time.Since(t0).Seconds()
-	return res, nil
+	return res, end("finished", "")
+}
+
+// loadModel is --init's model, with fresh LoRA adapters on a frozen base when o.LoRA > 0 (A
+// drawn from the seed, B zero: the base's function until trained).
+func loadModel(o DataOptions) (*model.Model, error) {
+	if o.LoRA <= 0 {
+		m, err := model.Load(o.Backend, o.Init, model.Options{Compute: o.Compute})
+		if err != nil {
+			return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
+		}
+		return m, nil
+	}
+	cfg, err := model.ReadConfig(o.Init)
+	if err != nil {
+		return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
+	}
+	base, err := model.LoadParams(o.Init, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
+	}
+	dt := o.Compute
+	if dt == dtypes.InvalidDType {
+		dt = dtypes.Float32
+	}
+	p, err := model.WithLoRA(base, loraOf(o), o.Seed, dt)
+	if err != nil {
+		return nil, fmt.Errorf("sft: --lora %d: %w", o.LoRA, err)
+	}
+	return model.New(o.Backend, p, model.Options{Compute: dt})
+}
+
+// loraOf is the adapters --lora asks for: all seven projections, alpha 2 × rank by default.
+func loraOf(o DataOptions) model.LoRA {
+	alpha := o.LoRAAlpha
+	if alpha <= 0 {
+		alpha = 2 * float64(o.LoRA)
+	}
+	return model.LoRA{Rank: o.LoRA, Alpha: alpha, Targets: model.LoRATargets()}
+}
+
+// writeOut writes the trained model to o.Out as a HuggingFace folder in --init's dtype, with
+// --init's tokenizer. A LoRA model is written merged, by export's own merge: from the run's
+// last checkpoint (a checkpoint in a scratch store when the run keeps none).
+func writeOut(o *DataOptions, m *model.Model, ck *checkpointer, step int, saveAs safetensors.DType, emit func(event.Event)) error {
+	if o.LoRA <= 0 {
+		if err := m.Params.Save(o.Out, saveAs); err != nil {
+			return err
+		}
+		return copyTokenizer(o.Init, o.Out)
+	}
+	if o.Store == nil {
+		dir, err := os.MkdirTemp("", "agentrl-sft-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		st, err := store.Open(filepath.Join(dir, "scratch.db"), store.Options{})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		scratch := *o
+		scratch.Store, scratch.RunID = st, "sft"
+		c := checkpointer{o: &scratch, m: ck.m, tr: ck.tr}
+		if err := c.files(); err != nil {
+			return err
+		}
+		if err := c.save(step, func(event.Event) {}); err != nil {
+			return err
+		}
+		return st.ExportWith("sft", step, o.Out, store.ExportOptions{DType: saveAs})
+	}
+	if err := ck.save(step, emit); err != nil {
+		return err
+	}
+	return o.Store.ExportWith(o.RunID, step, o.Out, store.ExportOptions{DType: saveAs})
+}
+
+// checkpointer saves an SFT run's checkpoints in its store (the model's weights in float32,
+// the AdamW moments and update count, --init's config and tokenizer files, so that export
+// writes a loadable folder) and restores the latest.
+type checkpointer struct {
+	o     *DataOptions
+	m     *model.Model
+	tr    *train.Trainer
+	fdata map[string][]byte
+	saved int // the step of the latest checkpoint (0: none)
+}
+
+// checkpointFiles are the files of --init a checkpoint carries.
+var checkpointFiles = []string{"config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt",
+	"added_tokens.json", "chat_template.jinja", "generation_config.json"}
+
+func (c *checkpointer) files() error {
+	c.fdata = map[string][]byte{}
+	for _, name := range checkpointFiles {
+		data, err := os.ReadFile(filepath.Join(c.o.Init, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sft: --init %s: %w", c.o.Init, err)
+		}
+		c.fdata[name] = data
+	}
+	if c.o.LoRA > 0 {
+		js, err := residency.AdapterConfig(loraOf(*c.o), c.o.Init)
+		if err != nil {
+			return err
+		}
+		c.fdata[store.AdapterConfigFile] = js
+	}
+	return nil
+}
+
+func (c *checkpointer) save(step int, emit func(event.Event)) error {
+	if c.o.Store == nil || step == c.saved {
+		return nil
+	}
+	_, _, adamStep := c.tr.Moments()
+	man := store.Manifest{Run: c.o.RunID, Step: step, DataPosition: int64(step), Metrics: map[string]float64{"adam_step": float64(adamStep)}}
+	params, i := c.m.Params, 0
+	var weights, all int64
+	weightSrc := func() (*safetensors.Tensor, error) {
+		if i == len(params.Specs) {
+			return nil, nil
+		}
+		t, err := params.Tensor(i, safetensors.F32)
+		i++
+		if t != nil {
+			weights += int64(len(t.Data))
+		}
+		return t, err
+	}
+	specs := c.tr.TrainedSpecs()
+	mom, vel, _ := c.tr.Moments()
+	j := 0
+	momentSrc := func() (*safetensors.Tensor, error) {
+		if j == 2*len(specs) {
+			return nil, nil
+		}
+		spec, t, prefix := specs[j/2], mom[j/2], "m."
+		if j%2 == 1 {
+			t, prefix = vel[j/2], "v."
+		}
+		j++
+		st, err := residency.MomentTensor(prefix+spec.Name, spec.Dims, t)
+		if st != nil {
+			all += int64(len(st.Data))
+		}
+		return st, err
+	}
+	if err := c.o.Store.SaveCheckpointFrom(man, weightSrc, momentSrc, c.fdata); err != nil {
+		return err
+	}
+	c.saved = step
+	emit(event.Checkpoint{Step: step, ID: fmt.Sprintf("%s/%d", c.o.RunID, step), Bytes: all + weights, WeightBytes: weights})
+	// The latest two are kept: the one a resume starts from, and the one before in case the
+	// latest's step must be looked at again.
+	_, err := c.o.Store.Retain(c.o.RunID, "", 0, 2)
+	return err
+}
+
+// restore loads the run's latest checkpoint into the model and the trainer and returns the step
+// to continue at.
+func (c *checkpointer) restore() (int, error) {
+	man, err := c.o.Store.LatestCheckpoint(c.o.RunID)
+	if err != nil {
+		return 0, fmt.Errorf("sft: resume %s: %w", c.o.RunID, err)
+	}
+	cp, err := c.o.Store.LoadCheckpoint(c.o.RunID, man.Step)
+	if err != nil {
+		return 0, err
+	}
+	src := fmt.Sprintf("checkpoint %s/%d", cp.Run, cp.Step)
+	if err := residency.SetWeights(c.m, cp.Weights, src); err != nil {
+		return 0, err
+	}
+	byName := map[string]*safetensors.Tensor{}
+	for _, t := range cp.Moments {
+		byName[t.Name] = t
+	}
+	var m, v []*tensors.Tensor
+	for _, spec := range c.tr.TrainedSpecs() {
+		for _, pre := range []string{"m.", "v."} {
+			t, ok := byName[pre+spec.Name]
+			if !ok {
+				return 0, fmt.Errorf("%s: optimizer moment %s%s is missing", src, pre, spec.Name)
+			}
+			tt, err := residency.MomentFrom(t, spec.Dims, src)
+			if err != nil {
+				return 0, err
+			}
+			if pre == "m." {
+				m = append(m, tt)
+			} else {
+				v = append(v, tt)
+			}
+		}
+	}
+	if err := c.tr.SetMoments(m, v, int(cp.Metrics["adam_step"])); err != nil {
+		return 0, err
+	}
+	c.saved = cp.Step
+	return cp.Step + 1, nil
 }
 
 // sftStep is a supervised step as train.Trainer's SFTStep makes one, in micro-batches of rows

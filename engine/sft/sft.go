@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -57,6 +58,48 @@ type Options struct {
 
 // Run builds the demonstrations, trains the tokenizer and the model, and writes the folder.
 func Run(ctx context.Context, o Options) error {
+	d, err := prepare(ctx, &o)
+	if err != nil {
+		return err
+	}
+	m, err := newModel(o, d.tok)
+	if err != nil {
+		return err
+	}
+	if _, err := fitDemos(ctx, o, m, d.seqs, d.rng); err != nil {
+		return err
+	}
+	if err := m.Params.Save(o.Out, safetensors.F32); err != nil {
+		return err
+	}
+	if o.Init == "" {
+		return tokenizer.WriteTrained(o.Out, d.doc)
+	}
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		data, err := os.ReadFile(filepath.Join(o.Init, name))
+		if err != nil {
+			return fmt.Errorf("sft: --init %s: %w", o.Init, err)
+		}
+		if err := os.WriteFile(filepath.Join(o.Out, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// demos are the demonstrations as the trainer takes them: the tokenizer (trained on them, doc
+// its tokenizer.json, or --init's), the laid-out and masked conversations, and the random
+// stream the steps' batches are drawn from.
+type demos struct {
+	tok  *tokenizer.Tokenizer
+	doc  []byte
+	seqs []train.Sequence
+	rng  *rand.Rand
+	pcg  *rand.PCG // rng's source
+}
+
+// prepare sets o's defaults and builds the demonstrations, their tokenizer and sequences.
+func prepare(ctx context.Context, o *Options) (*demos, error) {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -69,7 +112,7 @@ func Run(ctx context.Context, o Options) error {
 	def(&o.Steps, 300)
 	def(&o.Batch, 16)
 	if !(o.HintShare >= 0 && o.HintShare <= 1) { // NaN too
-		return fmt.Errorf("sft: --hint-share %v is not a share of the demonstrations; want 0 (none) to 1 (all)", o.HintShare)
+		return nil, fmt.Errorf("sft: --hint-share %v is not a share of the demonstrations; want 0 (none) to 1 (all)", o.HintShare)
 	}
 	if o.LR == 0 {
 		o.LR = 3e-3
@@ -82,22 +125,23 @@ func Run(ctx context.Context, o Options) error {
 	t0 := time.Now()
 	tasks, _, err := retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}.Split(o.Examples, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sess, err := (&sandbox.Starlark{}).NewSession()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(o.Seed, 17))
+	pcg := rand.NewPCG(o.Seed, 17)
+	rng := rand.New(pcg)
 	convs, hinted, err := conversations(ctx, tasks, o.HintShare, sess, rng)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	texts := make([]string, len(convs))
 	for i, conv := range convs {
 		pieces, err := batch.TurnPieces(conv, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var text strings.Builder
 		for _, p := range pieces {
@@ -110,14 +154,14 @@ func Run(ctx context.Context, o Options) error {
 	var tok *tokenizer.Tokenizer
 	if o.Init != "" {
 		if tok, err = tokenizer.Load(o.Init); err != nil {
-			return fmt.Errorf("sft: --init %s: %w", o.Init, err)
+			return nil, fmt.Errorf("sft: --init %s: %w", o.Init, err)
 		}
 	} else {
 		if doc, err = tokenizer.Train(texts, o.Vocab, tokenizer.ChatSpecials()); err != nil {
-			return err
+			return nil, err
 		}
 		if tok, err = tokenizer.Parse(doc); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var seqs []train.Sequence
@@ -128,51 +172,29 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	if len(seqs) == 0 {
-		return fmt.Errorf("sft: no demonstration fits rollout.max_total_tokens %d", r.Rollout.MaxTotalTokens)
+		return nil, fmt.Errorf("sft: no demonstration fits rollout.max_total_tokens %d", r.Rollout.MaxTotalTokens)
 	}
 	fmt.Fprintf(o.Log, "sft: tokenizer of %d ids; %d sequences\n", tok.VocabSize(), len(seqs))
-	m, err := newModel(o, tok)
-	if err != nil {
-		return err
-	}
-	tr, err := train.New(m, train.Config{LR: o.LR, GradClip: 1, WeightDecay: 0.01, LogitsChunk: 64})
-	if err != nil {
-		return err
-	}
-	for step := 1; step <= o.Steps; step++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		batch := make([]train.Sequence, o.Batch)
-		for i := range batch {
-			s := seqs[rng.IntN(len(seqs))]
-			batch[i] = train.Sequence{Tokens: s.Tokens, LossMask: s.LossMask}
-		}
-		lr := train.LR(o.LR, step, o.Steps/10, o.Steps, "cosine")
-		nll, err := tr.SFTStep(batch, lr)
-		if err != nil {
-			return err
-		}
-		if step%10 == 0 || step == 1 {
-			fmt.Fprintf(o.Log, "sft: step %d/%d nll %.3f lr %.2g (%.0fs)\n", step, o.Steps, nll, lr, time.Since(t0).Seconds())
+	return &demos{tok: tok, doc: doc, seqs: seqs, rng: rng, pcg: pcg}, nil
+}
+
+// fitDemos trains m on the demonstrations' sequences through the loop of sft --data (fitSeqs):
+// each step o.Batch of them drawn with replacement from rng, one AdamW update (weight decay 0.01,
+// gradients clipped to 1), linear warm-up over a tenth of the steps then cosine to 0.
+func fitDemos(ctx context.Context, o Options, m *model.Model, seqs []train.Sequence, rng *rand.Rand) (*DataResult, error) {
+	batches := make([][]int, o.Steps)
+	for s := range batches {
+		for range o.Batch {
+			batches[s] = append(batches[s], rng.IntN(len(seqs)))
 		}
 	}
-	if err := m.Params.Save(o.Out, safetensors.F32); err != nil {
-		return err
+	warmup := -1.0 // none
+	if o.Steps/10 > 0 {
+		warmup = float64(o.Steps/10) / float64(o.Steps)
 	}
-	if o.Init == "" {
-		return tokenizer.WriteTrained(o.Out, doc)
-	}
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		data, err := os.ReadFile(filepath.Join(o.Init, name))
-		if err != nil {
-			return fmt.Errorf("sft: --init %s: %w", o.Init, err)
-		}
-		if err := os.WriteFile(filepath.Join(o.Out, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	d := DataOptions{Backend: o.Backend, Batch: o.Batch, LR: o.LR, Warmup: warmup, WeightDecay: 0.01, Log: o.Log, skipTrainNLL: true}
+	res := &DataResult{Train: len(seqs), HeldoutBefore: math.NaN(), HeldoutAfter: math.NaN(), Losses: map[int]float64{}}
+	return fitSeqs(ctx, d, m, seqs, nil, batches, safetensors.F32, res, time.Now())
 }
 
 // conversations are the SFT demonstrations of tasks, as chat conversations: each task's executed

@@ -15,6 +15,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
+	"agentrl/engine/train"
 	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
@@ -218,5 +219,75 @@ func TestSFTConversationsNamedOps(t *testing.T) {
 	}
 	if named < 100 || namedHinted < 30 || named-namedHinted < 30 {
 		t.Errorf("%d named-operation conversations, %d hinted", named, namedHinted)
+	}
+}
+
+// TestBuiltinStageThroughDataLoop: make builtin's first stage (levels 0-1, a tokenizer and a
+// model from scratch), cut down to 24 steps of a tiny model, trains through the loop of sft
+// --data (fitDemos → fitSeqs: the step in passes through the RL trainer's Update) with the loss
+// curve of the loop it replaced (SFTStep on the whole batch in one pass, the same batches drawn
+// from the same stream, the same schedule), step for step within float tolerance.
+func TestBuiltinStageThroughDataLoop(t *testing.T) {
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Env.Tasks.Synthetic.Levels = []int{0, 1}
+	backend, _ := device.NewGo(device.GoConfig)
+	o := Options{Recipe: r, Backend: backend, Examples: 32, Vocab: 300, Hidden: 32, Layers: 1, Steps: 24, Batch: 4, Seed: 1}
+	// The loop before: SFTStep on each step's batch (engine/sft before #33's make-builtin slice).
+	d, err := prepare(context.Background(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := d.pcg.MarshalBinary() // the batches' stream, to draw them again below
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newModel(o, d.tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := train.New(m, train.Config{LR: o.LR, GradClip: 1, WeightDecay: 0.01, LogitsChunk: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	var before []float64
+	for step := 1; step <= o.Steps; step++ {
+		b := make([]train.Sequence, o.Batch)
+		for i := range b {
+			s := d.seqs[d.rng.IntN(len(d.seqs))]
+			b[i] = train.Sequence{Tokens: s.Tokens, LossMask: s.LossMask}
+		}
+		nll, err := tr.SFTStep(b, train.LR(o.LR, step, o.Steps/10, o.Steps, "cosine"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, nll)
+	}
+	// The loop now, from the same model and stream.
+	if err := d.pcg.UnmarshalBinary(stream); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := newModel(o, d.tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := fitDemos(context.Background(), o, m2, d.seqs, d.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for step := 1; step <= o.Steps; step++ {
+		a, b := before[step-1], res.Losses[step]
+		worst = max(worst, math.Abs(a-b))
+		if math.Abs(a-b) > 1e-3*max(1, math.Abs(a)) {
+			t.Errorf("step %d: loss %.6f through the data loop, %.6f through the loop before", step, b, a)
+		}
+	}
+	t.Logf("loss %.4f -> %.4f over %d steps; largest difference %.2g", before[0], before[len(before)-1], o.Steps, worst)
+	if !(before[len(before)-1] < before[0]-1) {
+		t.Errorf("the loss did not fall: %v", before)
 	}
 }

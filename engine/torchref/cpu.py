@@ -1,9 +1,10 @@
-# PyTorch eager reference for `agentrl-tui bench train` and `bench rollout` on the CPU: a decoder of
+# PyTorch eager reference for `agentrl-tui bench train`, `bench sft` and `bench rollout` on the CPU: a decoder of
 # the Go engine's model layout (engine/model: Qwen3 q/k RMSNorm per head or Qwen2 q/k/v biases,
 # RoPE, grouped-query attention, SwiGLU MLP, RMSNorm in float32, tied or separate output
 # projection), random weights unless "weights" names safetensors, timed on the work the Go side
 # does: decoding with a KV cache in rounds of `slots` sequences (sampling at temperature 1 and
-# keeping the sampled token's log-prob), and one training update of `sequences` sequences in
+# keeping the sampled token's log-prob), one supervised step (`sft`: cross-entropy, gradients
+# accumulated, one AdamW update; what `bench sft` compares with), and one training update of `sequences` sequences in
 # micro-batches of `micro_batch`, each micro-batch its own AdamW update (clipped surrogate with an
 # entropy bonus, global-norm clip, weight decay on matrices only), prompt tokens outside the loss.
 # Only torch is needed (Debian's python3-torch, 1.13, is enough). Parameter names are HF's, so a
@@ -239,5 +240,38 @@ if spec.get("train"):
     trained = int(mask.sum().item())
     out["train"] = {"trained_tokens": trained, "update_s": best, "tokens_per_s": trained / best,
                     "micro_step_ms": 1000 * best / math.ceil(n / mb), "first_update_s": first}
+
+if spec.get("sft"):  # a supervised step: cross-entropy, gradients accumulated, one AdamW update
+    c = spec["sft"]
+    n, T, prompt = c["sequences"], c["length"], c["prompt"]
+    mb = c.get("micro_batch") or n
+    decay = [p for p in m.parameters() if p.dim() >= 2]
+    rest = [p for p in m.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": rest, "weight_decay": 0.0}], lr=1e-5)
+    ids = torch.randint(0, V, (n, T))
+    labels = ids[:, 1:].clone()
+    labels[:, : max(prompt, 1) - 1] = -100  # position p predicts token p + 1; tokens ≥ prompt are trained
+    pos = torch.arange(T).expand(mb, T)
+    trained = int((labels != -100).sum().item())
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        for s in range(0, n, mb):
+            x, y = ids[s : s + mb], labels[s : s + mb]
+            logits = m(x, pos[: x.shape[0]])[:, :-1]
+            (F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), ignore_index=-100, reduction="sum") / trained).backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+
+    t0 = time.perf_counter()
+    step()  # warm-up, not timed
+    first = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(c.get("updates") or 2):
+        t0 = time.perf_counter()
+        step()
+        best = min(best, time.perf_counter() - t0)
+    out["sft"] = {"trained_tokens": trained, "update_s": best, "tokens_per_s": trained / best,
+                  "micro_step_ms": 1000 * best / math.ceil(n / mb), "first_update_s": first}
 
 print(json.dumps(out))

@@ -43,6 +43,9 @@ type Spec struct {
 	CheckIDs []int32 `json:"check_ids,omitempty"`
 	Decode   *Decode `json:"decode,omitempty"`
 	Train    *Train  `json:"train,omitempty"`
+	// SFT is a supervised step as sft --data takes one: cross-entropy on the tokens after the
+	// prompt, gradients accumulated over the micro-batches into one AdamW update (Updates timed).
+	SFT *Train `json:"sft,omitempty"`
 }
 
 // Decode is a generation run: Sequences requests of PromptLen random tokens, each sampling
@@ -90,6 +93,7 @@ type Result struct {
 	CheckLogProbs []float64     `json:"check_logprobs,omitempty"`
 	Decode        *DecodeResult `json:"decode,omitempty"`
 	Train         *TrainResult  `json:"train,omitempty"`
+	SFT           *TrainResult  `json:"sft,omitempty"`
 }
 
 // DecodeResult is the reference's generation: sampled tokens, the timed wall time (prefill

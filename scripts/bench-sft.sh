@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The SFT figures of the README's "Make the seed's starting model", on a lent GPU machine (or any):
+#   1. bench sft on the CPU (Go backend) against PyTorch eager, built-in model, as many threads as
+#      cores;
+#   2. on the GPU, one SFT step of the Qwen3-4B shape (random weights) on a 16,384-token
+#      conversation, full fine-tune with gradient checkpointing (plan --sft: 69.6 GiB), bf16;
+#   3. the same with 8-bit moments (plan --sft: 47.2 GiB).
+# Each step is capped (STEP_MAX_S); what it printed lands in $OUT (or ./bench-sft-out).
+set -u
+BIN=${BIN:-bin/agentrl-tui}
+OUT=${OUT:-bench-sft-out}
+STEP_MAX_S=${STEP_MAX_S:-200}
+mkdir -p "$OUT"
+SITE=/opt/torch/.venv/lib/python3.12/site-packages
+PLUGIN=${PLUGIN:-}
+if [ -z "$PLUGIN" ] && [ -f "$SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so" ]; then
+	PLUGIN=$SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so
+fi
+if [ -n "$PLUGIN" ] && [ -z "${XLA_FLAGS:-}" ]; then
+	nv=$(dirname "$(dirname "$(dirname "$PLUGIN")")")/nvidia/cu13
+	[ -d "$nv" ] && export XLA_FLAGS=--xla_gpu_cuda_data_dir=$nv
+fi
+export GOMLX_NO_AUTO_INSTALL=1
+TORCH_PYTHON=${TORCH_PYTHON:-}
+if [ -z "$TORCH_PYTHON" ]; then
+	for p in /opt/torch/.venv/bin/python python3 /usr/bin/python3; do
+		if command -v "$p" > /dev/null && "$p" -c 'import torch' 2> /dev/null; then TORCH_PYTHON=$(command -v "$p"); break; fi
+	done
+fi
+{ lscpu | grep -E 'Model name|^CPU\(s\)'; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2> /dev/null; } | tee "$OUT/machine.txt"
+step() { # name, then the command
+	local name=$1
+	shift
+	echo "== $name: $*"
+	timeout "$STEP_MAX_S" "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
+	echo "rc=$?" >> "$OUT/$name.out"
+	cat "$OUT/$name.out"
+	tail -3 "$OUT/$name.err"
+}
+step cpu "$BIN" bench sft --model testdata/builtin --backend go --sequences 8 --length 256 --prompt 64 --micro-batch 4 --torch-python "${TORCH_PYTHON:-}"
+if [ -n "$PLUGIN" ]; then
+	gpu=(--backend cuda --plugin "$PLUGIN")
+	step gpu-4b-16k "$BIN" bench sft --shape qwen3-4b --sequences 1 --length 16384 --prompt 1024 --micro-batch 1 --updates 1 --gradient-checkpointing "${gpu[@]}"
+	step gpu-4b-16k-8bit "$BIN" bench sft --shape qwen3-4b --sequences 1 --length 16384 --prompt 1024 --micro-batch 1 --updates 1 --gradient-checkpointing --optimizer-bits 8 "${gpu[@]}"
+fi
