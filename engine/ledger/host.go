@@ -70,7 +70,7 @@ type HostPlan struct {
 
 // hostOrder is the order the table lists host components in.
 func hostOrder() []string {
-	return []string{DeviceLedger, MasterWeights, OptimizerMoments, ReferenceWeights, CheckpointCopy, StorePending, DeviceReadCopies, HostProcess}
+	return []string{DeviceLedger, MasterWeights, OptimizerMoments, ReferenceWeights, PRMWeights, CheckpointCopy, StorePending, DeviceReadCopies, HostProcess}
 }
 
 // CheckpointsKept is the most checkpoints a store holds at once for checkpoint.every, keep_best
@@ -178,6 +178,8 @@ func (p *Plan) HostTable() string {
 			note = "offloaded during rollout"
 		case ReferenceWeights:
 			note = "the reference copy, off the device but for its forward"
+		case PRMWeights:
+			note = "the PRM's own weights, off the device but for its phase"
 		case CheckpointCopy:
 			note = "a checkpoint streams one tensor at a time: the largest's float32 copy and bytes"
 		case StorePending:
