@@ -292,8 +292,14 @@ func (p *Plan) options() string {
 			on = append(on, fmt.Sprintf("%s on the host during rollout (%s)", o.what, o.mode))
 		}
 	}
-	if p.Reference.Holds[ReferenceWeights] > 0 {
+	switch {
+	case p.PRM.Holds[ReferenceWeights] > 0:
+		on = append(on, "reference weights on the device only for the PRM phase (the PRM is the reference) and the reference forward")
+	case p.Reference.Holds[ReferenceWeights] > 0:
 		on = append(on, "reference weights on the device only for the reference forward")
+	}
+	if p.PRM.Holds[PRMWeights] > 0 {
+		on = append(on, "the PRM's own weights on the device only for its phase")
 	}
 	if st.GradientCheckpointing {
 		on = append(on, "gradient checkpointing")
