@@ -32,7 +32,7 @@ run "$bin" data inspect datasets/dapo-math-17k --recipe "$recipe"
 run "$bin" data inspect datasets/aime-2024
 run "$bin" eval "$recipe" --store runs/seed.db --ui plain "${small[@]}"
 run "$bin" "$recipe" --store runs/seed.db --ui plain --max-steps 2 --run-name baseline "${small[@]}" \
-  --set algorithm.name=grpo --set hinter.kind=none --set prm.kind=none --set reward.process=0 --set eval.every=2
+  --set algorithm.name=grpo --set hinter.kind=none --set prm.kind=none --set reward.process=0 --set algorithm.estimator=group --set eval.every=2
 # The hybrid run's PRM is the built-in model (the run's reference) in place of Qwen3-4B-Instruct,
 # with a short prompt: the default one alone is 840 of its tokens, most of its 1,024-token context.
 run "$bin" "$recipe" --store runs/seed.db --ui plain --max-steps 2 --run-name hybrid "${small[@]}" --set eval.every=2 \
