@@ -2,12 +2,17 @@ package hint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"agentrl/engine/batch"
 	"agentrl/engine/event"
@@ -136,5 +141,44 @@ func TestScriptedPRM(t *testing.T) {
 				t.Errorf("t%d step %d: P %v; want %v", i, k+1, got[i][k], wantP[i][k])
 			}
 		}
+	}
+}
+
+// The endpoint judge tries a failed request again after a pause, gives each try its timeout, and
+// reports a reply it never got as ErrUnjudged (the step goes on); a cancelled step is not that.
+func TestEndpointJudgeRetries(t *testing.T) {
+	var calls atomic.Int64
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n := calls.Add(1); {
+		case strings.Contains(r.URL.Path, "hang"):
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+		case n == 1:
+			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, `{"choices":[{"message":{"role":"assistant","content":"Step 1: correct\\n\\boxed{-1}"}}]}`)
+		}
+	}))
+	defer srv.Close()
+	defer close(hang) // before the server closes: it waits for the hanging handlers
+	j := &EndpointJudge{Client: retool.OpenAI{Endpoint: srv.URL + "/v1", Model: "judge", Client: &http.Client{}}, MaxNew: 16,
+		Timeout: 200 * time.Millisecond, Retries: 1, Pause: 10 * time.Millisecond}
+	reply, err := j.Reply(context.Background(), "judge this", 1)
+	if err != nil || !strings.Contains(reply, `\boxed{-1}`) || calls.Load() != 2 {
+		t.Fatalf("after one failure: reply %q, err %v, %d calls; want the second try's reply", reply, err, calls.Load())
+	}
+	j.Client.Endpoint = srv.URL + "/hang/v1"
+	t0 := time.Now()
+	_, err = j.Reply(context.Background(), "judge this", 1)
+	if !errors.Is(err, ErrUnjudged) || !strings.Contains(err.Error(), "2 tries") || time.Since(t0) > 5*time.Second {
+		t.Errorf("a hanging server: err %v after %s; want ErrUnjudged after 2 tries of 200ms", err, time.Since(t0))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := j.Reply(ctx, "judge this", 1); errors.Is(err, ErrUnjudged) || err == nil {
+		t.Errorf("a cancelled step: err %v; want the context's error, not unjudged", err)
 	}
 }
