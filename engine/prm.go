@@ -13,7 +13,7 @@ import (
 // newPRM builds prm.kind model's judge when it runs here: on the policy's rollout engine
 // (prm.model policy), or on an engine of its own over the reference's weights (no second copy)
 // or a folder's (Options.PRM), whose KV cache exists only in the PRM phase.
-func (c *Controller) newPRM() (hint.PRMJudge, error) {
+func (c *Controller) newPRM() (_ hint.PRMJudge, err error) {
 	r, o := c.recipe, c.opts
 	p := r.PRM
 	judge := &hint.GenJudge{Tok: o.Tokenizer, Gen: c.gen, Stops: c.stops, MaxNew: p.MaxNewTokens, Temperature: p.Temperature, MaxInput: r.PRMInputTokens()}
@@ -45,6 +45,16 @@ func (c *Controller) newPRM() (hint.PRMJudge, error) {
 		slots = min(16, r.BatchSize()*p.Samples)
 	}
 	tok := judge.Tok
+	// rollout.New allocates its KV cache: on a GPU the PRM's and rollout's do not fit together
+	// (they are planned for different phases), so rollout's is freed while the PRM's exists.
+	if err := c.gen.ReleaseCache(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if rerr := c.gen.RestoreCache(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
 	gen, err := rollout.New(m, rollout.Config{
 		Slots: slots, MaxLen: (r.PRMInputTokens() + p.MaxNewTokens + 15) / 16 * 16,
 		Decode:   func(ids []int32) string { return tok.Decode(ids, false) },
