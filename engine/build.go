@@ -175,7 +175,7 @@ func New(o Options) (*Controller, error) {
 		c.players.Agent = c.agentEnv.Play // the recipe's agent program plays each trajectory
 	}
 	var prmJudge hint.PRMJudge
-	if r.PRMModel() && r.PRM.Endpoint == "" {
+	if r.PRMModel() && r.PRM.Endpoint == "" && o.Eval == nil { // an evaluation judges nothing
 		if prmJudge, err = c.newPRM(); err != nil {
 			c.Close()
 			return nil, err

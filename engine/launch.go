@@ -113,7 +113,7 @@ func Open(l Launch) (sess *Session, err error) {
 	// prm.model DIR: the PRM's own weights, in host memory but for its phase.
 	var prm *model.Model
 	var prmTok *tokenizer.Tokenizer
-	if r.PRMPhase() && r.PRM.Model != "reference" {
+	if r.PRMPhase() && r.PRM.Model != "reference" && eval == nil { // an evaluation judges nothing
 		if prmTok, err = tokenizer.Load(r.PRM.Model); err != nil {
 			return nil, fmt.Errorf("prm.model %q: %w (give a HuggingFace model folder, or reference, policy)", r.PRM.Model, err)
 		}

@@ -154,9 +154,6 @@ func New(cfg Config) (*Hinting, error) {
 		if r.PRM.Endpoint != "" {
 			h.PRM = NewEndpointJudge(r, cfg.Tokenizer)
 		}
-		if h.PRM == nil {
-			return nil, fmt.Errorf("engine: prm.kind model without a judge to write on")
-		}
 	case "none", "":
 	default:
 		return nil, fmt.Errorf("engine: prm.kind %q is not one of none, rules, judge, model", r.PRM.Kind)
