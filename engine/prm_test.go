@@ -190,3 +190,31 @@ func TestStepWiseAdvantages(t *testing.T) {
 		}
 	}
 }
+
+// TestFolderPRMRuns: prm.model naming a folder judges with weights and a tokenizer of its own
+// (the built-in model's, loaded apart from the policy and the reference), moved onto the device
+// for the PRM phase only.
+func TestFolderPRMRuns(t *testing.T) {
+	dir := filepath.Join("..", model.BuiltinSourceDir)
+	over := builtinPRM()
+	over["run.max_steps"], over["prm.model"], over["prm.samples"] = "1", dir, "1"
+	c, events := builtinRunWith(t, over, func(o *Options) {
+		var err error
+		if o.PRM, err = model.Load(o.Policy.Backend, dir, model.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		o.PRMTokenizer = testTokenizer(t)
+	})
+	if c.dev.PRM == nil || c.prmGen == nil {
+		t.Fatalf("the PRM's own weights (%v) and engine (%v) are not set", c.dev.PRM != nil, c.prmGen != nil)
+	}
+	judged := 0
+	for _, e := range runEvents(t, c, events) {
+		if v, ok := e.(event.Trajectory); ok && v.PRM != nil && v.PRM.Replies == 1 {
+			judged++
+		}
+	}
+	if judged != 4 {
+		t.Errorf("%d trajectories with a PRM judgement; want 4", judged)
+	}
+}

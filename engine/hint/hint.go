@@ -113,7 +113,7 @@ type Config struct {
 	Gen       *rollout.Generator // the self judge generates on it, in the score phase
 	Stops     []int32            // the ids that end a turn; Stops[0] is <|im_end|>
 	// PRM is prm.kind model's judge when it writes on a rollout engine (the engine builds it);
-	// nil with prm.endpoint, whose judge New builds.
+	// nil with prm.endpoint, whose judge New builds, and in an evaluation-only run (no PRM).
 	PRM       PRMJudge
 	Reference *model.Model     // the teacher the probes score with
 	Exec      sandbox.Executor // runs the tasks' reference programs for the demonstrations
