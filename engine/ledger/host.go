@@ -144,6 +144,9 @@ func (z sizer) host(p *Plan) HostPlan {
 	} else {
 		h.Load = 2 * z.params * 4
 	}
+	if own := z.prmOwnWeights(); own > 0 { // a folder PRM is read as float32 too, as the policy and reference are counted
+		h.Load += own / z.b * 4
+	}
 	if z.st.DeviceIsHost {
 		h.Load = max(h.Load, p.Total-RuntimeReserve) // the go backend's ledger counts the loaded weights
 	}
