@@ -238,6 +238,9 @@ func (h *Hinting) Judge(ctx context.Context, step int, trajs []*batch.Trajectory
 		hint := ""
 		if unjudged[i] != "" {
 			p.Status, p.Why = event.PRMUnjudged, unjudged[i]
+			if tooLong[i] {
+				p.Replies = 0 // none was asked for
+			}
 		} else {
 			p.Status, p.Verdicts, hint, p.Malformed, p.Why = combine(replies[i], len(steps[i]), shown[i], t.Task.Answer, maxChars)
 			p.Hint = hint != ""
