@@ -94,6 +94,9 @@ func New(o Options) (*Controller, error) {
 		}
 	}
 	weights := retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
+	if r.Algorithm.Estimator == "step_wise" { // reward.process weighs the verdicts per step instead (advantages)
+		weights.Process = 0
+	}
 	slots, micro := int(r.Memory.KVSlots), int(r.Train.MicroBatch)
 	c.dev = &residency.Device{Reference: o.Reference, SharedReference: r.Train.LoRA.Rank > 0,
 		MomentsOnHost: r.Memory.OptimizerOffload == "host", MasterOnHost: r.Memory.MasterOffload == "host"}
@@ -171,7 +174,14 @@ func New(o Options) (*Controller, error) {
 		}
 		c.players.Agent = c.agentEnv.Play // the recipe's agent program plays each trajectory
 	}
-	c.hints, err = hint.New(hint.Config{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Stops: c.stops, Reference: o.Reference,
+	var prmJudge hint.PRMJudge
+	if r.PRMModel() && r.PRM.Endpoint == "" && o.Eval == nil { // an evaluation judges nothing
+		if prmJudge, err = c.newPRM(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	c.hints, err = hint.New(hint.Config{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Stops: c.stops, Reference: o.Reference, PRM: prmJudge,
 		Exec: exec, TeacherPrompt: c.teacherPrompt, Interrupt: func() error {
 			if c.stopping() {
 				return errStop

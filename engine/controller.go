@@ -61,6 +61,10 @@ type Options struct {
 	// AgentBin is the agentrl-tui executable an external agent runs its tools with (AGENTRL_BIN,
 	// unless env.external.env sets it); "" is this process's own executable.
 	AgentBin string
+	// PRM and PRMTokenizer are prm.kind model's own weights and tokenizer when prm.model names a
+	// folder (loaded by Open); nil otherwise (the PRM is the reference, the policy or an endpoint).
+	PRM          *model.Model
+	PRMTokenizer *tokenizer.Tokenizer
 	// Eval makes the run an evaluation-only one (see EvalOnly); nil trains.
 	Eval *EvalOnly
 	// fusedProbe replaces the check of fused attention (tests); nil: the backend's (probeFused)
@@ -72,6 +76,7 @@ type Controller struct {
 	opts       Options
 	recipe     *recipes.Recipe
 	gen        *rollout.Generator
+	prmGen     *rollout.Generator // the model PRM's own engine (prm.kind model on the reference or a folder); nil otherwise
 	trainer    *train.Trainer
 	dev        *residency.Device // what is on the device when: the inference copy, the KV cache, master weights, moments, the reference
 	agentEnv   *play.AgentEnv    // env.name external: the endpoint and the agent runner; nil for retool
@@ -127,6 +132,9 @@ func (c *Controller) Close() {
 	c.players.DropPaused()
 	c.agentEnv.Close()
 	c.gen.Close()
+	if c.prmGen != nil {
+		c.prmGen.Close()
+	}
 	c.dev.Infer.Close()
 	c.trainer.Close()
 }

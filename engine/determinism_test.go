@@ -17,6 +17,12 @@ import (
 // cannot start here (the python sandbox needs user namespaces).
 func builtinRun(t *testing.T, extra map[string]string) (*Controller, chan event.Event) {
 	t.Helper()
+	return builtinRunWith(t, extra, func(*Options) {})
+}
+
+// builtinRunWith is builtinRun with the controller's options changed by opts before it is built.
+func builtinRunWith(t *testing.T, extra map[string]string, opts func(*Options)) (*Controller, chan event.Event) {
+	t.Helper()
 	tok := testTokenizer(t)
 	backend, err := device.NewGo(device.GoConfig)
 	if err != nil {
@@ -41,7 +47,9 @@ func builtinRun(t *testing.T, extra map[string]string) (*Controller, chan event.
 		t.Fatal(err)
 	}
 	events := make(chan event.Event, 4096)
-	c, err := New(Options{Recipe: r, RecipePath: "retool.yaml", RunID: "builtin", Policy: policy, Reference: reference, Tokenizer: tok, Events: events, Backend: "go"})
+	o := Options{Recipe: r, RecipePath: "retool.yaml", RunID: "builtin", Policy: policy, Reference: reference, Tokenizer: tok, Events: events, Backend: "go"}
+	opts(&o)
+	c, err := New(o)
 	if err != nil {
 		if r.Env.Executor == "python" {
 			t.Skipf("the python executor cannot start here: %v", err)

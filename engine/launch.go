@@ -13,6 +13,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/ledger"
+	"agentrl/engine/model"
 	"agentrl/engine/residency"
 	"agentrl/engine/tokenizer"
 	"agentrl/recipes"
@@ -109,6 +110,17 @@ func Open(l Launch) (sess *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// prm.model DIR: the PRM's own weights, in host memory but for its phase.
+	var prm *model.Model
+	var prmTok *tokenizer.Tokenizer
+	if r.PRMPhase() && r.PRM.Model != "reference" && eval == nil { // an evaluation judges nothing
+		if prmTok, err = tokenizer.Load(r.PRM.Model); err != nil {
+			return nil, fmt.Errorf("prm.model %q: %w (give a HuggingFace model folder, or reference, policy)", r.PRM.Model, err)
+		}
+		if prm, err = model.Load(choice.Backend, r.PRM.Model, model.Options{Compute: dt}); err != nil {
+			return nil, fmt.Errorf("prm.model %q: %w", r.PRM.Model, err)
+		}
+	}
 	files := map[string][]byte{}
 	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
 		if data, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
@@ -154,7 +166,7 @@ func Open(l Launch) (sess *Session, err error) {
 		fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
 	}
 	c, err := New(Options{Recipe: r, RecipePath: l.RecipePath, RunID: l.RunID, Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan, Eval: eval})
+		Tokenizer: tok, PRM: prm, PRMTokenizer: prmTok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan, Eval: eval})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"agentrl/engine/batch"
+	"agentrl/engine/hint"
 	"agentrl/engine/train"
 )
 
@@ -88,6 +89,20 @@ func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err erro
 	if err != nil {
 		return 0, err
 	}
+	// step_wise: each step's process advantage from the PRM's verdicts (train.StepWise), added
+	// with weight reward.process on that step's tokens. An agent's later segments get none.
+	var proc [][]float64
+	if a.Estimator == "step_wise" {
+		steps := make([][]float64, len(rewards))
+		for i, t := range trajs {
+			if !t.IsLaterSegment() {
+				steps[at[i]] = hint.StepRewards(t)
+			}
+		}
+		if proc, err = train.StepWise(steps, groups, a.StdNormalize, 1e-6); err != nil {
+			return 0, err
+		}
+	}
 	for i, t := range trajs {
 		var opd []float64
 		if t.TeacherLogProbs != nil {
@@ -98,6 +113,9 @@ func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err erro
 			opd = train.CenterClip(opd, t.Mask, opdClip)
 		}
 		adv := train.Hybrid(seqAdv[at[i]], opd, t.Mask, a.OPDLambda)
+		if proc != nil && !t.IsLaterSegment() {
+			train.StepTokens(adv, proc[at[i]], t.Mask, c.recipe.Reward.Process)
+		}
 		if a.KLCoef > 0 && a.KLMode == "reward" {
 			if adv, err = train.KLRewardPenalty(adv, t.LogProbs, t.RefLogProbs, t.Mask, a.KLCoef, a.KLEstimator); err != nil {
 				return 0, err

@@ -46,6 +46,9 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	if err != nil {
 		return err
 	}
+	if err := c.prmPhase(ctx, step, trajs); err != nil {
+		return err
+	}
 	if trajs, err = c.score(ctx, step, trajs); err != nil {
 		return err
 	}
@@ -217,7 +220,7 @@ func (c *Controller) stepSeconds(step int) float64 {
 // has no advantages to colour them by.
 func (c *Controller) trajectoryEvent(step int, t *batch.Trajectory, eval bool) event.Trajectory {
 	e := event.Trajectory{Step: step, TaskID: t.Task.ID, Prompt: t.Task.Prompt, Group: t.Group, Sample: t.Sample, Turns: t.Turns,
-		Reward: t.Reward, Correct: t.Summary.Correct, Hint: t.Hint, Tokens: len(t.Tokens), ToolErrors: t.Summary.ToolErrors, Eval: eval}
+		Reward: t.Reward, Correct: t.Summary.Correct, Hint: t.Hint, Tokens: len(t.Tokens), ToolErrors: t.Summary.ToolErrors, Eval: eval, PRM: t.PRM}
 	if !eval {
 		for j := t.PromptLen; j < len(t.Tokens); j++ {
 			if t.Mask[j] {

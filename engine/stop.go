@@ -136,7 +136,7 @@ func (c *Controller) planLocked(reason string) (s event.Stopping, drop bool) {
 		}
 		s.Message = fmt.Sprintf("stopping now: the evaluation of step %d is dropped%s; ", n, done) + keep(st.trained)
 		return s, true
-	case event.PhaseRollout, event.PhaseScore:
+	case event.PhaseRollout, event.PhasePRM, event.PhaseScore:
 		st.detail = fmt.Sprintf("step %d was dropped during its %s, before its update", n, st.at.phase)
 		s.Message = fmt.Sprintf("stopping now: step %d's %s is dropped; ", n, st.at.phase) + keep(st.trained)
 		return s, true

@@ -5,6 +5,7 @@ import (
 
 	"agentrl/engine/batch"
 	"agentrl/engine/event"
+	"agentrl/engine/hint"
 	"agentrl/engine/train"
 )
 
@@ -101,6 +102,13 @@ func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, 
 	c.partialMetrics(metrics)
 	if alarm := c.hints.Metrics(step, trajs, c.probe, metrics); alarm != nil {
 		c.emit(*alarm)
+	}
+	if r.PRMModel() { // only then, so that other runs' metrics (and fingerprints) are as they were
+		judged, malformed, unjudged, hinted := hint.PRMCounts(trajs)
+		metrics[event.MetricPRMJudged] = float64(judged)
+		metrics[event.MetricPRMMalformed] = float64(malformed)
+		metrics[event.MetricPRMUnjudged] = float64(unjudged)
+		metrics[event.MetricHintRate] = float64(hinted) / float64(max(judged, 1))
 	}
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
 		metrics[event.MetricJudgeUnparsed] = float64(c.hints.Unparsed()) // replies with no usable \boxed{}

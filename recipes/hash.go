@@ -30,6 +30,12 @@ func (r *Recipe) CanonicalJSON() []byte {
 			c.Data.Fields = map[string]string{}
 		}
 	}
+	if c.PRM.Kind != "model" { // unused: left out, so recipes from before prm.kind model hash as they did
+		c.PRM = PRM{Kind: c.PRM.Kind}
+	}
+	if c.Algorithm.Estimator == "group" { // the default: left out, as above
+		c.Algorithm.Estimator = ""
+	}
 	if c.Env.External.Env == nil {
 		c.Env.External.Env = map[string]string{}
 	}

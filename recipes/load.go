@@ -104,7 +104,7 @@ func Parse(name string, data []byte, opts Options) (*Recipe, error) {
 			f.value(r).Set(reflect.ValueOf(m))
 		}
 	}
-	for _, p := range r.Env.ResolveFiles(filepath.Dir(name)) {
+	for _, p := range append(r.Env.ResolveFiles(filepath.Dir(name)), r.PRM.ResolveFiles(filepath.Dir(name))...) {
 		line, _ := l.loc.at(p.Field)
 		l.add(p.Field, line, strings.TrimPrefix(p.Message, p.Field+" "))
 	}

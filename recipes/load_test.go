@@ -123,7 +123,7 @@ func TestLoadBadRecipes(t *testing.T) {
 		{"malformed duration", "env:\n  timeout: 5 sec\n",
 			`bad.yaml:2: env.timeout: "5 sec" is not a duration; want one such as 500ms, 5s or 2m`},
 		{"hybrid without a hinter", "algorithm:\n  name: hybrid\n",
-			"bad.yaml:2: algorithm.name: hybrid needs hints for its teacher, but hinter.kind is none; set hinter.kind: rules (or self, openai)"},
+			"bad.yaml:2: algorithm.name: hybrid needs hints for its teacher, but hinter.kind is none; set hinter.kind: rules (or self, openai), or prm.kind: model"},
 		{"openai without endpoint and model", "hinter:\n  kind: openai\n",
 			"bad.yaml:2: hinter.kind: hinter.endpoint is empty but hinter.kind is openai; give the base URL of an OpenAI-compatible server, e.g. http://localhost:8000/v1\n" +
 				"bad.yaml:2: hinter.kind: hinter.model is empty but hinter.kind is openai; name the model the endpoint serves"},
@@ -137,6 +137,26 @@ func TestLoadBadRecipes(t *testing.T) {
 			"bad.yaml:2: reward.process: 0.2 has no effect while prm.kind is none; set prm.kind: rules (or judge), or reward.process: 0"},
 		{"PRM without a weight", "prm:\n  kind: rules\n",
 			"bad.yaml:2: prm.kind: rules has no effect while reward.process is 0; give reward.process a weight above 0, or set prm.kind: none"},
+		{"PRM model beside a hinter", "algorithm:\n  name: hybrid\nhinter:\n  kind: rules\nprm:\n  kind: model\n",
+			"bad.yaml:4: hinter.kind: rules would write a second hint; with prm.kind model the PRM writes the bridge thoughts, so set hinter.kind: none"},
+		{"PRM model options out of range", "algorithm:\n  name: hybrid\nprm:\n  kind: model\n  samples: 0\n  temperature: 3\n  max_new_tokens: 8\n  max_input_tokens: 100\n  endpoint: judge:8000\n  timeout: 0s\n  retries: 11\n",
+			"bad.yaml:5: prm.samples: 0 is out of range; want 1 to 16\n" +
+				"bad.yaml:6: prm.temperature: 3 is out of range; want a number in [0, 2]\n" +
+				"bad.yaml:7: prm.max_new_tokens: 8 is out of range; want 16 to 32768\n" +
+				"bad.yaml:8: prm.max_input_tokens: 100 is too few for the template and one step; want auto or at least 256\n" +
+				`bad.yaml:9: prm.endpoint: "judge:8000" is not an http(s) URL such as http://judge:8000/v1` + "\n" +
+				"bad.yaml:10: prm.timeout: 0s is out of range; want a duration from 1s to 1h\n" +
+				"bad.yaml:11: prm.retries: 11 is out of range; want 0 to 10"},
+		{"PRM reference without a reference", "prm:\n  kind: model\n",
+			"bad.yaml:2: prm.kind: prm.model reference, but algorithm.name grpo with kl_coef 0 loads no reference model; use prm.model: policy or a model folder, or algorithm.name: hybrid"},
+		{"PRM template without the trajectory", "algorithm:\n  name: hybrid\nprm:\n  kind: model\n  prompt: judge {problem}\n",
+			"bad.yaml:5: prm.prompt: the template has no {trajectory}, so the PRM would not see the attempt; write {trajectory} where it goes (also {problem}, {answer}, {outcome}, {steps})"},
+		{"step-wise without the PRM model", "algorithm:\n  estimator: step_wise\nreward:\n  process: 0.2\nprm:\n  kind: rules\n",
+			"bad.yaml:2: algorithm.estimator: step_wise needs a verdict per step, which only prm.kind model gives (prm.kind is rules); set prm.kind: model, or algorithm.estimator: group"},
+		{"step-wise without a weight", "algorithm:\n  name: hybrid\n  estimator: step_wise\nprm:\n  kind: model\n",
+			"bad.yaml:3: algorithm.estimator: reward.process 0 weighs the step-wise process rewards of algorithm.estimator step_wise by nothing; give reward.process a weight above 0, or set algorithm.estimator: group"},
+		{"step-wise for ppo", "algorithm:\n  name: ppo\n  estimator: step_wise\nreward:\n  process: 0.2\nprm:\n  kind: model\n  model: policy\n",
+			"bad.yaml:3: algorithm.estimator: step_wise adds per-step process rewards to a group advantage, which algorithm.name ppo has none of; use grpo or hybrid, or algorithm.estimator: group"},
 		{"update larger than a step", "train:\n  micro_batch: 16\n  grad_accumulation: 8\n",
 			"bad.yaml:3: train.grad_accumulation: train.micro_batch 16 × train.grad_accumulation 8 = 128 sequences per update, more than the 64 a step produces (rollout.tasks_per_step × rollout.group_size)"},
 		{"more held-out tasks than exist", "eval:\n  heldout_tasks: 100\n",

@@ -447,6 +447,11 @@ type Algorithm struct {
 	// often does, to keep pass@k at large k from being traded for pass@1 (on the built-in model it
 	// learned slower than GRPO; see docs/experiments.md). At most rollout.group_size.
 	PassK int `mapstructure:"pass_k" json:"pass_k"`
+	// Estimator is how rewards become per-token advantages for grpo and hybrid: "group" (one
+	// advantage per trajectory, by baseline and pass_k) or "step_wise" (the group advantage plus,
+	// on each step's tokens, reward.process × the sum of the group-normalised verdicts of that
+	// step and the ones after it, from prm.kind model; see train.StepWise).
+	Estimator string `mapstructure:"estimator" json:"estimator,omitzero"`
 	// StdNormalize divides group advantages by the group's standard deviation.
 	StdNormalize bool `mapstructure:"std_normalize" json:"std_normalize"`
 	// ClipLow is the lower PPO clip bound ε_low: the ratio is clipped below at 1 − ε_low; in (0, 1).
@@ -494,9 +499,72 @@ type Hinter struct {
 
 // PRM chooses the process reward model.
 type PRM struct {
-	// Kind is "none", "rules" (recovered errors, tool use, format) or "judge" (the policy prompted
-	// as a judge). Its score enters the reward with weight reward.process.
+	// Kind is "none", "rules" (recovered errors, tool use, format), "judge" (the policy prompted
+	// as a judge, 0–10 from the last characters of the attempt) or "model" (a language model
+	// that reads the whole trajectory with its tool outputs, gives each step a verdict and writes
+	// one bridge thought or \boxed{-1}, in its own time-shared phase; the seed's PRM). Its score
+	// enters the reward with weight reward.process (or per step, with algorithm.estimator
+	// step_wise). The fields below are prm.kind model's, left out of the recipe's hash otherwise.
 	Kind string `mapstructure:"kind" json:"kind"`
+	// Model is the PRM's weights: "reference" (the run's reference model, its weights shared,
+	// no second copy), "policy" (the policy being trained, on its rollout engine) or a
+	// HuggingFace folder (Qwen3/Qwen2 with tokenizer.json, relative to the current directory),
+	// loaded once and moved onto the device only for the PRM phase. With prm.endpoint it is the
+	// model name the endpoint serves.
+	Model string `mapstructure:"model" json:"model,omitzero"`
+	// Prompt is the PRM's user turn: "@PATH" (a file, relative to the recipe file's folder) or ""
+	// (the default, recipes/prm-retool.txt). {problem}, {answer}, {outcome}, {steps} and
+	// {trajectory} are replaced (see docs in that file).
+	Prompt string `mapstructure:"prompt" json:"prompt,omitzero"`
+	// PromptFile is what "@PATH" of prompt read, kept with the recipe.
+	PromptFile string `mapstructure:"-" json:"prompt_file,omitzero"`
+	// Samples is how many replies the PRM writes per trajectory, 1 … 16: each step's reward is
+	// the mean verdict over the well-formed replies, and the trajectory gets a hint when at least
+	// half of them ask for one (default 1).
+	Samples int `mapstructure:"samples" json:"samples,omitzero"`
+	// Temperature samples the PRM's replies, in [0, 2]; 0 decodes greedily (default 0.6, the
+	// seed's).
+	Temperature float64 `mapstructure:"temperature" json:"temperature,omitzero"`
+	// MaxNewTokens bounds one reply, 16 … 32768 (default 4096, the seed's).
+	MaxNewTokens int `mapstructure:"max_new_tokens" json:"max_new_tokens,omitzero"`
+	// MaxInputTokens is the most tokens of the prompt the PRM reads (template, problem and
+	// trajectory, in the PRM's tokenizer): "auto" is rollout.max_total_tokens + 1024, the whole
+	// trajectory with room for the template. A longer trajectory loses whole steps from its
+	// middle (never a cut inside one), and the prompt says which.
+	MaxInputTokens AutoInt `mapstructure:"max_input_tokens" json:"max_input_tokens,omitzero"`
+	// KVSlots is the PRM's KV-cache slots (replies written at once): "auto" lets the ledger
+	// choose (on the CPU backend, 16 or the step's trajectories if fewer); prm.model policy
+	// writes on the rollout engine's slots.
+	KVSlots AutoInt `mapstructure:"kv_slots" json:"kv_slots,omitzero"`
+	// Endpoint is the base URL of an OpenAI-compatible server that runs the PRM elsewhere, e.g.
+	// "http://judge:8000/v1"; "" runs it here. Then no PRM phase runs on this device.
+	Endpoint string `mapstructure:"endpoint" json:"endpoint,omitzero"`
+	// APIKeyEnv names the environment variable holding the endpoint's key (never the key); ""
+	// sends none.
+	APIKeyEnv string `mapstructure:"api_key_env" json:"api_key_env,omitzero"`
+	// Timeout bounds one request to the endpoint, a Go duration, 1s … 1h (default 10m).
+	Timeout time.Duration `mapstructure:"timeout" json:"timeout,omitzero"`
+	// Retries is how many times a failed request is tried again, 0 … 10 (default 2); a
+	// trajectory whose requests all fail is left unjudged (counted in prm_unjudged), and the step
+	// goes on.
+	Retries int `mapstructure:"retries" json:"retries,omitzero"`
+}
+
+// PRMModel is prm.kind model.
+func (r *Recipe) PRMModel() bool { return r.PRM.Kind == "model" }
+
+// PRMInputTokens is prm.max_input_tokens with auto resolved: rollout.max_total_tokens + 1024.
+func (r *Recipe) PRMInputTokens() int {
+	if r.PRM.MaxInputTokens.IsAuto() {
+		return r.Rollout.MaxTotalTokens + 1024
+	}
+	return int(r.PRM.MaxInputTokens)
+}
+
+// PRMPhase reports whether the PRM runs as its own phase on this device: prm.kind model on
+// the reference or a folder, not through an endpoint and not on the policy's rollout engine.
+func (r *Recipe) PRMPhase() bool {
+	return r.PRMModel() && r.PRM.Endpoint == "" && r.PRM.Model != "policy"
 }
 
 // Train holds the optimizer and batching settings.
@@ -660,12 +728,13 @@ func Default() *Recipe {
 		Data:   Data{Train: "", Eval: []EvalSet{}, Fields: map[string]string{}, PromptTemplate: "", Shuffle: true, TrainSize: 0, AllowOverlap: false},
 		Reward: Reward{Outcome: 1.0, Process: 0, Shaping: 0, FormatPenalty: 0.1},
 		Algorithm: Algorithm{
-			Name: "grpo", Baseline: "mean", StdNormalize: true, ClipLow: 0.2, ClipHigh: 0.28,
+			Name: "grpo", Baseline: "mean", Estimator: "group", StdNormalize: true, ClipLow: 0.2, ClipHigh: 0.28,
 			KLCoef: 0, KLEstimator: "k3", KLMode: "loss", EntropyCoef: 0, Aggregation: "token-mean",
 			OPDLambda: 0.5, GAEGamma: 1.0, GAELambda: 0.95, ValueCoef: 0.5,
 		},
 		Hinter: Hinter{Kind: "none", Endpoint: "", Model: "", APIKeyEnv: "OPENAI_API_KEY", MaxHintTokens: 128},
-		PRM:    PRM{Kind: "none"},
+		PRM: PRM{Kind: "none", Model: "reference", Samples: 1, Temperature: 0.6, MaxNewTokens: 4096,
+			APIKeyEnv: "OPENAI_API_KEY", Timeout: 10 * time.Minute, Retries: 2},
 		Train: Train{
 			LR: 1e-5, WarmupSteps: 2, Schedule: "constant", MinLRRatio: 0.1, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, GradClip: 1.0, MicroBatch: 0, GradAccumulation: 0,

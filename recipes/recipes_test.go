@@ -294,3 +294,24 @@ func TestSeedRecipes(t *testing.T) {
 		t.Errorf("the two seed recipes differ in more than the name, lr and LoRA settings")
 	}
 }
+
+// prm.kind model's fields and algorithm.estimator are left out of the hash while unused, so the
+// recipes from before them keep their hashes (and their stored runs, their fingerprints).
+func TestPRMFieldsLeaveHashAlone(t *testing.T) {
+	a := Default()
+	b := Default()
+	b.PRM.Model, b.PRM.Samples, b.PRM.Endpoint = "policy", 4, "http://x/v1"
+	if a.Hash() != b.Hash() {
+		t.Errorf("prm.kind none: changing the model fields changed the hash")
+	}
+	if j := string(a.CanonicalJSON()); strings.Contains(j, `"estimator"`) || !strings.Contains(j, `"prm":{"kind":"none"}`) {
+		t.Errorf("the default recipe's canonical JSON names the new fields: %s", a.CanonicalJSON())
+	}
+	b.PRM.Kind, a.PRM.Kind = "model", "model"
+	if a.Hash() == b.Hash() {
+		t.Errorf("prm.kind model: the model fields are not hashed")
+	}
+	if got := Default().PRM.PromptText(); !strings.Contains(got, "{trajectory}") || !strings.Contains(got, `\boxed{-1}`) {
+		t.Errorf("the default PRM prompt lacks {trajectory} or \\boxed{-1}:\n%s", got)
+	}
+}

@@ -71,6 +71,7 @@ func validateWith(r *Recipe, loc *locator, skip map[string]bool, noDataFiles boo
 	c.reward()
 	c.algorithm()
 	c.hinter()
+	c.prm()
 	c.train()
 	c.eval()
 	c.earlyStop()
@@ -380,11 +381,14 @@ func (c *checker) reward() {
 			"every reward weight is 0, so nothing can be learned; set reward.outcome above 0")
 	}
 	prm := c.r.PRM.Kind
-	c.oneOf("prm.kind", prm, "none", "rules", "judge")
+	c.oneOf("prm.kind", prm, "none", "rules", "judge", "model")
 	switch {
 	case w.Process > 0 && prm == "none":
 		c.fail([]string{"reward.process", "prm.kind"}, fmt.Sprintf(
 			"reward.process %s has no effect while prm.kind is none; set prm.kind: rules (or judge), or reward.process: 0", ftoa(w.Process)))
+	case w.Process == 0 && c.r.Algorithm.Estimator == "step_wise":
+		c.fail([]string{"reward.process", "algorithm.estimator"},
+			"reward.process 0 weighs the step-wise process rewards of algorithm.estimator step_wise by nothing; give reward.process a weight above 0, or set algorithm.estimator: group")
 	case w.Process == 0 && (prm == "rules" || prm == "judge"):
 		c.fail([]string{"prm.kind", "reward.process"}, fmt.Sprintf(
 			"prm.kind %s has no effect while reward.process is 0; give reward.process a weight above 0, or set prm.kind: none", prm))
@@ -411,9 +415,9 @@ func (c *checker) algorithm() {
 		c.fail([]string{"algorithm.opd_lambda", "algorithm.name"}, fmt.Sprintf(
 			"algorithm.opd_lambda is 0, which turns off the distillation that algorithm.name %s is for; want a weight above 0 (0.5 is a good start)", a.Name))
 	}
-	if distil && c.r.Hinter.Kind == "none" {
+	if distil && c.r.Hinter.Kind == "none" && c.r.PRM.Kind != "model" {
 		c.fail([]string{"hinter.kind", "algorithm.name"}, fmt.Sprintf(
-			"algorithm.name %s needs hints for its teacher, but hinter.kind is none; set hinter.kind: rules (or self, openai)", a.Name))
+			"algorithm.name %s needs hints for its teacher, but hinter.kind is none; set hinter.kind: rules (or self, openai), or prm.kind: model", a.Name))
 	}
 	if a.PassK != 0 {
 		switch g := c.r.Rollout.GroupSize; {

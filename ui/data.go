@@ -253,7 +253,7 @@ func (d *runData) currentPhase() string {
 	if d.progress != nil {
 		return d.progress.Phase
 	}
-	for _, p := range event.Phases() {
+	for _, p := range d.phases() {
 		if !d.stepDone[p] {
 			if _, ever := d.phaseSecs[p]; ever || p == event.PhaseRollout {
 				return p
@@ -382,4 +382,16 @@ func (d *runData) bestStep() (step int, manual bool) {
 		}
 	}
 	return best, false
+}
+
+// phases are the phases a step of this run shows: event.Phases, less the model PRM's until the
+// run has had one (prm.kind model).
+func (d *runData) phases() []string {
+	var out []string
+	for _, p := range event.Phases() {
+		if _, ever := d.phaseSecs[p]; p != event.PhasePRM || ever || d.progress != nil && d.progress.Phase == p {
+			out = append(out, p)
+		}
+	}
+	return out
 }

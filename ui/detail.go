@@ -263,6 +263,37 @@ func turnLines(t *Theme, tr *event.Trajectory, w int) []string {
 		}
 		add(fmt.Sprintf("  %-15s %+.3f", row.name, row.v))
 	}
+	if p := tr.PRM; p != nil {
+		head(fmt.Sprintf("PRM: %s (%d replies, %d malformed)", p.Status, p.Replies, p.Malformed))
+		if len(p.Verdicts) > 0 {
+			var vs []string
+			for k, v := range p.Verdicts {
+				switch {
+				case v < 0:
+					vs = append(vs, fmt.Sprintf("step %d –", k+1))
+				case v == 1:
+					vs = append(vs, fmt.Sprintf("step %d ✓", k+1))
+				case v == 0:
+					vs = append(vs, fmt.Sprintf("step %d ✗", k+1))
+				default:
+					vs = append(vs, fmt.Sprintf("step %d %.2f", k+1, v))
+				}
+			}
+			for _, l := range wrap(strings.Join(vs, "  "), tw) {
+				add("  " + l)
+			}
+		}
+		switch {
+		case p.Why != "":
+			for _, l := range wrap(p.Why, tw) {
+				add("  " + t.Faint.Render(l))
+			}
+		case p.Hint:
+			add("  " + t.Faint.Render("asked for a bridge thought"))
+		case p.Status == event.PRMJudged:
+			add("  " + t.Faint.Render("no hint needed (\\boxed{-1})"))
+		}
+	}
 	if tr.Hint != "" {
 		head("Bridge thought (hint)")
 		for _, l := range wrap(tr.Hint, tw) {

@@ -89,7 +89,7 @@ func sampleRun() []event.Event {
 	}
 	secs := map[string]float64{"rollout": 41.5, "score": 0.8, "reference": 3.2, "advantage": 0.02, "train": 12.4, "sync": 0.4, "eval": 20.1, "save": 1.9}
 	for step := 1; step <= 3; step++ {
-		for _, ph := range event.Phases()[:6] {
+		for _, ph := range []string{event.PhaseRollout, event.PhaseScore, event.PhaseReference, event.PhaseAdvantage, event.PhaseTrain, event.PhaseSync} {
 			if ph == event.PhaseRollout {
 				evs = append(evs, event.Progress{Step: step, Phase: ph, Done: 4, Total: 8})
 			}

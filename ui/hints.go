@@ -168,5 +168,14 @@ func probeText(m map[event.Metric]float64) string {
 	if v, ok := m[event.MetricHintLiftDemo]; ok {
 		s += fmt.Sprintf("  demo %+.3f", v)
 	}
+	if v, ok := m[event.MetricHintRate]; ok { // the model PRM's own rate, of the trajectories it judged
+		s += fmt.Sprintf("  PRM %.0f%% of %.0f", 100*v, m[event.MetricPRMJudged])
+		if n := m[event.MetricPRMMalformed]; n > 0 {
+			s += fmt.Sprintf(" · %.0f malformed", n)
+		}
+		if n := m[event.MetricPRMUnjudged]; n > 0 {
+			s += fmt.Sprintf(" · %.0f unjudged", n)
+		}
+	}
 	return s
 }

@@ -119,7 +119,7 @@ func evalSoFar(p *event.Progress) string {
 // phaseShort are the timeline's labels when the full names do not fit.
 var phaseShort = map[string]string{
 	event.PhaseRollout: "roll", event.PhaseScore: "score", event.PhaseReference: "ref", event.PhaseAdvantage: "adv",
-	event.PhaseTrain: "train", event.PhaseSync: "sync", event.PhaseEval: "eval", event.PhaseSave: "save",
+	event.PhaseTrain: "train", event.PhaseSync: "sync", event.PhaseEval: "eval", event.PhaseSave: "save", event.PhasePRM: "prm",
 }
 
 // phaseLine is the timeline of a step: each phase with the time it took last, the one running
@@ -140,7 +140,7 @@ func (m *model) phaseLine(w int) string {
 			n += width(s)
 		}
 		put(" ", t.Plain)
-		for i, p := range event.Phases() {
+		for i, p := range d.phases() {
 			if i > 0 {
 				put(sep[1:], t.Plain)
 			}
@@ -184,7 +184,8 @@ var metricFirst = []struct {
 	name  event.Metric
 	label string
 }{
-	{event.MetricRewardMean, "reward"}, {event.MetricAccuracy, "acc"}, {event.MetricHintedShare, "hinted"}, {event.MetricLoss, "loss"},
+	{event.MetricRewardMean, "reward"}, {event.MetricAccuracy, "acc"}, {event.MetricHintedShare, "hinted"}, {event.MetricHintRate, "hint rate"},
+	{event.MetricPRMMalformed, "PRM malformed"}, {event.MetricPRMUnjudged, "PRM unjudged"}, {event.MetricLoss, "loss"},
 	{event.MetricGradNorm, "grad"}, {event.MetricClipFrac, "clip"}, {event.MetricLogProbDiffMax, "Δlogp"}, {event.MetricLR, "lr"},
 }
 
@@ -233,8 +234,8 @@ func (m *model) metricsLine(w int) string {
 		mm := d.metrics[n-1].Metrics
 		for _, name := range orderedMetrics(mm) {
 			v := mm[name]
-			if name == event.MetricHintedShare {
-				parts = append(parts, fmt.Sprintf("hinted %.0f%%", 100*v))
+			if name == event.MetricHintedShare || name == event.MetricHintRate {
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", metricLabel(name), 100*v))
 				continue
 			}
 			parts = append(parts, metricLabel(name)+" "+fmtNum(v))
@@ -422,12 +423,12 @@ func (p *statusPane) render(w int) []string {
 	if len(d.phaseSecs) > 0 {
 		head("Phases (time each took last)")
 		var total float64
-		for _, ph := range event.Phases() {
+		for _, ph := range d.phases() {
 			total = max(total, d.phaseSecs[ph])
 		}
 		now := d.currentPhase()
 		bw := max(min(w-24, 40), 0)
-		for _, ph := range event.Phases() {
+		for _, ph := range d.phases() {
 			secs, ok := d.phaseSecs[ph]
 			mark := "  "
 			if ph == now {

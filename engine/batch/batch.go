@@ -29,11 +29,12 @@ type Trajectory struct {
 	Hint            string
 	HintCut         string // hintShortened or hintDropped when the hinter's text did not fit, else ""
 	Advantages      []float32
-	RefLogProbs     []float32 // the reference model's log-prob of each token (KL term), nil without one
-	TeacherLogProbs []float32 // the teacher's log-prob of each response token given the hint, nil unhinted
-	Returns         []float32 // ppo: the value head's targets (GAE returns) per token
-	OldValues       []float32 // ppo: the value head's predictions before the update
-	Drift           string    // a token-drift finding, "" when the context matched the chat rendering
+	RefLogProbs     []float32  // the reference model's log-prob of each token (KL term), nil without one
+	TeacherLogProbs []float32  // the teacher's log-prob of each response token given the hint, nil unhinted
+	Returns         []float32  // ppo: the value head's targets (GAE returns) per token
+	OldValues       []float32  // ppo: the value head's predictions before the update
+	Drift           string     // a token-drift finding, "" when the context matched the chat rendering
+	PRM             *event.PRM // the model PRM's judgement (prm.kind model), nil otherwise
 	// Chat is the conversation a ReTool episode left, in its format (TurnPieces lays it out):
 	// the opening, then the assistant messages and observations, or in env.format retool the
 	// one assistant message holding the response with its <interpreter> blocks. nil for agents.

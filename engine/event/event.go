@@ -55,6 +55,7 @@ type Compiled struct {
 // Phase names, in the order a step runs them.
 const (
 	PhaseRollout   = "rollout"
+	PhasePRM       = "prm" // the model PRM (prm.kind model) judging the rollout's trajectories
 	PhaseScore     = "score"
 	PhaseReference = "reference" // reference / teacher forward
 	PhaseAdvantage = "advantage"
@@ -68,13 +69,13 @@ const (
 
 // Phases lists the phase names in the order a step runs them.
 func Phases() []string {
-	return []string{PhaseRollout, PhaseScore, PhaseReference, PhaseAdvantage, PhaseTrain, PhaseSync, PhaseEval, PhaseSave}
+	return []string{PhaseRollout, PhasePRM, PhaseScore, PhaseReference, PhaseAdvantage, PhaseTrain, PhaseSync, PhaseEval, PhaseSave}
 }
 
 // Phase reports a finished phase of a step and how long it took.
 type Phase struct {
 	Step    int     `json:"step"`
-	Phase   string  `json:"phase"` // rollout | score | reference | advantage | train | sync | eval | save
+	Phase   string  `json:"phase"` // rollout | prm | score | reference | advantage | train | sync | eval | save
 	Seconds float64 `json:"seconds"`
 }
 
@@ -155,12 +156,38 @@ type Trajectory struct {
 	Eval bool `json:"eval,omitempty"`
 	// Agent is the external agent's run (env.name external); nil for the ReTool loop's.
 	Agent *Agent `json:"agent,omitempty"`
+	// PRM is what the model PRM (prm.kind model) said of the trajectory; nil without one.
+	PRM *PRM `json:"prm,omitempty"`
 	// Partial rollouts (rollout.partial): Paused marks a trajectory the step's rollout paused
 	// unfinished (it resumes in a later step and is shown again when it trains); Segments are
 	// the stretches of a trajectory sampled in different steps' rollouts, one per phase it ran
 	// in, with the policy version of each (nil for one sampled in one phase).
 	Paused   bool      `json:"paused,omitempty"`
 	Segments []Segment `json:"segments,omitempty"`
+}
+
+// PRM statuses (PRM.Status).
+const (
+	PRMJudged    = "judged"    // at least one well-formed reply
+	PRMMalformed = "malformed" // every reply malformed: no verdicts, no hint, the rules' process score
+	PRMUnjudged  = "unjudged"  // the PRM could not be asked (its endpoint failed past its retries) or nothing fit its budget
+)
+
+// PRM is the model PRM's judgement of one trajectory (prm.kind model).
+type PRM struct {
+	Status string `json:"status"` // judged | malformed | unjudged
+	// Verdicts has one entry per step (the policy's stretches between tool outputs): the mean
+	// verdict over the well-formed replies, 1 correct and 0 wrong; −1 for a step without one (left
+	// out of the PRM's prompt). Empty unless judged.
+	Verdicts []float64 `json:"verdicts,omitempty"`
+	// Replies is how many replies were asked for, Malformed how many of them could not be read.
+	Replies   int `json:"replies"`
+	Malformed int `json:"malformed,omitempty"`
+	// Hint: the PRM asked for a bridge thought (the trajectory's Hint holds it, unless it did not
+	// fit hinter.max_hint_tokens or the algorithm has no teacher).
+	Hint bool `json:"hint,omitempty"`
+	// Why says what was malformed or why it is unjudged.
+	Why string `json:"why,omitempty"`
 }
 
 // Segment is a stretch of a trajectory's response sampled in one rollout phase: from response

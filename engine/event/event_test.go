@@ -99,7 +99,7 @@ func TestUnmarshalErrors(t *testing.T) {
 
 func TestPhasesOrder(t *testing.T) {
 	got := strings.Join(Phases(), " ")
-	if want := "rollout score reference advantage train sync eval save"; got != want {
+	if want := "rollout prm score reference advantage train sync eval save"; got != want {
 		t.Errorf("got %q; want %q", got, want)
 	}
 }

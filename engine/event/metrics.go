@@ -28,6 +28,14 @@ const (
 	MetricJudgeUnparsed      Metric = "judge_unparsed"        // judge replies with no usable \boxed{} in the step
 )
 
+// The model PRM's metrics (prm.kind model only, so other runs' metrics are as they were).
+const (
+	MetricHintRate     Metric = "hint_rate"     // share of the trajectories the PRM judged that it gave a bridge thought
+	MetricPRMJudged    Metric = "prm_judged"    // trajectories with at least one well-formed PRM reply
+	MetricPRMMalformed Metric = "prm_malformed" // PRM replies that could not be read (no usable \boxed{}, a step without a verdict)
+	MetricPRMUnjudged  Metric = "prm_unjudged"  // trajectories the PRM could not judge (endpoint down past its retries, too long)
+)
+
 // The train phase's metrics (the reference phase's switch included); the update's figures are
 // those of its first epoch.
 const (

@@ -99,9 +99,11 @@ func (j *selfJudge) Score(ctx context.Context, req retool.HintRequest) (float64,
 type Hinting struct {
 	Hinter retool.Hinter
 	Scorer retool.Scorer
-	cfg    Config
-	judge  *selfJudge
-	demos  map[string]*Demo // each task's reference demonstration as the probe scores it
+	// PRM writes the model PRM's replies (prm.kind model; Judge reads them), nil otherwise.
+	PRM   PRMJudge
+	cfg   Config
+	judge *selfJudge
+	demos map[string]*Demo // each task's reference demonstration as the probe scores it
 }
 
 // Config is what hindsight works with.
@@ -110,8 +112,11 @@ type Config struct {
 	Tokenizer *tokenizer.Tokenizer
 	Gen       *rollout.Generator // the self judge generates on it, in the score phase
 	Stops     []int32            // the ids that end a turn; Stops[0] is <|im_end|>
-	Reference *model.Model       // the teacher the probes score with
-	Exec      sandbox.Executor   // runs the tasks' reference programs for the demonstrations
+	// PRM is prm.kind model's judge when it writes on a rollout engine (the engine builds it);
+	// nil with prm.endpoint, whose judge New builds, and in an evaluation-only run (no PRM).
+	PRM       PRMJudge
+	Reference *model.Model     // the teacher the probes score with
+	Exec      sandbox.Executor // runs the tasks' reference programs for the demonstrations
 	// TeacherPrompt is a trajectory's prompt with a hint placed in it, as the teacher reads it
 	// (ok false where a hint has nowhere to go: an agent's prompt without the problem's text).
 	TeacherPrompt func(t *batch.Trajectory, hint string) (ids []int32, ok bool, err error)
@@ -144,9 +149,14 @@ func New(cfg Config) (*Hinting, error) {
 		h.Scorer = retool.Rules{Verify: mathverify.Options{LastNumberFallback: r.Reward.LastNumberFallback}}
 	case "judge":
 		h.Scorer = h.judge
+	case "model":
+		h.PRM = cfg.PRM
+		if r.PRM.Endpoint != "" {
+			h.PRM = NewEndpointJudge(r, cfg.Tokenizer)
+		}
 	case "none", "":
 	default:
-		return nil, fmt.Errorf("engine: prm.kind %q is not one of none, rules, judge", r.PRM.Kind)
+		return nil, fmt.Errorf("engine: prm.kind %q is not one of none, rules, judge, model", r.PRM.Kind)
 	}
 	return h, nil
 }
@@ -209,12 +219,27 @@ func (h *Hinting) Hindsight(ctx context.Context, trajs []*batch.Trajectory) erro
 // instead, since lockstep admission waits for each ticket in turn and a ticket must not wait for
 // an earlier request's reply.
 func (h *Hinting) judgeAll(ctx context.Context, onGenerator bool, n int, fn func(ctx context.Context, i int) error) error {
-	limit := judgeConcurrency
 	if onGenerator {
+		return h.judgeOn(ctx, h.cfg.Gen, n, fn)
+	}
+	return h.judgeOn(ctx, nil, n, fn)
+}
+
+// judgeOn is judgeAll on generator gen (tickets of a run reserved on it, and no bound but its
+// slots), or without one (nil: an endpoint, judgeConcurrency requests at once). The tickets
+// are reserved on the policy's generator when gen is nil, as judgeAll always did.
+func (h *Hinting) judgeOn(ctx context.Context, gen *rollout.Generator, n int, fn func(ctx context.Context, i int) error) error {
+	limit := judgeConcurrency
+	if gen != nil {
 		limit = max(1, n)
+	} else {
+		gen = h.cfg.Gen
 	}
 	sem := make(chan struct{}, limit)
-	base := h.cfg.Gen.Reserve(n)
+	var base int64
+	if gen != nil {
+		base = gen.Reserve(n)
+	}
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
@@ -223,8 +248,12 @@ func (h *Hinting) judgeAll(ctx context.Context, onGenerator bool, n int, fn func
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			defer h.cfg.Gen.Skip(base + int64(i))
-			if err := fn(rollout.WithTicket(ctx, base+int64(i)), i); err != nil {
+			jctx := ctx
+			if gen != nil {
+				defer gen.Skip(base + int64(i))
+				jctx = rollout.WithTicket(ctx, base+int64(i))
+			}
+			if err := fn(jctx, i); err != nil {
 				once.Do(func() { firstErr = err })
 			}
 		}()

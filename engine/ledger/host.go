@@ -70,7 +70,7 @@ type HostPlan struct {
 
 // hostOrder is the order the table lists host components in.
 func hostOrder() []string {
-	return []string{DeviceLedger, MasterWeights, OptimizerMoments, ReferenceWeights, CheckpointCopy, StorePending, DeviceReadCopies, HostProcess}
+	return []string{DeviceLedger, MasterWeights, OptimizerMoments, ReferenceWeights, PRMWeights, CheckpointCopy, StorePending, DeviceReadCopies, HostProcess}
 }
 
 // CheckpointsKept is the most checkpoints a store holds at once for checkpoint.every, keep_best
@@ -144,6 +144,9 @@ func (z sizer) host(p *Plan) HostPlan {
 	} else {
 		h.Load = 2 * z.params * 4
 	}
+	if own := z.prmOwnWeights(); own > 0 { // a folder PRM is read as float32 too, as the policy and reference are counted
+		h.Load += own / z.b * 4
+	}
 	if z.st.DeviceIsHost {
 		h.Load = max(h.Load, p.Total-RuntimeReserve) // the go backend's ledger counts the loaded weights
 	}
@@ -178,6 +181,8 @@ func (p *Plan) HostTable() string {
 			note = "offloaded during rollout"
 		case ReferenceWeights:
 			note = "the reference copy, off the device but for its forward"
+		case PRMWeights:
+			note = "the PRM's own weights, off the device but for its phase"
 		case CheckpointCopy:
 			note = "a checkpoint streams one tensor at a time: the largest's float32 copy and bytes"
 		case StorePending:

@@ -85,8 +85,8 @@ const (
 
 // componentOrder is the order tables list components in.
 func componentOrder() []string {
-	return []string{InferenceWeights, BaseWeights, ReferenceWeights, MasterWeights, Gradients, OptimizerMoments,
-		KVCache, Activations, SamplerWorkspace, Runtime}
+	return []string{InferenceWeights, BaseWeights, ReferenceWeights, PRMWeights, MasterWeights, Gradients, OptimizerMoments,
+		KVCache, PRMKVCache, Activations, SamplerWorkspace, Runtime}
 }
 
 // Offload modes of the optimizer moments and of the master weights during rollout.
@@ -137,6 +137,8 @@ type Settings struct {
 	DeviceIsHost bool
 	// SaveOptimizer: checkpoints hold the AdamW moments too (checkpoint.save_optimizer).
 	SaveOptimizer bool
+	// PRM sizes the model PRM's phase (prm.kind model on this device); nil: none.
+	PRM *PRMSettings
 	// KeepBest and KeepLast are checkpoint.keep_best and keep_last, and CheckpointsKept the most
 	// checkpoints the store holds at once (CheckpointsKept; 0: one).
 	KeepBest, KeepLast, CheckpointsKept int
@@ -202,8 +204,10 @@ type Plan struct {
 	// micro-batch where nothing fits), each at its largest over the phases.
 	Components map[string]int64
 	// Rollout, Reference and Train are the phases; Reference is empty (0 bytes) when the recipe
-	// needs no reference model.
-	Rollout, Reference, Train Phase
+	// needs no reference model. PRM is the model PRM's phase (prm.kind model on this device),
+	// empty without one, and PRMSlots its KV slots (0 when none fits).
+	Rollout, PRM, Reference, Train Phase
+	PRMSlots                       int
 	// Total is the peak: the largest phase.
 	Total int64
 	// Budget is the device memory budget; 0 means unlimited.
@@ -401,6 +405,7 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 	w := z.placement(maxSlots, fits)
 	p.MomentsOnHost, p.MasterOnHost = w.momentsOnHost, w.masterOnHost
 	p.Reference = z.referencePhase(w)
+	p.PRM = z.prmPhase(1, w)
 
 	var reasons []string
 	if budget == 0 {
@@ -428,6 +433,7 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 			reasons = append(reasons, tooBig(z.train(1), budget, "micro-batch 1"))
 		}
 	}
+	reasons = append(reasons, z.choosePRM(p, w, budget)...)
 	p.Fits = len(reasons) == 0
 	p.Reason = strings.Join(reasons, "; ")
 
@@ -440,10 +446,12 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 		micro = max(st.MicroBatch, 1)
 	}
 	p.Rollout, p.Train = z.rollout(slots, w), z.train(micro)
-	p.Total = max(p.Rollout.Bytes, p.Reference.Bytes, p.Train.Bytes)
+	p.Total = max(p.Rollout.Bytes, p.PRM.Bytes, p.Reference.Bytes, p.Train.Bytes)
 	p.Components = map[string]int64{}
 	for _, n := range componentOrder() {
-		p.Components[n] = max(p.Rollout.Holds[n], p.Reference.Holds[n], p.Train.Holds[n])
+		if b := max(p.Rollout.Holds[n], p.PRM.Holds[n], p.Reference.Holds[n], p.Train.Holds[n]); b > 0 || n != PRMWeights && n != PRMKVCache {
+			p.Components[n] = b
+		}
 	}
 	for _, b := range p.Rollout.Host {
 		p.HostBytes += b

@@ -206,7 +206,9 @@ type where struct{ masterOnHost, momentsOnHost bool }
 // reference forward would not fit beside them.
 func (z sizer) placement(slots int, fits func(int64) bool) where {
 	w := where{masterOnHost: z.st.MasterOffload == OffloadHost, momentsOnHost: z.st.Offload == OffloadHost}
-	short := func() bool { return !fits(z.rollout(slots, w).Bytes) || !fits(z.referencePhase(w).Bytes) }
+	short := func() bool {
+		return !fits(z.rollout(slots, w).Bytes) || !fits(z.referencePhase(w).Bytes) || z.st.PRM != nil && !fits(z.prmPhase(1, w).Bytes)
+	}
 	if z.st.Offload == OffloadAuto && short() {
 		w.momentsOnHost = true
 	}
@@ -227,8 +229,11 @@ func (z sizer) waiting(p *Phase, w where) {
 	}
 	put(MasterWeights, z.master(), w.masterOnHost)
 	put(OptimizerMoments, z.moments(), w.momentsOnHost)
-	if r := z.reference(); r > 0 && p.Name != "reference" {
+	if r := z.reference(); r > 0 && p.Holds[ReferenceWeights] == 0 {
 		p.Host[ReferenceWeights] = r
+	}
+	if r := z.prmOwnWeights(); r > 0 && p.Holds[PRMWeights] == 0 {
+		p.Host[PRMWeights] = r
 	}
 }
 

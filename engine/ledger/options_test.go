@@ -254,3 +254,30 @@ func TestSeedRecipesFit(t *testing.T) {
 		}
 	}
 }
+
+// The seed's recipe with its model PRM (a separate Qwen3-4B-Instruct writing up to 4,096 tokens
+// after reading a whole 16K trajectory) fits 96 GiB as its own phase, without costing rollout
+// any of the ≥ 32 KV slots the seed recipe needs; the PRM as the reference shares its weights.
+func TestSeedRecipePRMFits(t *testing.T) {
+	for _, model := range []string{"models/Qwen3-4B-Instruct-2507", "reference"} {
+		r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool-qwen3-4b.yaml"), recipes.Options{IgnoreEnv: true, NoDataFiles: true,
+			Overrides: map[string]string{"prm.model": model}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := PlanFor(Request{Recipe: r, ShapeName: "qwen3-4b", VRAM: "96GiB"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Fits || p.KVSlots < 32 || p.PRMSlots < 16 || p.PRM.Holds[PRMKVCache] == 0 || p.Settings.PRM.SeqLen != 16384+1024+4096 {
+			t.Errorf("prm.model %s: fits %v, %d slots, %d PRM slots of %d tokens: %s\n%s", model, p.Fits, p.KVSlots, p.PRMSlots, p.Settings.PRM.SeqLen, p.Reason, p.Table())
+		}
+		own := model != "reference"
+		if _, ok := p.PRM.Holds[PRMWeights]; ok != own {
+			t.Errorf("prm.model %s: the PRM phase holds weights of its own: %v; want %v", model, ok, own)
+		}
+		if _, ok := p.Rollout.Host[PRMWeights]; ok != own || !strings.Contains(p.Table(), "prm_kv_cache") {
+			t.Errorf("prm.model %s: own PRM weights wait on the host in rollout: %v; want %v\n%s", model, ok, own, p.Table())
+		}
+	}
+}

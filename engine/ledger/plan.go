@@ -105,7 +105,27 @@ func PlanFor(req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Compute(shape, SettingsFor(r, r.Backend.Kind), budget)
+	st := SettingsFor(r, r.Backend.Kind)
+	st.PRM = prmSettings(r, shape)
+	return Compute(shape, st, budget)
+}
+
+// prmSettings are the PRM phase's settings of r (nil without one on this device): a folder's
+// shape when the folder is there, else the policy's (said in the note).
+func prmSettings(r *recipes.Recipe, policy Shape) *PRMSettings {
+	if !r.PRMPhase() {
+		return nil
+	}
+	ps := &PRMSettings{Shape: policy, SeqLen: r.PRMInputTokens() + r.PRM.MaxNewTokens, KVSlots: int(r.PRM.KVSlots),
+		MaxKVSlots: r.BatchSize() * r.PRM.Samples, Own: r.PRM.Model != "reference"}
+	if ps.Own {
+		if sh, err := ReadShape(r.PRM.Model); err == nil {
+			ps.Shape = sh
+		} else {
+			ps.Note = "its folder " + r.PRM.Model + " is not here: sized as the policy's shape"
+		}
+	}
+	return ps
 }
 
 func (req Request) shape() (Shape, error) {

@@ -34,10 +34,12 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Reason        string           `json:"reason,omitempty"`
 		Shape         string           `json:"shape"`
 		Host          hostJSON         `json:"host"`
+		PRMSlots      int              `json:"prm_slots,omitempty"`
 	}{
 		p.Fits, p.KVSlots, p.MicroBatch, p.Components, p.Total, p.Budget,
 		p.phaseBytes(), p.Params, p.Trainable, p.MomentsOnHost, p.MasterOnHost, p.HostBytes, p.Reason, p.Shape.Name,
 		hostJSON{p.Host.RAM, p.Host.Step, p.Host.Load, p.Host.Components, p.Host.CheckpointBytes, p.Host.Checkpoints, p.Host.Disk},
+		p.PRMSlots,
 	})
 }
 
@@ -54,10 +56,14 @@ type hostJSON struct {
 
 // phases are the phases the plan has: rollout, the reference forward when there is one, train.
 func (p *Plan) phases() []Phase {
-	if p.Reference.Bytes > 0 {
-		return []Phase{p.Rollout, p.Reference, p.Train}
+	out := []Phase{p.Rollout}
+	if p.PRM.Bytes > 0 {
+		out = append(out, p.PRM)
 	}
-	return []Phase{p.Rollout, p.Train}
+	if p.Reference.Bytes > 0 {
+		out = append(out, p.Reference)
+	}
+	return append(out, p.Train)
 }
 
 func (p *Plan) phaseBytes() map[string]int64 {
@@ -124,8 +130,17 @@ func (p *Plan) Table() string {
 		switch {
 		case n == OptimizerMoments && p.MomentsOnHost || n == MasterWeights && p.MasterOnHost:
 			note = "on the host during rollout and the reference forward"
+		case n == ReferenceWeights && p.PRM.Holds[n] > 0:
+			note = "on the device for the PRM and the reference forward"
 		case n == ReferenceWeights && p.Reference.Holds[n] > 0:
 			note = "on the device only for the reference forward"
+		case n == PRMWeights:
+			note = "the PRM's own weights, on the device only for its phase"
+			if st.PRM.Note != "" {
+				note += " (" + st.PRM.Note + ")"
+			}
+		case n == PRMKVCache:
+			note = fmt.Sprintf("%s × %d tokens (prompt + reply)", plural(max(p.PRMSlots, 1), "slot"), st.PRM.SeqLen)
 		case n == BaseWeights:
 			note = "LoRA's frozen base, shared by every phase"
 		case n == KVCache:
@@ -161,8 +176,12 @@ func (p *Plan) Table() string {
 		}
 	}
 	if p.Fits {
-		fmt.Fprintf(&b, "fits: %d KV slots (%s), micro-batch %d (%s); peak %s in %s\n",
-			p.KVSlots, asked(st.KVSlots, st.MaxKVSlots), p.MicroBatch, asked(st.MicroBatch, st.MaxMicroBatch), gib(p.Total), peak.Name)
+		prm := ""
+		if st.PRM != nil {
+			prm = fmt.Sprintf(", %d PRM slots (%s)", p.PRMSlots, asked(st.PRM.KVSlots, st.PRM.MaxKVSlots))
+		}
+		fmt.Fprintf(&b, "fits: %d KV slots (%s)%s, micro-batch %d (%s); peak %s in %s\n",
+			p.KVSlots, asked(st.KVSlots, st.MaxKVSlots), prm, p.MicroBatch, asked(st.MicroBatch, st.MaxMicroBatch), gib(p.Total), peak.Name)
 	} else {
 		fmt.Fprintf(&b, "does not fit: %s\n", p.Reason)
 	}
@@ -273,8 +292,14 @@ func (p *Plan) options() string {
 			on = append(on, fmt.Sprintf("%s on the host during rollout (%s)", o.what, o.mode))
 		}
 	}
-	if p.Reference.Holds[ReferenceWeights] > 0 {
+	switch {
+	case p.PRM.Holds[ReferenceWeights] > 0:
+		on = append(on, "reference weights on the device only for the PRM phase (the PRM is the reference) and the reference forward")
+	case p.Reference.Holds[ReferenceWeights] > 0:
 		on = append(on, "reference weights on the device only for the reference forward")
+	}
+	if p.PRM.Holds[PRMWeights] > 0 {
+		on = append(on, "the PRM's own weights on the device only for its phase")
 	}
 	if st.GradientCheckpointing {
 		on = append(on, "gradient checkpointing")

@@ -32,6 +32,11 @@ type Device struct {
 	// SharedReference: the reference is the policy's own frozen base with LoRA's adapters off,
 	// which rollout and training use too: it never moves.
 	SharedReference bool
+	// PRMGen is the model PRM's own rollout engine (prm.kind model on the reference or a folder),
+	// its KV cache held in the PRM phase only; PRM is a folder's PRM weights, on the device only
+	// then too (nil: the PRM is the reference). Both nil without such a PRM.
+	PRMGen *rollout.Generator
+	PRM    *model.Model
 	// SkipSync, when set (tests only), leaves the inference weights of that step stale: the
 	// mis-synced copy the loop's log-prob probe exists to catch.
 	SkipSync func(step int) bool
@@ -50,6 +55,11 @@ func (d *Device) Settle() error {
 	}
 	if d.MasterOnHost {
 		if err := d.Trainer.OffloadMaster(); err != nil {
+			return err
+		}
+	}
+	if d.PRM != nil {
+		if err := referenceToHost(d.PRM); err != nil {
 			return err
 		}
 	}
@@ -167,4 +177,43 @@ func DeviceBytes(ts []*tensors.Tensor) int64 {
 		}
 	}
 	return n
+}
+
+// ToPRM switches the device from rollout to the model PRM's phase (prm.kind model on a PRM of
+// its own): the policy's KV cache and inference weights are freed (as for the reference
+// forward), the PRM's weights come onto the device (a folder's, PRM; else the reference's,
+// which then stay for the reference forward) and its KV cache is allocated.
+func (d *Device) ToPRM(step int) error {
+	if err := d.Gen.ReleaseCache(); err != nil {
+		return fmt.Errorf("engine: step %d: entering the PRM phase: %w", step, err)
+	}
+	if !d.skipsSync(step) {
+		d.Infer.release()
+	}
+	var err error
+	if d.PRM != nil {
+		err = referenceToDevice(d.PRM)
+	} else {
+		err = d.moveReference(true)
+	}
+	if err != nil {
+		return fmt.Errorf("engine: step %d: the PRM's weights: %w", step, err)
+	}
+	if err := d.PRMGen.RestoreCache(); err != nil {
+		return fmt.Errorf("engine: step %d: the PRM's KV cache: %w", step, err)
+	}
+	return nil
+}
+
+// FromPRM ends the PRM phase: its KV cache is freed and a folder's PRM weights go to host memory.
+func (d *Device) FromPRM(step int) error {
+	if err := d.PRMGen.ReleaseCache(); err != nil {
+		return fmt.Errorf("engine: step %d: leaving the PRM phase: %w", step, err)
+	}
+	if d.PRM != nil {
+		if err := referenceToHost(d.PRM); err != nil {
+			return fmt.Errorf("engine: step %d: the PRM's weights: %w", step, err)
+		}
+	}
+	return nil
 }

@@ -120,17 +120,23 @@ type chatResponse struct {
 // complete sends one chat-completions request and returns choices[0].message.content ("" when
 // the server sent null).
 func (o OpenAI) complete(ctx context.Context, system, user string) (string, error) {
+	return o.Ask(ctx, system, user, o.maxTokens(), 0)
+}
+
+// Ask sends one chat-completions request with its own max_tokens and temperature (an empty
+// system sends no system message) and returns choices[0].message.content ("" when the server
+// sent null). The model PRM's endpoint asks through it.
+func (o OpenAI) Ask(ctx context.Context, system, user string, maxTokens int, temperature float64) (string, error) {
 	base := strings.TrimRight(strings.TrimSpace(o.Endpoint), "/")
 	if base == "" {
 		return "", errors.New("openai judge: no endpoint: set hinter.endpoint to the server's base URL, e.g. http://localhost:8000/v1")
 	}
 	url := base + "/chat/completions"
-	body, err := json.Marshal(chatRequest{
-		Model:       o.Model,
-		Messages:    []chatMessage{{Role: "system", Content: system}, {Role: "user", Content: user}},
-		MaxTokens:   o.maxTokens(),
-		Temperature: 0,
-	})
+	msgs := []chatMessage{{Role: "user", Content: user}}
+	if system != "" {
+		msgs = append([]chatMessage{{Role: "system", Content: system}}, msgs...)
+	}
+	body, err := json.Marshal(chatRequest{Model: o.Model, Messages: msgs, MaxTokens: maxTokens, Temperature: temperature})
 	if err != nil {
 		return "", fmt.Errorf("openai judge at %s: encoding the request: %w", url, err)
 	}
