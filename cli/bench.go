@@ -37,6 +37,8 @@ type benchModelFlags struct {
 	asJSON                    bool
 	attention                 string // bench train's --attention ("" for rollout: auto)
 	attentionBlock            int
+	cpuProfile                string // --cpuprofile: a Go CPU profile of the whole command
+	stopProfile               func() // set by load when profiling; printBench calls it
 }
 
 func (f *benchModelFlags) register(cmd *cobra.Command) {
@@ -48,12 +50,20 @@ func (f *benchModelFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	fl.StringVar(&f.python, "torch-python", torchref.Auto, "python3 with torch for the PyTorch reference (auto: "+
 		strings.Join(torchref.Candidates(), ", then ")+"; on cuda it needs transformers too); empty skips it")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the command to this file (go tool pprof; give --torch-python '' to profile the engine alone)")
 }
 
 // load opens the backend (saying which on w) and loads the model to measure.
 func (f *benchModelFlags) load(w io.Writer, verb string) (*model.Model, *device.Choice, error) {
 	if (f.dir == "") == (f.shape == "") {
 		return nil, nil, fmt.Errorf("bench %s: give exactly one of --model DIR or --shape NAME", verb)
+	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return nil, nil, err
+		}
+		f.stopProfile = stop
 	}
 	choice, err := f.bf.open(w)
 	if err != nil {
@@ -88,6 +98,10 @@ func reportReference(w io.Writer, v bench.Versus) {
 // printBench prints a bench result (after why its reference was skipped or failed, on stderr):
 // as JSON with --json, else for a person.
 func (f *benchModelFlags) printBench(env Env, v bench.Versus, res interface{ Write(io.Writer) }) error {
+	if f.stopProfile != nil {
+		f.stopProfile()
+		f.stopProfile = nil
+	}
 	reportReference(env.Stderr, v)
 	if f.asJSON {
 		return writeJSON(env.Stdout, res)
