@@ -77,6 +77,9 @@ func execTranspose(backend *gobackend.Backend, node *gobackend.Node, inputs []*g
 type TransposeIterator struct {
 	flatIdx                                int
 	perAxisIdx, perAxisStrides, dimensions []int
+
+	// plan is the same transpose reduced for the blocked copy (see transposeFlat).
+	plan transposePlan
 }
 
 // NewTransposeIterator creates a dynamic iterator that yields output flat indices
@@ -107,6 +110,7 @@ func NewTransposeIterator(operand shapes.Shape, permutations []int) *TransposeIt
 		outputAxis := reversePermutations[operandAxis]
 		it.perAxisStrides[operandAxis] = stridesOnOutput[outputAxis]
 	}
+	it.plan = newTransposePlan(operand.Dimensions, permutations)
 	return it
 }
 
@@ -139,25 +143,13 @@ func (it *TransposeIterator) Next() int {
 }
 
 func execTransposeGeneric[T gobackend.SupportedTypesConstraints](operand, output *gobackend.Buffer, it *TransposeIterator) {
-	operandFlat := operand.Flat.([]T)
-	outputFlat := output.Flat.([]T)
-	for _, value := range operandFlat {
-		outputFlat[it.Next()] = value
-	}
+	transposeFlat(operand.Flat.([]T), output.Flat.([]T), &it.plan)
 }
 
 func execTransposeFloat16(operand, output *gobackend.Buffer, it *TransposeIterator) {
-	operandFlat := operand.Flat.([]float16.Float16)
-	outputFlat := output.Flat.([]float16.Float16)
-	for _, value := range operandFlat {
-		outputFlat[it.Next()] = value
-	}
+	transposeFlat(operand.Flat.([]float16.Float16), output.Flat.([]float16.Float16), &it.plan)
 }
 
 func execTransposeBFloat16(operand, output *gobackend.Buffer, it *TransposeIterator) {
-	operandFlat := operand.Flat.([]bfloat16.BFloat16)
-	outputFlat := output.Flat.([]bfloat16.BFloat16)
-	for _, value := range operandFlat {
-		outputFlat[it.Next()] = value
-	}
+	transposeFlat(operand.Flat.([]bfloat16.BFloat16), output.Flat.([]bfloat16.BFloat16), &it.plan)
 }
