@@ -109,9 +109,42 @@ func execAddNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, outp
 		return
 	default:
 		// Case 3: with broadcasting non-scalar tensors:
-		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
-		for indices := range zipIter.IterFlatIndices() {
-			output[indices.TgtFlatIdx] = lhs[indices.LHSFlatIdx] + rhs[indices.RHSFlatIdx]
+		// agentrl patch (PATCHES.md): runs of the innermost axes instead of an iterator step per element.
+		lhsStep, rhsStep, runs := gobackend.BroadcastRuns(lhsShape, rhsShape, outputShape)
+		switch {
+		case lhsStep == 1 && rhsStep == 1:
+			for r := range runs {
+				l, rr, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a, b := l[i], rr[i]
+					o[i] = a + b
+				}
+			}
+		case lhsStep == 1:
+			for r := range runs {
+				l, b, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a := l[i]
+					o[i] = a + b
+				}
+			}
+		case rhsStep == 1:
+			for r := range runs {
+				a, rr, o := lhs[r.LHSOff], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					b := rr[i]
+					o[i] = a + b
+				}
+			}
+		default:
+			for r := range runs {
+				a, b := lhs[r.LHSOff], rhs[r.RHSOff]
+				v := a + b
+				o := output[r.TgtOff : r.TgtOff+r.N]
+				for i := range o {
+					o[i] = v
+				}
+			}
 		}
 		return
 	}
@@ -248,9 +281,42 @@ func execMulNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, outp
 		return
 	default:
 		// Case 3: with broadcasting non-scalar tensors:
-		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
-		for indices := range zipIter.IterFlatIndices() {
-			output[indices.TgtFlatIdx] = lhs[indices.LHSFlatIdx] * rhs[indices.RHSFlatIdx]
+		// agentrl patch (PATCHES.md): runs of the innermost axes instead of an iterator step per element.
+		lhsStep, rhsStep, runs := gobackend.BroadcastRuns(lhsShape, rhsShape, outputShape)
+		switch {
+		case lhsStep == 1 && rhsStep == 1:
+			for r := range runs {
+				l, rr, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a, b := l[i], rr[i]
+					o[i] = a * b
+				}
+			}
+		case lhsStep == 1:
+			for r := range runs {
+				l, b, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a := l[i]
+					o[i] = a * b
+				}
+			}
+		case rhsStep == 1:
+			for r := range runs {
+				a, rr, o := lhs[r.LHSOff], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					b := rr[i]
+					o[i] = a * b
+				}
+			}
+		default:
+			for r := range runs {
+				a, b := lhs[r.LHSOff], rhs[r.RHSOff]
+				v := a * b
+				o := output[r.TgtOff : r.TgtOff+r.N]
+				for i := range o {
+					o[i] = v
+				}
+			}
 		}
 		return
 	}
@@ -390,9 +456,42 @@ func execSubNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, outp
 		return
 	default:
 		// Case 3: with broadcasting non-scalar tensors:
-		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
-		for indices := range zipIter.IterFlatIndices() {
-			output[indices.TgtFlatIdx] = lhs[indices.LHSFlatIdx] - rhs[indices.RHSFlatIdx]
+		// agentrl patch (PATCHES.md): runs of the innermost axes instead of an iterator step per element.
+		lhsStep, rhsStep, runs := gobackend.BroadcastRuns(lhsShape, rhsShape, outputShape)
+		switch {
+		case lhsStep == 1 && rhsStep == 1:
+			for r := range runs {
+				l, rr, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a, b := l[i], rr[i]
+					o[i] = a - b
+				}
+			}
+		case lhsStep == 1:
+			for r := range runs {
+				l, b, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a := l[i]
+					o[i] = a - b
+				}
+			}
+		case rhsStep == 1:
+			for r := range runs {
+				a, rr, o := lhs[r.LHSOff], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					b := rr[i]
+					o[i] = a - b
+				}
+			}
+		default:
+			for r := range runs {
+				a, b := lhs[r.LHSOff], rhs[r.RHSOff]
+				v := a - b
+				o := output[r.TgtOff : r.TgtOff+r.N]
+				for i := range o {
+					o[i] = v
+				}
+			}
 		}
 		return
 	}
@@ -548,9 +647,42 @@ func execDivNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, outp
 		return
 	default:
 		// Case 3: with broadcasting non-scalar tensors:
-		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
-		for indices := range zipIter.IterFlatIndices() {
-			output[indices.TgtFlatIdx] = lhs[indices.LHSFlatIdx] / rhs[indices.RHSFlatIdx]
+		// agentrl patch (PATCHES.md): runs of the innermost axes instead of an iterator step per element.
+		lhsStep, rhsStep, runs := gobackend.BroadcastRuns(lhsShape, rhsShape, outputShape)
+		switch {
+		case lhsStep == 1 && rhsStep == 1:
+			for r := range runs {
+				l, rr, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a, b := l[i], rr[i]
+					o[i] = a / b
+				}
+			}
+		case lhsStep == 1:
+			for r := range runs {
+				l, b, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a := l[i]
+					o[i] = a / b
+				}
+			}
+		case rhsStep == 1:
+			for r := range runs {
+				a, rr, o := lhs[r.LHSOff], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					b := rr[i]
+					o[i] = a / b
+				}
+			}
+		default:
+			for r := range runs {
+				a, b := lhs[r.LHSOff], rhs[r.RHSOff]
+				v := a / b
+				o := output[r.TgtOff : r.TgtOff+r.N]
+				for i := range o {
+					o[i] = v
+				}
+			}
 		}
 		return
 	}
@@ -1219,9 +1351,42 @@ func execMaxNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, outp
 		return
 	default:
 		// Case 3: with broadcasting non-scalar tensors:
-		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
-		for indices := range zipIter.IterFlatIndices() {
-			output[indices.TgtFlatIdx] = max(lhs[indices.LHSFlatIdx], rhs[indices.RHSFlatIdx])
+		// agentrl patch (PATCHES.md): runs of the innermost axes instead of an iterator step per element.
+		lhsStep, rhsStep, runs := gobackend.BroadcastRuns(lhsShape, rhsShape, outputShape)
+		switch {
+		case lhsStep == 1 && rhsStep == 1:
+			for r := range runs {
+				l, rr, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a, b := l[i], rr[i]
+					o[i] = max(a, b)
+				}
+			}
+		case lhsStep == 1:
+			for r := range runs {
+				l, b, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a := l[i]
+					o[i] = max(a, b)
+				}
+			}
+		case rhsStep == 1:
+			for r := range runs {
+				a, rr, o := lhs[r.LHSOff], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					b := rr[i]
+					o[i] = max(a, b)
+				}
+			}
+		default:
+			for r := range runs {
+				a, b := lhs[r.LHSOff], rhs[r.RHSOff]
+				v := max(a, b)
+				o := output[r.TgtOff : r.TgtOff+r.N]
+				for i := range o {
+					o[i] = v
+				}
+			}
 		}
 		return
 	}
@@ -1358,9 +1523,42 @@ func execMinNumericGeneric[T gobackend.PODNumericConstraints](lhs, rhs []T, outp
 		return
 	default:
 		// Case 3: with broadcasting non-scalar tensors:
-		zipIter := gobackend.NewZippedBroadcastIterator(lhsShape, rhsShape, outputShape)
-		for indices := range zipIter.IterFlatIndices() {
-			output[indices.TgtFlatIdx] = min(lhs[indices.LHSFlatIdx], rhs[indices.RHSFlatIdx])
+		// agentrl patch (PATCHES.md): runs of the innermost axes instead of an iterator step per element.
+		lhsStep, rhsStep, runs := gobackend.BroadcastRuns(lhsShape, rhsShape, outputShape)
+		switch {
+		case lhsStep == 1 && rhsStep == 1:
+			for r := range runs {
+				l, rr, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a, b := l[i], rr[i]
+					o[i] = min(a, b)
+				}
+			}
+		case lhsStep == 1:
+			for r := range runs {
+				l, b, o := lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					a := l[i]
+					o[i] = min(a, b)
+				}
+			}
+		case rhsStep == 1:
+			for r := range runs {
+				a, rr, o := lhs[r.LHSOff], rhs[r.RHSOff:r.RHSOff+r.N], output[r.TgtOff:r.TgtOff+r.N]
+				for i := range o {
+					b := rr[i]
+					o[i] = min(a, b)
+				}
+			}
+		default:
+			for r := range runs {
+				a, b := lhs[r.LHSOff], rhs[r.RHSOff]
+				v := min(a, b)
+				o := output[r.TgtOff : r.TgtOff+r.N]
+				for i := range o {
+					o[i] = v
+				}
+			}
 		}
 		return
 	}
