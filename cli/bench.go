@@ -34,6 +34,7 @@ func benchCommand(env Env) *cobra.Command {
 type benchModelFlags struct {
 	bf                        backendFlags
 	dir, shape, dtype, python string
+	blas                      string // --torch-blas
 	asJSON                    bool
 	attention                 string // bench train's --attention ("" for rollout: auto)
 	attentionBlock            int
@@ -50,6 +51,8 @@ func (f *benchModelFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	fl.StringVar(&f.python, "torch-python", torchref.Auto, "python3 with torch for the PyTorch reference (auto: "+
 		strings.Join(torchref.Candidates(), ", then ")+"; on cuda it needs transformers too); empty skips it")
+	fl.StringVar(&f.blas, "torch-blas", torchref.BLASAuto, "the BLAS of the CPU PyTorch reference (Debian's torch loads whichever libblas.so.3 it finds): "+
+		"auto (OpenBLAS when installed, else the system's), system, openblas, reference, or a folder holding libblas.so.3; the output names the one loaded")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the command to this file (go tool pprof; give --torch-python '' to profile the engine alone)")
 }
 
@@ -130,7 +133,7 @@ the Go backend), on a GPU transformers' generate.`,
 				return err
 			}
 			defer m.Close()
-			res, err := bench.Rollout(context.Background(), m, choice.Kind, bc, f.python)
+			res, err := bench.Rollout(context.Background(), m, choice.Kind, bc, bench.Torch{Python: f.python, BLAS: f.blas})
 			if err != nil {
 				return err
 			}
@@ -181,7 +184,7 @@ beyond one block, dense below).`,
 				c.Peak = bench.PeakMeter(choice.Kind)
 			}
 			defer m.Close()
-			res, err := bench.Train(context.Background(), m, choice.Kind, c, f.python)
+			res, err := bench.Train(context.Background(), m, choice.Kind, c, bench.Torch{Python: f.python, BLAS: f.blas})
 			if err != nil {
 				return err
 			}
