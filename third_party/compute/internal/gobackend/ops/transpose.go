@@ -53,14 +53,18 @@ func init() {
 func execTranspose(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobackend.Buffer, inputsOwned []bool) (*gobackend.Buffer, error) {
 	operand := inputs[0]
 	permutations := node.Data.([]int)
-	_ = inputsOwned // We don't reuse the inputs.
+	it := NewTransposeIterator(operand.RawShape, permutations)
+	if len(it.plan.dims) <= 1 {
+		// Nothing moves (agentrl patch, PATCHES.md): the operand's buffer is the output when this
+		// node owns it, else one copy.
+		return reshapeToShape(backend, node.Shape, inputs, inputsOwned)
+	}
 
 	// We can't write to the same buffer we read from because it's not done with swaps.
 	output, err := backend.GetBuffer(node.Shape)
 	if err != nil {
 		return nil, err
 	}
-	it := NewTransposeIterator(operand.RawShape, permutations)
 	dtype := node.Shape.DType
 	tmpAny, tmpErr := TransposeDTypeMap.Get(dtype)
 	if tmpErr != nil {
