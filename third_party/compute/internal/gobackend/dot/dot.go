@@ -185,6 +185,9 @@ func DotGeneral(f *gobackend.Function,
 	if err != nil {
 		return nil, err
 	}
+	if swapOperands(lhs.Shape, lhsContractingAxes, lhsBatchAxes, rhs.Shape, rhsContractingAxes, rhsBatchAxes, outputShape) {
+		return swappedDotGeneral(f, lhs, lhsContractingAxes, lhsBatchAxes, rhs, rhsContractingAxes, rhsBatchAxes, config)
+	}
 
 	// Create node params or the "normalized" dot-general, after all reshaping/transposition.
 	// - LayoutNonTransposed: lhs=[batch, lhsCross, contracting], rhs=[batch, contracting, rhsCross]
@@ -356,6 +359,13 @@ func reshapeToSupportedLayout(
 	// We need to transpose inputs to a supported layout. Since the
 	// LayoutTransposed is the fastest, we transpose to that.
 	targetLayout := LayoutTransposed
+	rhsCross := crossAxesOf(rhs.Shape.Rank(), params.RHSContractingAxes, params.RHSBatchAxes)
+	if sideOrder(rhs.Shape.Rank(), params.RHSBatchAxes, params.RHSContractingAxes, rhsCross) &&
+		!sideOrder(rhs.Shape.Rank(), params.RHSBatchAxes, rhsCross, params.RHSContractingAxes) {
+		// agentrl patch (PATCHES.md): a right operand already [batch, contracting, cross] stays as
+		// it is; only the left one is transposed.
+		targetLayout = LayoutNonTransposed
+	}
 	lhs, params.LHSContractingAxes, params.LHSBatchAxes,
 		rhs, params.RHSContractingAxes, params.RHSBatchAxes, err = TransposeToLayout(
 		f,
