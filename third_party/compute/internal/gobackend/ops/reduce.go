@@ -405,12 +405,71 @@ func execReduceSumGeneric[T gobackend.PODNumericConstraints](operand, output *go
 	for outputIdx := range outputFlat {
 		outputFlat[outputIdx] = T(0)
 	}
-	operandFlat := operand.Flat.([]T)
-	for _, value := range operandFlat {
-		outputIdx := it.Next()
-		outputFlat[outputIdx] += value
-	}
+	reduceSumRuns(operand.Flat.([]T), outputFlat, it)
 	return nil
+}
+
+// reduceSumRuns adds in (the operand, row-major) into out by runs of the innermost axes that
+// share one status (agentrl patch, PATCHES.md): a reduced innermost group sums a contiguous run
+// into one output element, a kept one adds a run element-wise into a contiguous run of out. Each
+// output element receives the same additions in the same order as stepping ReduceOutputIterator
+// per element did, so the sums are bit-identical.
+func reduceSumRuns[T gobackend.PODNumericConstraints](in, out []T, it *ReduceOutputIterator) {
+	type group struct {
+		dim, outStride int
+		reduced        bool
+	}
+	var groups []group
+	for axis, d := range it.dimensions {
+		if d == 1 {
+			continue
+		}
+		reduced := it.perAxisStride[axis] == 0
+		if n := len(groups); n > 0 && groups[n-1].reduced == reduced {
+			groups[n-1].dim *= d
+			groups[n-1].outStride = it.perAxisStride[axis] // the inner axis's stride is the group's
+			continue
+		}
+		groups = append(groups, group{dim: d, outStride: it.perAxisStride[axis], reduced: reduced})
+	}
+	if len(groups) == 0 {
+		for _, v := range in {
+			out[0] += v
+		}
+		return
+	}
+	inner, outer := groups[len(groups)-1], groups[:len(groups)-1]
+	n := inner.dim
+	idx := make([]int, len(outer))
+	o, i := 0, 0
+	for {
+		if inner.reduced {
+			acc := out[o]
+			for _, v := range in[i : i+n] {
+				acc += v
+			}
+			out[o] = acc
+		} else {
+			dst := out[o : o+n]
+			for k, v := range in[i : i+n] {
+				dst[k] += v
+			}
+		}
+		i += n
+		k := len(outer) - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			o += outer[k].outStride
+			if idx[k] < outer[k].dim {
+				break
+			}
+			o -= outer[k].outStride * outer[k].dim
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
 }
 
 func execReduceSumBFloat16(operand, output *gobackend.Buffer, it *ReduceOutputIterator, _ dtypes.DType) error {
