@@ -66,3 +66,6 @@ require (
 	google.golang.org/protobuf v1.36.11 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 )
+
+// gomlx/compute v0.1.6 with a blocked transpose in the Go backend (see third_party/compute/PATCHES.md).
+replace github.com/gomlx/compute => ./third_party/compute

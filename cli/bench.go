@@ -35,9 +35,12 @@ func benchCommand(env Env) *cobra.Command {
 type benchModelFlags struct {
 	bf                        backendFlags
 	dir, shape, dtype, python string
+	blas                      string // --torch-blas
 	asJSON                    bool
 	attention                 string // bench train's --attention ("" for rollout: auto)
 	attentionBlock            int
+	cpuProfile                string // --cpuprofile: a Go CPU profile of the whole command
+	stopProfile               func() // set by load when profiling; printBench calls it
 }
 
 func (f *benchModelFlags) register(cmd *cobra.Command) {
@@ -49,12 +52,22 @@ func (f *benchModelFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	fl.StringVar(&f.python, "torch-python", torchref.Auto, "python3 with torch for the PyTorch reference (auto: "+
 		strings.Join(torchref.Candidates(), ", then ")+"; on cuda it needs transformers too); empty skips it")
+	fl.StringVar(&f.blas, "torch-blas", torchref.BLASAuto, "the BLAS of the CPU PyTorch reference (Debian's torch loads whichever libblas.so.3 it finds): "+
+		"auto (OpenBLAS when installed, else the system's), system, openblas, reference, or a folder holding libblas.so.3; the output names the one loaded")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the command to this file (go tool pprof; give --torch-python '' to profile the engine alone)")
 }
 
 // load opens the backend (saying which on w) and loads the model to measure.
 func (f *benchModelFlags) load(w io.Writer, verb string) (*model.Model, *device.Choice, error) {
 	if (f.dir == "") == (f.shape == "") {
 		return nil, nil, fmt.Errorf("bench %s: give exactly one of --model DIR or --shape NAME", verb)
+	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return nil, nil, err
+		}
+		f.stopProfile = stop
 	}
 	choice, err := f.bf.open(w)
 	if err != nil {
@@ -89,6 +102,10 @@ func reportReference(w io.Writer, v bench.Versus) {
 // printBench prints a bench result (after why its reference was skipped or failed, on stderr):
 // as JSON with --json, else for a person.
 func (f *benchModelFlags) printBench(env Env, v bench.Versus, res interface{ Write(io.Writer) }) error {
+	if f.stopProfile != nil {
+		f.stopProfile()
+		f.stopProfile = nil
+	}
 	reportReference(env.Stderr, v)
 	if f.asJSON {
 		return writeJSON(env.Stdout, res)
@@ -117,7 +134,7 @@ the Go backend), on a GPU transformers' generate.`,
 				return err
 			}
 			defer m.Close()
-			res, err := bench.Rollout(context.Background(), m, choice.Kind, bc, f.python)
+			res, err := bench.Rollout(context.Background(), m, choice.Kind, bc, bench.Torch{Python: f.python, BLAS: f.blas})
 			if err != nil {
 				return err
 			}
@@ -168,7 +185,7 @@ beyond one block, dense below).`,
 				c.Peak = bench.PeakMeter(choice.Kind)
 			}
 			defer m.Close()
-			res, err := bench.Train(context.Background(), m, choice.Kind, c, f.python)
+			res, err := bench.Train(context.Background(), m, choice.Kind, c, bench.Torch{Python: f.python, BLAS: f.blas})
 			if err != nil {
 				return err
 			}
@@ -213,7 +230,7 @@ one AdamW update) and the ratio is printed.`,
 				return err
 			}
 			defer m.Close()
-			res, err := bench.SFT(context.Background(), m, choice.Kind, c, f.python)
+			res, err := bench.SFT(context.Background(), m, choice.Kind, c, bench.Torch{Python: f.python, BLAS: f.blas})
 			if err != nil {
 				return err
 			}

@@ -101,18 +101,28 @@ func (v *Versus) set(tps, engine float64) {
 	}
 }
 
-// cpuReference finds the python for the CPU reference (torchPython: a path, torchref.Auto or
-// empty) and runs spec with it; what it ran or why not ends up in v.
-func (v *Versus) cpuReference(ctx context.Context, m *model.Model, torchPython string, spec torchref.Spec) {
+// Torch is the PyTorch reference to run: Python is a path, torchref.Auto or empty (skip it); BLAS
+// is --torch-blas (torchref.BLASDir: auto, system, openblas, reference or a folder).
+type Torch struct{ Python, BLAS string }
+
+// cpuReference finds the python for the CPU reference and runs spec with it on the BLAS asked
+// for; what it ran or why not ends up in v.
+func (v *Versus) cpuReference(ctx context.Context, m *model.Model, torch Torch, spec torchref.Spec) {
 	if dt := m.Options().Compute; dt != dtypes.Float32 {
 		v.ReferenceSkipped = fmt.Sprintf("PyTorch reference skipped: it computes in float32 and this run in %s", strings.ToLower(dt.String()))
 		return
 	}
-	python, skipped := torchref.Find(ctx, torchPython)
+	python, skipped := torchref.Find(ctx, torch.Python)
 	if python == "" {
 		v.ReferenceSkipped = skipped
 		return
 	}
+	dir, err := torchref.BLASDir(torch.BLAS)
+	if err != nil {
+		v.ReferenceError = err.Error()
+		return
+	}
+	spec.BLASDir = dir
 	r, err := torchref.Run(ctx, python, spec)
 	if err != nil {
 		v.ReferenceError = err.Error()
@@ -153,10 +163,10 @@ type RolloutResult struct {
 }
 
 // Rollout generates bc's requests with m and measures them against the device's memory
-// bandwidth (on the CPU: a memcpy measured in the same run) and against PyTorch when torchPython
+// bandwidth (on the CPU: a memcpy measured in the same run) and against PyTorch when torch.Python
 // (a path, torchref.Auto, or empty to skip) finds one with torch: on the CPU the eager reference
 // (engine/torchref) with as many threads as the Go backend, on a GPU transformers' generate.
-func Rollout(ctx context.Context, m *model.Model, kind string, bc rollout.BenchConfig, torchPython string) (*RolloutResult, error) {
+func Rollout(ctx context.Context, m *model.Model, kind string, bc rollout.BenchConfig, torch Torch) (*RolloutResult, error) {
 	cc := compiles.NewCounter()
 	bc.Gen.Compiles = cc
 	res, err := rollout.Bench(ctx, m, bc)
@@ -172,7 +182,7 @@ func Rollout(ctx context.Context, m *model.Model, kind string, bc rollout.BenchC
 		}
 		spec := torchref.NewSpec(m.Config, runtime.GOMAXPROCS(0))
 		spec.Decode = &torchref.Decode{Slots: slots, Sequences: bc.Sequences, PromptLen: bc.PromptLen, NewTokens: bc.NewTokens}
-		if out.cpuReference(ctx, m, torchPython, spec); out.Reference != nil && out.Reference.Decode != nil {
+		if out.cpuReference(ctx, m, torch, spec); out.Reference != nil && out.Reference.Decode != nil {
 			out.set(out.Reference.Decode.TokensPerSec, res.TokensPerSec)
 		}
 		return out, nil
@@ -182,7 +192,7 @@ func Rollout(ctx context.Context, m *model.Model, kind string, bc rollout.BenchC
 		out.Bandwidth, out.BandwidthSource = b, "NVML memory clock × bus width"
 	}
 	mon.Close()
-	python, skipped := torchref.Find(ctx, torchPython, "transformers")
+	python, skipped := torchref.Find(ctx, torch.Python, "transformers")
 	if python == "" {
 		out.ReferenceSkipped = skipped
 		return out, nil
@@ -236,9 +246,9 @@ type TrainResult struct {
 }
 
 // Train runs train.Bench on m, measures the backend's peak with MatmulPeak and, on the Go
-// backend when torchPython finds a python with torch, times the PyTorch eager reference on the
+// backend when torch.Python finds a python with torch, times the PyTorch eager reference on the
 // same shape, batch, micro-batches and trained tokens with as many threads as the Go backend.
-func Train(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, torchPython string) (*TrainResult, error) {
+func Train(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, torch Torch) (*TrainResult, error) {
 	cc := compiles.NewCounter()
 	c.Compiles = cc
 	res, err := train.Bench(m, c)
@@ -266,7 +276,7 @@ func Train(ctx context.Context, m *model.Model, kind string, c train.BenchConfig
 	spec := torchref.NewSpec(m.Config, out.Threads)
 	spec.Matmul = sizes
 	spec.Train = &torchref.Train{Sequences: rc.Sequences, Length: rc.Length, Prompt: rc.Prompt, MicroBatch: rc.MicroBatch, Updates: rc.Updates}
-	if out.cpuReference(ctx, m, torchPython, spec); out.Reference != nil && out.Reference.Train != nil {
+	if out.cpuReference(ctx, m, torch, spec); out.Reference != nil && out.Reference.Train != nil {
 		out.set(out.Reference.Train.TokensPerSec, res.TokensPerSec)
 	}
 	return out, nil

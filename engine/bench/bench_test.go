@@ -64,7 +64,7 @@ func TestTrain(t *testing.T) {
 				python = systemTorch(t)
 			}
 			choice, m := tinyBenchModel(t)
-			res, err := Train(context.Background(), m, choice.Kind, tc.config, python)
+			res, err := Train(context.Background(), m, choice.Kind, tc.config, Torch{Python: python})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func tinyRolloutBench(t *testing.T) (*device.Choice, *model.Model, rollout.Bench
 func TestRolloutReference(t *testing.T) {
 	python := systemTorch(t)
 	choice, m, bc := tinyRolloutBench(t)
-	res, err := Rollout(context.Background(), m, choice.Kind, bc, python)
+	res, err := Rollout(context.Background(), m, choice.Kind, bc, Torch{Python: python})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestRolloutReference(t *testing.T) {
 // decode (chunk 1) and prefill (chunks 16 and 64) at the one attention bucket of a 16-row cache.
 func TestRolloutCompiles(t *testing.T) {
 	choice, m, bc := tinyRolloutBench(t)
-	res, err := Rollout(context.Background(), m, choice.Kind, bc, "")
+	res, err := Rollout(context.Background(), m, choice.Kind, bc, Torch{})
 	if err != nil {
 		t.Fatal(err)
 	}

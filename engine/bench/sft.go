@@ -25,9 +25,9 @@ type SFTResult struct {
 	Versus
 }
 
-// SFT runs sft.Bench on m and, on the Go backend when torchPython finds a python with torch,
-// the PyTorch eager reference with as many threads.
-func SFT(ctx context.Context, m *model.Model, kind string, c sft.BenchConfig, torchPython string) (*SFTResult, error) {
+// SFT runs sft.Bench on m and, on the Go backend when torch finds a python with torch, the
+// PyTorch eager reference with as many threads, on the BLAS torch names.
+func SFT(ctx context.Context, m *model.Model, kind string, c sft.BenchConfig, torch Torch) (*SFTResult, error) {
 	cc := compiles.NewCounter()
 	c.Compiles = cc
 	res, err := sft.Bench(m, c)
@@ -47,7 +47,7 @@ func SFT(ctx context.Context, m *model.Model, kind string, c sft.BenchConfig, to
 	rc := res.Config
 	spec := torchref.NewSpec(m.Config, out.Threads)
 	spec.SFT = &torchref.Train{Sequences: rc.Sequences, Length: rc.Length, Prompt: rc.Prompt, MicroBatch: rc.MicroBatch, Updates: rc.Updates}
-	if out.cpuReference(ctx, m, torchPython, spec); out.Reference != nil && out.Reference.SFT != nil {
+	if out.cpuReference(ctx, m, torch, spec); out.Reference != nil && out.Reference.SFT != nil {
 		out.set(out.Reference.SFT.TokensPerSec, res.TokensPerSec)
 	}
 	return out, nil

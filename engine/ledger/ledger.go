@@ -44,7 +44,8 @@
 // Without gradient checkpointing a micro-batch of T tokens holds T × (layers + 1) × that (one extra
 // layer for the gradients in flight) plus the float32 softmax of the vocabulary projection for
 // every token (T × vocab × 4: each log-prob chunk keeps it for its backward) plus the working
-// buffers of one chunk. With checkpointing it holds each layer's input (T × layers × H × b), two
+// buffers of one chunk, plus the head's gradient for the hidden states, assembled chunk by chunk
+// in float32 (3 × T × H × 4: the packed input, the chunks' gradients, their concatenation). With checkpointing it holds each layer's input (T × layers × H × b), two
 // layers' worth of the above (the layer being recomputed and its gradients) and three buffers of
 // one log-prob chunk; checkpointing covers the log-prob head too (each chunk's logits are
 // recomputed in the backward). The trainer must compute log-probs in chunks of at most
@@ -321,10 +322,14 @@ func (z sizer) activations(m int) int64 {
 	layer := z.layerBytes(path, z.st.SeqLen)
 	chunk := min(t, LogitChunkTokens) * int64(z.sh.Vocab) * 4
 	final := t * 2 * int64(z.sh.Hidden) * z.b
+	// The log-prob head's gradient for the hidden states, assembled chunk by chunk in float32
+	// (engine/train's chunkedHeadGradient): the packed input, the chunks' gradients and their
+	// concatenation, about three [T, H] float32 buffers.
+	head := 3 * t * int64(z.sh.Hidden) * 4
 	if z.st.GradientCheckpointing {
-		return t*l*int64(z.sh.Hidden)*z.b + 2*t*layer + final + 3*chunk + z.attentionTransient(m)
+		return t*l*int64(z.sh.Hidden)*z.b + 2*t*layer + final + head + 3*chunk + z.attentionTransient(m)
 	}
-	return t*(l+1)*layer + final + t*int64(z.sh.Vocab)*4 + 2*chunk + z.attentionTransient(m)
+	return t*(l+1)*layer + final + head + t*int64(z.sh.Vocab)*4 + 2*chunk + z.attentionTransient(m)
 }
 
 // sampler is the larger of a decode step over all slots (logits, probabilities and sort buffers

@@ -33,7 +33,7 @@ func Generate(ctx context.Context, python string, c *model.Config, dtype string,
 		NewTokens int    `json:"new_tokens"`
 	}{*c, dtype, bc.Gen.Slots, bc.Sequences, bc.PromptLen, bc.NewTokens}
 	var r GenerateResult
-	if err := runScript(ctx, python, generateScript, spec, &r); err != nil {
+	if err := runScript(ctx, python, generateScript, spec, &r, ""); err != nil {
 		return nil, err
 	}
 	return &r, nil

@@ -11,7 +11,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,8 +40,11 @@ type Spec struct {
 	Threads int `json:"threads"`
 	Seed    int `json:"seed"`
 	// Matmul are the sizes n of n×n float32 matrix products whose best FLOP/s to report.
-	Matmul   []int   `json:"matmul,omitempty"`
-	Weights  string  `json:"weights,omitempty"`
+	Matmul  []int  `json:"matmul,omitempty"`
+	Weights string `json:"weights,omitempty"`
+	// BLASDir, when set, is put first on torch's LD_LIBRARY_PATH, so that its libblas.so.3 is the
+	// one torch loads (see BLASDir).
+	BLASDir  string  `json:"-"`
 	CheckIDs []int32 `json:"check_ids,omitempty"`
 	Decode   *Decode `json:"decode,omitempty"`
 	Train    *Train  `json:"train,omitempty"`
@@ -169,10 +174,62 @@ if missing:
 	return err
 }
 
+// The BLAS choices of --torch-blas. Debian's torch runs its matrix products on whichever
+// libblas.so.3 the dynamic loader finds (update-alternatives picks one system-wide); the reference
+// BLAS is single-threaded and several times slower than OpenBLAS, so a ratio against it flatters.
+const (
+	BLASAuto      = "auto"      // OpenBLAS when it is installed, else the system's choice
+	BLASSystem    = "system"    // whatever libblas.so.3 the system selects
+	BLASOpenBLAS  = "openblas"  // OpenBLAS (libopenblas0-pthread, -openmp or -serial), or an error
+	BLASReference = "reference" // the reference BLAS (libblas3), or an error
+)
+
+// BLASDir resolves a --torch-blas value (one of the BLAS constants, or a folder holding a
+// libblas.so.3, or the library's path) to the folder put first on LD_LIBRARY_PATH for torch: ""
+// for the system's choice.
+func BLASDir(choice string) (string, error) {
+	find := func(kinds ...string) string {
+		for _, k := range kinds {
+			m, _ := filepath.Glob(filepath.Join("/usr/lib/*", k, "libblas.so.3"))
+			if len(m) > 0 {
+				return filepath.Dir(m[0])
+			}
+		}
+		return ""
+	}
+	switch choice {
+	case "", BLASSystem:
+		return "", nil
+	case BLASAuto:
+		return find("openblas-pthread", "openblas-openmp", "openblas-serial"), nil
+	case BLASOpenBLAS:
+		if d := find("openblas-pthread", "openblas-openmp", "openblas-serial"); d != "" {
+			return d, nil
+		}
+		return "", fmt.Errorf("--torch-blas openblas: no OpenBLAS libblas.so.3 under /usr/lib/*/openblas-*; Debian/Ubuntu: apt-get install libopenblas0-pthread")
+	case BLASReference:
+		if d := find("blas"); d != "" {
+			return d, nil
+		}
+		return "", fmt.Errorf("--torch-blas reference: no /usr/lib/*/blas/libblas.so.3; Debian/Ubuntu: apt-get install libblas3")
+	}
+	if st, err := os.Stat(choice); err == nil {
+		dir := choice
+		if !st.IsDir() {
+			dir = filepath.Dir(choice)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "libblas.so.3")); err != nil {
+			return "", fmt.Errorf("--torch-blas %s: no libblas.so.3 there", choice)
+		}
+		return dir, nil
+	}
+	return "", fmt.Errorf("--torch-blas %q: want auto, system, openblas, reference, or a folder holding libblas.so.3", choice)
+}
+
 // Run runs cpu.py on spec with python and returns what it measured.
 func Run(ctx context.Context, python string, spec Spec) (*Result, error) {
 	r := Result{Python: python}
-	if err := runScript(ctx, python, cpuScript, spec, &r); err != nil {
+	if err := runScript(ctx, python, cpuScript, spec, &r, spec.BLASDir); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -180,12 +237,19 @@ func Run(ctx context.Context, python string, spec Spec) (*Result, error) {
 
 // runScript runs script with python on arg (as one JSON argument) and decodes the last line it
 // prints, a JSON object, into out.
-func runScript(ctx context.Context, python, script string, arg, out any) error {
+func runScript(ctx context.Context, python, script string, arg, out any, blasDir string) error {
 	spec, err := json.Marshal(arg)
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, python, "-c", script, string(spec))
+	if blasDir != "" {
+		path := blasDir
+		if old := os.Getenv("LD_LIBRARY_PATH"); old != "" {
+			path += ":" + old
+		}
+		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+path)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

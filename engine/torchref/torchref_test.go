@@ -128,3 +128,35 @@ func TestFindSkips(t *testing.T) {
 		}
 	}
 }
+
+// TestBLASDir: --torch-blas system is the loader's choice, a folder (or the library in it) is
+// taken when it holds libblas.so.3, anything else is refused; auto is OpenBLAS's folder when
+// there is one.
+func TestBLASDir(t *testing.T) {
+	if d, err := BLASDir(BLASSystem); d != "" || err != nil {
+		t.Errorf("system: %q, %v; want the system's choice", d, err)
+	}
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libblas.so.3")
+	if err := os.WriteFile(lib, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{dir, lib} {
+		if d, err := BLASDir(c); d != dir || err != nil {
+			t.Errorf("%s: %q, %v; want %s", c, d, err, dir)
+		}
+	}
+	if _, err := BLASDir(t.TempDir()); err == nil {
+		t.Error("a folder without libblas.so.3 was taken")
+	}
+	if _, err := BLASDir("mkl"); err == nil {
+		t.Error("an unknown BLAS was taken")
+	}
+	auto, err := BLASDir(BLASAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open, err := BLASDir(BLASOpenBLAS); err == nil && auto != open {
+		t.Errorf("auto is %q, OpenBLAS is installed in %q", auto, open)
+	}
+}

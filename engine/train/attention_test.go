@@ -49,7 +49,8 @@ func TestChunkedAttentionGradients(t *testing.T) {
 }
 
 // TestTrainPeakLinearInS measures the peak memory of one training micro-step (one sequence, the
-// ReTool trainer's settings, chunked attention in blocks of 256) of a small random model (2
+// ReTool trainer's settings with the controller's log-prob chunk of 32 positions, chunked
+// attention in blocks of 256) of a small random model (2
 // layers, hidden 128, 2 query heads over 1 KV head of 32) at S = 1K, 2K, 4K and 8K tokens on the
 // Go backend: the Go heap above what was live before the step, at GOGC=2 (device.StartPeak).
 // Each doubling of S must about double the peak (ratio in [1.6, 2.5]; dense attention's S² term
@@ -101,7 +102,8 @@ func TestTrainPeakLinearInS(t *testing.T) {
 // compiles the graphs).
 func stepPeak(t *testing.T, m *model.Model, s int) int64 {
 	t.Helper()
-	tr, err := New(m, Config{LR: 1e-5, GradClip: 1, WeightDecay: 0.01, EntropyCoef: 0.01, MicroBatch: 1, GradAccumulation: 1})
+	tr, err := New(m, Config{LR: 1e-5, GradClip: 1, WeightDecay: 0.01, EntropyCoef: 0.01, MicroBatch: 1, GradAccumulation: 1,
+		LogitsChunk: 32})
 	if err != nil {
 		t.Fatal(err)
 	}

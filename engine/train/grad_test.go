@@ -265,3 +265,33 @@ func TestGradientCheckpointing(t *testing.T) {
 		t.Error("the checkpointed gradient graph has no scheduling barrier: nothing is recomputed")
 	}
 }
+
+// TestChunkedHeadGradient: the log-prob head's gradient assembled chunk by chunk (several chunks,
+// the last one short; chunkedHeadGradient) equals the one of a single chunk, with and without
+// checkpointing, loss and every gradient.
+func TestChunkedHeadGradient(t *testing.T) {
+	m := tinyModel(t, 15)
+	whole, err := New(m, Config{KLCoef: 0.05, EntropyCoef: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := gradBatch(t, whole, tinyModel(t, 16))
+	l1, g1 := lossAndGrad(t, whole, m.Params.Values, b)
+	for _, ckpt := range []bool{false, true} {
+		chunked, err := New(m, Config{KLCoef: 0.05, EntropyCoef: 0.01, LogitsChunk: 3, GradientCheckpointing: ckpt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l2, g2 := lossAndGrad(t, chunked, m.Params.Values, b)
+		if math.Abs(l1-l2) > 1e-6 {
+			t.Errorf("checkpointing %v: loss %.8f in one chunk, %.8f in chunks of 3", ckpt, l1, l2)
+		}
+		for i := range g1 {
+			for j := range g1[i] {
+				if math.Abs(float64(g1[i][j]-g2[i][j])) > 1e-5*(1+math.Abs(float64(g1[i][j]))) {
+					t.Fatalf("checkpointing %v: gradient of %s[%d]: %.7g in one chunk, %.7g in chunks of 3", ckpt, m.Params.Specs[i].Name, j, g1[i][j], g2[i][j])
+				}
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package train
 
 import (
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
 
 	"agentrl/engine/model"
@@ -117,10 +118,18 @@ func klEstimate(logp, ref *Node, masked func(*Node) *Node, estimator string) *No
 // one chunk are the largest temporary (never [B, T, V]); log-prob and entropy come from the
 // same logits. With checkpoint, each chunk's logits are recomputed in the backward pass instead
 // of being kept.
+//
+// In a differentiated net with more than one chunk, hidden's gradient is assembled chunk by chunk
+// (see chunkedHeadGradient) rather than by differentiating the slices, whose gradients GoMLX pads
+// to the whole sequence: S/chunk buffers of [B, S, H], a term in S² (8K tokens in chunks of 32:
+// 1.5 GiB).
 func TokenStats(net *model.Net, hidden, targets *Node, chunk int, withEntropy, checkpoint bool) (logp, entropy *Node) {
 	t := hidden.Shape().Dim(1)
 	if chunk <= 0 || chunk > t {
 		chunk = t
+	}
+	if net.Differentiated && chunk < t {
+		return chunkedHeadGradient(net, hidden, targets, chunk, withEntropy, checkpoint)
 	}
 	var lps, ents []*Node
 	for start := 0; start < t; start += chunk {
@@ -144,6 +153,67 @@ func TokenStats(net *model.Net, hidden, targets *Node, chunk int, withEntropy, c
 	logp = Concatenate(lps, 1)
 	if withEntropy {
 		entropy = Concatenate(ents, 1)
+	}
+	return logp, entropy
+}
+
+// chunkedHeadGradient is TokenStats over chunks of a differentiated net, with the same values and
+// the same gradients, assembled without padding. The chunks read hidden through a StopGradient, so
+// autodiff through them reaches the vocabulary projection's weight (as before) but not hidden. The
+// gradient reaching the log-probs and entropies is routed, as in attendChunked, through two slots
+// per position packed beside hidden, x = [hidden | 0 0] in float32: the outputs add (slot − slot),
+// zero in value, so x's custom gradient receives ∂L/∂logp and ∂L/∂entropy in the slots, and returns
+// in hidden's place the concatenation over chunks of each chunk's own gradient with respect to its
+// slice of hidden (GoMLX's gradient of the chunk's graph, the same operations autodiff ran on the
+// slices). What the backward holds for hidden is then one [B, T, H] buffer and its chunks, linear
+// in T; the chunks' logits are kept or recomputed (checkpoint) as before.
+func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withEntropy, checkpoint bool) (logp, entropy *Node) {
+	g := hidden.Graph()
+	b, t, h := hidden.Shape().Dim(0), hidden.Shape().Dim(1), hidden.Shape().Dim(2)
+	dt := hidden.DType()
+	x := Concatenate([]*Node{ConvertDType(hidden, dtypes.Float32), Zeros(g, shapes.Make(dtypes.Float32, b, t, 2))}, -1)
+	hs := ConvertDType(SliceAxis(StopGradient(x), -1, AxisRange(0, h)), dt)
+	type headChunk struct {
+		start, end int
+		h, lp, ent *Node
+	}
+	var chunks []headChunk
+	var lps, ents []*Node
+	for start := 0; start < t; start += chunk {
+		end := min(start+chunk, t)
+		hc := SliceAxis(hs, 1, AxisRange(start, end))
+		in := hc
+		if checkpoint {
+			in = hc.Checkpoint()
+		}
+		lp, ent := chunkStats(net.Logits(in), SliceAxis(targets, 1, AxisRange(start, end)), withEntropy)
+		if checkpoint {
+			lp = lp.StopCheckpoint()
+			if ent != nil {
+				ent = ent.StopCheckpoint()
+			}
+		}
+		chunks = append(chunks, headChunk{start: start, end: end, h: hc, lp: lp, ent: ent})
+		lps, ents = append(lps, lp), append(ents, ent)
+	}
+	xg := IdentityWithCustomGradient(x, func(_, dx *Node) *Node {
+		dlp := Reshape(SliceAxis(dx, -1, AxisRange(h, h+1)), b, t)
+		dent := Reshape(SliceAxis(dx, -1, AxisRange(h+1, h+2)), b, t)
+		dhs := make([]*Node, len(chunks))
+		for i, c := range chunks {
+			cot := ReduceAllSum(Mul(c.lp, StopGradient(SliceAxis(dlp, 1, AxisRange(c.start, c.end)))))
+			if c.ent != nil {
+				cot = Add(cot, ReduceAllSum(Mul(c.ent, StopGradient(SliceAxis(dent, 1, AxisRange(c.start, c.end))))))
+			}
+			dhs[i] = ConvertDType(Gradient(cot, c.h)[0], dtypes.Float32)
+		}
+		return Concatenate([]*Node{Concatenate(dhs, 1), Zeros(g, shapes.Make(dtypes.Float32, b, t, 2))}, -1)
+	})
+	slots := SliceAxis(xg, -1, AxisRange(h, h+2))
+	zero := Sub(slots, StopGradient(slots)) // [B, T, 2], zero in value
+	logp = Add(Concatenate(lps, 1), Reshape(SliceAxis(zero, -1, AxisRange(0, 1)), b, t))
+	if withEntropy {
+		entropy = Add(Concatenate(ents, 1), Reshape(SliceAxis(zero, -1, AxisRange(1, 2)), b, t))
 	}
 	return logp, entropy
 }
