@@ -25,19 +25,8 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 		Metrics:      map[string]float64{"best": c.best, "best_step": float64(c.bestStep), "since_best": float64(c.sinceBest), "adam_step": float64(adamStep)}}
 	// The tensors are made one at a time as the store asks for them: the host holds one tensor
 	// (and the store's 64 MiB of chunks waiting for their transaction), not the whole checkpoint.
-	var weights, all int64
-	params, i := c.opts.Policy.Params, 0
-	weightSrc := func() (*safetensors.Tensor, error) {
-		if i == len(params.Specs) {
-			return nil, nil
-		}
-		t, err := params.Tensor(i, safetensors.F32)
-		i++
-		if t != nil {
-			weights += int64(len(t.Data))
-		}
-		return t, err
-	}
+	var all int64
+	weightSrc, weightBytes := c.opts.Policy.Params.Stream(safetensors.F32)
 	head, err := c.valueHeadTensors()
 	if err != nil {
 		return err
@@ -53,6 +42,7 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	if err := c.opts.Store.SaveCheckpointFrom(man, weightSrc, countAll, residency.CheckpointFiles(c.opts.Policy, c.opts.ModelFiles, c.recipe.Model.Path)); err != nil {
 		return err
 	}
+	weights := *weightBytes
 	all += weights
 	c.stopMu.Lock()
 	c.stop.saved = step

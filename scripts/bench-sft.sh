@@ -11,22 +11,7 @@ BIN=${BIN:-bin/agentrl-tui}
 OUT=${OUT:-bench-sft-out}
 STEP_MAX_S=${STEP_MAX_S:-200}
 mkdir -p "$OUT"
-SITE=/opt/torch/.venv/lib/python3.12/site-packages
-PLUGIN=${PLUGIN:-}
-if [ -z "$PLUGIN" ] && [ -f "$SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so" ]; then
-	PLUGIN=$SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so
-fi
-if [ -n "$PLUGIN" ] && [ -z "${XLA_FLAGS:-}" ]; then
-	nv=$(dirname "$(dirname "$(dirname "$PLUGIN")")")/nvidia/cu13
-	[ -d "$nv" ] && export XLA_FLAGS=--xla_gpu_cuda_data_dir=$nv
-fi
-export GOMLX_NO_AUTO_INSTALL=1
-TORCH_PYTHON=${TORCH_PYTHON:-}
-if [ -z "$TORCH_PYTHON" ]; then
-	for p in /opt/torch/.venv/bin/python python3 /usr/bin/python3; do
-		if command -v "$p" > /dev/null && "$p" -c 'import torch' 2> /dev/null; then TORCH_PYTHON=$(command -v "$p"); break; fi
-	done
-fi
+. "$(dirname "$0")/gpu-env.sh"
 { lscpu | grep -E 'Model name|^CPU\(s\)'; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2> /dev/null; } | tee "$OUT/machine.txt"
 step() { # name, then the command
 	local name=$1

@@ -49,27 +49,8 @@ PARTIAL_SET=${GPU_CHECK_PARTIAL_SET:-}                     # more recipe key=val
 PLAN_SHAPE=${GPU_CHECK_PLAN_SHAPE:-qwen3-4b}
 PLAN_VRAM=${GPU_CHECK_PLAN_VRAM:-96GiB}
 
-# Where the lent GPU machines keep JAX's CUDA plugin and a PyTorch with transformers; elsewhere
-# doctor and the engine search PJRT_PLUGIN_LIBRARY_PATH, site-packages and go-xla's install folders
-# (~/.local/lib/go-xla, /usr/local/lib/go-xla), and bench tries python3.
-SITE=/opt/torch/.venv/lib/python3.12/site-packages
-PLUGIN=${PLUGIN:-}
-if [ -z "$PLUGIN" ] && [ -f "$SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so" ]; then
-	PLUGIN=$SITE/jax_plugins/xla_cuda13/xla_cuda_plugin.so
-fi
-if [ -n "$PLUGIN" ] && [ -z "${XLA_FLAGS:-}" ]; then
-	nv=$(dirname "$(dirname "$(dirname "$PLUGIN")")")/nvidia/cu13
-	[ -d "$nv" ] && export XLA_FLAGS=--xla_gpu_cuda_data_dir=$nv
-fi
-# GOPJRT_CUDA_CHECKS is left to the engine: it turns go-xla's checks off for JAX's wheel only,
-# where they look for jax_plugins/nvidia (engine/device setCUDAEnv; docs/gpu.md#gpu-setup).
-export GOMLX_NO_AUTO_INSTALL=1
-TORCH_PYTHON=${TORCH_PYTHON:-}
-if [ -z "$TORCH_PYTHON" ]; then
-	for p in /opt/torch/.venv/bin/python python3 /usr/bin/python3; do
-		if command -v "$p" > /dev/null && "$p" -c 'import torch' 2> /dev/null; then TORCH_PYTHON=$(command -v "$p"); break; fi
-	done
-fi
+# PLUGIN, XLA_FLAGS, TORCH_PYTHON where the lent GPU machines keep them (the script is in the repository's root by now)
+. scripts/gpu-env.sh
 
 if [ -z "${BIN:-}" ]; then
 	BIN=bin/agentrl-tui

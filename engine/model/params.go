@@ -232,6 +232,24 @@ func (p *Params) Tensors(dt safetensors.DType) ([]*safetensors.Tensor, error) {
 	return out, nil
 }
 
+// Stream returns the parameters as a source a streaming writer pulls (store.SaveCheckpointFrom):
+// each call converts the next one (Specs order) into dt, nil after the last; *bytes counts the
+// data handed out so far. The host holds one converted tensor at a time, not the whole model.
+func (p *Params) Stream(dt safetensors.DType) (next func() (*safetensors.Tensor, error), bytes *int64) {
+	i, n := 0, new(int64)
+	return func() (*safetensors.Tensor, error) {
+		if i == len(p.Specs) {
+			return nil, nil
+		}
+		t, err := p.Tensor(i, dt)
+		i++
+		if t != nil {
+			*n += int64(len(t.Data))
+		}
+		return t, err
+	}, n
+}
+
 // Tensor converts the i-th parameter (Specs order) into a safetensors tensor of the given dtype:
 // one at a time, for a writer that streams them (a checkpoint).
 func (p *Params) Tensor(i int, dt safetensors.DType) (*safetensors.Tensor, error) {

@@ -625,19 +625,8 @@ func (c *checkpointer) save(step int, emit func(event.Event)) error {
 	}
 	_, _, adamStep := c.tr.Moments()
 	man := store.Manifest{Run: c.o.RunID, Step: step, DataPosition: int64(step), Metrics: map[string]float64{"adam_step": float64(adamStep)}}
-	params, i := c.m.Params, 0
-	var weights, all int64
-	weightSrc := func() (*safetensors.Tensor, error) {
-		if i == len(params.Specs) {
-			return nil, nil
-		}
-		t, err := params.Tensor(i, safetensors.F32)
-		i++
-		if t != nil {
-			weights += int64(len(t.Data))
-		}
-		return t, err
-	}
+	var all int64
+	weightSrc, weightBytes := c.m.Params.Stream(safetensors.F32)
 	specs := c.tr.TrainedSpecs()
 	mom, vel, _ := c.tr.Moments()
 	j := 0
@@ -660,7 +649,7 @@ func (c *checkpointer) save(step int, emit func(event.Event)) error {
 		return err
 	}
 	c.saved = step
-	emit(event.Checkpoint{Step: step, ID: fmt.Sprintf("%s/%d", c.o.RunID, step), Bytes: all + weights, WeightBytes: weights})
+	emit(event.Checkpoint{Step: step, ID: fmt.Sprintf("%s/%d", c.o.RunID, step), Bytes: all + *weightBytes, WeightBytes: *weightBytes})
 	// The latest two are kept: the one a resume starts from, and the one before in case the
 	// latest's step must be looked at again.
 	_, err := c.o.Store.Retain(c.o.RunID, "", 0, 2)
