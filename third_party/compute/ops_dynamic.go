@@ -85,4 +85,3 @@ type DynamicOps interface {
 	// Usually, this operation is only supported if the backend supports dynamic axes (Capabilities.DynamicAxes).
 	DynamicPad(x, fillValue Value, axesConfig ...DynamicPadAxis) (Value, error)
 }
-

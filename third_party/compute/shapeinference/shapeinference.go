@@ -640,7 +640,6 @@ func CumSum(operand shapes.Shape, axis int) (output shapes.Shape, err error) {
 	return operand.Clone(), nil
 }
 
-
 // Gather returns the output shape of a Gather operation.
 func Gather(operand, startIndices shapes.Shape, indexVectorAxis int, offsetOutputAxes, collapsedSliceAxes,
 	startIndexMap, sliceSizes []int, indicesAreSorted bool) (output shapes.Shape, err error) {
@@ -1348,7 +1347,6 @@ func SelectAndScatter(operand, source shapes.Shape, windowDimensions, windowStri
 	}
 	return operand.Clone(), nil
 }
-
 
 // ConvGeneral returns the expected output shape for the ConvGeneral operation.
 func ConvGeneral(input, kernel shapes.Shape, axes compute.ConvolveAxesConfig,

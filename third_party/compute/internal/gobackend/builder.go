@@ -193,7 +193,6 @@ type RecomputableNodeData interface {
 	Recompute(backend *Backend, resolvedNodes []*Node, originalNode *Node) (any, error)
 }
 
-
 // MultiOutputValues converts a multi-output node's outputs to []compute.Value.
 func (node *Node) MultiOutputValues() []compute.Value {
 	outputs := make([]compute.Value, len(node.MultiOutputsNodes))

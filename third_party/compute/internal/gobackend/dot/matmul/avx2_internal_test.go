@@ -4,7 +4,6 @@
 
 package matmul
 
-
 import (
 	"simd/archsimd"
 	"testing"
