@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -28,32 +26,8 @@ func TestSFTKillResume(t *testing.T) {
 		return []string{"sft", "--data", data, "--init", "testdata/builtin", "--out", out, "--store", db, "--steps", "8", "--batch", "2",
 			"--lr", "2e-3", "--save-every", "2", "--eval-every", "1", "--heldout-share", "0.25", "--ui", "json", "--backend", "go"}
 	}
-	// start runs the binary, returns its JSON events as they come.
 	start := func(args ...string) (*exec.Cmd, <-chan map[string]any, *bytes.Buffer) {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = env
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		lines := make(chan map[string]any, 1024)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				var e map[string]any
-				if json.Unmarshal(sc.Bytes(), &e) == nil {
-					lines <- e
-				}
-			}
-			close(lines)
-		}()
-		return cmd, lines, &stderr
+		return startJSON(t, bin, env, args...)
 	}
 	exit := func(cmd *exec.Cmd) int {
 		err := cmd.Wait()

@@ -61,30 +61,7 @@ func TestSignalsEndToEnd(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "runs.db")
-			cmd := exec.Command(bin, append([]string{"recipes/retool.yaml", "--ui", "json", "--store", db, "--run-name", "sig"}, tc.args...)...)
-			cmd.Env = env
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill() //nolint:errcheck // a hung run: the test has failed already
-			lines := make(chan map[string]any, 1024)
-			go func() {
-				sc := bufio.NewScanner(stdout)
-				sc.Buffer(make([]byte, 1<<20), 16<<20)
-				for sc.Scan() {
-					var e map[string]any
-					if json.Unmarshal(sc.Bytes(), &e) == nil {
-						lines <- e
-					}
-				}
-				close(lines)
-			}()
+			cmd, lines, stderr := startJSON(t, bin, env, append([]string{"recipes/retool.yaml", "--ui", "json", "--store", db, "--run-name", "sig"}, tc.args...)...)
 			// start-up and the phase: a generous limit, only against a hung run
 			for wait := time.After(5 * time.Minute); ; {
 				var e map[string]any
@@ -359,4 +336,36 @@ func storedRun(t *testing.T, db string) (*store.Store, store.Run) {
 		t.Fatalf("store holds %d runs (%v); want 1", len(runs), err)
 	}
 	return st, runs[0]
+}
+
+// startJSON starts the binary with args and env and returns its JSON events as they come (a
+// channel closed when its standard output ends) and its standard error; the process is killed
+// when the test ends, in case it hangs.
+func startJSON(t *testing.T, bin string, env []string, args ...string) (*exec.Cmd, <-chan map[string]any, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := make(chan map[string]any, 1024)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20) // a step's events carry whole trajectories
+		for sc.Scan() {
+			var e map[string]any
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				lines <- e
+			}
+		}
+		close(lines)
+	}()
+	return cmd, lines, &stderr
 }

@@ -119,7 +119,7 @@ func benchRolloutCommand(env Env) *cobra.Command {
 	var f benchModelFlags
 	bc := rollout.BenchConfig{Seed: 1}
 	cmd := &cobra.Command{
-		Use:   "rollout (--model DIR | --shape NAME) [--slots N --sequences N --prompt-len N --new N] [--json] [--torch-python PATH]",
+		Use:   "rollout (--model DIR | --shape NAME) [--slots N --sequences N --prompt-len N --new N] [--json] [--torch-python PATH --torch-blas auto|openblas|…]",
 		Short: "generation tokens/s, ms/step, slot occupancy and memory traffic against the device's bandwidth",
 		Long: `Generates --sequences requests of --prompt-len + --new tokens with --slots concurrent
 sequences and reports tokens/s, ms per decode step, slot occupancy and the memory traffic against
@@ -158,7 +158,7 @@ func benchTrainCommand(env Env) *cobra.Command {
 	var peak bool
 	c := train.BenchConfig{Seed: 1}
 	cmd := &cobra.Command{
-		Use:   "train (--model DIR | --shape NAME) [--sequences 64 --length 256 --prompt 96 --micro-batch 8 --updates 2] [--json] [--torch-python PATH]",
+		Use:   "train (--model DIR | --shape NAME) [--sequences 64 --length 256 --prompt 96 --micro-batch 8 --updates 2] [--json] [--torch-python PATH --torch-blas auto|openblas|…]",
 		Short: "one training update of the CPU recipe's shape: tokens/s, micro-step ms, GFLOP/s and the share of the peak",
 		Long: `Runs the policy-gradient update the recipes run (clipped surrogate, entropy bonus, AdamW
 with weight decay and a global-norm clip, one AdamW update per micro-batch) on --sequences random
@@ -213,7 +213,7 @@ func benchSFTCommand(env Env) *cobra.Command {
 	var f benchModelFlags
 	c := sft.BenchConfig{BenchConfig: train.BenchConfig{Seed: 1}}
 	cmd := &cobra.Command{
-		Use:   "sft (--model DIR | --shape NAME) [--sequences 8 --length 512 --prompt 128 --micro-batch 1 --updates 2] [--json] [--torch-python PATH]",
+		Use:   "sft (--model DIR | --shape NAME) [--sequences 8 --length 512 --prompt 128 --micro-batch 1 --updates 2] [--json] [--torch-python PATH --torch-blas auto|openblas|…]",
 		Short: "one SFT step as sft --data takes it: trained tokens/s against PyTorch eager's supervised step",
 		Long: `Runs the supervised step of sft --data (the log-probs pass, then forward and backward in
 micro-batches of --micro-batch, their gradients summed into one AdamW update with weight decay and
