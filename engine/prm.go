@@ -26,13 +26,7 @@ func (c *Controller) newPRM() (_ hint.PRMJudge, err error) {
 			return nil, fmt.Errorf("engine: prm.model %q: the PRM's model and tokenizer were not loaded", p.Model)
 		}
 		m, judge.Tok = o.PRM, o.PRMTokenizer
-		judge.Stops = nil
-		for _, name := range []string{"<|im_end|>", "<|endoftext|>"} {
-			if id, ok := judge.Tok.TokenID(name); ok {
-				judge.Stops = append(judge.Stops, id)
-			}
-		}
-		if len(judge.Stops) == 0 {
+		if judge.Stops = judge.Tok.ChatStopIDs(); len(judge.Stops) == 0 {
 			return nil, fmt.Errorf("engine: prm.model %q: its tokenizer has no <|im_end|> token (a Qwen chat model is needed)", p.Model)
 		}
 		c.dev.PRM = m

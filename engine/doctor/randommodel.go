@@ -63,11 +63,7 @@ func WriteRandomModel(o RandomModel) error {
 		return fmt.Errorf("random model: the tokenizer has %d tokens, more than the model's vocabulary of %d", tok.VocabSize(), cfg.VocabSize)
 	}
 	if len(cfg.EOSTokenIDs) == 0 {
-		for _, name := range []string{"<|im_end|>", "<|endoftext|>"} {
-			if id, ok := tok.TokenID(name); ok {
-				cfg.EOSTokenIDs = append(cfg.EOSTokenIDs, id)
-			}
-		}
+		cfg.EOSTokenIDs = tok.ChatStopIDs()
 	}
 	if o.DType == "" {
 		o.DType = safetensors.BF16

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"slices"
 
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
@@ -15,11 +16,11 @@ import (
 func GenerateOnce(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, prompt []int32, maxNew int, s Sampling) (Result, error) {
 	truncate := s.TopK > 0 || s.TopP < 1
 	gcfg := Config{Slots: 1, MaxLen: model.Bucket(len(prompt) + maxNew + 1), Truncation: truncate, TopKMax: max(64, s.TopK)}
-	stops := m.Config.EOSTokenIDs
+	stops := slices.Clone(m.Config.EOSTokenIDs) // appended to below: not into the config
 	if tok != nil {
 		gcfg.Decode = func(ids []int32) string { return tok.Decode(ids, false) }
-		for _, name := range []string{"<|im_end|>", "<|endoftext|>"} {
-			if id, ok := tok.TokenID(name); ok && int(id) < m.Config.VocabSize {
+		for _, id := range tok.ChatStopIDs() {
+			if int(id) < m.Config.VocabSize {
 				stops = append(stops, id)
 			}
 		}

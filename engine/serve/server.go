@@ -102,11 +102,7 @@ func New(gen *rollout.Generator, tok *tokenizer.Tokenizer, o Options) (*Server, 
 		return nil, errors.New("serve: the tokenizer has no <|im_start|>/<|im_end|> tokens: the chat endpoint needs a Qwen chat tokenizer")
 	}
 	if o.StopIDs == nil {
-		for _, name := range []string{"<|im_end|>", "<|endoftext|>"} {
-			if id, ok := tok.TokenID(name); ok {
-				o.StopIDs = append(o.StopIDs, id)
-			}
-		}
+		o.StopIDs = tok.ChatStopIDs()
 	}
 	s := &Server{gen: gen, tok: tok, o: o, imEnd: imEnd, vocab: tok.VocabSize(), keys: map[string]*trajectory{}, revoked: map[string]bool{}}
 	s.limit = cfg.MaxLen - 1

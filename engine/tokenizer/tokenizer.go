@@ -252,6 +252,18 @@ func (t *Tokenizer) TokenID(s string) (int32, bool) {
 	return id, ok
 }
 
+// ChatStopIDs are the ids of the tokens a chat turn ends with, of those this tokenizer has:
+// Qwen's <|im_end|> and <|endoftext|>, in that order.
+func (t *Tokenizer) ChatStopIDs() []int32 {
+	var ids []int32
+	for _, name := range []string{"<|im_end|>", "<|endoftext|>"} {
+		if id, ok := t.TokenID(name); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // StripSpecial removes the text of every special added token (<|im_start|>, <|im_end|>,
 // <|endoftext|> in Qwen's) from s: text written into a prompt from a model's output (a hint
 // quoting its answer) would otherwise encode as the token itself and open or close a chat turn.

@@ -390,3 +390,11 @@ func TestStripSpecial(t *testing.T) {
 		}
 	}
 }
+
+// TestChatStopIDs: Qwen3's chat end tokens are <|im_end|> (151645) and <|endoftext|> (151643),
+// the ids its tokenizer.json gives them, in that order.
+func TestChatStopIDs(t *testing.T) {
+	if got := qwen3(t).ChatStopIDs(); !slices.Equal(got, []int32{151645, 151643}) {
+		t.Errorf("ChatStopIDs = %v; want [151645 151643]", got)
+	}
+}
