@@ -3,8 +3,8 @@
 #   1. bench sft on the CPU (Go backend) against PyTorch eager, built-in model, as many threads as
 #      cores;
 #   2. on the GPU, one SFT step of the Qwen3-4B shape (random weights) on a 16,384-token
-#      conversation, full fine-tune with gradient checkpointing (plan --sft: 69.6 GiB), bf16;
-#   3. the same with 8-bit moments (plan --sft: 47.2 GiB).
+#      conversation, full fine-tune with gradient checkpointing (plan --sft: 70.1 GiB), bf16;
+#   3. the same with 8-bit moments (plan --sft: 47.7 GiB).
 # Each step is capped (STEP_MAX_S); what it printed lands in $OUT (or ./bench-sft-out).
 set -u
 BIN=${BIN:-bin/agentrl-tui}
