@@ -41,9 +41,9 @@ func TestNoStrayProcesses(t *testing.T) {
 		drop    Drop
 		err     error
 	}{
-		{name: "timeout", mode: "wait", timeout: 200 * time.Millisecond, drop: DropTimeout},
+		{name: "timeout", mode: "wait", timeout: time.Second, drop: DropTimeout},
 		{name: "context cancelled", mode: "wait", cancel: true, drop: DropCancelled, err: context.Canceled},
-		{name: "ignores SIGTERM", mode: "stubborn", timeout: 200 * time.Millisecond, drop: DropTimeout},
+		{name: "ignores SIGTERM", mode: "stubborn", timeout: time.Second, drop: DropTimeout},
 		{name: "exits leaving a child that holds stdout", mode: "exit", drop: DropNone},
 	}
 	for _, tt := range tests {
@@ -73,19 +73,36 @@ func TestNoStrayProcesses(t *testing.T) {
 				data, _ := os.ReadFile(fifo) // blocks until the agent has written its pids
 				pids <- string(data)
 			}()
-			var agent, child int
+			// The agent writes its pids before it ends, but an agent that exits at once ("exit")
+			// can be reaped before the reader goroutine has run: Run ending first is not a
+			// failure unless the pids never come (the write to a FIFO returns only once a reader
+			// has opened it, so they are in the pipe by then).
+			var line string
+			var o outcome
+			ended := false
 			select {
-			case line := <-pids:
-				if _, err := fmt.Sscan(line, &agent, &child); err != nil {
-					t.Fatalf("pids %q: %v", line, err)
+			case line = <-pids:
+			case o = <-done:
+				ended = true
+				select {
+				case line = <-pids:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("the agent ended without writing its pids: %+v, %v", o.res, o.err)
 				}
-			case o := <-done:
-				t.Fatalf("the agent ended before starting its grandchild: %+v, %v", o.res, o.err)
+			}
+			var agent, child int
+			if _, err := fmt.Sscan(line, &agent, &child); err != nil {
+				t.Fatalf("pids %q: %v", line, err)
 			}
 			if tt.cancel {
+				if ended {
+					t.Fatalf("the agent ended before it was cancelled: %+v, %v", o.res, o.err)
+				}
 				cancel()
 			}
-			o := <-done
+			if !ended {
+				o = <-done
+			}
 			if !errors.Is(o.err, tt.err) || (tt.err == nil) != (o.err == nil) {
 				t.Errorf("error %v; want %v", o.err, tt.err)
 			}
