@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gomlx/compute"
 )
 
 // KernelSet names a set of matrix kernels of GoMLX's Go backend: its AVX-512 kernels, its AVX2
@@ -359,13 +361,16 @@ func CPUModel() string {
 	return name + " (" + ext + ")"
 }
 
-// ComputeVersion is the gomlx/compute module version this binary was built with.
+// ComputeVersion is the gomlx/compute module version this binary was built with (for agentrl's
+// patched copy, compute.AgentrlPatches).
 func ComputeVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/gomlx/compute" {
 				if d.Replace != nil {
-					return d.Replace.Version + " (replaced)"
+					// agentrl's patched copy under third_party/compute: its own name, which
+					// each patch bumps (a directory replace has no version of its own).
+					return compute.AgentrlPatches
 				}
 				return d.Version
 			}

@@ -247,6 +247,13 @@ func avx2LargeKernelFloat32( //alt:f32
 	}()
 	_ = lhsPanelRows // Not needed.
 
+	// agentrl patch 6 (PATCHES.md), float32 only (the generated variants were not regenerated):
+	// the same blocks by the assembly kernel where the CPU has AVX2 and FMA.
+	if avx2AsmKernel {
+		avx2LargeKernelAsmFloat32(packedLHS, packedRHS, packedOutput, rhsPanelCols, contractingLen, lhsActiveRows, rhsActiveCols)
+		return
+	}
+
 	// BCE hints
 	_ = packedLHS[contractingLen*lhsActiveRows-1]
 	_ = packedRHS[contractingLen*rhsActiveCols-1]

@@ -1,0 +1,75 @@
+// Copyright 2023-2026 The GoMLX Authors. SPDX-License-Identifier: Apache-2.0
+
+//go:build amd64 && goexperiment.simd
+
+package matmul
+
+import (
+	"runtime"
+	"simd/archsimd"
+	"unsafe"
+
+	"github.com/pkg/errors"
+)
+
+// avx2AsmKernel reports whether the assembly micro-kernel (AVX2 + FMA3) can run here: every CPU
+// with AVX2 that Go supports has FMA3 too, but the check costs nothing.
+var avx2AsmKernel = archsimd.X86.AVX2() && archsimd.X86.FMA()
+
+// avx2Kernel4x16Float32 computes one 4 × 16 block of a packed panel product and stores it (no
+// accumulation) into out, whose rows are outStride elements apart:
+//
+//	out[r*outStride + c] = Σ_k lhs[k*4 + r] · rhs[k*16 + c],  r < 4, c < 16, k < contractingLen.
+//
+// lhs is a strip of the LHS panel as avx2PackLHSKernelRows4 lays it out (4 rows interleaved per
+// contracting index), rhs a strip of the RHS panel as avx2PackRHSNonTransposed or unsafePackLHS
+// with 16 columns lay it out. contractingLen must be ≥ 0; lhs must hold 4·contractingLen
+// elements, rhs 16·contractingLen, out 3·outStride + 16.
+//
+// It is written in assembly because the Go compiler (1.26, GOEXPERIMENT=simd) lowers
+// Float32x8.MulAdd to VFMADD213PS, whose result replaces a multiplicand: with the accumulators as
+// the addend, every fused multiply-add of the Go kernel needed a register copy and the eight
+// accumulators were rotated through moves on every contracting step, about 50 instructions for
+// 8 FMAs. This kernel keeps the accumulators in place with VFMADD231PS and broadcasts the LHS
+// values straight from memory: 14 instructions for 8 FMAs.
+//
+//go:noescape
+func avx2Kernel4x16Float32(lhs, rhs, out *float32, contractingLen, outStride int)
+
+// avx2LargeKernelAsmFloat32 is avx2LargeKernelFloat32 through avx2Kernel4x16Float32: the same
+// blocks of 4 rows × 16 columns, each summed over the contracting axis in the same order with
+// fused multiply-adds, so the results are bit-identical to the Go kernel's.
+func avx2LargeKernelAsmFloat32(packedLHS, packedRHS, packedOutput []float32,
+	rhsPanelCols, contractingLen, lhsActiveRows, rhsActiveCols int) {
+	const kernelRows, kernelCols = 4, 16
+	if lhsActiveRows <= 0 || rhsActiveCols <= 0 {
+		return
+	}
+	if contractingLen < 0 || rhsPanelCols < kernelCols {
+		panic(errors.Errorf("avx2LargeKernelAsmFloat32: contracting length %d, panel columns %d", contractingLen, rhsPanelCols))
+	}
+	// The kernel reads and writes whole blocks (the packing functions pad the panels to them):
+	// check the last block of each operand once, so that no block reaches past its slice.
+	lastRow := (lhsActiveRows - 1) / kernelRows * kernelRows
+	lastCol := (rhsActiveCols - 1) / kernelCols * kernelCols
+	if contractingLen > 0 {
+		_ = packedLHS[(lastRow+kernelRows)*contractingLen-1]
+		_ = packedRHS[(lastCol+kernelCols)*contractingLen-1]
+	}
+	_ = packedOutput[(lastRow+kernelRows-1)*rhsPanelCols+lastCol+kernelCols-1]
+	lhs := unsafe.Pointer(unsafe.SliceData(packedLHS))
+	rhs := unsafe.Pointer(unsafe.SliceData(packedRHS))
+	out := unsafe.Pointer(unsafe.SliceData(packedOutput))
+	for row := 0; row < lhsActiveRows; row += kernelRows {
+		lhsBlock := (*float32)(unsafe.Add(lhs, row*contractingLen*4))
+		for col := 0; col < rhsActiveCols; col += kernelCols {
+			avx2Kernel4x16Float32(lhsBlock,
+				(*float32)(unsafe.Add(rhs, col*contractingLen*4)),
+				(*float32)(unsafe.Add(out, (row*rhsPanelCols+col)*4)),
+				contractingLen, rhsPanelCols)
+		}
+	}
+	runtime.KeepAlive(packedLHS)
+	runtime.KeepAlive(packedRHS)
+	runtime.KeepAlive(packedOutput)
+}
