@@ -1,0 +1,73 @@
+//go:build amd64 && goexperiment.simd
+
+package ops
+
+import "simd/archsimd"
+
+// haveSIMDFloat32: the vector loops of the float32 element-wise fast paths need AVX2.
+var haveSIMDFloat32 = archsimd.X86.AVX2()
+
+func binary8(op binaryOp, x, y archsimd.Float32x8) archsimd.Float32x8 {
+	switch op {
+	case binaryAdd:
+		return x.Add(y)
+	case binarySub:
+		return x.Sub(y)
+	case binaryMul:
+		return x.Mul(y)
+	default:
+		return x.Div(y)
+	}
+}
+
+// binaryVectorVector: o[i] = a[i] op b[i]; a and b hold at least len(o) elements.
+func binaryVectorVector(op binaryOp, a, b, o []float32) {
+	n := len(o)
+	a, b = a[:n], b[:n]
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		x0 := archsimd.LoadFloat32x8((*[8]float32)(a[i:]))
+		y0 := archsimd.LoadFloat32x8((*[8]float32)(b[i:]))
+		x1 := archsimd.LoadFloat32x8((*[8]float32)(a[i+8:]))
+		y1 := archsimd.LoadFloat32x8((*[8]float32)(b[i+8:]))
+		binary8(op, x0, y0).Store((*[8]float32)(o[i:]))
+		binary8(op, x1, y1).Store((*[8]float32)(o[i+8:]))
+	}
+	for ; i < n; i++ {
+		o[i] = binaryScalar(op, a[i], b[i])
+	}
+}
+
+// binaryVectorScalar: o[i] = a[i] op s.
+func binaryVectorScalar(op binaryOp, a []float32, s float32, o []float32) {
+	n := len(o)
+	a = a[:n]
+	y := archsimd.BroadcastFloat32x8(s)
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		x0 := archsimd.LoadFloat32x8((*[8]float32)(a[i:]))
+		x1 := archsimd.LoadFloat32x8((*[8]float32)(a[i+8:]))
+		binary8(op, x0, y).Store((*[8]float32)(o[i:]))
+		binary8(op, x1, y).Store((*[8]float32)(o[i+8:]))
+	}
+	for ; i < n; i++ {
+		o[i] = binaryScalar(op, a[i], s)
+	}
+}
+
+// binaryScalarVector: o[i] = s op b[i].
+func binaryScalarVector(op binaryOp, s float32, b, o []float32) {
+	n := len(o)
+	b = b[:n]
+	x := archsimd.BroadcastFloat32x8(s)
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		y0 := archsimd.LoadFloat32x8((*[8]float32)(b[i:]))
+		y1 := archsimd.LoadFloat32x8((*[8]float32)(b[i+8:]))
+		binary8(op, x, y0).Store((*[8]float32)(o[i:]))
+		binary8(op, x, y1).Store((*[8]float32)(o[i+8:]))
+	}
+	for ; i < n; i++ {
+		o[i] = binaryScalar(op, s, b[i])
+	}
+}
