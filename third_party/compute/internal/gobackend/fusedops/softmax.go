@@ -59,6 +59,10 @@ func execFusedSoftmax(backend *gobackend.Backend, node *gobackend.Node, inputs [
 
 	switch input.RawShape.DType {
 	case dtypes.Float32:
+		// agentrl patch 8 (PATCHES.md): rows of the last axis eight lanes at a time.
+		if axis == node.Shape.Rank()-1 && softmaxLastAxisFloat32(input.Flat.([]float32), output.Flat.([]float32), node.Shape.Dimensions[axis]) {
+			break
+		}
 		fusedSoftmax(input.Flat.([]float32), output.Flat.([]float32), axis, node.Shape, fastmath.Exp32)
 	case dtypes.Float64:
 		fusedSoftmax(input.Flat.([]float64), output.Flat.([]float64), axis, node.Shape, math.Exp)

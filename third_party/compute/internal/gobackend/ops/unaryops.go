@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/gomlx/compute/dtypes/gotype"
 	"github.com/gomlx/compute/internal/exceptions"
+	"github.com/gomlx/compute/internal/fastmath"
 	"github.com/gomlx/compute/internal/gobackend"
 	"github.com/gomlx/compute/shapeinference"
 	"github.com/pkg/errors"
@@ -479,7 +480,13 @@ func execExp(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobacke
 	}
 	switch input.RawShape.DType {
 	case dtypes.Float32:
-		execExpGeneric(input.Flat.([]float32), output.Flat.([]float32))
+		// agentrl patch 8 (PATCHES.md): float32 by the vector Cephes exp where the CPU has AVX2
+		// (float64's math.Exp before: within 1e-7 relative of it).
+		if fastmath.HaveVector {
+			fastmath.ExpSlice32(input.Flat.([]float32), output.Flat.([]float32))
+		} else {
+			execExpGeneric(input.Flat.([]float32), output.Flat.([]float32))
+		}
 	case dtypes.Float64:
 		execExpGeneric(input.Flat.([]float64), output.Flat.([]float64))
 	case dtypes.BFloat16:
@@ -631,7 +638,12 @@ func execLogistic(backend *gobackend.Backend, node *gobackend.Node, inputs []*go
 	}
 	switch input.RawShape.DType {
 	case dtypes.Float32:
-		execLogisticGeneric(input.Flat.([]float32), output.Flat.([]float32))
+		// agentrl patch 8 (PATCHES.md): float32 through the vector exp where the CPU has AVX2.
+		if fastmath.HaveVector {
+			fastmath.LogisticSlice32(input.Flat.([]float32), output.Flat.([]float32))
+		} else {
+			execLogisticGeneric(input.Flat.([]float32), output.Flat.([]float32))
+		}
 	case dtypes.Float64:
 		execLogisticGeneric(input.Flat.([]float64), output.Flat.([]float64))
 	case dtypes.BFloat16:

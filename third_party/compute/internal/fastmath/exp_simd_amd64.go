@@ -1,0 +1,108 @@
+//go:build amd64 && goexperiment.simd
+
+package fastmath
+
+import (
+	"math"
+	"simd/archsimd"
+)
+
+// agentrl patch 8 (third_party/compute/PATCHES.md): Exp32, eight lanes at a time.
+
+// HaveVector reports whether the vector functions of this file run on this CPU (they need AVX2);
+// where they do not, ExpSlice32 and LogisticSlice32 loop over Exp32.
+var HaveVector = archsimd.X86.AVX2()
+
+// Exp32x8 is Exp32 on eight lanes: the same Cephes reduction and polynomial, unfused, with the
+// same clamps (above ≈127·ln 2 the largest finite Cephes value, below −127·ln 2 zero) and NaN
+// kept. The reduction's n = round(x·log₂e) is taken in float32 where Exp32 takes it in float64,
+// so the two can differ in the last bit where x·log₂e lies within float32 rounding of a half.
+func Exp32x8(x archsimd.Float32x8) archsimd.Float32x8 {
+	const (
+		maxNumF = 1.7014117331926442990585209174225846272e38
+		maxLogF = 88.02969187150841
+		minLogF = -88.02969187150841
+		log2E   = 1.44269504088896341
+		ln2Hi   = 0.693359375
+		ln2Lo   = -2.12194440e-4
+		p7      = 1.9875691500e-4
+		p6      = 1.3981999507e-3
+		p5      = 8.3334519073e-3
+		p4      = 4.1665795894e-2
+		p3      = 1.6666665459e-1
+		p2      = 5.0000001201e-1
+	)
+	hi := archsimd.BroadcastFloat32x8(maxLogF)
+	lo := archsimd.BroadcastFloat32x8(minLogF)
+	xc := x.Min(hi).Max(lo)
+	z := xc.Mul(archsimd.BroadcastFloat32x8(log2E)).Add(archsimd.BroadcastFloat32x8(0.5)).Floor()
+	g := xc.Sub(z.Mul(archsimd.BroadcastFloat32x8(ln2Hi))).Sub(z.Mul(archsimd.BroadcastFloat32x8(ln2Lo)))
+	scale := z.ConvertToInt32().Add(archsimd.BroadcastInt32x8(127)).ShiftAllLeft(23).AsFloat32x8()
+	p := archsimd.BroadcastFloat32x8(p7).Mul(g).Add(archsimd.BroadcastFloat32x8(p6))
+	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p5))
+	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p4))
+	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p3))
+	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p2))
+	p = p.Mul(g.Mul(g)).Add(g).Add(archsimd.BroadcastFloat32x8(1))
+	r := scale.Mul(p)
+	r = archsimd.BroadcastFloat32x8(maxNumF).Merge(r, x.Greater(hi))
+	// Zero below the range by masking, not by merging with a broadcast 0: Go builds that
+	// constant with a legacy-SSE XORPS, whose write to the low half of a register carries a
+	// false dependency on its upper half, which chained successive calls into one dependency
+	// chain (13 times slower on a 2-core AMD EPYC).
+	r = r.Masked(x.GreaterEqual(lo))
+	return x.Merge(r, x.IsNaN())
+}
+
+// ExpSlice32 sets out[i] = Exp32x8's exp(in[i]) for i < len(out).
+func ExpSlice32(in, out []float32) {
+	if !HaveVector {
+		for i := range out {
+			out[i] = Exp32(in[i])
+		}
+		return
+	}
+	n := len(out)
+	in = in[:n]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		Exp32x8(archsimd.LoadFloat32x8((*[8]float32)(in[i:]))).Store((*[8]float32)(out[i:]))
+	}
+	if i < n {
+		Exp32x8(archsimd.LoadFloat32x8SlicePart(in[i:])).StoreSlicePart(out[i:])
+	}
+}
+
+// zero32 is 0 as a variable: see Logistic32x8.
+var zero32 float32
+
+// Logistic32x8 is 1/(1+e^−x) on eight lanes, through e = Exp32x8(−|x|) so that it never
+// overflows: 1/(1+e) where x ≥ 0, e/(1+e) below (the two forms of the Go backend's scalar
+// Logistic, there in float64).
+func Logistic32x8(x archsimd.Float32x8) archsimd.Float32x8 {
+	negAbs := archsimd.BroadcastFloat32x8(float32(math.Copysign(0, -1))).AsInt32x8().Or(x.AsInt32x8()).AsFloat32x8()
+	e := Exp32x8(negAbs)
+	r := archsimd.BroadcastFloat32x8(1).Div(archsimd.BroadcastFloat32x8(1).Add(e))
+	// Compared with a zero that is not a constant, which Go would build with a legacy-SSE XORPS
+	// (see Exp32x8).
+	return r.Merge(e.Mul(r), x.GreaterEqual(archsimd.BroadcastFloat32x8(zero32)))
+}
+
+// LogisticSlice32 sets out[i] = 1/(1+e^−in[i]) for i < len(out).
+func LogisticSlice32(in, out []float32) {
+	if !HaveVector {
+		for i := range out {
+			out[i] = logistic32(in[i])
+		}
+		return
+	}
+	n := len(out)
+	in = in[:n]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		Logistic32x8(archsimd.LoadFloat32x8((*[8]float32)(in[i:]))).Store((*[8]float32)(out[i:]))
+	}
+	if i < n {
+		Logistic32x8(archsimd.LoadFloat32x8SlicePart(in[i:])).StoreSlicePart(out[i:])
+	}
+}
