@@ -9,6 +9,12 @@ import (
 	"github.com/gomlx/compute/internal/fastmath"
 )
 
+// negInf32 and zero32 are variables, not constants: Go builds a vector of a constant float through
+// a legacy-SSE instruction (XORPS for 0, MOVSS for others), whose write keeps the register's upper
+// half and so depends on its last 256-bit value (fastmath.Exp32x8 has the measurement); a
+// variable is broadcast from memory.
+var negInf32, zero32 = float32(math.Inf(-1)), float32(0)
+
 // softmaxLastAxisFloat32 is fusedSoftmax over the last axis of float32 rows, eight lanes at a time
 // (agentrl patch 8, PATCHES.md): the maximum (exact, as the scalar loop's), exp(x − max) by
 // fastmath.Exp32x8, the sum in eight partial sums (so in another order than the scalar loop's:
@@ -22,7 +28,7 @@ func softmaxLastAxisFloat32(input, output []float32, axisSize int) bool {
 		in, out := input[base:base+axisSize], output[base:base+axisSize]
 		n := len(in)
 		// Pass 1: the maximum.
-		maxVec := archsimd.BroadcastFloat32x8(float32(math.Inf(-1)))
+		maxVec := archsimd.BroadcastFloat32x8(negInf32)
 		i := 0
 		for ; i+8 <= n; i += 8 {
 			maxVec = maxVec.Max(archsimd.LoadFloat32x8((*[8]float32)(in[i:])))
@@ -43,7 +49,7 @@ func softmaxLastAxisFloat32(input, output []float32, axisSize int) bool {
 		}
 		// Pass 2: exp(x − max) and its sum (partial loads pad with zeros, which add nothing).
 		shift := archsimd.BroadcastFloat32x8(maxVal)
-		var sumVec archsimd.Float32x8 // zero
+		sumVec := archsimd.BroadcastFloat32x8(zero32)
 		i = 0
 		for ; i+8 <= n; i += 8 {
 			e := fastmath.Exp32x8(archsimd.LoadFloat32x8((*[8]float32)(in[i:])).Sub(shift))

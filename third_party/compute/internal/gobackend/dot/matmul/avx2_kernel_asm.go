@@ -73,3 +73,9 @@ func avx2LargeKernelAsmFloat32(packedLHS, packedRHS, packedOutput []float32,
 	runtime.KeepAlive(packedRHS)
 	runtime.KeepAlive(packedOutput)
 }
+
+// avx2ZeroFloat32 is 0 as a variable, for the Go kernels' zero vectors (agentrl patch 8): Go builds
+// BroadcastFloat32x8(0.0) with a legacy-SSE XORPS, whose write keeps the register's upper half and
+// so depends on its previous 256-bit value, which chains the loop's iterations together; a
+// variable is broadcast from memory by VBROADCASTSS.
+var avx2ZeroFloat32 float32

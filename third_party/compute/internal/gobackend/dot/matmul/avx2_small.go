@@ -201,7 +201,7 @@ func avx2SmallFloat32( //alt:f32
 						//alt:f64 o3_0 = archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(outBase3)))
 						//alt:f64 o3_1 = archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(outBase3 + uintptr(outputVecWidth)*oSize)))
 					} else {
-						zero := archsimd.BroadcastFloat32x8(0.0) //alt:f32|bf16|f16
+						zero := archsimd.BroadcastFloat32x8(avx2ZeroFloat32) //alt:f32|bf16|f16
 						//alt:f64 zero := archsimd.BroadcastFloat64x4(0.0)
 						o0_0, o0_1 = zero, zero
 						o1_0, o1_1 = zero, zero
@@ -260,7 +260,7 @@ func avx2SmallFloat32( //alt:f32
 						//alt:f64 o2_0 = archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(outBase2)))
 						//alt:f64 o3_0 = archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(outBase3)))
 					} else {
-						zero := archsimd.BroadcastFloat32x8(0.0) //alt:f32|bf16|f16
+						zero := archsimd.BroadcastFloat32x8(avx2ZeroFloat32) //alt:f32|bf16|f16
 						//alt:f64 zero := archsimd.BroadcastFloat64x4(0.0)
 						o0_0, o1_0, o2_0, o3_0 = zero, zero, zero, zero
 					}
@@ -358,7 +358,7 @@ func avx2SmallFloat32( //alt:f32
 						o0 = archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(outBase))) //alt:f32|bf16|f16
 						//alt:f64 o0 = archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(outBase)))
 					} else {
-						o0 = archsimd.BroadcastFloat32x8(0.0) //alt:f32|bf16|f16
+						o0 = archsimd.BroadcastFloat32x8(avx2ZeroFloat32) //alt:f32|bf16|f16
 						//alt:f64 o0 = archsimd.BroadcastFloat64x4(0.0)
 					}
 
@@ -444,7 +444,7 @@ func avx2SmallFloat32Transposed( //alt:f32
 				lRowBase := lhsBase + uintptr(row*contractingSize)*iSize
 				rColBase := rhsBase + uintptr(col*contractingSize)*iSize
 
-				acc := archsimd.BroadcastFloat32x8(0.0) //alt:f32|bf16|f16
+				acc := archsimd.BroadcastFloat32x8(avx2ZeroFloat32) //alt:f32|bf16|f16
 				//alt:f64 acc := archsimd.BroadcastFloat64x4(0.0)
 				k := 0
 				const vecWidth = 8 //alt:f32
