@@ -79,3 +79,73 @@ func avx2LargeKernelAsmFloat32(packedLHS, packedRHS, packedOutput []float32,
 // so depends on its previous 256-bit value, which chains the loop's iterations together; a
 // variable is broadcast from memory by VBROADCASTSS.
 var avx2ZeroFloat32 float32
+
+// avx2Dot2x4Float32 writes out0[c] and out1[c], c < 4: the dot products of lhs0 and lhs1 with the
+// four RHS rows rhs, rhs+rhsStride, …, over chunks·8 elements, each accumulated and reduced as
+// avx2SmallFloat32Transposed accumulates and reduces one output element (so bit-identical to it):
+// eight independent accumulators where the Go kernel has one dependency chain per element, and the
+// reductions in vector registers where it ends each element in scalar SSE code.
+//
+//go:noescape
+func avx2Dot2x4Float32(lhs0, lhs1, rhs *float32, rhsStride, chunks int, out0, out1 *float32)
+
+// avx2SmallTransposedAsmFloat32 is avx2SmallFloat32Transposed with blocks of 2 rows × 4 columns
+// through avx2Dot2x4Float32 and the rest element by element as the Go kernel computes them; the
+// contracting axis's last contractingSize%8 elements are added after the reduction, in order, as
+// there.
+func avx2SmallTransposedAsmFloat32(lhs, rhs []float32, batchStart, batchCount, lhsCrossSize, rhsCrossSize, contractingSize int,
+	output []float32) {
+	chunks := contractingSize / 8
+	tail := chunks * 8
+	lhsStride, rhsStride, outStride := lhsCrossSize*contractingSize, rhsCrossSize*contractingSize, lhsCrossSize*rhsCrossSize
+	for b := batchStart; b < batchStart+batchCount; b++ {
+		l := lhs[b*lhsStride : (b+1)*lhsStride]
+		r := rhs[b*rhsStride : (b+1)*rhsStride]
+		o := output[b*outStride : (b+1)*outStride]
+		row := 0
+		for ; row+2 <= lhsCrossSize; row += 2 {
+			l0 := l[row*contractingSize : (row+1)*contractingSize]
+			l1 := l[(row+1)*contractingSize : (row+2)*contractingSize]
+			o0 := o[row*rhsCrossSize : (row+1)*rhsCrossSize]
+			o1 := o[(row+1)*rhsCrossSize : (row+2)*rhsCrossSize]
+			col := 0
+			for ; col+4 <= rhsCrossSize; col += 4 {
+				r4 := r[col*contractingSize : (col+4)*contractingSize]
+				avx2Dot2x4Float32(&l0[0], &l1[0], &r4[0], contractingSize, chunks, &o0[col], &o1[col])
+				for c := range 4 {
+					rc := r4[c*contractingSize : (c+1)*contractingSize]
+					for k := tail; k < contractingSize; k++ {
+						o0[col+c] += l0[k] * rc[k]
+						o1[col+c] += l1[k] * rc[k]
+					}
+				}
+			}
+			for ; col < rhsCrossSize; col++ {
+				rc := r[col*contractingSize : (col+1)*contractingSize]
+				o0[col] = avx2DotGoFloat32(l0, rc)
+				o1[col] = avx2DotGoFloat32(l1, rc)
+			}
+		}
+		for ; row < lhsCrossSize; row++ {
+			lr := l[row*contractingSize : (row+1)*contractingSize]
+			for col := range rhsCrossSize {
+				o[row*rhsCrossSize+col] = avx2DotGoFloat32(lr, r[col*contractingSize:(col+1)*contractingSize])
+			}
+		}
+	}
+}
+
+// avx2DotGoFloat32 is one output element of avx2SmallFloat32Transposed, computed as it does.
+func avx2DotGoFloat32(l, r []float32) float32 {
+	r = r[:len(l)]
+	acc := archsimd.BroadcastFloat32x8(avx2ZeroFloat32)
+	k := 0
+	for ; k+8 <= len(l); k += 8 {
+		acc = archsimd.LoadFloat32x8((*[8]float32)(l[k:])).MulAdd(archsimd.LoadFloat32x8((*[8]float32)(r[k:])), acc)
+	}
+	res := avx2ReduceSumFloat32x8(acc)
+	for ; k < len(l); k++ {
+		res += l[k] * r[k]
+	}
+	return res
+}

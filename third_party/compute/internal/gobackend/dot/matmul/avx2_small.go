@@ -413,6 +413,14 @@ func avx2SmallFloat32Transposed( //alt:f32
 		return
 	}
 
+	// agentrl patch 9 (PATCHES.md), float32 only (the generated variants were not regenerated):
+	// blocks of 2 rows × 4 columns by the assembly kernel, bit-identical, where the CPU has AVX2
+	// and FMA.
+	if avx2AsmKernel && contractingSize >= 8 {
+		avx2SmallTransposedAsmFloat32(lhs, rhs, batchStart, batchCount, lhsCrossSize, rhsCrossSize, contractingSize, output)
+		return
+	}
+
 	lhsStride := lhsCrossSize * contractingSize
 	rhsStride := contractingSize * rhsCrossSize
 	outputStride := lhsCrossSize * rhsCrossSize
