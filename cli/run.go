@@ -225,7 +225,7 @@ func show(ctx context.Context, env Env, mode string, s *engine.Session, l engine
 	case ui.ModeJSON:
 		err = ui.JSONLines(env.Stdout, events)
 	case ui.ModeTUI:
-		o := ui.Options{Events: events, Store: s.Store, RunID: l.RunID, Output: env.Stdout, NoSignals: true,
+		o := ui.Options{Events: events, Store: s.Store, RunID: s.RunID(), Output: env.Stdout, NoSignals: true,
 			Control: ui.Funcs{PauseFn: s.Pause, ResumeFn: s.Resume, StopFn: s.Stop, MarkBestFn: s.MarkBest, ExportFn: s.Export}}
 		if env.Stdin != os.Stdin {
 			o.Input = env.Stdin // a test's keys; the process's own stdin is bubbletea's to open (or its TTY)

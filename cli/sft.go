@@ -197,7 +197,10 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 			return err
 		}
 		defer st.Close()
-		d.Store, d.RunID = st, fmt.Sprintf("%s-s%d-%s", runName, seed, time.Now().UTC().Format("20060102-150405"))
+		d.Store = st
+		if d.RunID, err = st.FreeRunID(fmt.Sprintf("%s-s%d-%s", runName, seed, time.Now().UTC().Format("20060102-150405"))); err != nil {
+			return err
+		}
 	}
 	return sftSession(env, d, uiMode, storePath)
 }

@@ -139,6 +139,10 @@ func (c *Controller) Close() {
 	c.trainer.Close()
 }
 
+// RunID is the id the run is stored under (the launch's, or the first free one after it: see
+// store.FreeRunID).
+func (c *Controller) RunID() string { return c.opts.RunID }
+
 // Pause holds the run before its next step (the step in progress finishes); Resume (or Stop)
 // releases it.
 func (c *Controller) Pause() {

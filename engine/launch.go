@@ -141,6 +141,11 @@ func Open(l Launch) (sess *Session, err error) {
 			st.Close()
 		}
 	}()
+	if !l.Resume { // a run started in the same second as one already stored gets an id of its own
+		if l.RunID, err = st.FreeRunID(l.RunID); err != nil {
+			return nil, err
+		}
+	}
 	var cp *store.Checkpoint
 	if l.Resume {
 		m, err := st.LatestCheckpoint(l.RunID)

@@ -204,6 +204,24 @@ func (s *Store) PutRun(r Run) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bRuns).Put([]byte(r.ID), data) })
 }
 
+// FreeRunID is base if the store has no run of that id, else base-2, base-3, … (the first free):
+// run ids are a name and the start time to the second, and two runs started in the same second
+// in one store (an evaluation right after another, a script's loop) must not share a record.
+func (s *Store) FreeRunID(base string) (string, error) {
+	if base == "" {
+		return "", errors.New("store: run has no id")
+	}
+	id := base
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bRuns)
+		for n := 2; b.Get([]byte(id)) != nil; n++ {
+			id = fmt.Sprintf("%s-%d", base, n)
+		}
+		return nil
+	})
+	return id, err
+}
+
 // GetRun returns a run by id.
 func (s *Store) GetRun(id string) (Run, error) {
 	var r Run

@@ -521,3 +521,33 @@ func BenchmarkCheckpoint(b *testing.B) {
 		})
 	}
 }
+
+// TestFreeRunID: a run id already stored gets the first free -N suffix, so that two runs
+// started in the same second keep separate records; an unused id is kept as it is.
+func TestFreeRunID(t *testing.T) {
+	s, _ := openTemp(t)
+	tests := []struct {
+		store []string
+		base  string
+		want  string
+	}{
+		{nil, "r-s1-20261127-175510", "r-s1-20261127-175510"},
+		{[]string{"r-s1-20261127-175510"}, "r-s1-20261127-175510", "r-s1-20261127-175510-2"},
+		{[]string{"r-s1-20261127-175510-2", "r-s1-20261127-175510-3"}, "r-s1-20261127-175510", "r-s1-20261127-175510-4"},
+		{nil, "other", "other"},
+	}
+	for _, tt := range tests {
+		for _, id := range tt.store {
+			if err := s.PutRun(Run{ID: id, Name: "r"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.FreeRunID(tt.base)
+		if err != nil || got != tt.want {
+			t.Errorf("FreeRunID(%q) with %v stored = %q, %v; want %q", tt.base, tt.store, got, err, tt.want)
+		}
+	}
+	if _, err := s.FreeRunID(""); err == nil {
+		t.Error("FreeRunID(\"\") gave no error")
+	}
+}
