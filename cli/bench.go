@@ -215,11 +215,10 @@ func benchSFTCommand(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sft (--model DIR | --shape NAME) [--sequences 8 --length 512 --prompt 128 --micro-batch 1 --updates 2] [--json] [--torch-python PATH --torch-blas auto|openblas|…]",
 		Short: "one SFT step as sft --data takes it: trained tokens/s against PyTorch eager's supervised step",
-		Long: `Runs the supervised step of sft --data (the log-probs pass, then forward and backward in
-micro-batches of --micro-batch, their gradients summed into one AdamW update with weight decay and
-a global-norm clip) on --sequences random sequences of --length tokens whose first --prompt tokens
-are outside the loss, and reports trained tokens/s (the best of --updates steps after one that
-compiles) and the log-probs pass's share of the step. On the Go backend, when a python3 with torch
+		Long: `Runs the supervised step of sft --data (forward and backward in micro-batches of
+--micro-batch, their gradients summed into one AdamW update with weight decay and a global-norm
+clip) on --sequences random sequences of --length tokens whose first --prompt tokens are outside
+the loss, and reports trained tokens/s (the best of --updates steps after one that compiles). On the Go backend, when a python3 with torch
 is found, PyTorch eager (engine/torchref/cpu.py) runs a supervised step on the same shape, tokens
 and micro-batches with as many threads (cross-entropy on the same tokens, gradients accumulated,
 one AdamW update) and the ratio is printed.`,

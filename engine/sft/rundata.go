@@ -319,7 +319,7 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 	if o.MicroBatch > 0 && o.MicroBatch < rows {
 		rows = o.MicroBatch
 	}
-	cfg := train.Config{LR: o.LR, GradClip: 1, WeightDecay: o.WeightDecay, Beta2: o.Beta2, LogitsChunk: 64,
+	cfg := train.Config{LR: o.LR, GradClip: 1, WeightDecay: o.WeightDecay, Beta2: o.Beta2, LogitsChunk: 64, OnPolicy: true,
 		MicroBatch: rows, GradAccumulation: (most + rows - 1) / rows, GradientCheckpointing: o.GradientCheckpointing, OptimizerBits: o.OptimizerBits}
 	tr, err := train.New(m, cfg)
 	if err != nil {
@@ -701,18 +701,31 @@ func (c *checkpointer) restore() (int, error) {
 }
 
 // sftStep is a supervised step as train.Trainer's SFTStep makes one, in micro-batches of rows
-// sequences: each sequence's log-probs as its old ones and advantage 1 (the clipped surrogate at
-// ratio 1 has the log-likelihood's gradient), then one Update summing the micro-batches'
-// gradients. It returns the mean NLL of the trained tokens before the update.
+// sequences: advantage 1 on every trained token and one Update summing the micro-batches'
+// gradients (the clipped surrogate at ratio 1 has the log-likelihood's gradient). With
+// Config.OnPolicy (sft --data's trainer) the ratio's old log-probs are the graph's own; without,
+// a log-probs pass gives them first. It returns the mean NLL of the trained tokens before the
+// update.
 func sftStep(tr *train.Trainer, seqs []train.Sequence, rows int, lr float64) (float64, error) {
-	nll, err := logProbs(tr, seqs, rows, func(i int, lp []float32) {
-		// lp[p] is position p's log-prob of token p+1; a sequence's log-probs are by token.
-		seqs[i].OldLogProbs = make([]float32, len(seqs[i].Tokens))
-		copy(seqs[i].OldLogProbs[1:], lp[:len(seqs[i].Tokens)-1])
+	ones := func(i int) {
 		seqs[i].Advantages = make([]float32, len(seqs[i].Tokens))
 		for j := range seqs[i].Advantages {
 			seqs[i].Advantages[j] = 1
 		}
+	}
+	if tr.OnPolicy() {
+		for i := range seqs {
+			seqs[i].OldLogProbs = make([]float32, len(seqs[i].Tokens)) // not read
+			ones(i)
+		}
+		met, err := tr.Update(seqs, lr)
+		return met.NLL, err
+	}
+	nll, err := logProbs(tr, seqs, rows, func(i int, lp []float32) {
+		// lp[p] is position p's log-prob of token p+1; a sequence's log-probs are by token.
+		seqs[i].OldLogProbs = make([]float32, len(seqs[i].Tokens))
+		copy(seqs[i].OldLogProbs[1:], lp[:len(seqs[i].Tokens)-1])
+		ones(i)
 	})
 	if err != nil {
 		return 0, err

@@ -55,6 +55,12 @@ type Config struct {
 	// LogitsChunk is the number of positions projected onto the vocabulary at once; 0 means
 	// DefaultLogitChunkTokens ÷ rows, so a chunk never holds more than that many tokens' logits.
 	LogitsChunk int
+	// OnPolicy takes the old log-probs of the surrogate from the trained model itself (their
+	// values, with no gradient) instead of the sequences' OldLogProbs: the ratio is exactly 1, and
+	// with advantages 1 the loss's gradient is the log-likelihood's. It is supervised fine-tuning
+	// through the policy loss without the log-probs pass an RL update needs first; the sequences'
+	// OldLogProbs are then not read (zeros do). Metrics.NLL gives the loss before the update.
+	OnPolicy bool
 
 	// ValueCoef is the weight of the value (critic) loss ValueCoef·½(V − R)² in the total loss,
 	// aggregated like the policy loss. 0 (the default) means no value head at all: the trainer's

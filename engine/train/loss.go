@@ -33,6 +33,7 @@ type LossOutputs struct {
 	EntropySum  *Node // Σ entropy (0 without Entropy)
 	AbsDiffSum  *Node // Σ |logp − old|: the log-prob mismatch probe's mean
 	MaxAbsDiff  *Node // max |logp − old|: the probe's maximum
+	NLLSum      *Node // Σ −logp: the negative log-likelihood of the policy tokens
 	Tokens      *Node // number of policy tokens
 }
 
@@ -49,7 +50,11 @@ func PolicyLoss(c *Config, in LossInputs) LossOutputs {
 	zero := ZerosLike(in.LogProbs)
 	masked := func(x *Node) *Node { return Where(on, x, zero) }
 
-	diff := masked(Sub(in.LogProbs, in.OldLogProbs))
+	old := in.OldLogProbs
+	if c.OnPolicy {
+		old = StopGradient(in.LogProbs)
+	}
+	diff := masked(Sub(in.LogProbs, old))
 	ratio := Exp(diff)
 	unclipped := Mul(ratio, in.Advantages)
 	clipped := Mul(ClipScalar(ratio, 1-c.ClipLow, 1+c.ClipHigh), in.Advantages)
@@ -78,6 +83,7 @@ func PolicyLoss(c *Config, in LossInputs) LossOutputs {
 	active := LogicalAnd(on, LessThan(StopGradient(clipped), StopGradient(unclipped)))
 	out.ClipCount = ReduceAllSum(ConvertDType(active, dt))
 	out.RatioSum = ReduceAllSum(masked(sr))
+	out.NLLSum = Neg(ReduceAllSum(masked(StopGradient(in.LogProbs))))
 	out.ApproxKLSum = ReduceAllSum(MulScalar(Square(sd), 0.5))
 	out.AbsDiffSum = ReduceAllSum(Abs(sd))
 	out.MaxAbsDiff = ReduceAllMax(Abs(sd))

@@ -27,6 +27,9 @@ type Metrics struct {
 	Entropy float64
 	// MeanRatio is the mean importance ratio exp(logp − old) on policy tokens.
 	MeanRatio float64
+	// NLL is the mean negative log-likelihood of the policy tokens, each micro-batch's under the
+	// parameters it was trained at (in one update per call, as SFT runs it: before the update).
+	NLL float64
 	// RefKL is the mean KL estimate to the reference model (0 without a KL term).
 	RefKL float64
 	// ValueLoss is the mean ½(V − R)² over policy tokens (unclipped, not × ValueCoef), before any
@@ -50,6 +53,7 @@ const (
 	mAbsDiff
 	mMaxDiff
 	mTokens
+	mNLL
 	numMetrics
 )
 
@@ -261,7 +265,7 @@ func (o stepOutputs) metrics() *Node {
 func metricVector(o LossOutputs) *Node {
 	v := make([]*Node, numMetrics)
 	v[mLoss], v[mClip], v[mRatio], v[mApproxKL], v[mRefKL] = o.Loss, o.ClipCount, o.RatioSum, o.ApproxKLSum, o.RefKLSum
-	v[mEntropy], v[mAbsDiff], v[mMaxDiff], v[mTokens] = o.EntropySum, o.AbsDiffSum, o.MaxAbsDiff, o.Tokens
+	v[mEntropy], v[mAbsDiff], v[mMaxDiff], v[mTokens], v[mNLL] = o.EntropySum, o.AbsDiffSum, o.MaxAbsDiff, o.Tokens, o.NLLSum
 	return Stack(v, 0)
 }
 
@@ -436,7 +440,7 @@ func (t *tally) result() Metrics {
 		m.Loss, m.GradNorm = t.loss/float64(m.Updates), t.gnorm/float64(m.Updates)
 	}
 	m.ClipFrac, m.MeanRatio = t.sums[mClip]/tok, t.sums[mRatio]/tok
-	m.ApproxKL, m.RefKL, m.Entropy = t.sums[mApproxKL]/tok, t.sums[mRefKL]/tok, t.sums[mEntropy]/tok
+	m.ApproxKL, m.RefKL, m.Entropy, m.NLL = t.sums[mApproxKL]/tok, t.sums[mRefKL]/tok, t.sums[mEntropy]/tok, t.sums[mNLL]/tok
 	m.MaxLogProbDiff, m.MeanLogProbDiff = t.probeMax, t.probeSum/math.Max(t.probeTokens, 1)
 	m.ValueLoss, m.ValueClipFrac = t.sums[mValueSq]/tok, t.sums[mValueClip]/tok
 	// Var(R) and Var(R − V) from sums; Σ(R − V)² = 2·Σ½(V − R)².
@@ -843,10 +847,15 @@ func (tr *Trainer) Footprint() Footprint {
 	return f
 }
 
+// OnPolicy reports Config.OnPolicy: the surrogate's old log-probs are the trained model's own.
+func (tr *Trainer) OnPolicy() bool { return tr.cfg.OnPolicy }
+
 // SFTStep is one supervised step: it raises the log-likelihood of the masked tokens (the
 // clipped surrogate at ratio 1 with advantage 1 has exactly the log-likelihood's gradient) and
-// returns their mean negative log-likelihood before the update. It needs a trainer without a
-// value head (supervised data has no returns).
+// returns their mean negative log-likelihood before the update. With Config.OnPolicy the ratio's
+// old log-probs are the graph's own and the step is one forward/backward pass; without, a
+// log-probs pass gives them first. It needs a trainer without a value head (supervised data has
+// no returns).
 func (tr *Trainer) SFTStep(seqs []Sequence, lr float64) (float64, error) {
 	for i := range seqs {
 		seqs[i].Advantages = make([]float32, len(seqs[i].Tokens))
@@ -858,6 +867,10 @@ func (tr *Trainer) SFTStep(seqs []Sequence, lr float64) (float64, error) {
 	b, err := Pack(seqs, 0)
 	if err != nil {
 		return 0, err
+	}
+	if tr.cfg.OnPolicy { // the old log-probs are the graph's own: no pass before the update
+		met, err := tr.Step(b, lr)
+		return met.NLL, err
 	}
 	lp, err := tr.LogProbs(b)
 	if err != nil {

@@ -3,6 +3,7 @@ package train
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	_ "github.com/gomlx/compute/gobackend"
@@ -260,6 +261,62 @@ func TestSequenceLogProbsOrder(t *testing.T) {
 			if d := math.Abs(float64(got[i][p] - want[0][p])); d > 1e-5 {
 				t.Fatalf("sequence %d (length %d), token %d: %v scored in pairs, %v alone", i, len(s), p, got[i][p], want[0][p])
 			}
+		}
+	}
+}
+
+// TestOnPolicySFT: with Config.OnPolicy a supervised step needs no log-probs pass: the ratio is
+// exactly 1 (no clipping, no drift), Metrics.NLL is the mean NLL the log-probs pass gives before
+// the update, and the step moves the model as the same step with the log-probs pass does, to
+// float32 rounding, on the same seed's model.
+func TestOnPolicySFT(t *testing.T) {
+	seqs := func() []Sequence {
+		var out []Sequence
+		for i := range 4 {
+			tok := []int32{1, int32(2 + i), 3, 4, int32(5 + i), 6, 7, 8}
+			out = append(out, Sequence{Tokens: tok, LossMask: []bool{false, false, true, true, true, true, true, true}})
+		}
+		return out
+	}
+	run := func(onPolicy bool) (nll float64, met Metrics, after []float32) {
+		m := tinyModel(t, 43)
+		tr, err := New(m, Config{LR: 1e-2, OnPolicy: onPolicy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		if nll, err = tr.SFTStep(seqs(), 1e-2); err != nil {
+			t.Fatal(err)
+		}
+		probe := seqs()
+		for i := range probe {
+			probe[i].OldLogProbs = make([]float32, len(probe[i].Tokens))
+			probe[i].Advantages = slices.Repeat([]float32{1}, len(probe[i].Tokens))
+		}
+		b, err := Pack(probe, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if met, err = tr.Step(b, 1e-12); err != nil { // a negligible step, for its metrics
+			t.Fatal(err)
+		}
+		lp, err := tr.LogProbs(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nll, met, lp[0]
+	}
+	nllPass, _, lpPass := run(false)
+	nllGraph, met, lpGraph := run(true)
+	if math.Abs(nllPass-nllGraph) > 1e-5*nllPass {
+		t.Errorf("NLL before the update: %.8f in the graph, %.8f by the log-probs pass", nllGraph, nllPass)
+	}
+	if met.MeanRatio != 1 || met.ClipFrac != 0 || met.MaxLogProbDiff != 0 {
+		t.Errorf("on-policy metrics: mean ratio %v, clip fraction %v, max log-prob difference %v; want 1, 0, 0", met.MeanRatio, met.ClipFrac, met.MaxLogProbDiff)
+	}
+	for i := range lpPass {
+		if d := math.Abs(float64(lpPass[i] - lpGraph[i])); d > 1e-5 {
+			t.Fatalf("log-prob %d after the step: %g on-policy, %g with the log-probs pass", i, lpGraph[i], lpPass[i])
 		}
 	}
 }
