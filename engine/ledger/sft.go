@@ -10,8 +10,8 @@ import (
 // SFTRow is the device memory of one supervised step (sft --data): the train phase of the RL
 // ledger with nothing else beside it (no rollout, KV cache, reference or value head): the
 // trained weights' float32 master copy, their gradients and AdamW moments, LoRA's frozen base in
-// the compute dtype, and a micro-batch's activations at SeqLen tokens. The log-probs pass that
-// opens each step holds less (one layer's temporaries, no gradients), so the update is the peak.
+// the compute dtype, and a micro-batch's activations at SeqLen tokens (the step is forward and
+// backward passes only: its ratio's old log-probs are taken in the graph, train.Config.OnPolicy).
 type SFTRow struct {
 	Mode       string           `json:"mode"` // "full" or "lora r64", and "+ checkpointing"
 	Budget     int64            `json:"budget"`
@@ -81,7 +81,7 @@ func WriteSFTTable(w io.Writer, shape Shape, st Settings, rows []SFTRow) error {
 	}
 	fmt.Fprintf(w, "SFT step of %s (%.2fB parameters) on conversations of %d tokens, %s compute, AdamW %s moments\n",
 		shape.Name, float64(shape.Params())/1e9, seqLen, dt, moments)
-	fmt.Fprintln(w, "(the update's peak: weights and their AdamW state, one micro-batch's activations; the log-probs pass before it holds less)")
+	fmt.Fprintln(w, "(the step's peak: weights and their AdamW state, one micro-batch's activations)")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODE\tBUDGET\tFITS\tMICRO-BATCH\tPEAK\tBASE\tMASTER\tGRADS\tMOMENTS\tACTIVATIONS")
 	for _, r := range rows {
