@@ -446,7 +446,22 @@ func (d *doc) recipe() {
 		return
 	}
 	d.add(SecRecipe, "model", OK, fmt.Sprintf("%s (%s)", dir, from), "")
+	d.prmModel(r)
 	d.fits(r, dir)
+}
+
+// prmModel checks the PRM's own model folder (prm.kind: model with prm.model a folder), which the
+// run loads beside the policy when it starts: a wrong path would otherwise surface only then.
+func (d *doc) prmModel(r *recipes.Recipe) {
+	if !r.PRMPhase() || r.PRM.Model == "reference" {
+		return
+	}
+	if missing := modelFiles(r.PRM.Model); missing != "" {
+		d.add(SecRecipe, "prm_model", Fail, fmt.Sprintf("%s (prm.model) %s", r.PRM.Model, missing),
+			"point prm.model at a local HuggingFace folder with config.json, *.safetensors and tokenizer.json, or set it to reference or policy")
+		return
+	}
+	d.add(SecRecipe, "prm_model", OK, r.PRM.Model+" (prm.model)", "")
 }
 
 // modelFiles says what a model folder lacks, "" when nothing.

@@ -287,6 +287,19 @@ func TestRun(t *testing.T) {
 			want: want{canRun: false, status: map[string]Status{"model": Fail}, detail: map[string]string{"model": "is not a folder"}},
 		},
 		{
+			name: "PRM model folder missing", machine: cpuBox(), recipe: func(r *recipes.Recipe) {
+				r.PRM.Kind, r.PRM.Model, r.Hinter.Kind = "model", "/nonexistent/prm", "none"
+			},
+			want: want{canRun: false, status: map[string]Status{"model": OK, "prm_model": Fail},
+				detail: map[string]string{"prm_model": "/nonexistent/prm (prm.model) is not a folder"}, fix: map[string]string{"prm_model": "reference or policy"}},
+		},
+		{
+			name: "PRM model folder present", machine: cpuBox(), recipe: func(r *recipes.Recipe) {
+				r.PRM.Kind, r.PRM.Model, r.Hinter.Kind = "model", filepath.Join("..", "..", "testdata", "builtin"), "none"
+			},
+			want: want{canRun: true, status: map[string]Status{"model": OK, "prm_model": OK}},
+		},
+		{
 			name: "no python: the references are skipped, the run is not", machine: func() fakeMachine {
 				m := cpuBox()
 				m.python, m.sandbox = false, SandboxInfo{PythonErr: errors.New("executor python: no python3 found")}
