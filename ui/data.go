@@ -388,6 +388,14 @@ func (d *runData) bestStep() (step int, manual bool) {
 // run has had one (prm.kind model).
 func (d *runData) phases() []string {
 	var out []string
+	if d.start.Kind == "sft" { // a supervised run trains, evaluates its held-out share and saves
+		for _, p := range []string{event.PhaseTrain, event.PhaseEval, event.PhaseSave} {
+			if _, ever := d.phaseSecs[p]; ever || p == event.PhaseTrain {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
 	for _, p := range event.Phases() {
 		if _, ever := d.phaseSecs[p]; p != event.PhasePRM || ever || d.progress != nil && d.progress.Phase == p {
 			out = append(out, p)

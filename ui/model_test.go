@@ -609,7 +609,8 @@ func TestRunesTogether(t *testing.T) {
 }
 
 // TestCurvesSFTLoss: an SFT run (RunStart kind sft) plots its training and held-out loss where a
-// training run plots pass@k, and m still steps through its other metrics.
+// training run plots pass@k, and m still steps through its other metrics; its phase timeline has
+// the phases it runs (train, eval), not the RL loop's.
 func TestCurvesSFTLoss(t *testing.T) {
 	evs := []event.Event{event.RunStart{RunID: "sft-s1", Name: "sft", Recipe: "sft --data d.jsonl", TotalSteps: 4, Kind: "sft"},
 		event.StepMetrics{Step: 0, Metrics: map[event.Metric]float64{event.MetricLoss: 4.2, event.MetricEvalLoss: 4.4}}}
@@ -618,9 +619,15 @@ func TestCurvesSFTLoss(t *testing.T) {
 		if s%2 == 1 {
 			m[event.MetricEvalLoss] = l - 0.3
 		}
-		evs = append(evs, event.StepMetrics{Step: s + 1, Metrics: m})
+		evs = append(evs, event.Phase{Step: s + 1, Phase: event.PhaseTrain, Seconds: 1.5}, event.StepMetrics{Step: s + 1, Metrics: m})
+		if s%2 == 1 {
+			evs = append(evs, event.Phase{Step: s + 1, Phase: event.PhaseEval, Seconds: 0.25})
+		}
 	}
 	m := testModel(evs, nil, 120, 40)
+	if v := screen(t, m, 120, 40); !strings.Contains(v, "train") || !strings.Contains(v, "eval") {
+		t.Fatalf("an SFT run's phase timeline lacks train and eval:\n%s", v)
+	}
 	press(m, "6", "s", "s", "s") // no smoothing: the legend's values are the last raw ones
 	v := screen(t, m, 120, 40)
 	for _, want := range []string{"6 Curves · loss", "━ loss 2 at step 4", "eval_loss 1.700 at step 4"} {
@@ -630,6 +637,11 @@ func TestCurvesSFTLoss(t *testing.T) {
 	}
 	if strings.Contains(v, "pass@k ·") || strings.Contains(v, "pass@1") {
 		t.Fatalf("an SFT run's curves show pass@k:\n%s", v)
+	}
+	for _, p := range []string{"rollout", "reference", "advantage", "sync"} {
+		if strings.Contains(v, p) {
+			t.Fatalf("an SFT run's status shows the RL phase %q:\n%s", p, v)
+		}
 	}
 	press(m, "m")
 	if v = screen(t, m, 120, 40); strings.Contains(v, "6 Curves · loss ") {

@@ -436,6 +436,7 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 			_ = end("failed", err.Error())
 			return nil, err
 		}
+		emit(event.Phase{Step: step, Phase: event.PhaseTrain, Seconds: time.Since(ts).Seconds()})
 		last = step
 		res.Losses[step] = nll
 		trained := 0
@@ -451,9 +452,11 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 		mt := map[event.Metric]float64{event.MetricLoss: nll, event.MetricLR: lr, event.MetricTokensPerSecond: float64(tokens) / secs,
 			event.MetricTrainedTokens: float64(trained), event.MetricETASeconds: eta}
 		if len(held) > 0 && (step%o.EvalEvery == 0 || step == steps) {
+			te := time.Now()
 			if mt[event.MetricEvalLoss], err = meanNLL(tr, held, o.Batch); err != nil {
 				return nil, err
 			}
+			emit(event.Phase{Step: step, Phase: event.PhaseEval, Seconds: time.Since(te).Seconds()})
 		}
 		if err := rec.Record(event.StepMetrics{Step: step, Metrics: mt}); err != nil {
 			return nil, err
@@ -463,9 +466,11 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 			fmt.Fprintf(o.Log, "sft: step %d/%d nll %.4f lr %.3g (%.0fs)\n", step, steps, nll, lr, time.Since(t0).Seconds())
 		}
 		if step%o.SaveEvery == 0 || step == steps {
+			tc := time.Now()
 			if err := ck.save(step, emit); err != nil {
 				return nil, err
 			}
+			emit(event.Phase{Step: step, Phase: event.PhaseSave, Seconds: time.Since(tc).Seconds()})
 		}
 	}
 	res.Step = last
