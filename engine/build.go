@@ -114,17 +114,21 @@ func New(o Options) (*Controller, error) {
 	if micro <= 0 {
 		micro = min(8, r.BatchSize())
 	}
-	c.trainer, err = train.New(o.Policy, train.Config{
-		ClipLow: r.Algorithm.ClipLow, ClipHigh: r.Algorithm.ClipHigh, KLCoef: klLoss(r), KLEstimator: r.Algorithm.KLEstimator,
-		EntropyCoef: r.Algorithm.EntropyCoef, Aggregation: r.Algorithm.Aggregation,
-		LR: r.Train.LR, WeightDecay: r.Train.WeightDecay, Beta1: r.Train.Beta1, Beta2: r.Train.Beta2, Eps: r.Train.Eps,
-		GradClip: r.Train.GradClip, MicroBatch: micro, GradAccumulation: gradAccumulation(r, micro),
-		GradientCheckpointing: r.Train.GradientCheckpointing, LogitsChunk: 32, ValueCoef: valueCoef(r),
-		OptimizerBits: r.Train.OptimizerBits,
-		Compiles:      c.compiles,
-	})
-	if err != nil {
-		return nil, err
+	// An evaluation-only run trains nothing: no trainer, so no master copy or AdamW moments (on a
+	// GPU, twice the weights' size in float32) beside the inference weights.
+	if o.Eval == nil {
+		c.trainer, err = train.New(o.Policy, train.Config{
+			ClipLow: r.Algorithm.ClipLow, ClipHigh: r.Algorithm.ClipHigh, KLCoef: klLoss(r), KLEstimator: r.Algorithm.KLEstimator,
+			EntropyCoef: r.Algorithm.EntropyCoef, Aggregation: r.Algorithm.Aggregation,
+			LR: r.Train.LR, WeightDecay: r.Train.WeightDecay, Beta1: r.Train.Beta1, Beta2: r.Train.Beta2, Eps: r.Train.Eps,
+			GradClip: r.Train.GradClip, MicroBatch: micro, GradAccumulation: gradAccumulation(r, micro),
+			GradientCheckpointing: r.Train.GradientCheckpointing, LogitsChunk: 32, ValueCoef: valueCoef(r),
+			OptimizerBits: r.Train.OptimizerBits,
+			Compiles:      c.compiles,
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	if o.Resume != nil {
 		if err := c.restore(o.Resume); err != nil {

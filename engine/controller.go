@@ -222,9 +222,11 @@ func (c *Controller) ledger() event.Ledger {
 			l.Components[name+" (host)"] = total - onDevice
 		}
 	}
-	fp := c.trainer.Footprint()
-	put("master weights", fp.MasterWeights, params)
-	put("AdamW moments", fp.OptimizerMoments, fp.OptimizerMoments+fp.HostMoments)
+	if c.trainer != nil { // an evaluation-only run has neither
+		fp := c.trainer.Footprint()
+		put("master weights", fp.MasterWeights, params)
+		put("AdamW moments", fp.OptimizerMoments, fp.OptimizerMoments+fp.HostMoments)
+	}
 	if base > 0 { // LoRA: one frozen base, the reference being that base with the adapters off
 		l.Components["base weights"] = base
 	} else {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"agentrl/engine/compare"
@@ -87,7 +88,16 @@ func TestEvalOnlyMatchesTrainingEvaluation(t *testing.T) {
 			start = v
 		case event.StepMetrics, event.Checkpoint:
 			t.Errorf("an evaluation run emitted %s; it trains and saves nothing", e.Type())
+		case event.Ledger:
+			for name := range v.Components {
+				if strings.Contains(name, "master weights") || strings.Contains(name, "AdamW") {
+					t.Errorf("an evaluation run's memory holds %s: %v", name, v.Components)
+				}
+			}
 		}
+	}
+	if ec.trainer != nil {
+		t.Error("an evaluation-only run built a trainer (master weights and AdamW moments it never uses)")
 	}
 	if !end.EvalOnly || end.Status != "finished" || end.Evaluations != 1 || start.Evaluates != "model tiny, heldout" {
 		t.Errorf("start %+v, end %+v; want an evaluation-only run of model tiny, finished with one evaluation", start, end)

@@ -48,12 +48,13 @@ func (d *Device) skipsSync(step int) bool { return d.SkipSync != nil && d.SkipSy
 // master weights go to host memory (the inference copy exists), and so does the reference, which
 // comes in only for the reference forward.
 func (d *Device) Settle() error {
-	if d.MomentsOnHost {
+	// An evaluation-only run has no trainer: nothing of training to move.
+	if d.MomentsOnHost && d.Trainer != nil {
 		if err := d.Trainer.OffloadMoments(); err != nil {
 			return err
 		}
 	}
-	if d.MasterOnHost {
+	if d.MasterOnHost && d.Trainer != nil {
 		if err := d.Trainer.OffloadMaster(); err != nil {
 			return err
 		}

@@ -286,6 +286,9 @@ func (tr *Trainer) moments() (m, v []*tensors.Tensor) {
 
 // Close releases the compiled graphs, the optimizer moments and the value head.
 func (tr *Trainer) Close() {
+	if tr == nil { // an evaluation-only run builds none
+		return
+	}
 	for _, e := range []*Exec{tr.fused, tr.gradFirst, tr.gradNext, tr.apply, tr.logprob, tr.value} {
 		if e != nil {
 			e.Finalize()
@@ -834,6 +837,9 @@ type Footprint struct {
 // return (an error, a stop) holds nothing and is not counted: the ledger read after a failed step
 // must not panic over it (seen on the first GPU run, docs/gpu/2026-11-27-h100.md).
 func (tr *Trainer) Footprint() Footprint {
+	if tr == nil { // an evaluation-only run builds none
+		return Footprint{}
+	}
 	var f Footprint
 	f.MasterWeights, f.OptimizerMoments = tr.OnDevice()
 	m, v := tr.moments()
