@@ -5,13 +5,16 @@ package fastmath
 import (
 	"math"
 	"simd/archsimd"
+
+	"github.com/gomlx/compute/support/envutil"
 )
 
 // agentrl patch 8 (third_party/compute/PATCHES.md): Exp32, eight lanes at a time.
 
-// HaveVector reports whether the vector functions of this file run on this CPU (they need AVX2);
-// where they do not, ExpSlice32 and LogisticSlice32 loop over Exp32.
-var HaveVector = archsimd.X86.AVX2()
+// HaveVector reports whether the vector functions of this file run: the CPU has AVX2 and
+// GOMLX_SIMD_AVX2 does not turn AVX2 code off (as it does the AVX2 matrix kernels); where they do
+// not, ExpSlice32 and LogisticSlice32 loop over Exp32.
+var HaveVector = archsimd.X86.AVX2() && envutil.MustReadBool(envutil.SIMD_AVX2_Env, true)
 
 // Exp32x8 is Exp32 on eight lanes: the same Cephes reduction and polynomial, unfused, with the
 // same clamps (above ≈127·ln 2 the largest finite Cephes value, below −127·ln 2 zero) and NaN

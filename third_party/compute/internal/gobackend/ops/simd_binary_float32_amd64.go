@@ -2,10 +2,15 @@
 
 package ops
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
 
-// haveSIMDFloat32: the vector loops of the float32 element-wise fast paths need AVX2.
-var haveSIMDFloat32 = archsimd.X86.AVX2()
+	"github.com/gomlx/compute/support/envutil"
+)
+
+// haveSIMDFloat32: the vector loops of the float32 element-wise fast paths need AVX2, and run
+// unless GOMLX_SIMD_AVX2 turns AVX2 code off (as it does the AVX2 matrix kernels).
+var haveSIMDFloat32 = archsimd.X86.AVX2() && envutil.MustReadBool(envutil.SIMD_AVX2_Env, true)
 
 func binary8(op binaryOp, x, y archsimd.Float32x8) archsimd.Float32x8 {
 	switch op {
