@@ -87,7 +87,7 @@ func TestGPUCheckOnCPU(t *testing.T) {
 			t.Errorf("step %s exited %d: %s", s.Name, s.ExitCode, s.LogTail)
 		}
 	}
-	for _, want := range []string{"doctor", "plan", "parity", "random-model", "run-plan", "run", "partial", "rollout-1", "rollout-4", "train"} {
+	for _, want := range []string{"doctor", "plan", "parity", "op-parity-go", "random-model", "run-plan", "run", "partial", "rollout-1", "rollout-4", "train"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no step %s in %v", want, names)
 		}
@@ -101,6 +101,16 @@ func TestGPUCheckOnCPU(t *testing.T) {
 	for _, p := range r.Parity {
 		if !p.OK || p.Cases == 0 || (p.DType == "float32" && (p.MaxLogProbErr > doctor.TolF32 || p.Generate != p.Cases || p.ScoreGreedy != p.Cases)) {
 			t.Errorf("parity %+v; want every float32 case within %g and greedy equal", p, doctor.TolF32)
+		}
+	}
+	if len(r.OpParity) != 1 || r.OpParity[0].Backend != device.Go || len(r.OpParity[0].Rows) == 0 {
+		t.Errorf("op parity %+v; want the Go backend's rows", r.OpParity)
+	}
+	for _, op := range r.OpParity {
+		for _, o := range op.Rows {
+			if o.Error != "" || o.Ulps > 16 {
+				t.Errorf("op parity row %+v; want every op within 16 ulps of float64 on the Go backend", o)
+			}
 		}
 	}
 	if len(r.Rollout) != 2 || r.Rollout[0].Batch != 1 || r.Rollout[1].Batch != 4 {

@@ -25,11 +25,11 @@ import (
 func devCommand(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:    "dev VERB",
-		Short:  "helpers of scripts/gpu-check.sh (random-model, parity, watch, gpu-report) and a run's fingerprint",
+		Short:  "helpers of scripts/gpu-check.sh (random-model, parity, op-parity, watch, gpu-report) and a run's fingerprint",
 		Hidden: true,
 	}
-	verbs(cmd, "dev needs a verb: random-model, parity, watch, gpu-report or fingerprint")
-	cmd.AddCommand(randomModelCommand(env), parityCommand(env), watchCommand(env), gpuReportCommand(env), fingerprintCommand(env))
+	verbs(cmd, "dev needs a verb: random-model, parity, op-parity, watch, gpu-report or fingerprint")
+	cmd.AddCommand(randomModelCommand(env), parityCommand(env), opParityCommand(env), watchCommand(env), gpuReportCommand(env), fingerprintCommand(env))
 	return cmd
 }
 
@@ -109,6 +109,42 @@ func parityCommand(env Env) *cobra.Command {
 	bf.register(cmd.Flags())
 	cmd.Flags().StringVar(&root, "fixtures", filepath.Join("testdata", "fixtures"), "folder of model fixtures (config.json, model.safetensors, golden.json)")
 	cmd.Flags().StringVar(&dts, "dtypes", "float32,bfloat16", "compute dtypes, comma-separated")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
+	return cmd
+}
+
+// opParityCommand runs the forward pass's float32 operations one by one on a backend against
+// float64: where dev parity says how far a backend's logits are from HF's, this says which
+// operation puts them there.
+func opParityCommand(env Env) *cobra.Command {
+	var bf backendFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "op-parity [--backend cuda] [--json]",
+		Short: "each float32 op of the forward pass (exp, log, sqrt, logistic, cos/sin, dot, RMS norm, softmax, log-probs) against float64",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			choice, err := bf.open(env.Stderr)
+			if err != nil {
+				return err
+			}
+			defer choice.Backend.Finalize()
+			rep := doctor.OpParityReport{Backend: choice.Kind, Rows: doctor.OpParity(choice.Backend)}
+			if asJSON {
+				return writeJSON(env.Stdout, rep)
+			}
+			fmt.Fprintf(env.Stdout, "float32 ops on the %s backend against float64 (error relative to what each element sums; 1 ulp = 1.19e-7)\n", rep.Backend)
+			for _, r := range rep.Rows {
+				if r.Error != "" {
+					fmt.Fprintf(env.Stdout, "%-40s %s\n", r.Op, r.Error)
+					continue
+				}
+				fmt.Fprintf(env.Stdout, "%-40s %9.3g  %8.1f ulps  (%s)\n", r.Op, r.MaxRel, r.Ulps, r.Worst)
+			}
+			return nil
+		},
+	}
+	bf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
 	return cmd
 }

@@ -144,6 +144,11 @@ if [ "$BACKEND" != go ] && [ "${GPU_CHECK_PARITY_VARIANTS:-1}" = 1 ]; then
 		"$BIN" dev parity --json "${backend[@]}"
 fi
 
+# 3c. each float32 op of the forward pass against float64, on the Go backend and on the GPU's
+# (dev op-parity): which op puts float32 parity over its 1e-4. Diagnostic rows, seconds each.
+step op-parity-go "$STEPS/op-parity-go.json" "$BIN" dev op-parity --json --backend go
+[ "$BACKEND" != go ] && step "op-parity-$BACKEND" "$STEPS/op-parity-$BACKEND.json" "$BIN" dev op-parity --json "${backend[@]}"
+
 # The run's changes to the recipe reach plan and run alike as AGENTRL_* variables (recipes.Load
 # reads them): no evaluation, no optimizer state in the checkpoint saved at the end.
 run_env=(AGENTRL_RUN_MAX_STEPS="$RUN_STEPS")

@@ -41,6 +41,16 @@ func (r *GPUReport) Markdown() string {
 			row(p.OK, name, "log-prob error %.2g (tolerance %.0e), argmax %.0f%%; the step took %.0f s", p.MaxLogProbErr, p.Tolerance, 100*p.ArgmaxAgree, v.Seconds)
 		}
 	}
+	for _, op := range r.OpParity {
+		for _, o := range op.Rows {
+			name := fmt.Sprintf("float32 %s on %s against float64 (diagnostic)", o.Op, op.Backend)
+			if o.Error != "" {
+				row(false, name, "error: %s", firstLine(o.Error))
+				continue
+			}
+			row(true, name, "%.2g relative, %.1f ulps (%s)", o.MaxRel, o.Ulps, o.Worst)
+		}
+	}
 	for _, h := range r.HFLoad {
 		name := fmt.Sprintf("export loads in HF transformers, %s", h.Name)
 		if h.Error != "" {

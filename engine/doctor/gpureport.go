@@ -36,6 +36,7 @@ const (
 	rolloutPrefix  = "rollout-"     // rollout-<batch>.json
 	hfLoadPrefix   = "hf-load-"     // hf-load-<name>.json: scripts/hf-load-check.py's line
 	variantPrefix  = "parity-"      // parity-<variant>.json: dev parity under changed XLA settings
+	opParityPrefix = "op-parity-"   // op-parity-<backend>.json: dev op-parity
 )
 
 // HFLoadRow is scripts/hf-load-check.py's line: an export loaded in HF transformers itself, its
@@ -182,7 +183,10 @@ type GPUReport struct {
 	HFLoad  []HFLoadRow  `json:"hf_load,omitempty"`
 	// ParityVariants are diagnostic: they do not decide OK.
 	ParityVariants []ParityVariant `json:"parity_variants,omitempty"`
-	Missing        []string        `json:"missing,omitempty"` // step outputs that are absent or unreadable []string     `json:"missing,omitempty"` // step outputs that are absent or unreadable
+	// OpParity are diagnostic too: each float32 op of the forward pass against float64, on the
+	// Go backend and on the GPU's, to name the op behind a float32 parity gap.
+	OpParity []OpParityReport `json:"op_parity,omitempty"`
+	Missing  []string         `json:"missing,omitempty"` // step outputs that are absent or unreadable
 }
 
 // BuildReport reads the step files in dir into the report.
@@ -223,6 +227,11 @@ func BuildReport(dir string) (*GPUReport, error) {
 			row := HFLoadRow{Name: strings.TrimPrefix(s.Name, hfLoadPrefix)}
 			if r.read(dir, s.Name+".json", &row) {
 				r.HFLoad = append(r.HFLoad, row)
+			}
+		case strings.HasPrefix(s.Name, opParityPrefix):
+			var op OpParityReport
+			if r.read(dir, s.Name+".json", &op) {
+				r.OpParity = append(r.OpParity, op)
 			}
 		case strings.HasPrefix(s.Name, variantPrefix):
 			var par ParityReport

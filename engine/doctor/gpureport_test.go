@@ -196,6 +196,22 @@ func TestBuildReport(t *testing.T) {
 				"| export loads in HF transformers, random | ✗ | 0 shards: OSError: no file named model.safetensors |",
 				"| HF parity qwen3-tiny float32, notf32 (diagnostic) | ✓ | log-prob error 3e-06 (tolerance 1e-04), argmax 100%; the step took 42 s |"},
 		},
+		{
+			name:   "op parity on two backends",
+			status: allGood + "op-parity-go\t0\t0.1\nop-parity-cuda\t0\t3.0\n", wantOK: true,
+			edit: func(f map[string]any) {
+				f["op-parity-go.json"] = OpParityReport{Backend: "go", Rows: []OpRow{{Op: "exp", Shape: "[[4096]]", MaxRel: 7.3e-8, Ulps: 0.6, Worst: "element 1"}}}
+				f["op-parity-cuda.json"] = OpParityReport{Backend: "cuda", Rows: []OpRow{{Op: "exp", Shape: "[[4096]]", MaxRel: 2.4e-7, Ulps: 2, Worst: "element 9"}, {Op: "sin", Error: "no kernel"}}}
+			},
+			check: func(t *testing.T, r *GPUReport) {
+				if len(r.OpParity) != 2 || r.OpParity[0].Backend != "go" || len(r.OpParity[1].Rows) != 2 {
+					t.Errorf("op parity %+v", r.OpParity)
+				}
+			},
+			wantMD: []string{"| float32 exp on go against float64 (diagnostic) | ✓ | 7.3e-08 relative, 0.6 ulps (element 1) |",
+				"| float32 exp on cuda against float64 (diagnostic) | ✓ | 2.4e-07 relative, 2.0 ulps (element 9) |",
+				"| float32 sin on cuda against float64 (diagnostic) | ✗ | error: no kernel |"},
+		},
 		{name: "no status file", status: "", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
