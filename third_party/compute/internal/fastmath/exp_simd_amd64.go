@@ -25,28 +25,11 @@ func Exp32x8(x archsimd.Float32x8) archsimd.Float32x8 {
 		maxNumF = 1.7014117331926442990585209174225846272e38
 		maxLogF = 88.02969187150841
 		minLogF = -88.02969187150841
-		log2E   = 1.44269504088896341
-		ln2Hi   = 0.693359375
-		ln2Lo   = -2.12194440e-4
-		p7      = 1.9875691500e-4
-		p6      = 1.3981999507e-3
-		p5      = 8.3334519073e-3
-		p4      = 4.1665795894e-2
-		p3      = 1.6666665459e-1
-		p2      = 5.0000001201e-1
 	)
 	hi := archsimd.BroadcastFloat32x8(maxLogF)
 	lo := archsimd.BroadcastFloat32x8(minLogF)
-	xc := x.Min(hi).Max(lo)
-	z := xc.Mul(archsimd.BroadcastFloat32x8(log2E)).Add(archsimd.BroadcastFloat32x8(0.5)).Floor()
-	g := xc.Sub(z.Mul(archsimd.BroadcastFloat32x8(ln2Hi))).Sub(z.Mul(archsimd.BroadcastFloat32x8(ln2Lo)))
+	p, z := exp32Reduced(x.Min(hi).Max(lo))
 	scale := z.ConvertToInt32().Add(archsimd.BroadcastInt32x8(127)).ShiftAllLeft(23).AsFloat32x8()
-	p := archsimd.BroadcastFloat32x8(p7).Mul(g).Add(archsimd.BroadcastFloat32x8(p6))
-	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p5))
-	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p4))
-	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p3))
-	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p2))
-	p = p.Mul(g.Mul(g)).Add(g).Add(archsimd.BroadcastFloat32x8(1))
 	r := scale.Mul(p)
 	r = archsimd.BroadcastFloat32x8(maxNumF).Merge(r, x.Greater(hi))
 	// Zero below the range by masking, not by merging with a broadcast 0: Go builds that
@@ -57,11 +40,53 @@ func Exp32x8(x archsimd.Float32x8) archsimd.Float32x8 {
 	return x.Merge(r, x.IsNaN())
 }
 
-// ExpSlice32 sets out[i] = Exp32x8's exp(in[i]) for i < len(out).
+// ExpIEEE32x8 is exp on eight lanes with IEEE ends, as float32(math.Exp(x)) has them: +Inf
+// above the largest float32 (where Exp32x8 clamps to 1.7e38) and subnormal results from −87 down
+// to −104 (where Exp32x8 gives 0). The same reduction and polynomial as Exp32x8, with 2ⁿ applied
+// as two powers of two (n from −150 to 129) so that neither overflows its exponent and a
+// subnormal result is rounded once. The float32 Exp op takes it; the softmax keeps Exp32x8, as its
+// scalar loop kept Exp32.
+func ExpIEEE32x8(x archsimd.Float32x8) archsimd.Float32x8 {
+	xc := x.Min(archsimd.BroadcastFloat32x8(89)).Max(archsimd.BroadcastFloat32x8(-104))
+	p, z := exp32Reduced(xc)
+	n := z.ConvertToInt32()
+	n1 := n.ShiftAllRight(1)
+	n2 := n.Sub(n1)
+	bias := archsimd.BroadcastInt32x8(127)
+	s1 := n1.Add(bias).ShiftAllLeft(23).AsFloat32x8()
+	s2 := n2.Add(bias).ShiftAllLeft(23).AsFloat32x8()
+	return x.Merge(p.Mul(s1).Mul(s2), x.IsNaN())
+}
+
+// exp32Reduced is Exp32's reduction and polynomial on eight lanes: e^x = p·2^z, z integral.
+func exp32Reduced(x archsimd.Float32x8) (p, z archsimd.Float32x8) {
+	const (
+		log2E = 1.44269504088896341
+		ln2Hi = 0.693359375
+		ln2Lo = -2.12194440e-4
+		p7    = 1.9875691500e-4
+		p6    = 1.3981999507e-3
+		p5    = 8.3334519073e-3
+		p4    = 4.1665795894e-2
+		p3    = 1.6666665459e-1
+		p2    = 5.0000001201e-1
+	)
+	z = x.Mul(archsimd.BroadcastFloat32x8(log2E)).Add(archsimd.BroadcastFloat32x8(0.5)).Floor()
+	g := x.Sub(z.Mul(archsimd.BroadcastFloat32x8(ln2Hi))).Sub(z.Mul(archsimd.BroadcastFloat32x8(ln2Lo)))
+	p = archsimd.BroadcastFloat32x8(p7).Mul(g).Add(archsimd.BroadcastFloat32x8(p6))
+	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p5))
+	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p4))
+	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p3))
+	p = p.Mul(g).Add(archsimd.BroadcastFloat32x8(p2))
+	p = p.Mul(g.Mul(g)).Add(g).Add(archsimd.BroadcastFloat32x8(1))
+	return p, z
+}
+
+// ExpSlice32 sets out[i] = exp(in[i]) for i < len(out), by ExpIEEE32x8.
 func ExpSlice32(in, out []float32) {
 	if !HaveVector {
 		for i := range out {
-			out[i] = Exp32(in[i])
+			out[i] = float32(math.Exp(float64(in[i])))
 		}
 		return
 	}
@@ -69,10 +94,10 @@ func ExpSlice32(in, out []float32) {
 	in = in[:n]
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		Exp32x8(archsimd.LoadFloat32x8((*[8]float32)(in[i:]))).Store((*[8]float32)(out[i:]))
+		ExpIEEE32x8(archsimd.LoadFloat32x8((*[8]float32)(in[i:]))).Store((*[8]float32)(out[i:]))
 	}
 	if i < n {
-		Exp32x8(archsimd.LoadFloat32x8SlicePart(in[i:])).StoreSlicePart(out[i:])
+		ExpIEEE32x8(archsimd.LoadFloat32x8SlicePart(in[i:])).StoreSlicePart(out[i:])
 	}
 }
 

@@ -2,13 +2,15 @@
 
 package fastmath
 
+import "math"
+
 // HaveVector is false where the vector functions are not built.
 const HaveVector = false
 
-// ExpSlice32 sets out[i] = Exp32(in[i]) for i < len(out).
+// ExpSlice32 sets out[i] = exp(in[i]) for i < len(out), through float64 math.Exp.
 func ExpSlice32(in, out []float32) {
 	for i := range out {
-		out[i] = Exp32(in[i])
+		out[i] = float32(math.Exp(float64(in[i])))
 	}
 }
 

@@ -151,23 +151,23 @@ dotloop:
 	JNZ         dotloop
 
 reduce:
-	// x4 = hi + lo for each accumulator.
+	// x4 = hi + lo for each accumulator (hi the first operand, as GetHi().Add(GetLo())).
 	VEXTRACTF128 $1, Y0, X8
-	VADDPS       X8, X0, X0
+	VADDPS       X0, X8, X0
 	VEXTRACTF128 $1, Y1, X8
-	VADDPS       X8, X1, X1
+	VADDPS       X1, X8, X1
 	VEXTRACTF128 $1, Y2, X8
-	VADDPS       X8, X2, X2
+	VADDPS       X2, X8, X2
 	VEXTRACTF128 $1, Y3, X8
-	VADDPS       X8, X3, X3
+	VADDPS       X3, X8, X3
 	VEXTRACTF128 $1, Y4, X8
-	VADDPS       X8, X4, X4
+	VADDPS       X4, X8, X4
 	VEXTRACTF128 $1, Y5, X8
-	VADDPS       X8, X5, X5
+	VADDPS       X5, X8, X5
 	VEXTRACTF128 $1, Y6, X8
-	VADDPS       X8, X6, X6
+	VADDPS       X6, X8, X6
 	VEXTRACTF128 $1, Y7, X8
-	VADDPS       X8, X7, X7
+	VADDPS       X7, X8, X7
 
 	// [a0+a1, a2+a3, b0+b1, b2+b3], [c0+c1, c2+c3, d0+d1, d2+d3], then
 	// [(a0+a1)+(a2+a3), (b0+b1)+(b2+b3), (c…), (d…)].
