@@ -431,23 +431,32 @@ func (d *doc) recipe() {
 	if r == nil {
 		return
 	}
+	if dir, ok := d.policyModel(r); ok {
+		d.prmModel(r)
+		d.fits(r, dir)
+		return
+	}
+	d.prmModel(r) // a wrong PRM folder is reported beside a wrong model.path
+}
+
+// policyModel checks the policy's model folder (model.path, or the built-in model) and returns it.
+func (d *doc) policyModel(r *recipes.Recipe) (string, bool) {
 	dir, from := r.Model.Path, "model.path"
 	if dir == "" {
 		var err error
 		if dir, err = d.env.Builtin(); err != nil {
 			d.add(SecRecipe, "model", Fail, err.Error(), "give model.path (a HuggingFace folder) or rebuild the binary with testdata/builtin")
-			return
+			return "", false
 		}
 		from = "the built-in model"
 	}
 	if missing := modelFiles(dir); missing != "" {
 		d.add(SecRecipe, "model", Fail, fmt.Sprintf("%s (%s) %s", dir, from, missing),
 			"point model.path at a local HuggingFace folder with config.json, *.safetensors and tokenizer.json")
-		return
+		return "", false
 	}
 	d.add(SecRecipe, "model", OK, fmt.Sprintf("%s (%s)", dir, from), "")
-	d.prmModel(r)
-	d.fits(r, dir)
+	return dir, true
 }
 
 // prmModel checks the PRM's own model folder (prm.kind: model with prm.model a folder), which the

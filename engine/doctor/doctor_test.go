@@ -294,6 +294,12 @@ func TestRun(t *testing.T) {
 				detail: map[string]string{"prm_model": "/nonexistent/prm (prm.model) is not a folder"}, fix: map[string]string{"prm_model": "reference or policy"}},
 		},
 		{
+			name: "model and PRM model folders both missing", machine: cpuBox(), recipe: func(r *recipes.Recipe) {
+				r.Model.Path, r.PRM.Kind, r.PRM.Model, r.Hinter.Kind = "/nonexistent/model", "model", "/nonexistent/prm", "none"
+			},
+			want: want{canRun: false, status: map[string]Status{"model": Fail, "prm_model": Fail}},
+		},
+		{
 			name: "PRM model folder present", machine: cpuBox(), recipe: func(r *recipes.Recipe) {
 				r.PRM.Kind, r.PRM.Model, r.Hinter.Kind = "model", filepath.Join("..", "..", "testdata", "builtin"), "none"
 			},
