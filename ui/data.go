@@ -116,7 +116,7 @@ func (d *runData) apply(e event.Event) change {
 		}
 		p := v
 		d.progress = &p
-		if v.Phase == event.PhaseEval {
+		if v.Phase == event.PhaseEval && d.start.Kind != "sft" { // an SFT run's is its held-out loss: no pass@k
 			d.evalLive = &p
 		}
 		if v.RunETA > 0 {
@@ -252,6 +252,12 @@ func (d *runData) currentPhase() string {
 	}
 	if d.progress != nil {
 		return d.progress.Phase
+	}
+	if d.start.Kind == "sft" { // training, then the step's end (held-out loss, record, checkpoint)
+		if d.stepDone[event.PhaseTrain] && !d.stepDone[event.PhaseSave] {
+			return event.PhaseSave
+		}
+		return event.PhaseTrain
 	}
 	for _, p := range d.phases() {
 		if !d.stepDone[p] {

@@ -648,3 +648,36 @@ func TestCurvesSFTLoss(t *testing.T) {
 		t.Fatalf("m did not leave the loss:\n%s", v)
 	}
 }
+
+// TestSFTPhases: an SFT run's current phase is train until the step's training is reported, then
+// the step's end (save) until its save phase; its held-out loss shows as the eval phase without an
+// evaluation's pass@k; steps count as done by their save phase, which every SFT step reports.
+func TestSFTPhases(t *testing.T) {
+	d := newRunData()
+	steps := []struct {
+		ev        event.Event
+		phase     string
+		stepsDone int
+	}{
+		{event.RunStart{RunID: "sft-s1", Kind: "sft", TotalSteps: 3}, event.PhaseTrain, 0},
+		{event.Phase{Step: 1, Phase: event.PhaseTrain, Seconds: 1}, event.PhaseSave, 0},
+		{event.Phase{Step: 1, Phase: event.PhaseSave, Seconds: 0.1}, event.PhaseTrain, 1},
+		{event.Phase{Step: 2, Phase: event.PhaseTrain, Seconds: 1}, event.PhaseSave, 1},
+		{event.Progress{Step: 2, Phase: event.PhaseEval, Total: 4}, event.PhaseEval, 1},
+		{event.Phase{Step: 2, Phase: event.PhaseEval, Seconds: 0.2}, event.PhaseSave, 1},
+		{event.Phase{Step: 2, Phase: event.PhaseSave, Seconds: 0.1}, event.PhaseTrain, 2},
+		{event.Phase{Step: 3, Phase: event.PhaseTrain, Seconds: 1}, event.PhaseSave, 2},
+	}
+	for i, s := range steps {
+		d.apply(s.ev)
+		if got := d.currentPhase(); got != s.phase || d.stepsDone() != s.stepsDone {
+			t.Fatalf("after event %d (%s): phase %q, %d steps done; want %q, %d", i, s.ev.Type(), got, d.stepsDone(), s.phase, s.stepsDone)
+		}
+		if d.evalLive != nil {
+			t.Fatalf("after event %d: an SFT run's held-out loss shows as a live evaluation", i)
+		}
+	}
+	if got := d.phases(); !slices.Equal(got, []string{event.PhaseTrain, event.PhaseEval, event.PhaseSave}) {
+		t.Fatalf("phases %v; want train, eval, save", got)
+	}
+}

@@ -451,8 +451,10 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 		eta := time.Since(loopStart).Seconds() / float64(step-first+1) * float64(steps-step)
 		mt := map[event.Metric]float64{event.MetricLoss: nll, event.MetricLR: lr, event.MetricTokensPerSecond: float64(tokens) / secs,
 			event.MetricTrainedTokens: float64(trained), event.MetricETASeconds: eta}
+		tc := time.Now() // the step's end: the held-out loss when due, the record, a checkpoint
 		if len(held) > 0 && (step%o.EvalEvery == 0 || step == steps) {
 			te := time.Now()
+			emit(event.Progress{Step: step, Phase: event.PhaseEval, Total: len(held)})
 			if mt[event.MetricEvalLoss], err = meanNLL(tr, held, o.Batch); err != nil {
 				return nil, err
 			}
@@ -466,12 +468,13 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 			fmt.Fprintf(o.Log, "sft: step %d/%d nll %.4f lr %.3g (%.0fs)\n", step, steps, nll, lr, time.Since(t0).Seconds())
 		}
 		if step%o.SaveEvery == 0 || step == steps {
-			tc := time.Now()
 			if err := ck.save(step, emit); err != nil {
 				return nil, err
 			}
-			emit(event.Phase{Step: step, Phase: event.PhaseSave, Seconds: time.Since(tc).Seconds()})
 		}
+		// Every step ends with its save phase (as the RL loop's): the workbench counts finished
+		// steps by it.
+		emit(event.Phase{Step: step, Phase: event.PhaseSave, Seconds: time.Since(tc).Seconds()})
 	}
 	res.Step = last
 	if last < steps { // stopped
