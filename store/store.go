@@ -206,7 +206,10 @@ func (s *Store) PutRun(r Run) error {
 
 // FreeRunID is base if the store has no run of that id, else base-2, base-3, … (the first free):
 // run ids are a name and the start time to the second, and two runs started in the same second
-// in one store (an evaluation right after another, a script's loop) must not share a record.
+// in one store (an evaluation right after another, a script's loop) must not share a record. The
+// id is taken when the run's record is written (PutRun, as the run starts): two launches in one
+// process that both ask before either writes would get the same one (the store's file lock keeps
+// a second process out altogether).
 func (s *Store) FreeRunID(base string) (string, error) {
 	if base == "" {
 		return "", errors.New("store: run has no id")
