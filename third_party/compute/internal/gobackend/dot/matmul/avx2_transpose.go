@@ -6,6 +6,13 @@ package matmul
 
 import "simd/archsimd"
 
+var (
+	avx2TransposeIdxLo = [8]uint32{0, 1, 0, 1, 2, 3, 2, 3}
+	avx2TransposeIdxHi = [8]uint32{4, 5, 4, 5, 6, 7, 6, 7}
+	avx2TransposeMask  = [8]int32{0, 0, -1, -1, 0, 0, -1, -1} // negative: take t0's lanes
+	avx2ZeroInt32      int32
+)
+
 // avx2Transpose4x8x32bits transposes 4 rows of 8x32-bit elements (uint32) into
 // 8 rows of 4 32-bit elements, where each 2 rows of 4 elements is output together in one YMM register.
 func avx2Transpose4x8x32bits(v0, v1, v2, v3 archsimd.Uint32x8) (row0to2, row2to4, row4to6, row6to8 archsimd.Uint32x8) {
@@ -14,9 +21,12 @@ func avx2Transpose4x8x32bits(v0, v1, v2, v3 archsimd.Uint32x8) (row0to2, row2to4
 	t2 := v0.InterleaveHiGrouped(v1) // [a2 b2 a3 b3 | a6 b6 a7 b7]
 	t3 := v2.InterleaveHiGrouped(v3) // [c2 d2 c3 d3 | c6 d6 c7 d7]
 
-	idxLo := archsimd.LoadUint32x8(&[8]uint32{0, 1, 0, 1, 2, 3, 2, 3})
-	idxHi := archsimd.LoadUint32x8(&[8]uint32{4, 5, 4, 5, 6, 7, 6, 7})
-	mask := archsimd.LoadUint32x8(&[8]uint32{0, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF}).Greater(archsimd.BroadcastUint32x8(0))
+	// agentrl patch 11 (PATCHES.md): the permutations and the mask loaded from package variables
+	// (the array literals were built on the stack at every call), the mask by a signed compare
+	// (the unsigned one is emulated with a sign flip).
+	idxLo := archsimd.LoadUint32x8(&avx2TransposeIdxLo)
+	idxHi := archsimd.LoadUint32x8(&avx2TransposeIdxHi)
+	mask := archsimd.LoadInt32x8(&avx2TransposeMask).Less(archsimd.BroadcastInt32x8(avx2ZeroInt32))
 
 	row0to2 = t1.Permute(idxLo).Merge(t0.Permute(idxLo), mask)
 	row2to4 = t3.Permute(idxLo).Merge(t2.Permute(idxLo), mask)
