@@ -285,8 +285,9 @@ func TestLoadErrorsNameFileAndTensor(t *testing.T) {
 // weights, float32 softmax and norms): log-probs within 2e-2 of HF's float32, greedy identical.
 //
 // A backend whose bfloat16 matmuls are wrong (the Go backend built with GOEXPERIMENT=simd on an
-// AVX2-only CPU) must refuse bfloat16 with ErrBadLowPrecision instead: that refusal is checked
-// then, and the test says which of the two it verified.
+// AVX2-only CPU, before patch 12 of third_party/compute) must refuse bfloat16 with
+// ErrBadLowPrecision instead: that refusal is checked then, and the test says which of the two it
+// verified.
 func TestBF16Compute(t *testing.T) {
 	backend := goBackend(t)
 	if err := CheckComputeDType(backend, dtypes.BFloat16); err != nil {

@@ -14,7 +14,8 @@ import (
 
 // ErrBadLowPrecision says a backend computes the model in a 16-bit dtype wrongly. Seen with the Go
 // backend of gomlx/compute v0.1.6 built with GOEXPERIMENT=simd on an AVX2-only CPU (AMD EPYC):
-// its bfloat16 kernels return garbage while float32 is exact.
+// its AVX2 small transposed kernel dropped half of every 16-value bfloat16 load (fixed by patch 12
+// of third_party/compute/PATCHES.md); the check stays for backends and kernels to come.
 var ErrBadLowPrecision = errors.New("this backend computes 16-bit floats wrongly on this CPU")
 
 var precisionChecked sync.Map // backend → error (nil when the dtype checked out), per dtype

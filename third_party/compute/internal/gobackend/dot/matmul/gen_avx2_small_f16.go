@@ -462,55 +462,60 @@ func avx2SmallFloat16Transposed( //alt:f16
 				for ; k+4*vecWidth <= contractingSize; k += 4 * vecWidth {
 					//alt:f32 l0 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
 					//alt:bf16  l0, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))).ToFloat32()
-					l0, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))).ToFloat32() //alt:f16
+					l0, l0Hi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  l0 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
 					//alt:f32 r0 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
 					//alt:bf16  r0, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))).ToFloat32()
-					r0, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))).ToFloat32() //alt:f16
+					r0, r0Hi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  r0 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
 					acc = l0.MulAdd(r0, acc)
+					acc = l0Hi.MulAdd(r0Hi, acc) // agentrl patch 12: the upper 8 of the 16 values
 
 					//alt:f32 l1 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(lRowBase + uintptr(k+vecWidth)*iSize)))
 					//alt:bf16  l1, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k+vecWidth)*iSize))).ToFloat32()
-					l1, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k+vecWidth)*iSize))).ToFloat32() //alt:f16
+					l1, l1Hi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k+vecWidth)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  l1 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(lRowBase + uintptr(k+vecWidth)*iSize)))
 					//alt:f32 r1 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(rColBase + uintptr(k+vecWidth)*iSize)))
 					//alt:bf16  r1, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k+vecWidth)*iSize))).ToFloat32()
-					r1, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k+vecWidth)*iSize))).ToFloat32() //alt:f16
+					r1, r1Hi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k+vecWidth)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  r1 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(rColBase + uintptr(k+vecWidth)*iSize)))
 					acc = l1.MulAdd(r1, acc)
+					acc = l1Hi.MulAdd(r1Hi, acc) // agentrl patch 12: the upper 8 of the 16 values
 
 					//alt:f32 l2 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(lRowBase + uintptr(k+2*vecWidth)*iSize)))
 					//alt:bf16  l2, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k+2*vecWidth)*iSize))).ToFloat32()
-					l2, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k+2*vecWidth)*iSize))).ToFloat32() //alt:f16
+					l2, l2Hi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k+2*vecWidth)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  l2 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(lRowBase + uintptr(k+2*vecWidth)*iSize)))
 					//alt:f32 r2 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(rColBase + uintptr(k+2*vecWidth)*iSize)))
 					//alt:bf16  r2, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k+2*vecWidth)*iSize))).ToFloat32()
-					r2, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k+2*vecWidth)*iSize))).ToFloat32() //alt:f16
+					r2, r2Hi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k+2*vecWidth)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  r2 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(rColBase + uintptr(k+2*vecWidth)*iSize)))
 					acc = l2.MulAdd(r2, acc)
+					acc = l2Hi.MulAdd(r2Hi, acc) // agentrl patch 12: the upper 8 of the 16 values
 
 					//alt:f32 l3 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(lRowBase + uintptr(k+3*vecWidth)*iSize)))
 					//alt:bf16  l3, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k+3*vecWidth)*iSize))).ToFloat32()
-					l3, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k+3*vecWidth)*iSize))).ToFloat32() //alt:f16
+					l3, l3Hi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k+3*vecWidth)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  l3 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(lRowBase + uintptr(k+3*vecWidth)*iSize)))
 					//alt:f32 r3 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(rColBase + uintptr(k+3*vecWidth)*iSize)))
 					//alt:bf16  r3, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k+3*vecWidth)*iSize))).ToFloat32()
-					r3, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k+3*vecWidth)*iSize))).ToFloat32() //alt:f16
+					r3, r3Hi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k+3*vecWidth)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  r3 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(rColBase + uintptr(k+3*vecWidth)*iSize)))
 					acc = l3.MulAdd(r3, acc)
+					acc = l3Hi.MulAdd(r3Hi, acc) // agentrl patch 12: the upper 8 of the 16 values
 				}
 
 				for ; k+vecWidth <= contractingSize; k += vecWidth {
 					//alt:f32 lVal := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
 					//alt:bf16  lVal, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))).ToFloat32()
-					lVal, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))).ToFloat32() //alt:f16
+					lVal, lValHi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(lRowBase + uintptr(k)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  lVal := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(lRowBase + uintptr(k)*iSize)))
 					//alt:f32 rVal := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
 					//alt:bf16  rVal, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))).ToFloat32()
-					rVal, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))).ToFloat32() //alt:f16
+					rVal, rValHi := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(k)*iSize))).ToFloat32() //alt:f16
 					//alt:f64  rVal := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(rColBase + uintptr(k)*iSize)))
 					acc = lVal.MulAdd(rVal, acc)
+					acc = lValHi.MulAdd(rValHi, acc) // agentrl patch 12: the upper 8 of the 16 values
 				}
 
 				res := avx2ReduceSumFloat32x8(acc) //alt:f32|bf16|f16
