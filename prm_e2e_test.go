@@ -1,15 +1,11 @@
 package main
 
 import (
+	"agentrl/engine/serve/servetest"
 	"bufio"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -58,35 +54,12 @@ func TestPRMEndpointServeKilled(t *testing.T) {
 
 	// The PRM's requests reach the server through this door, which SIGKILLs it when the third
 	// arrives.
-	var mu sync.Mutex
-	seen, answered := 0, 0
-	door := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		if seen++; seen == 3 {
-			_ = server.Process.Kill()
-			_, _ = server.Process.Wait()
-		}
-		req, _ := http.NewRequest(r.Method, base+strings.TrimPrefix(r.URL.Path, "/v1"), r.Body)
-		req.Header = r.Header
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			answered++
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	}))
-	defer door.Close()
+	door := servetest.NewDoor(t, base, 3, func() { _ = server.Process.Kill(); _, _ = server.Process.Wait() })
 
 	args := []string{"run", filepath.Join("recipes", "retool.yaml"), "--ui", "json", "--store", filepath.Join(t.TempDir(), "runs.db"), "--max-steps", "1"}
 	for _, kv := range []string{"rollout.tasks_per_step=2", "rollout.group_size=2", "eval.every=0", "eval.at_start=false",
 		"checkpoint.keep_best=0", "early_stop.patience=0", "early_stop.max_drop=0",
-		"hinter.kind=none", "prm.kind=model", "prm.endpoint=" + door.URL + "/v1", "prm.model=agentrl-builtin",
+		"hinter.kind=none", "prm.kind=model", "prm.endpoint=" + door.URL, "prm.model=agentrl-builtin",
 		"prm.timeout=5s", "prm.retries=1", "prm.max_new_tokens=16", "prm.api_key_env="} {
 		args = append(args, "--set", kv)
 	}
@@ -114,10 +87,8 @@ func TestPRMEndpointServeKilled(t *testing.T) {
 	if err := run.Wait(); err != nil || status != "finished" || metrics == nil {
 		t.Fatalf("run: %v, status %q, metrics %v\n%s", err, status, metrics, stderr)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	num := func(k string) float64 { v, _ := metrics[k].(float64); return v }
-	if answered != 2 || num("prm_unjudged") != 2 || num("prm_judged")+num("prm_malformed") != 2 {
+	if answered := door.Answered(); answered != 2 || num("prm_unjudged") != 2 || num("prm_judged")+num("prm_malformed") != 2 {
 		t.Errorf("answered %d; metrics judged %v, malformed %v, unjudged %v; want 2 answered, 2 unjudged",
 			answered, num("prm_judged"), num("prm_malformed"), num("prm_unjudged"))
 	}

@@ -1,13 +1,9 @@
 package engine
 
 import (
-	"io"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/serve"
+	"agentrl/engine/serve/servetest"
 	"agentrl/recipes"
 )
 
@@ -101,32 +98,10 @@ func TestPRMEndpointKilledMidStep(t *testing.T) {
 	}
 	// The PRM's requests reach the server one at a time through this door, which kills the
 	// server when the third arrives.
-	var mu sync.Mutex
-	seen, answered := 0, 0
-	door := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		if seen++; seen == 3 {
-			srv.Close()
-		}
-		req, _ := http.NewRequest(r.Method, base+strings.TrimPrefix(r.URL.Path, "/v1"), r.Body)
-		req.Header = r.Header
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			answered++
-		}
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-	}))
-	defer door.Close()
+	door := servetest.NewDoor(t, base, 3, func() { srv.Close() })
 	start := time.Now()
 	c, _, events := tinyRun(t, noEval(map[string]string{"run.max_steps": "1", "hinter.kind": "none", "algorithm.name": "hybrid",
-		"prm.kind": "model", "prm.endpoint": door.URL + "/v1", "prm.model": "judge", "prm.timeout": "5s", "prm.retries": "1",
+		"prm.kind": "model", "prm.endpoint": door.URL, "prm.model": "judge", "prm.timeout": "5s", "prm.retries": "1",
 		"prm.max_new_tokens": "16", "prm.api_key_env": ""}))
 	var m map[event.Metric]float64
 	unjudged := 0
@@ -146,7 +121,7 @@ func TestPRMEndpointKilledMidStep(t *testing.T) {
 	if m == nil {
 		t.Fatal("the step did not finish")
 	}
-	if answered != 2 || m[event.MetricPRMUnjudged] != 2 || unjudged != 2 || m[event.MetricPRMJudged]+m[event.MetricPRMMalformed] != 2 {
+	if answered := door.Answered(); answered != 2 || m[event.MetricPRMUnjudged] != 2 || unjudged != 2 || m[event.MetricPRMJudged]+m[event.MetricPRMMalformed] != 2 {
 		t.Errorf("answered %d, metrics judged %v, malformed %v, unjudged %v (trajectories unjudged %d); want 2 answered, 2 unjudged",
 			answered, m[event.MetricPRMJudged], m[event.MetricPRMMalformed], m[event.MetricPRMUnjudged], unjudged)
 	}

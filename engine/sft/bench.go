@@ -66,7 +66,7 @@ func Bench(m *model.Model, c BenchConfig) (*BenchResult, error) {
 			b[i] = train.Sequence{Tokens: s.Tokens, LossMask: s.LossMask}
 		}
 		t0 := time.Now()
-		_, err := sftStep(tr, b, c.MicroBatch, 1e-5)
+		_, err := sftStep(tr, b, 1e-5)
 		return time.Since(t0), err
 	}
 	t0 := time.Now()

@@ -332,7 +332,7 @@ func TestSFTStepAsTrainer(t *testing.T) {
 		}
 		defer tr.Close()
 		if micro {
-			before, err = sftStep(tr, fresh(), 1, 2e-3)
+			before, err = sftStep(tr, fresh(), 2e-3)
 		} else {
 			before, err = tr.SFTStep(fresh(), 2e-3)
 		}

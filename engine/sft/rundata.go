@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -431,7 +432,7 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 			tokens += len(s.Tokens)
 		}
 		lr := sched.At(step)
-		nll, err := sftStep(tr, b, rows, lr)
+		nll, err := sftStep(tr, b, lr)
 		if err != nil {
 			_ = end("failed", err.Error())
 			return nil, err
@@ -708,51 +709,26 @@ func (c *checkpointer) restore() (int, error) {
 	return cp.Step + 1, nil
 }
 
-// sftStep is a supervised step as train.Trainer's SFTStep makes one, in micro-batches of rows
-// sequences: advantage 1 on every trained token and one Update summing the micro-batches'
-// gradients (the clipped surrogate at ratio 1 has the log-likelihood's gradient). With
-// Config.OnPolicy (sft --data's trainer) the ratio's old log-probs are the graph's own; without,
-// a log-probs pass gives them first. It returns the mean NLL of the trained tokens before the
-// update.
-func sftStep(tr *train.Trainer, seqs []train.Sequence, rows int, lr float64) (float64, error) {
-	ones := func(i int) {
-		seqs[i].Advantages = make([]float32, len(seqs[i].Tokens))
-		for j := range seqs[i].Advantages {
-			seqs[i].Advantages[j] = 1
-		}
+// sftStep is a supervised step as train.Trainer's SFTStep makes one with Config.OnPolicy (the
+// ratio's old log-probs are the graph's own, so no log-probs pass comes first): advantage 1 on
+// every trained token and one Update summing the micro-batches' gradients (the clipped surrogate
+// at ratio 1 has the log-likelihood's gradient). It returns the mean NLL of the trained tokens
+// before the update.
+func sftStep(tr *train.Trainer, seqs []train.Sequence, lr float64) (float64, error) {
+	if !tr.OnPolicy() {
+		return 0, errors.New("sft: the trainer needs train.Config.OnPolicy")
 	}
-	if tr.OnPolicy() {
-		for i := range seqs {
-			seqs[i].OldLogProbs = make([]float32, len(seqs[i].Tokens)) // not read
-			ones(i)
-		}
-		met, err := tr.Update(seqs, lr)
-		return met.NLL, err
+	for i := range seqs {
+		seqs[i].OldLogProbs = make([]float32, len(seqs[i].Tokens)) // not read
+		seqs[i].Advantages = slices.Repeat([]float32{1}, len(seqs[i].Tokens))
 	}
-	nll, err := logProbs(tr, seqs, rows, func(i int, lp []float32) {
-		// lp[p] is position p's log-prob of token p+1; a sequence's log-probs are by token.
-		seqs[i].OldLogProbs = make([]float32, len(seqs[i].Tokens))
-		copy(seqs[i].OldLogProbs[1:], lp[:len(seqs[i].Tokens)-1])
-		ones(i)
-	})
-	if err != nil {
-		return 0, err
-	}
-	if _, err := tr.Update(seqs, lr); err != nil {
-		return 0, err
-	}
-	return nll, nil
+	met, err := tr.Update(seqs, lr)
+	return met.NLL, err
 }
 
 // meanNLL is the mean negative log-likelihood per trained token of seqs under tr's model, in
 // passes of batch sequences.
 func meanNLL(tr *train.Trainer, seqs []train.Sequence, batch int) (float64, error) {
-	return logProbs(tr, seqs, batch, nil)
-}
-
-// logProbs runs seqs through tr's model in passes of batch sequences, hands each sequence's
-// per-token log-probs to fn (when not nil) and returns the mean NLL of the trained tokens.
-func logProbs(tr *train.Trainer, seqs []train.Sequence, batch int, fn func(i int, lp []float32)) (float64, error) {
 	var nll, n float64
 	for i := 0; i < len(seqs); i += batch {
 		var part []train.Sequence
@@ -769,9 +745,6 @@ func logProbs(tr *train.Trainer, seqs []train.Sequence, batch int, fn func(i int
 			return 0, err
 		}
 		for r := 0; r < len(part); r++ {
-			if fn != nil {
-				fn(i+r, lp[r])
-			}
 			for p := 0; p < b.T; p++ {
 				if b.Mask[r*b.T+p] > 0 {
 					nll -= float64(lp[r][p])

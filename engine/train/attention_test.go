@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"math"
 	"testing"
 
 	"agentrl/engine/device"
@@ -33,16 +32,8 @@ func TestChunkedAttentionGradients(t *testing.T) {
 		b := gradBatch(t, trD, tinyModel(t, 14))
 		l1, g1 := lossAndGrad(t, trD, dense.Params.Values, b)
 		l2, g2 := lossAndGrad(t, trC, dense.Params.Values, b)
-		if math.Abs(l1-l2) > 1e-6 {
-			t.Errorf("checkpointing %v: loss %.8f dense, %.8f chunked", ckpt, l1, l2)
-		}
-		for i := range g1 {
-			for j := range g1[i] {
-				if math.Abs(float64(g1[i][j]-g2[i][j])) > 1e-5*(1+math.Abs(float64(g1[i][j]))) {
-					t.Fatalf("checkpointing %v: gradient of %s[%d]: %.7g dense, %.7g chunked", ckpt, dense.Params.Specs[i].Name, j, g1[i][j], g2[i][j])
-				}
-			}
-		}
+		sameLossAndGrad(t, fmt.Sprintf("checkpointing %v: ", ckpt), "dense", "chunked",
+			func(i int) string { return dense.Params.Specs[i].Name }, l1, g1, l2, g2)
 		trD.Close()
 		trC.Close()
 	}

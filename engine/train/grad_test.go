@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -222,16 +223,7 @@ func TestGradientCheckpointing(t *testing.T) {
 	b := gradBatch(t, plain, tinyModel(t, 14))
 	l1, g1 := lossAndGrad(t, plain, m.Params.Values, b)
 	l2, g2 := lossAndGrad(t, ckpt, m.Params.Values, b)
-	if math.Abs(l1-l2) > 1e-6 {
-		t.Errorf("loss %.8f without checkpointing, %.8f with", l1, l2)
-	}
-	for i := range g1 {
-		for j := range g1[i] {
-			if math.Abs(float64(g1[i][j]-g2[i][j])) > 1e-5*(1+math.Abs(float64(g1[i][j]))) {
-				t.Fatalf("gradient of %s[%d]: %.7g without checkpointing, %.7g with", m.Params.Specs[i].Name, j, g1[i][j], g2[i][j])
-			}
-		}
-	}
+	sameLossAndGrad(t, "", "without checkpointing", "with", func(i int) string { return m.Params.Specs[i].Name }, l1, g1, l2, g2)
 
 	// Forward equality and barriers in the gradient graph.
 	np := len(m.Params.Values)
@@ -283,14 +275,23 @@ func TestChunkedHeadGradient(t *testing.T) {
 			t.Fatal(err)
 		}
 		l2, g2 := lossAndGrad(t, chunked, m.Params.Values, b)
-		if math.Abs(l1-l2) > 1e-6 {
-			t.Errorf("checkpointing %v: loss %.8f in one chunk, %.8f in chunks of 3", ckpt, l1, l2)
-		}
-		for i := range g1 {
-			for j := range g1[i] {
-				if math.Abs(float64(g1[i][j]-g2[i][j])) > 1e-5*(1+math.Abs(float64(g1[i][j]))) {
-					t.Fatalf("checkpointing %v: gradient of %s[%d]: %.7g in one chunk, %.7g in chunks of 3", ckpt, m.Params.Specs[i].Name, j, g1[i][j], g2[i][j])
-				}
+		sameLossAndGrad(t, fmt.Sprintf("checkpointing %v: ", ckpt), "in one chunk", "in chunks of 3",
+			func(i int) string { return m.Params.Specs[i].Name }, l1, g1, l2, g2)
+	}
+}
+
+// sameLossAndGrad fails t unless two evaluations of a loss and its gradient agree: the loss within
+// 1e-6, each gradient element within 1e-5 relative (1e-5 absolute near 0). ctx prefixes the
+// messages, as and bs say how each evaluation was made, and name names parameter i.
+func sameLossAndGrad(t *testing.T, ctx, as, bs string, name func(i int) string, l1 float64, g1 [][]float32, l2 float64, g2 [][]float32) {
+	t.Helper()
+	if math.Abs(l1-l2) > 1e-6 {
+		t.Errorf("%sloss %.8f %s, %.8f %s", ctx, l1, as, l2, bs)
+	}
+	for i := range g1 {
+		for j := range g1[i] {
+			if math.Abs(float64(g1[i][j]-g2[i][j])) > 1e-5*(1+math.Abs(float64(g1[i][j]))) {
+				t.Fatalf("%sgradient of %s[%d]: %.7g %s, %.7g %s", ctx, name(i), j, g1[i][j], as, g2[i][j], bs)
 			}
 		}
 	}

@@ -805,16 +805,7 @@ func TestValueLRScaleAndCheckpointing(t *testing.T) {
 	b, _ := Pack(seqs, 0)
 	l1, g1 := newLossEval(t, plain, b).eval(t, plain.params())
 	l2, g2 := newLossEval(t, ckpt, b).eval(t, plain.params())
-	if math.Abs(l1-l2) > 1e-6 {
-		t.Errorf("loss %.8f without checkpointing, %.8f with", l1, l2)
-	}
-	for i := range g1 {
-		for j := range g1[i] {
-			if math.Abs(float64(g1[i][j]-g2[i][j])) > 1e-5*(1+math.Abs(float64(g1[i][j]))) {
-				t.Fatalf("gradient of %s[%d]: %.7g without checkpointing, %.7g with", plain.paramName(i), j, g1[i][j], g2[i][j])
-			}
-		}
-	}
+	sameLossAndGrad(t, "", "without checkpointing", "with", plain.paramName, l1, g1, l2, g2)
 }
 
 func equalBits(a, b []float32) bool {
