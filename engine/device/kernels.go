@@ -25,9 +25,12 @@ import (
 // the AVX-512 kernels train about three times as fast as the portable ones, while on an AVX-512
 // Intel Xeon the SIMD kernels decoded 2.6x and trained 1.4x slower (and on an AVX2-only EPYC
 // generation was slower too). The likely cause: the scalar code after them, math.Exp above all,
-// runs with the vector registers' upper halves dirty (gomlx/compute v0.1.6 never clears them),
-// which AMD CPUs do not pay for; not reproduced here, so the choice is measured, not inferred. So the binary measures, once per CPU model, GoMLX
-// version and model shape, and runs with the fastest set (see ChooseKernels).
+// ran with the vector registers' upper halves dirty (gomlx/compute v0.1.6 never clears them),
+// which Intel CPUs pay for and AMD CPUs do not; third_party/compute's patch 13 clears them after
+// every node and pooled task, and patches 6, 9 and 14 replaced the slowest kernels with assembly,
+// none of it yet timed on an Intel CPU. So the choice is measured, not inferred: the binary
+// measures, once per CPU model, GoMLX version (with its patches) and model shape, and runs with
+// the fastest set (see ChooseKernels).
 type KernelSet string
 
 // The kernel sets, in the order the backend prefers them when nothing is switched off.

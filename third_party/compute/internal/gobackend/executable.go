@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/internal/vectorstate"
 	"github.com/gomlx/compute/support/humanize"
 	"github.com/pkg/errors"
 	"k8s.io/klog/v2"
@@ -514,6 +515,7 @@ func (fe *FunctionExecutable) executeNode(backend *Backend, node *Node, execBuf 
 		}
 
 		outputBuffers, err := closureExecutor(backend, node, inputBuffers, inputsOwned, closureInputs)
+		vectorstate.Clear() // agentrl patch 13: the executor may leave dirty upper vector state
 		if err != nil {
 			return errors.WithMessagef(err, "executing closure op %s", node.OpType)
 		}
@@ -557,6 +559,7 @@ func (fe *FunctionExecutable) executeNode(backend *Backend, node *Node, execBuf 
 		}
 
 		outputBuffers, err := multiExecutor(backend, node, inputBuffers, inputsOwned)
+		vectorstate.Clear() // agentrl patch 13: the executor may leave dirty upper vector state
 		if err != nil {
 			return errors.WithMessagef(err, "executing multi-output %s", node.OpType)
 		}
@@ -591,6 +594,7 @@ func (fe *FunctionExecutable) executeNode(backend *Backend, node *Node, execBuf 
 		}
 
 		result, err := executor(backend, node, inputBuffers, inputsOwned)
+		vectorstate.Clear() // agentrl patch 13: the executor may leave dirty upper vector state
 		if err != nil {
 			return errors.WithMessagef(err, "executing %s", node.OpType)
 		}

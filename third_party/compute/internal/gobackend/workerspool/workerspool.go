@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gomlx/compute/internal/vectorstate"
 )
 
 type Pool struct {
@@ -87,12 +89,12 @@ func (w *Pool) lockedIsFull() bool {
 // Avoid using this function if the parallelism is disabled.
 func (w *Pool) WaitToStart(task func()) {
 	if w.IsUnlimited() {
-		go task()
+		go runTask(task)
 		return
 
 	} else if w.maxParallelism == 0 {
 		// No parallelism, run inline -- better avoided.
-		task()
+		runTask(task)
 		return
 	}
 
@@ -104,13 +106,21 @@ func (w *Pool) WaitToStart(task func()) {
 	w.lockedRunTaskInGoroutine(task)
 }
 
+// runTask runs task, then clears the vector registers' upper state its SIMD code may have left
+// on this thread, before the goroutine ends and the thread runs other Go code (agentrl patch 13,
+// see package vectorstate).
+func runTask(task func()) {
+	task()
+	vectorstate.Clear()
+}
+
 // lockedRunTaskInGoroutine and keep tabs on w.numRunning.
 //
 // It must be called with workerPool.mu acquired.
 func (w *Pool) lockedRunTaskInGoroutine(task func()) {
 	w.numRunning++
 	go func() {
-		task()
+		runTask(task)
 		w.mu.Lock()
 		w.numRunning--
 		w.cond.Signal()
@@ -124,7 +134,7 @@ func (w *Pool) lockedRunTaskInGoroutine(task func()) {
 // It's up to the client to synchronize the end of the function execution.
 func (w *Pool) StartIfAvailable(task func()) bool {
 	if w.IsUnlimited() {
-		go task()
+		go runTask(task)
 		return true
 	}
 	w.mu.Lock()
@@ -146,7 +156,7 @@ func (w *Pool) StartIfAvailable(task func()) bool {
 // It returns when all started tasks have finished.
 func (w *Pool) Saturate(task func()) {
 	if w.maxParallelism == 0 {
-		task()
+		runTask(task)
 		return
 	}
 
