@@ -299,6 +299,13 @@ func padWithConcreteConfig(backend *gobackend.Backend, operand, fillValue *gobac
 		outStride := outputStrides[axis]
 
 		outOffset := outputOffset + mAxis.config.Start*outStride
+		if axis == numMerged-1 && mAxis.config.Interior == 0 && mAxis.config.Start >= 0 {
+			// agentrl patch 14 (PATCHES.md): the innermost axis without interior padding is one
+			// run of consecutive elements on both sides, copied at once.
+			n := mAxis.operandDim * virtualElementSize
+			copy(outputBytes[outOffset:outOffset+n], operandBytes[operandOffset:operandOffset+n])
+			return
+		}
 		opOffset := operandOffset
 
 		for i := 0; i < mAxis.operandDim; i++ {

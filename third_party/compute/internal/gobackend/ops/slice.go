@@ -170,6 +170,10 @@ func execSliceGeneric[T gobackend.SupportedTypesConstraints](operand, output *go
 	rank := operand.RawShape.Rank()
 	outputFlat := output.Flat.([]T)
 	operandFlat := operand.Flat.([]T)
+	if rank > 0 && params.strides[rank-1] == 1 {
+		sliceRuns(operandFlat, outputFlat, operand.RawShape.Dimensions, output.RawShape.Dimensions, params)
+		return
+	}
 
 	outputDimensions := output.RawShape.Dimensions
 	operandFlatStrides := operand.RawShape.Strides()
@@ -195,6 +199,48 @@ func execSliceGeneric[T gobackend.SupportedTypesConstraints](operand, output *go
 			// Reset axis
 			operandFlatIdx -= (outputDimensions[axis] - 1) * params.strides[axis] * operandFlatStrides[axis]
 			outputAxisIdxs[axis] = 0
+		}
+	}
+}
+
+// sliceRuns is execSliceGeneric where the innermost axis is taken with stride 1 (agentrl patch 14,
+// PATCHES.md): the output is made of runs of consecutive operand elements, each copied at once,
+// rather than element by element with an odometer step per element. A run spans the innermost
+// axis and every axis before it that the slice keeps whole (start 0, stride 1, full length),
+// plus the first axis that is not whole if its stride is 1.
+func sliceRuns[T any](operandFlat, outputFlat []T, operandDims, outputDims []int, params *sliceNode) {
+	rank := len(operandDims)
+	// first is the outermost axis inside a run.
+	first := rank - 1
+	for first > 0 && outputDims[first] == operandDims[first] && params.strides[first-1] == 1 {
+		first--
+	}
+	run := 1
+	for axis := first; axis < rank; axis++ {
+		run *= outputDims[axis]
+	}
+	operandStrides := make([]int, rank) // in elements
+	stride := 1
+	for axis := rank - 1; axis >= 0; axis-- {
+		operandStrides[axis] = stride
+		stride *= operandDims[axis]
+	}
+	operandIdx := 0
+	for axis, start := range params.starts {
+		operandIdx += start * operandStrides[axis]
+	}
+	idx := make([]int, first) // the odometer over the axes outside a run
+	for outputIdx := 0; outputIdx < len(outputFlat); outputIdx += run {
+		copy(outputFlat[outputIdx:outputIdx+run], operandFlat[operandIdx:operandIdx+run])
+		for axis := first - 1; axis >= 0; axis-- {
+			step := params.strides[axis] * operandStrides[axis]
+			idx[axis]++
+			if idx[axis] < outputDims[axis] {
+				operandIdx += step
+				break
+			}
+			operandIdx -= (outputDims[axis] - 1) * step
+			idx[axis] = 0
 		}
 	}
 }
