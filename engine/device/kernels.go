@@ -27,7 +27,7 @@ import (
 // generation was slower too). The likely cause: the scalar code after them, math.Exp above all,
 // ran with the vector registers' upper halves dirty (gomlx/compute v0.1.6 never clears them),
 // which Intel CPUs pay for and AMD CPUs do not; third_party/compute's patch 13 clears them after
-// every node and pooled task, and patches 6, 9 and 14 replaced the slowest kernels with assembly,
+// every node and pooled task, and patches 6, 9 and 15 replaced the slowest kernels with assembly,
 // none of it yet timed on an Intel CPU. So the choice is measured, not inferred: the binary
 // measures, once per CPU model, GoMLX version (with its patches) and model shape, and runs with
 // the fastest set (see ChooseKernels).

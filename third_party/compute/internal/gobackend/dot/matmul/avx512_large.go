@@ -254,6 +254,13 @@ func avx512LargeKernelFloat32( //alt:f32
 	}()
 	_ = lhsPanelRows // Not needed.
 
+	// agentrl patch 15 (PATCHES.md), float32 only (the generated variants were not regenerated):
+	// the same blocks by the assembly kernel where the CPU has AVX-512F.
+	if avx512AsmKernel {
+		avx512LargeKernelAsmFloat32(packedLHS, packedRHS, packedOutput, rhsPanelCols, contractingLen, lhsActiveRows, rhsActiveCols)
+		return
+	}
+
 	// BCE hints
 	_ = packedLHS[contractingLen*lhsActiveRows-1]
 	_ = packedRHS[contractingLen*rhsActiveCols-1]

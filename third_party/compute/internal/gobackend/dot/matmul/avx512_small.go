@@ -462,6 +462,16 @@ func avx512SmallFloat32Transposed( //alt:f32
 		return
 	}
 
+	// agentrl patch 15 (PATCHES.md), float32 only (the generated variants were not regenerated):
+	// the AVX2 assembly kernel of patch 9 (every AVX-512 CPU has AVX2 and FMA), 2 rows × 4 columns
+	// with eight accumulators, where this Go kernel runs one dependency chain per output element
+	// and ends each in scalar code. Its sums are the AVX2 Go kernel's, not this one's: they differ
+	// at float32 rounding.
+	if avx2AsmKernel && contractingSize >= 8 {
+		avx2SmallTransposedAsmFloat32(lhs, rhs, batchStart, batchCount, lhsCrossSize, rhsCrossSize, contractingSize, output)
+		return
+	}
+
 	lhsStride := lhsCrossSize * contractingSize
 	rhsStride := contractingSize * rhsCrossSize
 	outputStride := lhsCrossSize * rhsCrossSize
