@@ -76,3 +76,9 @@ gpu-check: build
 .PHONY: test-avx512
 test-avx512:
 	scripts/test-avx512.sh
+
+# This machine's CPU figures against PyTorch eager, both pinned to two cores (scripts/cpu-bench.sh:
+# the kernel sets, RUNS × bench train and bench rollout), report in runs/cpu-bench/<UTC time>/.
+.PHONY: cpu-bench
+cpu-bench: build
+	BIN=$(BIN) scripts/cpu-bench.sh
