@@ -7,3 +7,6 @@ package vectorstate
 // Clear does nothing: without GOEXPERIMENT=simd on amd64 the backend runs no Go vector code, and
 // its assembly kernels clear the state themselves.
 func Clear() {}
+
+// Effective says whether Clear executes anything in this build (for tests of its callers).
+const Effective = false

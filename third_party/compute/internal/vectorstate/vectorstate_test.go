@@ -20,10 +20,10 @@ func TestClear(t *testing.T) {
 	}
 	Clear()
 	dirty, _ := UpperDirty()
-	if clearWorks && dirty {
+	if Effective && dirty {
 		t.Fatal("upper state still dirty after Clear")
 	}
-	if !clearWorks && !dirty {
+	if !Effective && !dirty {
 		t.Fatal("Clear is a no-op in this build, yet the state is clean")
 	}
 }

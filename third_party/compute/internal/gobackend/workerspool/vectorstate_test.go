@@ -26,7 +26,7 @@ func TestRunTaskClearsVectorState(t *testing.T) {
 	if !ran {
 		t.Fatal("the task did not run")
 	}
-	if dirty, _ := vectorstate.UpperDirty(); dirty && clearWorks {
+	if dirty, _ := vectorstate.UpperDirty(); dirty && vectorstate.Effective {
 		t.Error("upper vector state dirty after runTask")
 	}
 	// And through the pool's inline path (no parallelism), which runs on this thread.
@@ -34,7 +34,7 @@ func TestRunTaskClearsVectorState(t *testing.T) {
 	p.SetMaxParallelism(0)
 	for name, run := range map[string]func(func()){"WaitToStart": p.WaitToStart, "Saturate": p.Saturate} {
 		run(func() { vectorstate.MakeDirty() })
-		if dirty, _ := vectorstate.UpperDirty(); dirty && clearWorks {
+		if dirty, _ := vectorstate.UpperDirty(); dirty && vectorstate.Effective {
 			t.Errorf("upper vector state dirty after %s", name)
 		}
 	}
