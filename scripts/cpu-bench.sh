@@ -17,7 +17,8 @@
 # loaded, with the CPU named.
 #
 # Sizes for a quick check (the end-to-end test runs it so): TRAIN_ARGS, ROLLOUT_ARGS replace the
-# benches' default arguments. Exit code: 0 when every step ran, 1 otherwise.
+# benches' default arguments. COMMIT names the binary's commit in the report (default: the
+# checkout's, which is the binary's when the script builds it). Exit code: 0 when every step ran, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +52,8 @@ export XDG_CACHE_HOME=$OUT/cache
 	echo "cpus: $(nproc --all) on the machine, pinned to $CPUS"
 	echo "flags: $(grep -m1 -o -w -E 'avx2|fma|avx512f|avx512bw|avx512vl|avx512_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 	echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "commit: $(git rev-parse --short HEAD 2> /dev/null || echo unknown)"
+	# the binary's commit when given (COMMIT=…), else the checkout's (the binary may be older)
+	echo "commit: ${COMMIT:-$(git rev-parse --short HEAD 2> /dev/null || echo unknown) (the checkout)}"
 } > "$OUT/cpu.txt"
 cat "$OUT/cpu.txt"
 
