@@ -181,6 +181,13 @@ func TestPlanDoesNotFitExitsOne(t *testing.T) {
 	if code, out, errs = plan("--vram", "96GiB"); code != 0 || !strings.Contains(out, "fits: ") {
 		t.Errorf("plan --vram 96GiB: exit %d; want 0:\n%s%s", code, out, errs)
 	}
+	// An evaluation-only run of the 4B fits in 24 GiB, where training does not.
+	if code, out, errs = plan("--vram", "24GiB"); code != 1 {
+		t.Errorf("plan --vram 24GiB: exit %d; want 1 (training does not fit):\n%s%s", code, out, errs)
+	}
+	if code, out, errs = plan("--vram", "24GiB", "--eval"); code != 0 || !strings.Contains(out, "evaluation only: no trainer") {
+		t.Errorf("plan --vram 24GiB --eval: exit %d; want 0 with the evaluation-only verdict:\n%s%s", code, out, errs)
+	}
 }
 
 // TestBadInputErrors: each bad invocation fails with a message naming what is wrong.

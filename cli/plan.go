@@ -18,11 +18,11 @@ import (
 // planCommand prints the GPU memory ledger of a recipe without running anything.
 func planCommand(env Env) *cobra.Command {
 	var dir, shape, vram string
-	var asJSON, sftPlan bool
+	var asJSON, sftPlan, evalPlan bool
 	var seqLen, loraRank, maxMicro, bits int
 	var set runFlags // only --set
 	cmd := &cobra.Command{
-		Use: `plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--set section.field=value] [--json]
+		Use: `plan RECIPE [--model DIR | --shape NAME] [--vram 24GiB] [--eval] [--set section.field=value] [--json]
   agentrl-tui plan --sft (--model DIR | --shape NAME) [--seq-len 16384] [--lora RANK] [--vram 96GiB,48GiB,24GiB] [--json]`,
 		Short: "the GPU memory ledger per phase, KV slots and micro-batch, host memory and disk; runs nothing",
 		Long: `Prints the GPU memory ledger of a recipe per phase, with the KV slots and micro-batch it
@@ -30,7 +30,8 @@ chooses, then the host memory the run needs (writing a checkpoint, loading the m
 disk its store fills at checkpoint.keep_*, without running anything. The exit status says whether
 the recipe fits the device: 0 when it fits, 1 when it does not (after printing the plan, or its
 JSON with --json, and the reason); agentrl-tui doctor RECIPE checks the host figures against this
-machine.
+machine. With --eval: the plan of an evaluation-only run of the recipe (agentrl-tui eval), which
+builds no trainer: the inference weights, the KV cache and the sampler alone.
 
 With --sft (no recipe): the device memory of one supervised step of sft --data on conversations
 of --seq-len tokens in bf16 compute, with every weight trained and, with --lora RANK, with
@@ -67,7 +68,7 @@ its parts. The exit status is 0 when every row fits, 1 otherwise.`,
 				}
 			}
 			p, err := ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, ShapeName: shape, VRAM: vram,
-				BuiltinModelDir: builtin, DetectedVRAM: detected})
+				BuiltinModelDir: builtin, DetectedVRAM: detected, EvalOnly: evalPlan})
 			if err != nil {
 				return err
 			}
@@ -89,6 +90,7 @@ its parts. The exit status is 0 when every row fits, 1 otherwise.`,
 	cmd.Flags().StringVar(&shape, "shape", "", "a known shape instead of --model: "+knownShapes())
 	cmd.Flags().StringVar(&vram, "vram", "", "device memory budget, e.g. 24GiB (default: the recipe's memory.vram, auto = free GPU memory)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	cmd.Flags().BoolVar(&evalPlan, "eval", false, "plan an evaluation-only run (agentrl-tui eval): no trainer, reference or PRM phase")
 	cmd.Flags().BoolVar(&sftPlan, "sft", false, "plan a supervised step of sft --data instead of a recipe's RL step")
 	cmd.Flags().IntVar(&seqLen, "seq-len", 16384, "with --sft: tokens of a conversation (sft --max-len)")
 	cmd.Flags().IntVar(&loraRank, "lora", 0, "with --sft: also plan rank-N LoRA adapters (sft --lora)")

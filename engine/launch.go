@@ -165,10 +165,17 @@ func Open(l Launch) (sess *Session, err error) {
 		if rd, ok := mon.Read(); ok {
 			free = int64(rd.TotalBytes - rd.UsedBytes)
 		}
-		if plan, err = ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, DetectedVRAM: free}); err != nil {
+		// An evaluation-only run builds no trainer (see build.go): its plan holds the inference
+		// weights, the KV cache and the sampler alone, so a model that could not train on this
+		// device can still be evaluated on it.
+		if plan, err = ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, DetectedVRAM: free, EvalOnly: eval != nil}); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
+		if eval != nil {
+			fmt.Fprintf(l.Log, "memory plan (evaluation only): %d KV slots, peak %s of %s\n", plan.KVSlots, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
+		} else {
+			fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
+		}
 	}
 	c, err := New(Options{Recipe: r, RecipePath: l.RecipePath, RunID: l.RunID, Policy: policy, Reference: reference,
 		Tokenizer: tok, PRM: prm, PRMTokenizer: prmTok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan, Eval: eval})

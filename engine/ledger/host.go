@@ -121,6 +121,19 @@ func (z sizer) host(p *Plan) HostPlan {
 	for n, b := range p.Rollout.Host {
 		h.Components[n] = b
 	}
+	if z.st.EvalOnly { // no checkpoint is written: the process, and loading the model
+		h.Components[HostProcess] = HostReserve
+		h.Step = HostReserve
+		if z.st.DeviceIsHost {
+			h.Step += h.Components[DeviceLedger]
+		}
+		h.Load = 2*z.params*4 + HostReserve
+		if z.st.DeviceIsHost {
+			h.Load = max(2*z.params*4, p.Total-RuntimeReserve) + HostReserve
+		}
+		h.RAM = max(h.Step, h.Load)
+		return h
+	}
 	h.CheckpointBytes = z.checkpointBytes()
 	h.Components[CheckpointCopy] = z.largestTensor() * 4 * 2
 	h.Components[StorePending] = min(StorePendingBytes, h.CheckpointBytes)
@@ -167,7 +180,11 @@ func (z sizer) host(p *Plan) HostPlan {
 func (p *Plan) HostTable() string {
 	var b strings.Builder
 	h := p.Host
-	fmt.Fprintf(&b, "host memory: %s at most (writing a checkpoint %s, loading the models %s)\n", gib(h.RAM), gib(h.Step), gib(h.Load))
+	if p.Settings.EvalOnly {
+		fmt.Fprintf(&b, "host memory: %s at most (evaluating %s, loading the models %s)\n", gib(h.RAM), gib(h.Step), gib(h.Load))
+	} else {
+		fmt.Fprintf(&b, "host memory: %s at most (writing a checkpoint %s, loading the models %s)\n", gib(h.RAM), gib(h.Step), gib(h.Load))
+	}
 	for _, n := range hostOrder() {
 		v, ok := h.Components[n]
 		if !ok || v == 0 {
@@ -195,6 +212,10 @@ func (p *Plan) HostTable() string {
 		fmt.Fprintf(&b, "  %-21s %12s  %s\n", n, gib(v), note)
 	}
 	st := p.Settings
+	if st.EvalOnly {
+		b.WriteString("disk: no checkpoints (an evaluation stores its trajectories and pass@k)\n")
+		return b.String()
+	}
 	kept := fmt.Sprintf("checkpoint.keep_best %d + keep_last %d + the one being written", st.KeepBest, st.KeepLast)
 	if st.KeepLast == 0 {
 		kept = "keep_last 0 keeps every checkpoint: one per checkpoint.every steps and the final one"

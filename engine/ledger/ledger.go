@@ -143,6 +143,11 @@ type Settings struct {
 	// KeepBest and KeepLast are checkpoint.keep_best and keep_last, and CheckpointsKept the most
 	// checkpoints the store holds at once (CheckpointsKept; 0: one).
 	KeepBest, KeepLast, CheckpointsKept int
+	// EvalOnly plans an evaluation-only run (agentrl-tui eval): the model generates and nothing
+	// trains, so there is no master copy, gradient, AdamW moment or activation of an update, no
+	// reference or PRM phase, and a LoRA checkpoint is evaluated merged (a plain model). Only the
+	// rollout phase is sized; MicroBatch is 0.
+	EvalOnly bool
 }
 
 func (s Settings) validate() error {
@@ -395,6 +400,9 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 	if budget < 0 {
 		return nil, fmt.Errorf("memory budget %d bytes is negative", budget)
 	}
+	if st.EvalOnly {
+		st.Reference, st.PRM, st.ValueHead, st.LoRARank, st.LoRATargets = false, nil, false, 0, ""
+	}
 	z := newSizer(shape, st)
 	p := &Plan{Budget: budget, Shape: shape, Params: z.params, Trainable: z.trainable, Settings: st}
 	fits := func(b int64) bool { return budget == 0 || b <= budget }
@@ -407,12 +415,18 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 		maxMicro = st.MicroBatch
 	}
 
-	w := z.placement(maxSlots, fits)
+	var w where // an evaluation-only run has no master copy or moments to place
+	if !st.EvalOnly {
+		w = z.placement(maxSlots, fits)
+	}
 	p.MomentsOnHost, p.MasterOnHost = w.momentsOnHost, w.masterOnHost
 	p.Reference = z.referencePhase(w)
 	p.PRM = z.prmPhase(1, w)
 
 	var reasons []string
+	if st.EvalOnly {
+		maxMicro = 0
+	}
 	if budget == 0 {
 		p.KVSlots, p.MicroBatch = maxSlots, maxMicro
 	} else {
@@ -430,7 +444,9 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 		if p.Reference.Bytes > budget {
 			reasons = append(reasons, tooBig(p.Reference, budget, "1 sequence"))
 		}
-		if st.MicroBatch > 0 && p.MicroBatch < st.MicroBatch {
+		if st.EvalOnly {
+			p.MicroBatch = 0
+		} else if st.MicroBatch > 0 && p.MicroBatch < st.MicroBatch {
 			reasons = append(reasons, tooBig(z.train(st.MicroBatch), budget,
 				fmt.Sprintf("micro-batch %d (fixed; %s)", st.MicroBatch, fitCount(p.MicroBatch, "sequence"))))
 			p.MicroBatch = 0
@@ -451,10 +467,13 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 		micro = max(st.MicroBatch, 1)
 	}
 	p.Rollout, p.Train = z.rollout(slots, w), z.train(micro)
+	if st.EvalOnly {
+		p.Train = Phase{Name: "train", Holds: map[string]int64{}, Host: map[string]int64{}}
+	}
 	p.Total = max(p.Rollout.Bytes, p.PRM.Bytes, p.Reference.Bytes, p.Train.Bytes)
 	p.Components = map[string]int64{}
 	for _, n := range componentOrder() {
-		if b := max(p.Rollout.Holds[n], p.PRM.Holds[n], p.Reference.Holds[n], p.Train.Holds[n]); b > 0 || n != PRMWeights && n != PRMKVCache {
+		if b := max(p.Rollout.Holds[n], p.PRM.Holds[n], p.Reference.Holds[n], p.Train.Holds[n]); b > 0 || !st.EvalOnly && n != PRMWeights && n != PRMKVCache {
 			p.Components[n] = b
 		}
 	}

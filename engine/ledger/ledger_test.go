@@ -539,3 +539,86 @@ func TestREADMEMatrix(t *testing.T) {
 		t.Errorf("matrix changed (UPDATE_GOLDEN=1 to accept):\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestEvalOnly: an evaluation-only run's plan (agentrl-tui eval builds no trainer) holds the
+// inference weights, the KV cache, the sampler and the runtime reserve alone, sized by hand on
+// the tiny shape; a 4B model that cannot train in 24 GiB can be evaluated there, with the KV
+// slots the budget leaves; LoRA and a reference in the recipe change nothing (a LoRA checkpoint
+// is evaluated merged).
+func TestEvalOnly(t *testing.T) {
+	st := Settings{ComputeBytes: 2, SeqLen: 10, KVSlots: 3, MicroBatch: 1, Offload: OffloadDevice, Reference: true,
+		Attention: AttentionDense, EvalOnly: true}
+	p, err := Compute(tiny(), st, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{MasterWeights, Gradients, OptimizerMoments, Activations, ReferenceWeights, BaseWeights} {
+		if b, ok := p.Components[name]; ok {
+			t.Errorf("eval-only component %s = %d; want none", name, b)
+		}
+	}
+	if p.Components[InferenceWeights] != 2928 || p.Components[KVCache] != 960 {
+		t.Errorf("inference weights %d, KV cache %d; want 2928 and 960 (as a training plan's)", p.Components[InferenceWeights], p.Components[KVCache])
+	}
+	wantRollout := p.Components[InferenceWeights] + p.Components[KVCache] + p.Components[SamplerWorkspace] + RuntimeReserve
+	if p.Rollout.Bytes != wantRollout || p.Total != wantRollout || p.Train.Bytes != 0 || p.Reference.Bytes != 0 || p.MicroBatch != 0 {
+		t.Errorf("rollout %d, total %d, train %d, reference %d, micro-batch %d; want rollout = total = %d and nothing else",
+			p.Rollout.Bytes, p.Total, p.Train.Bytes, p.Reference.Bytes, p.MicroBatch, wantRollout)
+	}
+
+	sh, _ := KnownShape("qwen3-4b")
+	train, err := Compute(sh, realistic(), 24<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lora := range []int{0, 16} {
+		ev := realistic()
+		ev.EvalOnly, ev.LoRARank = true, lora
+		p, err := Compute(sh, ev, 24<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if train.Fits || !p.Fits || p.KVSlots < 1 || p.MicroBatch != 0 || p.Total > 24<<30 || p.MomentsOnHost || p.MasterOnHost {
+			t.Errorf("4B in 24 GiB, LoRA rank %d: training fits %v; eval-only fits %v with %d slots, micro-batch %d, peak %d, offload %v/%v (%s); want only eval to fit, with slots and no trainer",
+				lora, train.Fits, p.Fits, p.KVSlots, p.MicroBatch, p.Total, p.MomentsOnHost, p.MasterOnHost, p.Reason)
+		}
+		// The slots are the most that fit: one more would not.
+		one := ev
+		one.KVSlots = p.KVSlots + 1
+		if p.KVSlots < ev.MaxKVSlots {
+			if q, _ := Compute(sh, one, 24<<30); q.Fits {
+				t.Errorf("LoRA rank %d: %d slots fit too; the plan chose %d", lora, one.KVSlots, p.KVSlots)
+			}
+		}
+	}
+
+	// The table and JSON show the one phase, no micro-batch and no checkpoints.
+	ev := realistic()
+	ev.EvalOnly = true
+	p, _ = Compute(sh, ev, 24<<30)
+	table := p.Table()
+	for _, want := range []string{"evaluation only: no trainer", "disk: no checkpoints"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("eval-only table lacks %q:\n%s", want, table)
+		}
+	}
+	for _, not := range []string{" train ", "micro-batch", "activations", "master_weights", "checkpoint.keep"} {
+		if strings.Contains(table, not) {
+			t.Errorf("eval-only table shows %q:\n%s", not, table)
+		}
+	}
+	if phases := p.phaseBytes(); len(phases) != 1 || phases["rollout"] != p.Total {
+		t.Errorf("eval-only phases %v; want rollout alone at the total %d", phases, p.Total)
+	}
+
+	r := loadRecipe(t, nil)
+	for _, evalOnly := range []bool{false, true} {
+		p, err := PlanFor(Request{Recipe: r, ShapeName: "qwen3-4b", VRAM: "24GiB", EvalOnly: evalOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Fits != evalOnly {
+			t.Errorf("PlanFor qwen3-4b in 24 GiB, eval-only %v: fits %v (%s)", evalOnly, p.Fits, p.Reason)
+		}
+	}
+}

@@ -220,6 +220,9 @@ func (z sizer) placement(slots int, fits func(int64) bool) where {
 
 // waiting puts the master weights and moments on the device or the host of p.
 func (z sizer) waiting(p *Phase, w where) {
+	if z.st.EvalOnly { // nothing waits: no trainer, reference or PRM
+		return
+	}
 	put := func(name string, b int64, onHost bool) {
 		if onHost {
 			p.Host[name] = b

@@ -83,6 +83,8 @@ type Request struct {
 	// DetectedVRAM is the device memory found (e.g. NVML's free bytes), used when the budget is
 	// "auto"; 0 when there is no GPU reading.
 	DetectedVRAM int64
+	// EvalOnly plans an evaluation-only run (see Settings.EvalOnly).
+	EvalOnly bool
 }
 
 // PlanFor resolves the shape and budget of a request and computes its plan. With it the plan
@@ -107,6 +109,7 @@ func PlanFor(req Request) (*Plan, error) {
 	}
 	st := SettingsFor(r, r.Backend.Kind)
 	st.PRM = prmSettings(r, shape)
+	st.EvalOnly = req.EvalOnly
 	return Compute(shape, st, budget)
 }
 

@@ -57,6 +57,9 @@ type hostJSON struct {
 // phases are the phases the plan has: rollout, the reference forward when there is one, train.
 func (p *Plan) phases() []Phase {
 	out := []Phase{p.Rollout}
+	if p.Settings.EvalOnly { // generation alone
+		return out
+	}
 	if p.PRM.Bytes > 0 {
 		out = append(out, p.PRM)
 	}
@@ -123,7 +126,7 @@ func (p *Plan) Table() string {
 			_, h := ph.Host[n]
 			held = held || d || h
 		}
-		if !held && n != KVCache && n != Activations {
+		if !held && n != KVCache && (n != Activations || st.EvalOnly) {
 			continue
 		}
 		note := ""
@@ -175,7 +178,10 @@ func (p *Plan) Table() string {
 			peak = ph
 		}
 	}
-	if p.Fits {
+	if p.Fits && st.EvalOnly {
+		fmt.Fprintf(&b, "fits: %d KV slots (%s); peak %s in rollout; evaluation only: no trainer, reference or PRM\n",
+			p.KVSlots, asked(st.KVSlots, st.MaxKVSlots), gib(p.Total))
+	} else if p.Fits {
 		prm := ""
 		if st.PRM != nil {
 			prm = fmt.Sprintf(", %d PRM slots (%s)", p.PRMSlots, asked(st.PRM.KVSlots, st.PRM.MaxKVSlots))
