@@ -66,6 +66,8 @@
 #   AVX512_EMU_MEGS       guest RAM in MB (default 1024)
 #   AVX512_EMU_IPS        Bochs `cpu: ips=` (default 50000000)
 #   AVX512_EMU_ENV        extra guest environment, "K=V K2=V2" (no spaces in V)
+#   AVX512_EMU_FILES      files or folders to put in the guest, "HOST=/GUEST ..." (no spaces);
+#                         the program runs in /prog, so a test's ../../testdata is /testdata
 #   AVX512_EMU_VERBOSE=1  show kernel messages, timings and paths on stderr
 #   AVX512_EMU_KEEP=1     keep the per-run work dir (bochsrc, serial log, ...)
 #
@@ -230,6 +232,12 @@ mkdir -p "$R/bin" "$R/proc" "$R/sys" "$R/dev" "$R/tmp" "$R/prog" "$WORK/iso/isol
 cp /bin/busybox "$R/bin/busybox"
 cp "$BIN" "$R/prog/$BASE"
 chmod 755 "$R/prog/$BASE"
+for spec in ${AVX512_EMU_FILES:-}; do   # HOST=GUEST: files or folders the program reads
+  src=${spec%%=*}; dst=${spec#*=}
+  case "$spec" in *=/*) ;; *) die "AVX512_EMU_FILES: '$spec' is not HOST_PATH=/GUEST_PATH";; esac
+  [ -e "$src" ] || die "AVX512_EMU_FILES: $src not found"
+  mkdir -p "$R$(dirname "$dst")" && cp -r "$src" "$R$dst"
+done
 cat > "$R/init" <<EOF
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
