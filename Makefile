@@ -72,7 +72,7 @@ gpu-check: build
 
 # The AVX-512 paths of the vendored backend on an emulated AVX-512 CPU (scripts/test-avx512.sh, under
 # scripts/avx512-emu.sh: Bochs's Tiger Lake model), for machines without one; not part of `make test`
-# (the first run builds a small guest kernel, about 7 minutes; later runs take about 9 minutes).
+# (the first run builds a small guest kernel, about 7 minutes; later runs take about 7 minutes).
 .PHONY: test-avx512
 test-avx512:
 	scripts/test-avx512.sh

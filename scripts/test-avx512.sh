@@ -2,7 +2,7 @@
 # The AVX-512 code paths of the vendored backend (third_party/compute), tested on an emulated
 # AVX-512 CPU (scripts/avx512-emu.sh: Bochs 2.7's Tiger Lake model) for machines without one,
 # as every dev and CI machine here is. `make test-avx512` runs it; `make test` does not (the first
-# run builds a small guest kernel, about 7 minutes; later runs take about 9 minutes).
+# run builds a small guest kernel, about 7 minutes; later runs take about 7 minutes).
 #
 # Each test binary is built static (CGO_ENABLED=0) and run in the guest with -test.v; a test named
 # below passes only when it PASSed there: a SKIP (the guest without AVX-512F, or without XGETBV's
