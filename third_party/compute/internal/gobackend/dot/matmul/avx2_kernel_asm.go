@@ -36,17 +36,23 @@ var avx2AsmKernel = archsimd.X86.AVX2() && archsimd.X86.FMA()
 //go:noescape
 func avx2Kernel4x16Float32(lhs, rhs, out *float32, contractingLen, outStride int)
 
-// avx2LargeKernelAsmFloat32 is avx2LargeKernelFloat32 through avx2Kernel4x16Float32: the same
-// blocks of 4 rows × 16 columns, each summed over the contracting axis in the same order with
-// fused multiply-adds, so the results are bit-identical to the Go kernel's.
-func avx2LargeKernelAsmFloat32(packedLHS, packedRHS, packedOutput []float32,
+// asmKernelFloat32 is an assembly micro-kernel that computes one block of 4 rows × its width of
+// a packed panel product and stores it into out (rows outStride elements apart):
+// avx2Kernel4x16Float32 or avx512Kernel4x32Float32.
+type asmKernelFloat32 func(lhs, rhs, out *float32, contractingLen, outStride int)
+
+// largeKernelAsmFloat32 is avx2LargeKernelFloat32 (kernelCols 16) or avx512LargeKernelFloat32
+// (kernelCols 32) through their assembly kernel: the same blocks of 4 rows × kernelCols columns,
+// each summed over the contracting axis in the same order with fused multiply-adds, so the
+// results are bit-identical to the Go kernels'.
+func largeKernelAsmFloat32(kernel asmKernelFloat32, kernelCols int, packedLHS, packedRHS, packedOutput []float32,
 	rhsPanelCols, contractingLen, lhsActiveRows, rhsActiveCols int) {
-	const kernelRows, kernelCols = 4, 16
+	const kernelRows = 4
 	if lhsActiveRows <= 0 || rhsActiveCols <= 0 {
 		return
 	}
 	if contractingLen < 0 || rhsPanelCols < kernelCols {
-		panic(errors.Errorf("avx2LargeKernelAsmFloat32: contracting length %d, panel columns %d", contractingLen, rhsPanelCols))
+		panic(errors.Errorf("largeKernelAsmFloat32: contracting length %d, panel columns %d, kernel columns %d", contractingLen, rhsPanelCols, kernelCols))
 	}
 	// The kernel reads and writes whole blocks (the packing functions pad the panels to them):
 	// check the last block of each operand once, so that no block reaches past its slice.
@@ -63,7 +69,7 @@ func avx2LargeKernelAsmFloat32(packedLHS, packedRHS, packedOutput []float32,
 	for row := 0; row < lhsActiveRows; row += kernelRows {
 		lhsBlock := (*float32)(unsafe.Add(lhs, row*contractingLen*4))
 		for col := 0; col < rhsActiveCols; col += kernelCols {
-			avx2Kernel4x16Float32(lhsBlock,
+			kernel(lhsBlock,
 				(*float32)(unsafe.Add(rhs, col*contractingLen*4)),
 				(*float32)(unsafe.Add(out, (row*rhsPanelCols+col)*4)),
 				contractingLen, rhsPanelCols)

@@ -250,7 +250,7 @@ func avx2LargeKernelFloat32( //alt:f32
 	// agentrl patch 6 (PATCHES.md), float32 only (the generated variants were not regenerated):
 	// the same blocks by the assembly kernel where the CPU has AVX2 and FMA.
 	if avx2AsmKernel {
-		avx2LargeKernelAsmFloat32(packedLHS, packedRHS, packedOutput, rhsPanelCols, contractingLen, lhsActiveRows, rhsActiveCols)
+		largeKernelAsmFloat32(avx2Kernel4x16Float32, 16, packedLHS, packedRHS, packedOutput, rhsPanelCols, contractingLen, lhsActiveRows, rhsActiveCols)
 		return
 	}
 

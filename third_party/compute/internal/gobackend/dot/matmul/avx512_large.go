@@ -257,7 +257,7 @@ func avx512LargeKernelFloat32( //alt:f32
 	// agentrl patch 15 (PATCHES.md), float32 only (the generated variants were not regenerated):
 	// the same blocks by the assembly kernel where the CPU has AVX-512F.
 	if avx512AsmKernel {
-		avx512LargeKernelAsmFloat32(packedLHS, packedRHS, packedOutput, rhsPanelCols, contractingLen, lhsActiveRows, rhsActiveCols)
+		largeKernelAsmFloat32(avx512Kernel4x32Float32, 32, packedLHS, packedRHS, packedOutput, rhsPanelCols, contractingLen, lhsActiveRows, rhsActiveCols)
 		return
 	}
 
