@@ -170,13 +170,13 @@ func execSliceGeneric[T gobackend.SupportedTypesConstraints](operand, output *go
 	rank := operand.RawShape.Rank()
 	outputFlat := output.Flat.([]T)
 	operandFlat := operand.Flat.([]T)
+	operandFlatStrides := operand.RawShape.Strides()
 	if rank > 0 && params.strides[rank-1] == 1 {
-		sliceRuns(operandFlat, outputFlat, operand.RawShape.Dimensions, output.RawShape.Dimensions, params)
+		sliceRuns(operandFlat, outputFlat, operand.RawShape.Dimensions, operandFlatStrides, output.RawShape.Dimensions, params)
 		return
 	}
 
 	outputDimensions := output.RawShape.Dimensions
-	operandFlatStrides := operand.RawShape.Strides()
 	outputAxisIdxs := make([]int, rank)
 
 	// Find operandFlatIdx start value.
@@ -208,7 +208,7 @@ func execSliceGeneric[T gobackend.SupportedTypesConstraints](operand, output *go
 // rather than element by element with an odometer step per element. A run spans the innermost
 // axis and every axis before it that the slice keeps whole (start 0, stride 1, full length),
 // plus the first axis that is not whole if its stride is 1.
-func sliceRuns[T any](operandFlat, outputFlat []T, operandDims, outputDims []int, params *sliceNode) {
+func sliceRuns[T any](operandFlat, outputFlat []T, operandDims, operandStrides, outputDims []int, params *sliceNode) {
 	rank := len(operandDims)
 	// first is the outermost axis inside a run.
 	first := rank - 1
@@ -218,12 +218,6 @@ func sliceRuns[T any](operandFlat, outputFlat []T, operandDims, outputDims []int
 	run := 1
 	for axis := first; axis < rank; axis++ {
 		run *= outputDims[axis]
-	}
-	operandStrides := make([]int, rank) // in elements
-	stride := 1
-	for axis := rank - 1; axis >= 0; axis-- {
-		operandStrides[axis] = stride
-		stride *= operandDims[axis]
 	}
 	operandIdx := 0
 	for axis, start := range params.starts {

@@ -71,6 +71,8 @@ func TestExecuteLeavesVectorStateClean(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Built by hand rather than by testutil.Exec1: its copy of the outputs into Go
+			// slices runs the runtime's memmove, whose own VZEROUPPER would hide a dirty state.
 			builder := b.Builder(tc.name)
 			fn := builder.Main()
 			var params []compute.Value
