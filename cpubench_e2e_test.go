@@ -11,8 +11,8 @@ import (
 
 // TestCPUBenchScript runs scripts/cpu-bench.sh (the per-machine CPU record of issue #36) once at
 // tiny sizes: every step runs, each bench's JSON holds a throughput, and report.md names the CPU,
-// the kernel set chosen and a row per run. A CPU list the machine does not have is refused with
-// the variable named, before anything runs.
+// the kernel set chosen and a row per run. A CPU list the machine does not have, or a RUNS that
+// is not a count, is refused with the variable named, before anything runs.
 func TestCPUBenchScript(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs the script's benches at tiny sizes (about 20 s)")
@@ -55,8 +55,13 @@ func TestCPUBenchScript(t *testing.T) {
 		}
 	}
 
-	log, err = run("CPUS=4095")
-	if err == nil || !strings.Contains(log, "CPUS=4095 is not a CPU list this machine has") {
-		t.Errorf("CPUS=4095: %v; want a refusal naming the variable\n%s", err, log)
+	for _, bad := range []struct{ env, want string }{
+		{"CPUS=4095", "CPUS=4095 is not a CPU list this machine has"},
+		{"RUNS=three", "RUNS=three is not a positive number of runs"},
+	} {
+		log, err = run(bad.env)
+		if err == nil || !strings.Contains(log, bad.want) {
+			t.Errorf("%s: %v; want a refusal naming the variable\n%s", bad.env, err, log)
+		}
 	}
 }

@@ -37,6 +37,7 @@ if [ -z "${BIN:-}" ]; then
 	CGO_ENABLED=1 GOEXPERIMENT=simd go build -o "$BIN" . || exit 1
 fi
 [ -x "$BIN" ] || { echo "cpu-bench: $BIN is not an executable; give BIN=path/to/agentrl-tui or unset it to build one"; exit 1; }
+case $RUNS in '' | *[!0-9]* | 0) echo "cpu-bench: RUNS=$RUNS is not a positive number of runs (e.g. RUNS=3)"; exit 1 ;; esac
 command -v taskset > /dev/null || { echo "cpu-bench: taskset (util-linux) is needed to pin both engines to CPUS=$CPUS"; exit 1; }
 taskset -c "$CPUS" true 2> /dev/null || { echo "cpu-bench: CPUS=$CPUS is not a CPU list this machine has (see nproc; e.g. CPUS=0,1)"; exit 1; }
 

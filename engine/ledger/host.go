@@ -121,23 +121,14 @@ func (z sizer) host(p *Plan) HostPlan {
 	for n, b := range p.Rollout.Host {
 		h.Components[n] = b
 	}
-	if z.st.EvalOnly { // no checkpoint is written: the process, and loading the model
-		h.Components[HostProcess] = HostReserve
-		h.Step = HostReserve
-		if z.st.DeviceIsHost {
-			h.Step += h.Components[DeviceLedger]
-		}
-		h.Load = 2*z.params*4 + HostReserve
-		if z.st.DeviceIsHost {
-			h.Load = max(2*z.params*4, p.Total-RuntimeReserve) + HostReserve
-		}
-		h.RAM = max(h.Step, h.Load)
-		return h
+	// An evaluation writes no checkpoint (its step is the process and the go backend's device
+	// ledger, its disk nothing); it loads the model as a run does.
+	if !z.st.EvalOnly {
+		h.CheckpointBytes = z.checkpointBytes()
+		h.Components[CheckpointCopy] = z.largestTensor() * 4 * 2
+		h.Components[StorePending] = min(StorePendingBytes, h.CheckpointBytes)
 	}
-	h.CheckpointBytes = z.checkpointBytes()
-	h.Components[CheckpointCopy] = z.largestTensor() * 4 * 2
-	h.Components[StorePending] = min(StorePendingBytes, h.CheckpointBytes)
-	if !z.st.DeviceIsHost {
+	if !z.st.DeviceIsHost && !z.st.EvalOnly {
 		var read int64
 		if !p.MasterOnHost {
 			read += z.master()
@@ -165,6 +156,9 @@ func (z sizer) host(p *Plan) HostPlan {
 	}
 	h.Load += HostReserve
 	h.RAM = max(h.Step, h.Load)
+	if z.st.EvalOnly {
+		return h
+	}
 	h.Checkpoints = max(1, z.st.CheckpointsKept)
 	// LoRA's frozen base is the same bytes in every checkpoint: its chunks are stored once
 	shared := int64(0)
