@@ -91,6 +91,11 @@ func TestEvalCommand(t *testing.T) {
 			t.Errorf("eval --ui json lacks %s:\n%s", want, out)
 		}
 	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, `"type":"ledger"`) && (strings.Contains(line, "reference weights") || strings.Contains(line, "master weights")) {
+			t.Errorf("an evaluation holds more than the inference weights and KV cache: %s", line)
+		}
+	}
 	model := storedRun(t, db, store.KindEval)
 	got, want := evalAt(t, db, model.ID, 0), evalAt(t, db, train.ID, 0)
 	if !reflect.DeepEqual(got.Counts, want.Counts) || !reflect.DeepEqual(got.PassAtK, want.PassAtK) || got.Tasks != want.Tasks {

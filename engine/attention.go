@@ -40,6 +40,9 @@ func (o Options) chooseAttention() (string, error) {
 		return "", err
 	}
 	for _, m := range []*model.Model{o.Policy, o.Reference} {
+		if m == nil { // an evaluation-only run has no reference
+			continue
+		}
 		if err := m.SetAttention(kind); err != nil {
 			return "", err
 		}

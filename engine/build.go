@@ -25,8 +25,15 @@ import (
 // New prepares the generator, trainer, executor and task sets.
 func New(o Options) (*Controller, error) {
 	r := o.Recipe
-	if r == nil || o.Policy == nil || o.Reference == nil || o.Tokenizer == nil {
-		return nil, errors.New("engine: a recipe, a policy and a reference model, and a tokenizer are required")
+	if r == nil || o.Policy == nil || o.Tokenizer == nil {
+		return nil, errors.New("engine: a recipe, a policy model and a tokenizer are required")
+	}
+	// An evaluation-only run scores nothing against a reference and teaches nothing: it has none.
+	if o.Reference == nil && o.Eval == nil {
+		return nil, errors.New("engine: a training run needs a reference model (the frozen copy its KL and the teacher use)")
+	}
+	if o.Eval != nil {
+		o.Reference = nil
 	}
 	if o.LogProbAlarm == 0 {
 		o.LogProbAlarm = 1e-3
@@ -139,6 +146,9 @@ func New(o Options) (*Controller, error) {
 	if c.dev.Infer, err = residency.NewInferenceCopy(o.Policy, c.compiles); err != nil {
 		c.trainer.Close()
 		return nil, err
+	}
+	if o.Eval != nil { // nothing updates the master weights: the inference copy is the model
+		c.dev.Infer.DropMaster()
 	}
 	// The python executor's calls queue for the sandbox's workers, so the deterministic schedule
 	// models them; a Starlark call takes microseconds and never makes another wait.

@@ -14,7 +14,9 @@ func (c *Controller) countCompiles() {
 	if c.compiles == nil {
 		c.compiles = compiles.NewCounter()
 	}
-	c.opts.Reference.CountCompiles(c.compiles, "reference")
+	if c.opts.Reference != nil { // an evaluation-only run has none
+		c.opts.Reference.CountCompiles(c.compiles, "reference")
+	}
 	if c.opts.Policy != c.opts.Reference {
 		c.opts.Policy.CountCompiles(c.compiles, "policy")
 	}

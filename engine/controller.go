@@ -37,7 +37,7 @@ type Options struct {
 	RecipePath string
 	RunID      string
 	Policy     *model.Model // trained in place
-	Reference  *model.Model // frozen reference and teacher
+	Reference  *model.Model // frozen reference and teacher; an evaluation-only run (Eval) has none
 	Tokenizer  *tokenizer.Tokenizer
 	Store      *store.Store      // nil: nothing is saved
 	ModelFiles map[string][]byte // config.json and tokenizer files, saved with checkpoints
@@ -227,9 +227,10 @@ func (c *Controller) ledger() event.Ledger {
 		put("master weights", fp.MasterWeights, params)
 		put("AdamW moments", fp.OptimizerMoments, fp.OptimizerMoments+fp.HostMoments)
 	}
-	if base > 0 { // LoRA: one frozen base, the reference being that base with the adapters off
+	switch {
+	case base > 0: // LoRA: one frozen base, the reference being that base with the adapters off
 		l.Components["base weights"] = base
-	} else {
+	case c.opts.Reference != nil: // an evaluation-only run has none
 		put("reference weights", residency.DeviceBytes(c.opts.Reference.Params.Values), c.opts.Reference.Params.Bytes())
 	}
 	if c.opts.Monitor != nil {

@@ -90,7 +90,7 @@ func TestEvalOnlyMatchesTrainingEvaluation(t *testing.T) {
 			t.Errorf("an evaluation run emitted %s; it trains and saves nothing", e.Type())
 		case event.Ledger:
 			for name := range v.Components {
-				if strings.Contains(name, "master weights") || strings.Contains(name, "AdamW") {
+				if strings.Contains(name, "master weights") || strings.Contains(name, "AdamW") || strings.Contains(name, "reference weights") {
 					t.Errorf("an evaluation run's memory holds %s: %v", name, v.Components)
 				}
 			}
@@ -98,6 +98,20 @@ func TestEvalOnlyMatchesTrainingEvaluation(t *testing.T) {
 	}
 	if ec.trainer != nil {
 		t.Error("an evaluation-only run built a trainer (master weights and AdamW moments it never uses)")
+	}
+	// It holds one copy of the weights: the inference copy. The reference it was handed is
+	// dropped, the master weights the copy was cast from are freed, and the copy refuses to sync.
+	if ec.opts.Reference != nil || ec.dev.Reference != nil {
+		t.Error("an evaluation-only run kept a reference model")
+	}
+	for i, v := range ec.opts.Policy.Params.Values {
+		if v.Ok() {
+			t.Errorf("an evaluation-only run still holds master weight %s", ec.opts.Policy.Params.Specs[i].Name)
+			break
+		}
+	}
+	if _, err := ec.dev.ToRollout(1); err == nil || !strings.Contains(err.Error(), "master weights were dropped") {
+		t.Errorf("a sync in an evaluation-only run: %v; want a refusal naming the dropped master weights", err)
 	}
 	if !end.EvalOnly || end.Status != "finished" || end.Evaluations != 1 || start.Evaluates != "model tiny, heldout" {
 		t.Errorf("start %+v, end %+v; want an evaluation-only run of model tiny, finished with one evaluation", start, end)

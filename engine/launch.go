@@ -106,7 +106,14 @@ func Open(l Launch) (sess *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	policy, reference, err := residency.LoadPolicy(choice.Backend, dir, dt, r)
+	var policy, reference *model.Model
+	if eval != nil {
+		// An evaluation loads the model once: no reference (nothing is scored against it) and no
+		// LoRA adapters (a checkpoint is exported merged, and fresh adapters would be zero).
+		policy, err = model.Load(choice.Backend, dir, model.Options{Compute: dt})
+	} else {
+		policy, reference, err = residency.LoadPolicy(choice.Backend, dir, dt, r)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -143,12 +143,15 @@ func (z sizer) host(p *Plan) HostPlan {
 	for _, b := range h.Components {
 		h.Step += b
 	}
-	if z.st.LoRARank > 0 {
+	switch {
+	case z.st.EvalOnly: // one model, read as float32 (a LoRA checkpoint merged); no reference, no PRM
+		h.Load = z.params * 4
+	case z.st.LoRARank > 0:
 		h.Load = z.params*4 + z.params*z.b
-	} else {
+	default:
 		h.Load = 2 * z.params * 4
 	}
-	if own := z.prmOwnWeights(); own > 0 { // a folder PRM is read as float32 too, as the policy and reference are counted
+	if own := z.prmOwnWeights(); own > 0 && !z.st.EvalOnly { // a folder PRM is read as float32 too, as the policy and reference are counted
 		h.Load += own / z.b * 4
 	}
 	if z.st.DeviceIsHost {

@@ -582,6 +582,12 @@ func TestEvalOnly(t *testing.T) {
 			t.Errorf("4B in 24 GiB, LoRA rank %d: training fits %v; eval-only fits %v with %d slots, micro-batch %d, peak %d, offload %v/%v (%s); want only eval to fit, with slots and no trainer",
 				lora, train.Fits, p.Fits, p.KVSlots, p.MicroBatch, p.Total, p.MomentsOnHost, p.MasterOnHost, p.Reason)
 		}
+		// The host loads one model, read as float32 (a LoRA checkpoint merged): no reference copy
+		// beside it, as a training run loads.
+		if want := sh.Params()*4 + HostReserve; p.Host.Load != want || train.Host.Load != 2*sh.Params()*4+HostReserve {
+			t.Errorf("LoRA rank %d: host load %d for the evaluation, %d for training; want %d (one float32 model) and twice its weights",
+				lora, p.Host.Load, train.Host.Load, want)
+		}
 		// The slots are the most that fit: one more would not.
 		one := ev
 		one.KVSlots = p.KVSlots + 1

@@ -24,7 +24,7 @@ type Device struct {
 	Infer     *InferenceCopy     // the generator's weights: the master weights cast, rebuilt by each sync
 	Gen       *rollout.Generator // its KV cache is freed outside rollout
 	Trainer   *train.Trainer     // the master weights and moments
-	Reference *model.Model       // the frozen reference (teacher)
+	Reference *model.Model       // the frozen reference (teacher); nil in an evaluation-only run
 	// MomentsOnHost: the AdamW moments wait in host memory during rollout and the reference
 	// forward. MasterOnHost: the float32 master weights do too (the inference copy is built from
 	// them before they leave).
@@ -137,9 +137,9 @@ func (d *Device) ToRollout(step int) (float64, error) {
 }
 
 // moveReference puts the reference copy on the device (toDevice) or in host memory; a shared
-// reference (LoRA) stays where it is.
+// reference (LoRA) stays where it is, and a run without one (an evaluation) has nothing to move.
 func (d *Device) moveReference(toDevice bool) error {
-	if d.SharedReference {
+	if d.SharedReference || d.Reference == nil {
 		return nil
 	}
 	if toDevice {

@@ -29,6 +29,8 @@ type InferenceCopy struct {
 	synced []int          // the parameters copied and synced: all, or a LoRA model's adapters
 	cast   *compiles.Exec // synced master weights → compute dtype, one output per parameter
 	diff   *compiles.Exec // max |inference − cast(master)| over the synced parameters, a float32 scalar
+	// alone: DropMaster freed the master's synced weights; the copy can no longer sync or check.
+	alone bool
 }
 
 // NewInferenceCopy builds the inference copy of master's current weights; cc counts the sync's
@@ -92,11 +94,27 @@ func NewInferenceCopy(master *model.Model, cc *compiles.Counter) (*InferenceCopy
 	return c, nil
 }
 
+// DropMaster frees the master weights the copy was cast from (all of them, or a LoRA model's
+// adapters; a shared base stays), for a run that never updates them: an evaluation-only one, whose
+// device then holds the inference weights alone, as its memory plan counts (on a GPU the float32
+// master copy of a 4B model is 16 GB). Afterwards the copy can neither sync nor check.
+func (c *InferenceCopy) DropMaster() {
+	for _, i := range c.synced {
+		if v := c.master.Params.Values[i]; v != nil {
+			v.FinalizeAll()
+		}
+	}
+	c.alone = true
+}
+
 // Model is the generator's model: the master's config with the inference weights.
 func (c *InferenceCopy) Model() *model.Model { return c.model }
 
 // castMaster runs the cast graph on the master weights.
 func (c *InferenceCopy) castMaster() ([]*tensors.Tensor, error) {
+	if c.alone {
+		return nil, errors.New("engine: weight sync: the master weights were dropped (an evaluation-only run has none to sync from)")
+	}
 	in := make([]any, len(c.synced))
 	for k, i := range c.synced {
 		in[k] = c.master.Params.Values[i]
@@ -141,6 +159,9 @@ func (c *InferenceCopy) refresh() error {
 func (c *InferenceCopy) check() (float64, error) {
 	if c.released() {
 		return 0, errors.New("engine: weight-sync check: the inference weights are released")
+	}
+	if c.alone {
+		return 0, errors.New("engine: weight-sync check: the master weights were dropped (an evaluation-only run has none to check against)")
 	}
 	in := make([]any, 0, 2*len(c.synced))
 	for _, i := range c.synced {
