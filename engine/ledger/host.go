@@ -178,7 +178,7 @@ func (p *Plan) HostTable() string {
 	var b strings.Builder
 	h := p.Host
 	if p.Settings.EvalOnly {
-		fmt.Fprintf(&b, "host memory: %s at most (evaluating %s, loading the models %s)\n", gib(h.RAM), gib(h.Step), gib(h.Load))
+		fmt.Fprintf(&b, "host memory: %s at most (evaluating %s, loading the model %s)\n", gib(h.RAM), gib(h.Step), gib(h.Load))
 	} else {
 		fmt.Fprintf(&b, "host memory: %s at most (writing a checkpoint %s, loading the models %s)\n", gib(h.RAM), gib(h.Step), gib(h.Load))
 	}
