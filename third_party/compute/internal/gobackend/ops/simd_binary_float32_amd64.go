@@ -38,6 +38,11 @@ func binaryVectorVector(op binaryOp, a, b, o []float32) {
 		binary8(op, x0, y0).Store((*[8]float32)(o[i:]))
 		binary8(op, x1, y1).Store((*[8]float32)(o[i+8:]))
 	}
+	if i+8 <= n {
+		binary8(op, archsimd.LoadFloat32x8((*[8]float32)(a[i:])), archsimd.LoadFloat32x8((*[8]float32)(b[i:]))).Store((*[8]float32)(o[i:]))
+		i += 8
+	}
+	archsimd.ClearAVXUpperBits() // before the scalar tail and the caller's scalar code (see cleanExit)
 	for ; i < n; i++ {
 		o[i] = binaryScalar(op, a[i], b[i])
 	}
@@ -55,6 +60,11 @@ func binaryVectorScalar(op binaryOp, a []float32, s float32, o []float32) {
 		binary8(op, x0, y).Store((*[8]float32)(o[i:]))
 		binary8(op, x1, y).Store((*[8]float32)(o[i+8:]))
 	}
+	if i+8 <= n {
+		binary8(op, archsimd.LoadFloat32x8((*[8]float32)(a[i:])), y).Store((*[8]float32)(o[i:]))
+		i += 8
+	}
+	archsimd.ClearAVXUpperBits()
 	for ; i < n; i++ {
 		o[i] = binaryScalar(op, a[i], s)
 	}
@@ -72,6 +82,11 @@ func binaryScalarVector(op binaryOp, s float32, b, o []float32) {
 		binary8(op, x, y0).Store((*[8]float32)(o[i:]))
 		binary8(op, x, y1).Store((*[8]float32)(o[i+8:]))
 	}
+	if i+8 <= n {
+		binary8(op, x, archsimd.LoadFloat32x8((*[8]float32)(b[i:]))).Store((*[8]float32)(o[i:]))
+		i += 8
+	}
+	archsimd.ClearAVXUpperBits()
 	for ; i < n; i++ {
 		o[i] = binaryScalar(op, s, b[i])
 	}

@@ -145,6 +145,9 @@ func transposeTiles[T any](in, out []T, rows, cols, inRow, outRow int) {
 		nr := r1 - r0
 		for c0 := 0; c0 < cols; c0 += transposeTile {
 			c1 := min(c0+transposeTile, cols)
+			if transposeTile4(in[r0*inRow+c0:], out[c0*outRow+r0:], nr, c1-c0, inRow, outRow) {
+				continue // 4-byte elements with AVX2: 8 × 8 blocks in registers (patch 17)
+			}
 			for r := range nr {
 				src := in[(r0+r)*inRow+c0 : (r0+r)*inRow+c1]
 				for c, v := range src {

@@ -135,3 +135,41 @@ func BenchmarkTranspose(b *testing.B) {
 		})
 	}
 }
+
+// TestTransposeTile4 holds the AVX2 8 × 8 block transpose of 4-byte elements (patch 17) equal to
+// the element-by-element one on shapes of several tiles with row and column tails (the
+// projections' [B·T, out] → [out, B·T], the vocabulary's 392), for float32 and int32, and checks
+// that the AVX2 path is taken where it is built.
+func TestTransposeTile4(t *testing.T) {
+	for _, c := range []struct{ dims, perm []int }{
+		{[]int{2048, 128}, []int{1, 0}},
+		{[]int{256, 392}, []int{1, 0}},
+		{[]int{67, 130}, []int{1, 0}},
+		{[]int{9, 8}, []int{1, 0}},
+		{[]int{3, 40, 72}, []int{0, 2, 1}},
+		{[]int{5, 24, 3, 41}, []int{3, 1, 0, 2}},
+	} {
+		size := 1
+		for _, d := range c.dims {
+			size *= d
+		}
+		in := make([]float32, size)
+		in32 := make([]int32, size)
+		for i := range in {
+			in[i], in32[i] = float32(i)+0.5, int32(i)*3-7
+		}
+		it := NewTransposeIterator(shapes.Make(dtypes.Float32, c.dims...), c.perm)
+		out, out32 := make([]float32, size), make([]int32, size)
+		transposeFlat(in, out, &it.plan)
+		transposeFlat(in32, out32, &it.plan)
+		if want := transposeReference(in, c.dims, c.perm); !slices.Equal(out, want) {
+			t.Errorf("float32 dims %v perm %v: the blocked transpose differs from the reference", c.dims, c.perm)
+		}
+		if want := transposeReference(in32, c.dims, c.perm); !slices.Equal(out32, want) {
+			t.Errorf("int32 dims %v perm %v: the blocked transpose differs from the reference", c.dims, c.perm)
+		}
+	}
+	if got := transposeTile4(make([]float32, 64), make([]float32, 64), 8, 8, 8, 8); got != haveSIMDFloat32 {
+		t.Errorf("transposeTile4 taken: %v; want %v (the AVX2 float32 paths are on: %v)", got, haveSIMDFloat32, haveSIMDFloat32)
+	}
+}
