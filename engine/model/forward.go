@@ -157,21 +157,33 @@ func (n *Net) attendHeadsFirst(q, kt, vt, qPos, kPos *Node) *Node {
 }
 
 // softmax is the softmax over the last axis. The backend's fused op computes it; GoMLX
-// differentiates a fused softmax by rebuilding the unfused graph (max, exp, sum, divide) and
-// differentiating that, which over attention scores was most of the backward pass's exp and
-// division. A differentiated net gives it the closed form instead: ∂L/∂x = p ⊙ (g − Σ g ⊙ p),
-// from the output p alone. The forward value is p + (x − x) = p exactly (x is finite: masked
-// scores are −1e30, not −∞).
+// differentiates a fused softmax through an alternate graph of the same value (by default the
+// unfused max, exp, sum and divide, differentiated op by op), which over attention scores was most
+// of the backward pass's exp and division. A differentiated net hands it an alternate whose
+// gradient is the closed form instead, ∂L/∂x = p ⊙ (g − Σ g ⊙ p), from the output p alone: the
+// fused output plus (x − x) through a custom-gradient identity. When the fused op runs, the
+// alternate is only differentiated, never computed, so the forward pass is the fused op alone
+// (before, the zero term cost an add, a subtract and three copies of every layer's scores).
+// Where the backend has no fused softmax (XLA), the alternate is the value: p + (x − x) = p
+// exactly (x is finite: masked scores are −1e30, not −∞).
 func (n *Net) softmax(x *Node) *Node {
-	p := Softmax(x, -1)
 	if !n.Differentiated {
-		return p
+		return Softmax(x, -1)
 	}
-	p = StopGradient(p)
-	xg := IdentityWithCustomGradient(x, func(_, g *Node) *Node {
-		return Mul(p, Sub(g, ReduceAndKeep(Mul(g, p), ReduceSum, -1)))
-	})
-	return Add(p, Sub(xg, StopGradient(xg)))
+	var p *Node // the fused output, or the alternate's own softmax where there is none
+	closedForm := func() *Node {
+		own := StopGradient(Softmax(x, -1))
+		p = own
+		xg := IdentityWithCustomGradient(x, func(_, g *Node) *Node {
+			return Mul(p, Sub(g, ReduceAndKeep(Mul(g, p), ReduceSum, -1)))
+		})
+		return Add(own, Sub(xg, StopGradient(xg)))
+	}
+	out, fused := InternalFusedOpCaller(func() *Node { return BackendFusedSoftmax(x, x.Rank()-1) }, closedForm, true)
+	if fused {
+		p = out // read by the gradient only (no second derivative is taken), so not stopped: no copy
+	}
+	return out
 }
 
 // LayerPre is the first half of a decoder layer: returns the normalised input for attention.
