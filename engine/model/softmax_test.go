@@ -10,8 +10,19 @@ import (
 
 // TestSoftmaxClosedFormGradient: a differentiated net's softmax gives exactly the fused softmax's
 // values, and a gradient equal to GoMLX's own (autodiff of the unfused softmax) — over rows with
-// masked (−1e30) entries, one fully masked row, and large logits.
+// masked (−1e30) entries, one fully masked row, and large logits; with the fused op (the closed
+// form is its alternate VJP graph, never computed forward) and without it (GOMLX_FUSION=false, as
+// on a backend without a fused softmax: the alternate graph is the value).
 func TestSoftmaxClosedFormGradient(t *testing.T) {
+	for _, fusion := range []string{"true", "false"} {
+		t.Run("fusion="+fusion, func(t *testing.T) {
+			t.Setenv(FusionEnv, fusion)
+			testSoftmaxClosedForm(t)
+		})
+	}
+}
+
+func testSoftmaxClosedForm(t *testing.T) {
 	const rows, cols = 4, 7
 	rng := rand.New(rand.NewPCG(3, 4))
 	x, w := make([]float32, rows*cols), make([]float32, rows*cols)
