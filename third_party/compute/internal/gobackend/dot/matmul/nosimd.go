@@ -219,8 +219,7 @@ func feedWorkItems(
 	splitFactor := (maxWorkers + batchCountRemaining - 1) / batchCountRemaining
 	if lhsCrossSize > rhsCrossSize {
 		// Split on the LHS dimension, in multiples of LHSPanelCrossSize.
-		lhsSplitSize := (lhsCrossSize + splitFactor - 1) / splitFactor
-		lhsSplitSize = max(1, lhsSplitSize/params.LHSPanelCrossSize) * params.LHSPanelCrossSize
+		lhsSplitSize := splitSize(lhsCrossSize, splitFactor, params.LHSPanelCrossSize, params.LHSL1KernelRows)
 		batchStart := batchIdx
 		for lhsRowIdx := 0; lhsRowIdx < lhsCrossSize; lhsRowIdx += lhsSplitSize {
 			for batchIdx = batchStart; batchIdx < batchSize; batchIdx++ {
@@ -232,8 +231,7 @@ func feedWorkItems(
 		}
 	} else {
 		// Split on the RHS dimension, in multiples of RHSPanelCrossSize.
-		rhsSplitSize := (rhsCrossSize + splitFactor - 1) / splitFactor
-		rhsSplitSize = max(1, rhsSplitSize/params.RHSPanelCrossSize) * params.RHSPanelCrossSize
+		rhsSplitSize := splitSize(rhsCrossSize, splitFactor, params.RHSPanelCrossSize, params.RHSL1KernelCols)
 		batchStart := batchIdx
 		for rhsColIdx := 0; rhsColIdx < rhsCrossSize; rhsColIdx += rhsSplitSize {
 			for batchIdx = batchStart; batchIdx < batchSize; batchIdx++ {
@@ -244,6 +242,20 @@ func feedWorkItems(
 			}
 		}
 	}
+}
+
+// splitSize is the size of the parts a cross dimension of size n is split into for parts workers:
+// a multiple of the panel where a part holds at least one, else a multiple of the kernel's rows or
+// columns (agentrl patch 18). Rounding a part smaller than a panel up to a whole panel, as before,
+// left one part for the whole product whenever n was under two panels: every weight gradient of
+// a small model ([128, B·T] × [B·T, 256] with 512-column panels) ran on one worker of two.
+// Splitting the output's rows or columns changes no element's sums: results are bit-identical.
+func splitSize(n, parts, panel, kernel int) int {
+	size := (n + parts - 1) / parts
+	if size >= panel {
+		return size / panel * panel
+	}
+	return (size + kernel - 1) / kernel * kernel
 }
 
 // applyPackedOutput applies the computed packedOutput to the final output.
