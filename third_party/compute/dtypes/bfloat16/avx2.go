@@ -35,3 +35,13 @@ func LoadBFloat16x16(ptr *[16]BFloat16) BFloat16x16 {
 	vec := archsimd.LoadUint16x16((*[16]uint16)(unsafe.Pointer(ptr)))
 	return BFloat16x16(vec)
 }
+
+// LoadBFloat16x8ToFloat32 loads 8 BFloat16 values from ptr (a 128-bit load) and converts them to
+// float32: the low half of LoadBFloat16x16(…).ToFloat32() without reading the 8 values after
+// them (agentrl patch 19: the small matrix kernel's 8-column step read 16 bytes past a row's end,
+// which faulted where a buffer ended at an unmapped page).
+//
+// Only available if archsimd.X86.AVX2() returns true at runtime.
+func LoadBFloat16x8ToFloat32(ptr *[8]BFloat16) archsimd.Float32x8 {
+	return archsimd.LoadUint16x8((*[8]uint16)(unsafe.Pointer(ptr))).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8()
+}

@@ -105,3 +105,12 @@ func avx2LeadingZeros(v archsimd.Uint32x8) archsimd.Uint32x8 {
 
 	return archsimd.BroadcastUint32x8(32).Sub(popcount)
 }
+
+// LoadFloat16x8ToFloat32 loads 8 Float16 values from ptr (a 128-bit load) and converts them to
+// float32: the low half of LoadFloat16x16(…).ToFloat32() without reading the 8 values after them
+// (agentrl patch 19, see bfloat16.LoadBFloat16x8ToFloat32).
+//
+// Only available if archsimd.X86.AVX2() returns true at runtime.
+func LoadFloat16x8ToFloat32(ptr *[8]Float16) archsimd.Float32x8 {
+	return avx2ConvertF16ToF32(archsimd.LoadUint16x8((*[8]uint16)(unsafe.Pointer(ptr))).ExtendToUint32()).AsFloat32x8()
+}

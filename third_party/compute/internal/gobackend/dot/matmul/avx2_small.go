@@ -238,8 +238,8 @@ func avx2SmallFloat32( //alt:f32
 
 				for ; col+outputVecWidth <= rhsCrossSize; col += outputVecWidth {
 					r0 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(rColBase + uintptr(col)*iSize))) //alt:f32
-					//alt:bf16 r0, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(col)*iSize))).ToFloat32()
-					//alt:f16 r0, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(col)*iSize))).ToFloat32()
+					//alt:bf16 r0 := bfloat16.LoadBFloat16x8ToFloat32((*[8]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(col)*iSize)))
+					//alt:f16 r0 := float16.LoadFloat16x8ToFloat32((*[8]float16.Float16)(unsafe.Pointer(rColBase + uintptr(col)*iSize)))
 					//alt:f64 r0 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(rColBase + uintptr(col)*iSize)))
 
 					outBase0 := outputBase + uintptr((row+0)*rhsCrossSize+col)*oSize
@@ -346,8 +346,8 @@ func avx2SmallFloat32( //alt:f32
 				col := 0
 				for ; col+outputVecWidth <= rhsCrossSize; col += outputVecWidth {
 					r0 := archsimd.LoadFloat32x8((*[8]float32)(unsafe.Pointer(rColBase + uintptr(col)*iSize))) //alt:f32
-					//alt:bf16 r0, _ := bfloat16.LoadBFloat16x16((*[16]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(col)*iSize))).ToFloat32()
-					//alt:f16 r0, _ := float16.LoadFloat16x16((*[16]float16.Float16)(unsafe.Pointer(rColBase + uintptr(col)*iSize))).ToFloat32()
+					//alt:bf16 r0 := bfloat16.LoadBFloat16x8ToFloat32((*[8]bfloat16.BFloat16)(unsafe.Pointer(rColBase + uintptr(col)*iSize)))
+					//alt:f16 r0 := float16.LoadFloat16x8ToFloat32((*[8]float16.Float16)(unsafe.Pointer(rColBase + uintptr(col)*iSize)))
 					//alt:f64 r0 := archsimd.LoadFloat64x4((*[4]float64)(unsafe.Pointer(rColBase + uintptr(col)*iSize)))
 
 					outBase := outputBase + uintptr(row*rhsCrossSize+col)*oSize
