@@ -12,6 +12,7 @@ import (
 	"agentrl/engine/bench"
 	"agentrl/engine/device"
 	"agentrl/engine/model"
+	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/sft"
 	"agentrl/engine/tokenizer"
@@ -292,11 +293,16 @@ generator tokens/s. Without --model it serves the built-in model.`,
 			if err != nil {
 				return fmt.Errorf("bench serve: %w", err)
 			}
-			m, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
+			loaded, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
 			if err != nil {
 				return err
 			}
-			defer m.Close()
+			defer loaded.Close()
+			m, done, err := residency.InferenceModel(loaded, false) // as serve decodes (see serve)
+			if err != nil {
+				return fmt.Errorf("bench serve: %w", err)
+			}
+			defer done()
 			res, err := bench.Serve(context.Background(), m, tok, c)
 			if err != nil {
 				return err

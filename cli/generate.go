@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentrl/engine/play"
+	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/recipes"
@@ -81,11 +82,16 @@ With --json it prints {"new_ids", "logprobs", "stop_reason"}.`,
 			if err != nil {
 				return fmt.Errorf("generate: %w", err)
 			}
-			m, err := bf.loadModel(env.Stderr, dir, dt)
+			loaded, err := bf.loadModel(env.Stderr, dir, dt)
 			if err != nil {
 				return err
 			}
-			defer m.Close()
+			defer loaded.Close()
+			m, done, err := residency.InferenceModel(loaded, false) // as serve decodes (see serve)
+			if err != nil {
+				return fmt.Errorf("generate: %w", err)
+			}
+			defer done()
 			res, err := rollout.GenerateOnce(context.Background(), m, tok, in, maxNew,
 				rollout.Sampling{Temperature: float32(temp), TopP: float32(topP), TopK: topK, Seed: seed})
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"agentrl/engine/device"
 	"agentrl/engine/model"
+	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/serve"
 	"agentrl/engine/tokenizer"
@@ -100,11 +101,18 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	m, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
+	loaded, err := model.Load(choice.Backend, dir, model.Options{Compute: dt})
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer loaded.Close()
+	// The weights cast once to the compute dtype (bfloat16 on a GPU), as a run's rollout holds
+	// them: each decode step reads half the bytes, and the float32 copy is freed.
+	m, done, err := residency.InferenceModel(loaded, false)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer done()
 	maxTotal := f.maxTotal
 	if maxTotal <= 0 {
 		maxTotal = min(4096, m.Config.MaxPositions)

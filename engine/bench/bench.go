@@ -24,6 +24,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
+	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/torchref"
 	"agentrl/engine/train"
@@ -169,7 +170,14 @@ type RolloutResult struct {
 func Rollout(ctx context.Context, m *model.Model, kind string, bc rollout.BenchConfig, torch Torch) (*RolloutResult, error) {
 	cc := compiles.NewCounter()
 	bc.Gen.Compiles = cc
-	res, err := rollout.Bench(ctx, m, bc)
+	// Generation reads the weights cast once to the compute dtype, as a training run's rollout
+	// does (bfloat16 on a GPU); m's own float32 weights wait in host memory meanwhile.
+	gm, done, err := residency.InferenceModel(m, true)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	res, err := rollout.Bench(ctx, gm, bc)
 	if err != nil {
 		return nil, err
 	}

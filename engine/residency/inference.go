@@ -107,6 +107,30 @@ func (c *InferenceCopy) DropMaster() {
 	c.alone = true
 }
 
+// InferenceModel is the model a command that only generates decodes with (serve, generate,
+// bench rollout and bench serve): m's weights cast once to its compute dtype, as a training run's
+// rollout holds them, so that on a GPU each decode step reads bfloat16 weights (half the bytes)
+// instead of converting float32 ones, and the device holds one copy. m's float32 weights are then
+// freed (keep false: m is spent) or moved to host memory (keep true: m stays usable, its weights
+// off the device). done frees the inference model.
+func InferenceModel(m *model.Model, keep bool) (inference *model.Model, done func(), err error) {
+	c, err := NewInferenceCopy(m, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !keep {
+		c.DropMaster()
+		return c.Model(), c.Close, nil
+	}
+	for _, i := range c.synced {
+		if err := m.Params.Values[i].ToLocal(); err != nil {
+			c.Close()
+			return nil, nil, fmt.Errorf("engine: weight %s to host memory: %w", m.Params.Specs[i].Name, err)
+		}
+	}
+	return c.Model(), c.Close, nil
+}
+
 // Model is the generator's model: the master's config with the inference weights.
 func (c *InferenceCopy) Model() *model.Model { return c.model }
 
