@@ -23,6 +23,3 @@ func binaryScalarVector(op binaryOp, s float32, b, o []float32) {
 		o[i] = binaryScalar(op, s, b[i])
 	}
 }
-
-// transposeTile4 is the AVX2 tile transpose of transpose_avx2_amd64.go, absent here.
-func transposeTile4[T any](in, out []T, rows, cols, inRow, outRow int) bool { return false }
