@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
 )
 
 // Peak sources, what a PeakMeter measured.
@@ -16,6 +19,7 @@ const (
 	PeakGoHeap  = "go heap: peak of runtime/metrics /memory/classes/heap/objects:bytes sampled every 500µs with GOGC=2, above the heap after two GCs before the step"
 	PeakNVML    = "NVML used memory of GPU 0, sampled every 500µs, above its value before the step (with XLA's BFC allocator: the pool's growth)"
 	PeakProcess = "process peak resident memory (VmHWM, reset before the step) above the resident memory before the step"
+	PeakHeld    = "go backend's held buffers: the most bytes its buffers in use held at once, counted where each is taken and given back, above what they held before the step"
 )
 
 // PeakMeter measures the peak memory a span of work adds to what was in use when it started.
@@ -34,6 +38,7 @@ type PeakMeter struct {
 	stop   chan struct{}
 	done   chan uint64
 	gc     int
+	held   compute.Backend
 }
 
 // StartPeak starts measuring: goHeap selects the Go heap (the Go backend); otherwise NVML's used
@@ -79,9 +84,13 @@ func (p *PeakMeter) sample() {
 // Stop ends the measurement and returns the peak bytes above the start and what was measured.
 func (p *PeakMeter) Stop() (int64, string) {
 	var peak uint64
-	if p.stop == nil {
+	switch {
+	case p.held != nil:
+		_, held, _ := gobackend.Held(p.held)
+		peak = uint64(held)
+	case p.stop == nil:
 		peak = statusBytes("VmHWM:")
-	} else {
+	default:
 		close(p.stop)
 		peak = <-p.done
 	}
@@ -92,6 +101,42 @@ func (p *PeakMeter) Stop() (int64, string) {
 		return 0, p.source
 	}
 	return int64(peak - p.base), p.source
+}
+
+// StartPeakHeld starts measuring the bytes the Go backend b's buffers hold: every buffer an op
+// writes, a transfer from the host or a shared buffer, from when the backend hands it out to when
+// it is given back (third_party/compute patch 20). The backend counts them itself as they change
+// hands, so the figure is the same under any load and at any GOGC, unlike the sampled heap; it
+// leaves out what the backend does not hold in buffers (a kernel's packing scratch, the Go
+// objects around the buffers, a host copy the caller makes), which the Go-heap meter sees. A
+// buffer freed only by the garbage collector (a tensor's finalizer) counts until it is, so the
+// meter first lets the collector finish (settleFinalizers), then turns it off until Stop, so
+// that no finalizer runs inside the span at a moment that depends on load: such a buffer counts
+// to the end of the span, the same in every run. Nil where b is not a Go backend.
+func StartPeakHeld(b compute.Backend) *PeakMeter {
+	if _, _, ok := gobackend.Held(b); !ok {
+		return nil
+	}
+	settleFinalizers()
+	gobackend.ResetHeldPeak(b)
+	now, _, _ := gobackend.Held(b)
+	return &PeakMeter{gc: debug.SetGCPercent(-1), source: PeakHeld, base: uint64(now), held: b}
+}
+
+// settleFinalizers returns once the finalizers of everything unreachable now have run. The
+// finalizer goroutine takes its whole queue at a time and runs it before taking the next, so a
+// sentinel queued by a collection started after a first sentinel ran comes in a later batch
+// than anything the first collection queued: once it has run, they all have.
+func settleFinalizers() {
+	for range 2 {
+		done := make(chan struct{})
+		sentinel := new([16]byte)
+		runtime.SetFinalizer(sentinel, func(*[16]byte) { close(done) })
+		sentinel = nil
+		runtime.GC()
+		<-done
+	}
+	runtime.GC() // a last collection frees what those finalizers let go of
 }
 
 func heapObjects() uint64 {

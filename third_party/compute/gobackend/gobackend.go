@@ -36,3 +36,21 @@ var GetBackend = sync.OnceValue(func() compute.Backend {
 func New(config string) (compute.Backend, error) {
 	return gobackend.New(config)
 }
+
+// Held returns the bytes held by the buffers of a Go backend now and the most held at once since
+// the last ResetHeldPeak (agentrl patch 20); ok is false for another backend.
+func Held(b compute.Backend) (now, peak int64, ok bool) {
+	g, ok := b.(*gobackend.Backend)
+	if !ok {
+		return 0, 0, false
+	}
+	return g.Held.Now(), g.Held.Peak(), true
+}
+
+// ResetHeldPeak starts a new peak of a Go backend's held bytes from what it holds now; it does
+// nothing on another backend.
+func ResetHeldPeak(b compute.Backend) {
+	if g, ok := b.(*gobackend.Backend); ok {
+		g.Held.ResetPeak()
+	}
+}

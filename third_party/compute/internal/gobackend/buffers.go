@@ -131,6 +131,7 @@ func (b *Backend) GetBuffer(shape shapes.Shape) (*Buffer, error) {
 		buf = &Buffer{RawBytes: make([]byte, bucketedSize)}
 		// fmt.Printf("> Creating buffer:\t(%s) %s\n", humanize.Bytes(bucketedSize), shape)
 	}
+	b.Held.acquire(int64(len(buf.RawBytes)))
 	buf.RawBackend = b
 	buf.InUse = true
 	buf.isUserFed = false
@@ -170,6 +171,7 @@ func (b *Backend) PutBuffer(buffer *Buffer) {
 	}
 
 	buffer.InUse = false
+	b.Held.release(int64(len(buffer.RawBytes)))
 	if len(buffer.RawBytes) == 0 {
 		return
 	}
@@ -354,6 +356,7 @@ func (buffer *Buffer) Finalize() error {
 	}
 
 	buffer.InUse = false
+	buffer.RawBackend.Held.release(int64(len(buffer.RawBytes)))
 	buffer.Flat = nil
 	buffer.RawBytes = nil
 	buffer.RawShape = shapes.Invalid()

@@ -126,6 +126,9 @@ type Backend struct {
 
 	// SchedulingStrategy
 	SchedulingStrategy ScheduleStrategy
+
+	// Held counts the bytes of the buffers in use (agentrl patch 20).
+	Held HeldBytes
 }
 
 // Compile-time check that the gobackend.Backend implements compute.Backend.
