@@ -50,11 +50,14 @@ func (c *comparer) equal(p, t string, nest int) bool {
 	if textOnly(p) || textOnly(t) || nest > maxNest {
 		return false
 	}
+	if p, t = relation(p), relation(t); strings.EqualFold(p, t) {
+		return true
+	}
 	pu, tu := splitTop(p, "∪"), splitTop(t, "∪")
 	if len(pu) > 1 || len(tu) > 1 {
 		return c.pairwise(pu, tu, nest)
 	}
-	if pe, te := splitTop(p, "="), splitTop(t, "="); len(pe) == 2 || len(te) == 2 {
+	if pe, te := equationSides(p), equationSides(t); (len(pe) == 2 || len(te) == 2) && len(splitTop(p, ",")) == 1 && len(splitTop(t, ",")) == 1 {
 		return c.equation(pe, te, nest)
 	}
 	ps, ts := shapeOf(p), shapeOf(t)
@@ -104,9 +107,128 @@ func (c *comparer) multiset(a, b []string, nest int) bool {
 	return true
 }
 
+// equationSides splits an answer at its top-level "=" and "≈": a chain x = 5+6 = 11 keeps its
+// first and last sides (the label and the value it ends at), one without either is one side.
+func equationSides(s string) []string {
+	parts := splitTop(strings.ReplaceAll(s, "≈", "="), "=")
+	if len(parts) > 2 {
+		parts = []string{parts[0], parts[len(parts)-1]}
+	}
+	return parts
+}
+
+// relation rewrites an inequality in one variable as the interval it describes (x ≥ 5 and
+// 5 ≤ x as [5, inf), -2 ≤ x < 7 as [-2, 7)) and a membership x ∈ S as S, so that every notation of
+// the same set compares equal; anything else is returned as it is.
+func relation(s string) string {
+	if x, set, ok := strings.Cut(s, "∈"); ok && varNameRE.MatchString(x) {
+		return set
+	}
+	var parts []string
+	var ops []string
+	from := 0
+	for i := 0; i < len(s); {
+		op, n := relOp(s[i:])
+		if n == 0 {
+			i++
+			continue
+		}
+		parts, ops = append(parts, s[from:i]), append(ops, op)
+		i += n
+		from = i
+	}
+	parts = append(parts, s[from:])
+	if len(ops) == 0 || len(ops) > 2 || depth(s) > 0 && strings.ContainsAny(s, "([") && !relBalanced(parts) {
+		return s
+	}
+	bound := func(op string, lower bool) (open string) {
+		strict := op == "<" || op == ">"
+		switch {
+		case lower && strict:
+			return "("
+		case lower:
+			return "["
+		case strict:
+			return ")"
+		}
+		return "]"
+	}
+	switch len(ops) {
+	case 1:
+		v, a, op := parts[0], parts[1], ops[0]
+		if !varNameRE.MatchString(v) {
+			if !varNameRE.MatchString(a) {
+				return s
+			}
+			v, a, op = a, v, flip(op)
+		}
+		if op == ">" || op == "≥" {
+			return bound(op, true) + a + ", inf)"
+		}
+		return "(-inf, " + a + bound(op, false)
+	case 2:
+		lo, v, hi := parts[0], parts[1], parts[2]
+		o1, o2 := ops[0], ops[1]
+		if !varNameRE.MatchString(v) {
+			return s
+		}
+		if (o1 == ">" || o1 == "≥") && (o2 == ">" || o2 == "≥") { // 7 > x ≥ -2
+			lo, hi, o1, o2 = hi, lo, flip(o2), flip(o1)
+		}
+		if (o1 != "<" && o1 != "≤") || (o2 != "<" && o2 != "≤") {
+			return s
+		}
+		return bound(o1, true) + lo + ", " + hi + bound(o2, false)
+	}
+	return s
+}
+
+// relOp is the relation at the start of s and its length in bytes, or 0.
+func relOp(s string) (string, int) {
+	for _, op := range []string{"≤", "≥", "<", ">"} {
+		if strings.HasPrefix(s, op) {
+			return op, len(op)
+		}
+	}
+	return "", 0
+}
+
+// flip is the relation read from the other side: a < x is x > a.
+func flip(op string) string {
+	return map[string]string{"<": ">", ">": "<", "≤": "≥", "≥": "≤"}[op]
+}
+
+// relBalanced reports whether every side of a relation has balanced brackets (a relation inside
+// a tuple is not one relation).
+func relBalanced(parts []string) bool {
+	for _, p := range parts {
+		if p == "" || closesAll(p) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// closesAll is the bracket depth at the end of s (0 when balanced).
+func closesAll(s string) int {
+	d := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			d++
+		case ')', ']', '}':
+			d--
+		}
+	}
+	return d
+}
+
 // shapeOf reads what kind of answer a normalised string is. A ± expands a scalar or a list
 // element into its two values.
 func shapeOf(s string) shape {
+	if inner, ok := strings.CutPrefix(s, "matrix("); ok && closes(s[len("matrix"):]) == len(s)-len("matrix")-1 {
+		return shape{kind: seq, open: 'm', close: 'm', elems: splitTop(inner[:len(inner)-1], ",")}
+	}
 	if strings.HasPrefix(s, `\{`) && strings.HasSuffix(s, `\}`) && closes(s) == len(s)-2 {
 		inner := s[2 : len(s)-2]
 		if inner == "" {
@@ -194,6 +316,16 @@ func expandPM(elems []string) []string {
 
 var varNameRE = regexp.MustCompile(`^(?:[A-Za-z]|alpha|beta|gamma|delta|theta|lambda|mu|phi|omega|sigma|tau|rho)(?:_[0-9]+|_[A-Za-z]|_\([A-Za-z0-9]+\))?$`)
 
+// labelRE is the left side of a labelled answer, whose value is its right side: a variable name,
+// a function of names or numbers (f(x), P(3)), a length |AB|, a named segment or angle (AB,
+// angleABC), a tuple of names ((p, q)), a subscripted name (a_(10)).
+var labelRE = regexp.MustCompile(`^(?:` +
+	`(?:[A-Za-z]|alpha|beta|gamma|delta|theta|lambda|mu|phi|omega|sigma|tau|rho)(?:_[0-9]+|_[A-Za-z]|_\([A-Za-z0-9]+\))?` +
+	`|[A-Za-z]{1,3}(?:_[0-9A-Za-z]+|_\([A-Za-z0-9]+\))?\((?:[A-Za-z0-9]+)(?:, [A-Za-z0-9]+)*\)` +
+	`|\|[A-Za-z]{1,4}\||[A-Z]{2,4}|(?:m)?angle[A-Z]{1,3}` +
+	`|\((?:[A-Za-z](?:_[0-9]+)?)(?:, [A-Za-z](?:_[0-9]+)?)+\)` +
+	`)$`)
+
 // equation compares two answers of which one or both are equations (their splits at "="): two
 // equations by their right sides when the left sides are the same (or each side the other's),
 // an equation whose left side is one variable name against a non-equation by its right side.
@@ -205,9 +337,9 @@ func (c *comparer) equation(pe, te []string, nest int) bool {
 		}
 		return strings.EqualFold(pe[0], te[1]) && strings.EqualFold(pe[1], te[0])
 	case len(pe) == 2 && len(te) == 1:
-		return varNameRE.MatchString(pe[0]) && c.equal(pe[1], te[0], nest+1)
+		return labelRE.MatchString(pe[0]) && c.equal(pe[1], te[0], nest+1)
 	case len(pe) == 1 && len(te) == 2:
-		return varNameRE.MatchString(te[0]) && c.equal(pe[0], te[1], nest+1)
+		return labelRE.MatchString(te[0]) && c.equal(pe[0], te[1], nest+1)
 	}
 	return false
 }

@@ -223,8 +223,13 @@ func (p *parser) word() (*node, error) {
 	for _, f := range functions {
 		if strings.HasPrefix(rest, f) {
 			p.i += len(f)
-			var arg *node
+			var arg, exp *node
 			var err error
+			if p.peek() == '^' { // sin^2 x, sec^(2)y: a power of the function's value
+				if exp, err = p.functionPower(); err != nil {
+					return nil, err
+				}
+			}
 			if p.peek() == '(' || p.peek() == '[' {
 				arg, err = p.primary()
 			} else {
@@ -233,7 +238,11 @@ func (p *parser) word() (*node, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &node{op: 'f', name: f, kids: []*node{arg}}, nil
+			call := &node{op: 'f', name: f, kids: []*node{arg}}
+			if exp != nil {
+				return &node{op: '^', kids: []*node{call, exp}}, nil
+			}
+			return call, nil
 		}
 	}
 	for _, n := range names {
@@ -263,6 +272,31 @@ func (p *parser) word() (*node, error) {
 		return &node{op: 'c', name: "e"}, nil
 	}
 	return p.variable(name)
+}
+
+// functionPower reads the exponent written between a function's name and its argument, a whole
+// number, bare or in parentheses (sin^2 x, sin^(2)x). Any other (sin^(-1) x, which may mean
+// arcsin) does not parse, so the answer is compared as text.
+func (p *parser) functionPower() (*node, error) {
+	p.i++ // the ^
+	paren := p.peek() == '('
+	if paren {
+		p.i++
+	}
+	if c := p.peek(); c < '0' || c > '9' {
+		return nil, errParse
+	}
+	e, err := p.number()
+	if err != nil || !e.num.IsInt() {
+		return nil, errParse
+	}
+	if paren {
+		if p.peek() != ')' {
+			return nil, errParse
+		}
+		p.i++
+	}
+	return e, nil
 }
 
 // knownAt reports whether a known word starts s.

@@ -42,12 +42,17 @@ func lastNumberText(s string) (string, bool) {
 	return all[len(all)-1], true
 }
 
+// maxLegacyPasses bounds LegacyNormalize's rewrite loops: each pass unwraps one level of
+// \frac or \text nesting, and a 5,000-deep \frac took 5,000 passes over 64 KiB (15 s). No answer a
+// model writes nests 64 deep, so the verdicts it gave are unchanged.
+const maxLegacyPasses = 64
+
 // LegacyNormalize is the verifier's text normalisation before this package (envs/retool's
 // normalize at commit 2675224): $…$, \(…\) and \[…\] unwrapped, \text{…} and \frac{a}{b} (as
 // (a)/(b)) rewritten, thousands separators, \left/\right, a trailing period and a leading +
 // removed. The last-number fallback reads numbers through it, and envs/retool's RevealsAnswer
 // reads hints with it, so that neither changed with the verifier. Each rewrite shortens the text,
-// so the loops end.
+// and at most maxLegacyPasses are made.
 func LegacyNormalize(s string) string {
 	s = strings.TrimSpace(s)
 	s = strings.ReplaceAll(s, "−", "-") // Unicode minus
@@ -60,7 +65,7 @@ func LegacyNormalize(s string) string {
 			s = strings.TrimSpace(s[len(pair[0]) : len(s)-len(pair[1])])
 		}
 	}
-	for {
+	for range maxLegacyPasses {
 		t := oldTextRE.ReplaceAllString(s, "$1")
 		t = oldFracRE.ReplaceAllString(t, "($1)/($2)")
 		if t == s {
@@ -68,7 +73,7 @@ func LegacyNormalize(s string) string {
 		}
 		s = t
 	}
-	for {
+	for range maxLegacyPasses {
 		t := oldThousandsRE.ReplaceAllString(s, "$1$2")
 		if t == s {
 			break

@@ -23,6 +23,16 @@ var (
 	thousandsRE = regexp.MustCompile(`^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$`)
 	unitRE      = regexp.MustCompile(`(?i)^(.*?[0-9)\]}.])\s+(?:` + unitWords + `)(?:\s*(?:\^\s*\(?\s*[23]\s*\)?|²|³))?\s*\.?$`)
 	choiceRE    = regexp.MustCompile(`^\(([A-Za-z])\)$`)
+	// a whole number then a proper fraction of whole numbers: 2\frac{1}{4}, 3 \frac 23 (not 2\frac{\pi}{3})
+	mixedRE = regexp.MustCompile(`(^|[^0-9A-Za-z.^_}\\])([0-9]+)\s*\\frac\s*(?:\{\s*([0-9]+)\s*\}|([0-9]))\s*(?:\{\s*([0-9]+)\s*\}|([0-9]))`)
+	// 32,\! 349: a thousands separator with a negative thin space, and a space after it
+	negThinSepRE = regexp.MustCompile(`(\d),\s*\\!\s*(\d{3})\b`)
+	// \begin{pmatrix} … \end{pmatrix} and its bracket kinds (not vmatrix: a determinant)
+	matrixRE = regexp.MustCompile(`(?s)\\begin\s*\{\s*([pbB]?matrix|array)\s*\}(?:\s*\{[lcr|]*\})?(.*?)\\end\s*\{\s*(?:[pbB]?matrix|array)\s*\}`)
+	// "2 and 5", "x=1 or x=2" between parts of an answer
+	andOrRE = regexp.MustCompile(`([^\s,])\s+(?:and|or)\s+([^\s,])`)
+	// 5th, 21st, 5^(th): an ordinal is its number
+	ordinalRE = regexp.MustCompile(`^(.*[0-9])\s*(?:\^\s*\(?\s*)?(?:st|nd|rd|th)\s*\)?$`)
 )
 
 // unitWords are the units and counted nouns a number may carry and still be the same number
@@ -31,7 +41,8 @@ const unitWords = `cm|mm|km|m|meters?|metres?|centimeters?|inch|inches|in|ft|fee
 	`units?|square\s+units|sq\s+units|square\s+(?:cm|m|ft|feet|inches|meters|units)|cubic\s+(?:cm|m|ft|feet|inches|meters|units)|` +
 	`dollars?|cents?|degrees?|deg|hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|` +
 	`grams?|g|kg|pounds?|lbs?|ounces?|oz|mph|km/h|liters?|litres?|ml|` +
-	`ways|people|persons|students|points|times|steps|numbers|integers|boxes|balls|coins|marbles|pieces|games|rounds`
+	`ways|people|persons|students|points|times|steps|numbers|integers|boxes|balls|coins|marbles|pieces|games|rounds|` +
+	`digits|meals|edges|vertices|faces|sides|percent|pct|gm|multiples|tickets|handshakes|pages`
 
 // Normalize rewrites an answer into the plain form Equal parses: math delimiters ($…$, \(…\),
 // \[…\]), \left/\right, spacing commands, \text{}/\mathrm{}/\mathbf{} wrappers, degrees, percent
@@ -103,13 +114,25 @@ func normOnce(s string) string {
 	s = strings.TrimSpace(unicodeMath.Replace(s))
 	s = stripDelims(s)
 	s = degreesRE.ReplaceAllString(s, "")
+	s = negThinSepRE.ReplaceAllString(s, "$1$2")
 	s = thinSepRE.ReplaceAllString(s, "$1$2")
+	s = mixedRE.ReplaceAllString(s, `$1($2+\frac{$3$4}{$5$6})`)
+	s = matrixRE.ReplaceAllStringFunc(s, matrix)
+	s = strings.NewReplacer(">=", "≥", "<=", "≤", "=>", "≥", "=<", "≤").Replace(s)
 	s = strings.ReplaceAll(s, "{,}", "")
 	s = scan(s, 0)
 	s = strings.TrimSpace(s)
+	s = andOrRE.ReplaceAllString(andOrRE.ReplaceAllString(s, "$1, $2"), "$1, $2") // twice: "1 and 2 and 3" overlaps
+	s = strings.ReplaceAll(s, ";", ",")
+	if rest, ok := strings.CutPrefix(s, "≈"); ok { // "\approx 3.14" is its value
+		s = strings.TrimSpace(rest)
+	}
 	for {
 		t := strings.TrimSpace(strings.TrimSuffix(s, "."))
 		if m := unitRE.FindStringSubmatch(t); m != nil {
+			t = strings.TrimSpace(m[1])
+		}
+		if m := ordinalRE.FindStringSubmatch(t); m != nil {
 			t = strings.TrimSpace(m[1])
 		}
 		if t == s {
@@ -126,6 +149,24 @@ func normOnce(s string) string {
 		s = m[1]
 	}
 	return s
+}
+
+// matrix rewrites the body of a matrix environment (rows split by \\, cells by &) as
+// matrix((a, b), (c, d)), which Equal compares row by row and cell by cell.
+func matrix(env string) string {
+	m := matrixRE.FindStringSubmatch(env)
+	var rows []string
+	for _, row := range strings.Split(m[2], `\\`) {
+		if strings.TrimSpace(row) == "" {
+			continue
+		}
+		cells := strings.Split(row, "&")
+		for i := range cells {
+			cells[i] = "{" + strings.TrimSpace(cells[i]) + "}"
+		}
+		rows = append(rows, "("+strings.Join(cells, ",")+")")
+	}
+	return "matrix(" + strings.Join(rows, ",") + ")"
 }
 
 // stripDelims removes math delimiters around the whole answer.
@@ -155,7 +196,7 @@ var commands = map[string]string{
 	"pi": "pi", "infty": "inf", "infin": "inf", "cdot": "*", "times": "*", "ast": "*", "div": "/",
 	"pm": "±", "mp": "±", "cup": "∪", "emptyset": "∅", "varnothing": "∅", "le": "≤", "leq": "≤",
 	"leqslant": "≤", "ge": "≥", "geq": "≥", "geqslant": "≥", "ne": "≠", "neq": "≠", "lt": "<", "gt": ">",
-	"ldots": "...", "cdots": "...", "dots": "...", "in": "∈", "to": "→", "prime": "'", "colon": ":",
+	"ldots": "...", "cdots": "...", "dots": "...", "in": "∈", "approx": "≈", "sim": "≈", "simeq": "≈", "to": "→", "prime": "'", "colon": ":",
 }
 
 // wrappers are the commands whose one argument is kept and the command dropped.

@@ -2,6 +2,7 @@ package mathverify
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -36,8 +37,51 @@ func Check(response, truth string, opts Options) Result {
 	if !ok {
 		return Result{}
 	}
+	if joined, ok := boxesAsOne(response, truth); ok && !Equal(ans, truth, opts) {
+		ans = joined
+	}
 	return Result{Correct: Equal(ans, truth, opts), Extracted: ans, Normalized: Normalize(ans)}
 }
+
+// boxesAsOne reads an answer written as several boxes in a row (\boxed{1}, \boxed{2} and
+// \boxed{3}) as one, where the truth has as many elements: a set \{…\} of them, a tuple (…) in
+// their order, else a list. Boxes are in a row when only spaces, $, commas, semicolons, "and" and
+// "or" stand between them. ok is false when the last box stands alone or the truth is one value.
+func boxesAsOne(response, truth string) (string, bool) {
+	if len(response) > maxResponse {
+		response = response[len(response)-maxResponse:]
+	}
+	boxes := allBoxes(response)
+	if len(boxes) < 2 {
+		return "", false
+	}
+	n := 1
+	for i := len(boxes) - 1; i > 0 && n < maxElems; i-- {
+		if !boxGapRE.MatchString(response[boxes[i-1].end:boxes[i].start]) {
+			break
+		}
+		n++
+	}
+	ts := shapeOf(Normalize(truth))
+	if n < 2 || ts.kind == scalar || len(ts.elems) != n {
+		return "", false
+	}
+	parts := make([]string, 0, n)
+	for _, b := range boxes[len(boxes)-n:] {
+		parts = append(parts, b.content)
+	}
+	joined := strings.Join(parts, ", ")
+	switch {
+	case ts.kind == set:
+		return `\{` + joined + `\}`, true
+	case ts.kind == seq && ts.open == '(' && ts.close == ')':
+		return "(" + joined + ")", true
+	}
+	return joined, true
+}
+
+// boxGapRE is what may stand between boxes that form one answer.
+var boxGapRE = regexp.MustCompile(`^(?:[\s$,;]|\\text\s*\{\s*(?:and|or)\s*\}|\\quad|\\qquad|\band\b|\bor\b)*$`)
 
 // Equal reports whether an already extracted answer, pred, equals truth (see the package doc for
 // the rules). It is symmetric unless opts.LastNumberFallback is set. An answer that normalises to
@@ -64,7 +108,34 @@ const maxResponse = 1 << 16
 var (
 	answerLineRE = regexp.MustCompile(`(?i)^\s*(?:\*\*|__)?\s*(?:final\s+)?answer\s*(?:\*\*|__)?\s*[:：]\s*(.*)$`)
 	answerTagRE  = regexp.MustCompile(`(?s)<answer>(.*?)</answer>`)
+	// "The final answer is $100$. I hope it is correct." (Minerva's few-shot format, and prose)
+	finalIsRE = regexp.MustCompile(`(?i)\bfinal\s+answer\s+is\s*:?\s*`)
 )
+
+// finalAnswerIs reads the answer after the last "the final answer is" in s: the math in $…$
+// (or \(…\)) that follows, else the text up to the end of the sentence.
+func finalAnswerIs(s string) (string, bool) {
+	locs := finalIsRE.FindAllStringIndex(s, -1)
+	if len(locs) == 0 {
+		return "", false
+	}
+	rest := s[locs[len(locs)-1][1]:]
+	if line, _, ok := strings.Cut(rest, "\n"); ok {
+		rest = line
+	}
+	rest = strings.TrimSpace(rest)
+	for _, d := range [][2]string{{"$$", "$$"}, {"$", "$"}, {`\(`, `\)`}} {
+		if strings.HasPrefix(rest, d[0]) {
+			if k := strings.Index(rest[len(d[0]):], d[1]); k >= 0 {
+				return strings.TrimSpace(rest[len(d[0]) : len(d[0])+k]), true
+			}
+		}
+	}
+	if k := strings.Index(rest, ". "); k >= 0 {
+		rest = rest[:k]
+	}
+	return strings.TrimSpace(strings.TrimSuffix(rest, ".")), true
+}
 
 // Extract reads the final answer out of a response: the last \boxed{…} or \fbox{…} (also \boxed X
 // without braces), else the last "Answer: …" line, else the last <answer>…</answer>; ok is false
@@ -86,10 +157,16 @@ func Extract(response string) (answer string, ok bool) {
 		a = strings.TrimSpace(strings.Trim(a, "*_"))
 		a = strings.TrimSpace(strings.TrimSuffix(a, "."))
 		a = strings.TrimSpace(strings.Trim(a, "$"))
+		if f, ok := finalAnswerIs(a); ok {
+			a = f
+		}
 		if Normalize(a) != "" {
 			return a, true
 		}
 		break
+	}
+	if a, ok := finalAnswerIs(response); ok && Normalize(a) != "" {
+		return a, true
 	}
 	if all := answerTagRE.FindAllStringSubmatch(response, -1); len(all) > 0 {
 		a := strings.TrimSpace(all[len(all)-1][1])
@@ -103,7 +180,22 @@ func Extract(response string) (answer string, ok bool) {
 // lastBox is the content of the last \boxed or \fbox: a braced group (nested braces matched; one
 // that never closes is skipped), or without braces the text up to the next space or $.
 func lastBox(s string) (string, bool) {
-	best, bestAt := "", -1
+	boxes := allBoxes(s)
+	if len(boxes) == 0 {
+		return "", false
+	}
+	return boxes[len(boxes)-1].content, true
+}
+
+// box is one \boxed or \fbox in a response: where it starts and ends, and its content.
+type box struct {
+	start, end int
+	content    string
+}
+
+// allBoxes are the boxes of s in order (see lastBox).
+func allBoxes(s string) []box {
+	var boxes []box
 	for _, cmd := range []string{`\boxed`, `\fbox`} {
 		for from := 0; ; {
 			i := strings.Index(s[from:], cmd)
@@ -123,18 +215,17 @@ func lastBox(s string) (string, bool) {
 				if k < 0 {
 					continue
 				}
-				content = s[j+1 : k]
+				content, from = s[j+1:k], k+1
 			} else {
 				k := j
 				for k < len(s) && s[k] != ' ' && s[k] != '\n' && s[k] != '\t' && s[k] != '$' {
 					k++
 				}
-				content = s[j:k]
+				content, from = s[j:k], k
 			}
-			if at > bestAt {
-				best, bestAt = strings.TrimSpace(content), at
-			}
+			boxes = append(boxes, box{start: at, end: from, content: strings.TrimSpace(content)})
 		}
 	}
-	return best, bestAt >= 0
+	slices.SortFunc(boxes, func(a, b box) int { return a.start - b.start })
+	return boxes
 }
