@@ -50,7 +50,7 @@ func (c *comparer) equal(p, t string, nest int) bool {
 	if textOnly(p) || textOnly(t) || nest > maxNest {
 		return false
 	}
-	if p, t = relation(p), relation(t); strings.EqualFold(p, t) {
+	if p, t = relation(approx(p)), relation(approx(t)); strings.EqualFold(p, t) {
 		return true
 	}
 	pu, tu := splitTop(p, "∪"), splitTop(t, "∪")
@@ -61,16 +61,63 @@ func (c *comparer) equal(p, t string, nest int) bool {
 		return c.equation(pe, te, nest)
 	}
 	ps, ts := shapeOf(p), shapeOf(t)
-	if ps.kind != ts.kind {
+	if ps.kind != ts.kind && !(collection(ps.kind) && collection(ts.kind)) {
 		return false
 	}
 	switch ps.kind {
 	case seq:
 		return ps.open == ts.open && ps.close == ts.close && c.pairwise(ps.elems, ts.elems, nest)
 	case list, set:
-		return c.multiset(ps.elems, ts.elems, nest)
+		pe, te := ps.elems, ts.elems
+		if ps.kind == set && ts.kind == set { // a set names each element once however often written; a list keeps its multiplicity (roots 1, 1, 2)
+			pe, te = c.distinct(pe, nest), c.distinct(te, nest)
+		}
+		return c.multiset(pe, te, nest)
 	}
 	return sameExpr(p, t)
+}
+
+// collection reports whether answers of a kind are compared in any order: a list of answers and
+// a set are the same answer ("3, 7" and \{7, 3\}).
+func collection(kind int) bool { return kind == list || kind == set }
+
+// distinct drops the elements equal to an earlier one: a set names each once however often it
+// is written.
+func (c *comparer) distinct(elems []string, nest int) []string {
+	if len(elems) > maxElems {
+		return elems
+	}
+	var out []string
+	for _, e := range elems {
+		dup := false
+		for _, o := range out {
+			if strings.EqualFold(e, o) || c.equal(e, o, nest+1) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// approx reads an answer with "≈": an exact value followed by its approximation
+// (\frac{\sqrt3}{3} ≈ 0.577, x = 1/3 ≈ 0.33) is the exact value; a name or nothing before it
+// (x ≈ 3.14, ≈ 3.14) makes it the value after it.
+func approx(s string) string {
+	before, after, ok := strings.Cut(s, "≈")
+	if !ok {
+		return s
+	}
+	switch {
+	case before == "":
+		return after
+	case labelOK(before):
+		return before + "=" + after
+	}
+	return before
 }
 
 // pairwise compares two sequences element by element.
@@ -110,7 +157,7 @@ func (c *comparer) multiset(a, b []string, nest int) bool {
 // equationSides splits an answer at its top-level "=" and "≈": a chain x = 5+6 = 11 keeps its
 // first and last sides (the label and the value it ends at), one without either is one side.
 func equationSides(s string) []string {
-	parts := splitTop(strings.ReplaceAll(s, "≈", "="), "=")
+	parts := splitTop(s, "=")
 	if len(parts) > 2 {
 		parts = []string{parts[0], parts[len(parts)-1]}
 	}
@@ -121,7 +168,7 @@ func equationSides(s string) []string {
 // 5 ≤ x as [5, inf), -2 ≤ x < 7 as [-2, 7)) and a membership x ∈ S as S, so that every notation of
 // the same set compares equal; anything else is returned as it is.
 func relation(s string) string {
-	if x, set, ok := strings.Cut(s, "∈"); ok && varNameRE.MatchString(x) {
+	if x, set, ok := strings.Cut(s, "∈"); ok && labelOK(x) {
 		return set
 	}
 	var parts []string
@@ -156,8 +203,14 @@ func relation(s string) string {
 	switch len(ops) {
 	case 1:
 		v, a, op := parts[0], parts[1], ops[0]
-		if !varNameRE.MatchString(v) {
-			if !varNameRE.MatchString(a) {
+		if neg, ok := strings.CutPrefix(v, "-"); ok && labelOK(neg) && numericText(a) { // -x > -1 is x < 1
+			v, a, op = neg, "-("+a+")", flip(op)
+			if n, ok := numeric(a); ok && n.r != nil {
+				a = n.r.RatString()
+			}
+		}
+		if !labelOK(v) {
+			if !labelOK(a) {
 				return s
 			}
 			v, a, op = a, v, flip(op)
@@ -169,7 +222,7 @@ func relation(s string) string {
 	case 2:
 		lo, v, hi := parts[0], parts[1], parts[2]
 		o1, o2 := ops[0], ops[1]
-		if !varNameRE.MatchString(v) {
+		if !labelOK(v) {
 			return s
 		}
 		if (o1 == ">" || o1 == "≥") && (o2 == ">" || o2 == "≥") { // 7 > x ≥ -2
@@ -181,6 +234,12 @@ func relation(s string) string {
 		return bound(o1, true) + lo + ", " + hi + bound(o2, false)
 	}
 	return s
+}
+
+// numericText reports whether s is a constant expression (no variable).
+func numericText(s string) bool {
+	_, ok := numeric(s)
+	return ok
 }
 
 // relOp is the relation at the start of s and its length in bytes, or 0.
@@ -326,20 +385,56 @@ var labelRE = regexp.MustCompile(`^(?:` +
 	`|\((?:[A-Za-z](?:_[0-9]+)?)(?:, [A-Za-z](?:_[0-9]+)?)+\)` +
 	`)$`)
 
+// labelPartRE is one name in a label: a variable, a segment or angle, a function application,
+// a length, each with an optional subscript.
+var labelPartRE = regexp.MustCompile(`^(?:[A-Za-z]{1,4}|alpha|beta|gamma|delta|theta|lambda|mu|phi|omega|sigma|tau|rho|m?angle[A-Z]{1,3})` +
+	`(?:_[0-9]+|_[A-Za-z]|_\([A-Za-z0-9]+\))?(?:\((?:[A-Za-z0-9]+)(?:, [A-Za-z0-9]+)*\))?$`)
+
+// labelOK reports whether s names what an answer's value is of, so that "s = value" is the value:
+// a label (labelRE), or names combined by : / + - * (a+b = 12, V_1:V_2 = 11:21, NO/BO = …), with no
+// number outside a subscript or a function's argument.
+func labelOK(s string) bool {
+	if labelRE.MatchString(s) {
+		return true
+	}
+	if len(s) > 64 {
+		return false
+	}
+	for len(s) >= 2 && s[0] == '(' && closes(s) == len(s)-1 {
+		s = s[1 : len(s)-1]
+	}
+	parts := strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(":/+-*", r) })
+	if len(parts) < 2 {
+		return false
+	}
+	for _, p := range parts {
+		for len(p) >= 2 && (p[0] == '(' && p[len(p)-1] == ')' && closes(p) == len(p)-1 || p[0] == '|' && p[len(p)-1] == '|') {
+			p = p[1 : len(p)-1]
+		}
+		if !labelPartRE.MatchString(p) {
+			return false
+		}
+	}
+	return true
+}
+
 // equation compares two answers of which one or both are equations (their splits at "="): two
 // equations by their right sides when the left sides are the same (or each side the other's),
 // an equation whose left side is one variable name against a non-equation by its right side.
 func (c *comparer) equation(pe, te []string, nest int) bool {
 	switch {
 	case len(pe) == 2 && len(te) == 2:
-		if strings.EqualFold(pe[0], te[0]) {
-			return c.equal(pe[1], te[1], nest+1)
+		if strings.EqualFold(pe[0], te[0]) && c.equal(pe[1], te[1], nest+1) {
+			return true
 		}
-		return strings.EqualFold(pe[0], te[1]) && strings.EqualFold(pe[1], te[0])
+		if strings.EqualFold(pe[0], te[1]) && strings.EqualFold(pe[1], te[0]) {
+			return true
+		}
+		return sameEquation(pe[0], pe[1], te[0], te[1]) // the same relation up to a factor
 	case len(pe) == 2 && len(te) == 1:
-		return labelRE.MatchString(pe[0]) && c.equal(pe[1], te[0], nest+1)
+		return labelOK(pe[0]) && c.equal(pe[1], te[0], nest+1)
 	case len(pe) == 1 && len(te) == 2:
-		return labelRE.MatchString(te[0]) && c.equal(pe[0], te[1], nest+1)
+		return labelOK(te[0]) && c.equal(pe[0], te[1], nest+1)
 	}
 	return false
 }

@@ -662,6 +662,49 @@ func sameExpr(a, b string) bool {
 	return valid >= minPoints
 }
 
+// sameEquation reports whether two equations a1 = a2 and b1 = b2 in variables describe the same
+// relation up to a constant factor: (a1 - a2) / (b1 - b2) takes one nonzero value at every
+// sample point (2x+4y-3 = 0 and y = -x/2 + 3/4).
+func sameEquation(a1, a2, b1, b2 string) bool {
+	na, pa, err := parseExpr("(" + a1 + ")-(" + a2 + ")")
+	if err != nil {
+		return false
+	}
+	nb, pb, err := parseExpr("(" + b1 + ")-(" + b2 + ")")
+	if err != nil {
+		return false
+	}
+	vars := map[string]bool{}
+	for v := range pa.vars {
+		vars[v] = true
+	}
+	for v := range pb.vars {
+		vars[v] = true
+	}
+	if len(vars) == 0 || len(vars) > maxVars || pa.inf || pb.inf {
+		return false
+	}
+	valid, ratio := 0, 0.0
+	for k := range points {
+		env := map[string]float64{}
+		for v := range vars {
+			env[v] = sample(v, k)
+		}
+		va, err1 := eval(na, env, 0)
+		vb, err2 := eval(nb, env, 0)
+		if err1 != nil || err2 != nil || !usable(va, false) || !usable(vb, false) || va.f == 0 || vb.f == 0 {
+			continue
+		}
+		r := va.f / vb.f
+		if valid > 0 && !close(r, ratio) {
+			return false
+		}
+		ratio = r
+		valid++
+	}
+	return valid >= minPoints
+}
+
 // numeric is the value of a normalised answer that is a constant expression.
 func numeric(s string) (value, bool) {
 	n, p, err := parseExpr(s)

@@ -41,7 +41,7 @@ func TestNormalize(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`$\frac12$`, "(1/2)"},
 		{`\dfrac{\sqrt2}{2}`, "((sqrt(2))/2)"},
-		{`\sqrt[3]{8}`, "(8)^(1/3)"},
+		{`\sqrt[3]{8}`, "((8)^(1/3))"},
 		{`2^{10}`, "2^(10)"},
 		{`\left( 1, 2 \right]`, "(1, 2]"},
 		{`\left\{ 1,2 \right\}`, `\{1, 2\}`},

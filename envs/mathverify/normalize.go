@@ -2,6 +2,7 @@ package mathverify
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -24,9 +25,21 @@ var (
 	unitRE      = regexp.MustCompile(`(?i)^(.*?[0-9)\]}.])\s+(?:` + unitWords + `)(?:\s*(?:\^\s*\(?\s*[23]\s*\)?|²|³))?\s*\.?$`)
 	choiceRE    = regexp.MustCompile(`^\(([A-Za-z])\)$`)
 	// a whole number then a proper fraction of whole numbers: 2\frac{1}{4}, 3 \frac 23 (not 2\frac{\pi}{3})
+	// 1 000 000, the whole answer: thousands separated by spaces
+	spaceThousandsRE = regexp.MustCompile(`^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$`)
+	// 7 3/4 written plainly
+	plainMixedRE = regexp.MustCompile(`(^|[^0-9A-Za-z.^_}\\/])([0-9]+)\s+([0-9]+)\s*/\s*([0-9]+)\b`)
+	// digits on both sides of a space that is no mixed number: not one number (7 3 is not 73)
+	digitSpaceRE = regexp.MustCompile(`([0-9])\s+([0-9])`)
+	// \left[ matrix(…) \right]: the brackets of a matrix written as an array
+	bracketedMatrixRE = regexp.MustCompile(`\\left\s*[\[(]\s*(matrix\(.*\))\s*\\right\s*[\])]`)
+	// (11,7)or(7,11): and/or between bracketed answers without spaces
+	tightAndOrRE = regexp.MustCompile(`([)\]])\s*(?:and|or)\s*([(\[])`)
+	// 3 million: a scale word is its power of ten
+	scaleRE = regexp.MustCompile(`(?i)^(.*[0-9])\s*(thousand|million|billion)$`)
 	mixedRE = regexp.MustCompile(`(^|[^0-9A-Za-z.^_}\\])([0-9]+)\s*\\frac\s*(?:\{\s*([0-9]+)\s*\}|([0-9]))\s*(?:\{\s*([0-9]+)\s*\}|([0-9]))`)
 	// 32,\! 349: a thousands separator with a negative thin space, and a space after it
-	negThinSepRE = regexp.MustCompile(`(\d),\s*\\!\s*(\d{3})\b`)
+	negThinSepRE = regexp.MustCompile(`,\s*\\!\s*(\d)`)
 	// \begin{pmatrix} … \end{pmatrix} and its bracket kinds (not vmatrix: a determinant)
 	matrixRE = regexp.MustCompile(`(?s)\\begin\s*\{\s*([pbB]?matrix|array)\s*\}(?:\s*\{[lcr|]*\})?(.*?)\\end\s*\{\s*(?:[pbB]?matrix|array)\s*\}`)
 	// "2 and 5", "x=1 or x=2" between parts of an answer
@@ -42,7 +55,7 @@ const unitWords = `cm|mm|km|m|meters?|metres?|centimeters?|inch|inches|in|ft|fee
 	`dollars?|cents?|degrees?|deg|hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|` +
 	`grams?|g|kg|pounds?|lbs?|ounces?|oz|mph|km/h|liters?|litres?|ml|` +
 	`ways|people|persons|students|points|times|steps|numbers|integers|boxes|balls|coins|marbles|pieces|games|rounds|` +
-	`digits|meals|edges|vertices|faces|sides|percent|pct|gm|multiples|tickets|handshakes|pages`
+	`digits|meals|edges|vertices|faces|sides|percent|percentage|pct|gm|multiples|tickets|handshakes|pages`
 
 // Normalize rewrites an answer into the plain form Equal parses: math delimiters ($…$, \(…\),
 // \[…\]), \left/\right, spacing commands, \text{}/\mathrm{}/\mathbf{} wrappers, degrees, percent
@@ -114,15 +127,25 @@ func normOnce(s string) string {
 	s = strings.TrimSpace(unicodeMath.Replace(s))
 	s = stripDelims(s)
 	s = degreesRE.ReplaceAllString(s, "")
-	s = negThinSepRE.ReplaceAllString(s, "$1$2")
+	s = negThinSepRE.ReplaceAllString(s, "{,}$1")
+	if spaceThousandsRE.MatchString(s) { // 1 000 000: SI thousands, the whole answer
+		s = strings.ReplaceAll(s, " ", "")
+	}
 	s = thinSepRE.ReplaceAllString(s, "$1$2")
-	s = mixedRE.ReplaceAllString(s, `$1($2+\frac{$3$4}{$5$6})`)
+	s = regexp.MustCompile(`\{\s*,\s*\}`).ReplaceAllString(s, "{,}")
+	s = mixedRE.ReplaceAllStringFunc(s, mixed)
+	s = plainMixedRE.ReplaceAllStringFunc(s, plainMixed)
+	s = digitSpaceRE.ReplaceAllString(s, "$1 ␣ $2")
 	s = matrixRE.ReplaceAllStringFunc(s, matrix)
+	s = bracketedMatrixRE.ReplaceAllString(s, "$1")
+	s = strings.ReplaceAll(s, "!=", "≠")
+	s = bareSet(s)
 	s = strings.NewReplacer(">=", "≥", "<=", "≤", "=>", "≥", "=<", "≤").Replace(s)
 	s = strings.ReplaceAll(s, "{,}", "")
 	s = scan(s, 0)
 	s = strings.TrimSpace(s)
 	s = andOrRE.ReplaceAllString(andOrRE.ReplaceAllString(s, "$1, $2"), "$1, $2") // twice: "1 and 2 and 3" overlaps
+	s = tightAndOrRE.ReplaceAllString(s, "$1, $2")
 	s = strings.ReplaceAll(s, ";", ",")
 	if rest, ok := strings.CutPrefix(s, "≈"); ok { // "\approx 3.14" is its value
 		s = strings.TrimSpace(rest)
@@ -134,6 +157,9 @@ func normOnce(s string) string {
 		}
 		if m := ordinalRE.FindStringSubmatch(t); m != nil {
 			t = strings.TrimSpace(m[1])
+		}
+		if m := scaleRE.FindStringSubmatch(t); m != nil {
+			t = "(" + strings.TrimSpace(m[1]) + ")*" + map[string]string{"thousand": "1000", "million": "1000000", "billion": "1000000000"}[strings.ToLower(m[2])]
 		}
 		if t == s {
 			break
@@ -149,6 +175,46 @@ func normOnce(s string) string {
 		s = m[1]
 	}
 	return s
+}
+
+// mixed rewrites a whole number before \frac of whole numbers as their sum when the fraction is
+// proper (2\frac{1}{4} is 9/4); otherwise it stays a product.
+func mixed(m string) string {
+	g := mixedRE.FindStringSubmatch(m)
+	num, den := g[3]+g[4], g[5]+g[6]
+	if !properFraction(num, den) {
+		return m
+	}
+	return g[1] + "(" + g[2] + `+\frac{` + num + "}{" + den + "})"
+}
+
+// plainMixed rewrites 7 3/4 as 7+3/4 when 3/4 is proper.
+func plainMixed(m string) string {
+	g := plainMixedRE.FindStringSubmatch(m)
+	if !properFraction(g[3], g[4]) {
+		return m
+	}
+	return g[1] + "(" + g[2] + "+" + g[3] + "/" + g[4] + ")"
+}
+
+// properFraction reports whether num/den, both whole numbers, is between 0 and 1.
+func properFraction(num, den string) bool {
+	n, err1 := strconv.ParseUint(num, 10, 64)
+	d, err2 := strconv.ParseUint(den, 10, 64)
+	return err1 == nil && err2 == nil && n > 0 && n < d
+}
+
+// bareSet reads an answer that is one braced group of several elements ({2, 3, 5}) as the set it
+// writes; LaTeX braces are grouping, but no one groups a list.
+func bareSet(s string) string {
+	if len(s) < 2 || s[0] != '{' || matching(s, 0, '{', '}') != len(s)-1 {
+		return s
+	}
+	inner := s[1 : len(s)-1]
+	if len(splitTop(inner, ",")) < 2 {
+		return s
+	}
+	return `\{` + inner + `\}`
 }
 
 // matrix rewrites the body of a matrix environment (rows split by \\, cells by &) as
@@ -241,7 +307,7 @@ func scan(s string, d int) string {
 				}
 				x, i = argument(s, i)
 				if n != "" {
-					b.WriteString("(" + scan(x, d+1) + ")^(1/" + wrap(scan(n, d+1)) + ")")
+					b.WriteString("((" + scan(x, d+1) + ")^(1/" + wrap(scan(n, d+1)) + "))")
 				} else {
 					b.WriteString("sqrt(" + scan(x, d+1) + ")")
 				}
@@ -256,6 +322,8 @@ func scan(s string, d int) string {
 			default:
 				if r, ok := commands[name]; ok {
 					b.WriteString(r)
+				} else if rest, ok := glued(name); ok {
+					b.WriteString(" " + rest)
 				} else {
 					b.WriteString(name)
 				}
@@ -276,6 +344,16 @@ func scan(s string, d int) string {
 		}
 	}
 	return b.String()
+}
+
+// glued splits a spacing command written against the next word (\quadx_2 is \quad x_2).
+func glued(name string) (string, bool) {
+	for _, sp := range []string{"qquad", "quad"} {
+		if rest, ok := strings.CutPrefix(name, sp); ok && rest != "" {
+			return rest, true
+		}
+	}
+	return "", false
 }
 
 // command reads the name of the command whose backslash is at s[i]: a run of letters or one other

@@ -81,7 +81,8 @@ func boxesAsOne(response, truth string) (string, bool) {
 }
 
 // boxGapRE is what may stand between boxes that form one answer.
-var boxGapRE = regexp.MustCompile(`^(?:[\s$,;]|\\text\s*\{\s*(?:and|or)\s*\}|\\quad|\\qquad|\band\b|\bor\b)*$`)
+// A \text{…} of a few words with "and" in it joins parts of one answer ("for part (a) and").
+var boxGapRE = regexp.MustCompile(`^(?:[\s$,;]|\\text\s*\{[^{}$]{0,40}\band\b[^{}$]{0,40}\}|\\text\s*\{\s*(?:and|or)\s*\}|\\quad|\\qquad|\band\b|\bor\b)*$`)
 
 // Equal reports whether an already extracted answer, pred, equals truth (see the package doc for
 // the rules). It is symmetric unless opts.LastNumberFallback is set. An answer that normalises to
@@ -108,33 +109,57 @@ const maxResponse = 1 << 16
 var (
 	answerLineRE = regexp.MustCompile(`(?i)^\s*(?:\*\*|__)?\s*(?:final\s+)?answer\s*(?:\*\*|__)?\s*[:：]\s*(.*)$`)
 	answerTagRE  = regexp.MustCompile(`(?s)<answer>(.*?)</answer>`)
-	// "The final answer is $100$. I hope it is correct." (Minerva's few-shot format, and prose)
-	finalIsRE = regexp.MustCompile(`(?i)\bfinal\s+answer\s+is\s*:?\s*`)
+	// "Final Answer:", "The final answer is": Minerva's few-shot format, and prose
+	finalMarkRE = regexp.MustCompile(`(?i)\bfinal\s+answer(?:\s*[:：]|\s+is\s*:?)\s*`)
+	// $…$ or \(…\) at the start of a text
+	leadingMathRE = regexp.MustCompile(`^(?:\$\$?|\\\()(.+?)(?:\$\$?|\\\))`)
+	inlineMathRE  = regexp.MustCompile(`\$([^$]+)\$`)
+	// a number in a sentence: 3, -2.5, 10,455
+	sentenceNumberRE = regexp.MustCompile(`[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[+-]?\d+(?:\.\d+)?`)
 )
 
-// finalAnswerIs reads the answer after the last "the final answer is" in s: the math in $…$
-// (or \(…\)) that follows, else the text up to the end of the sentence.
-func finalAnswerIs(s string) (string, bool) {
-	locs := finalIsRE.FindAllStringIndex(s, -1)
+// finalAnswerMarked reads the answer after the last "Final Answer:" or "the final answer is" in
+// s (Minerva's "Final Answer: The final answer is $100$. I hope it is correct.", and prose), and
+// where it starts. Of the rest of that line it takes, in order: what follows the last " is "
+// (to the end of its sentence, $ removed); else the last $…$; else the one number in it.
+func finalAnswerMarked(s string) (string, int, bool) {
+	locs := finalMarkRE.FindAllStringIndex(s, -1)
 	if len(locs) == 0 {
-		return "", false
+		return "", 0, false
 	}
-	rest := s[locs[len(locs)-1][1]:]
+	at := locs[len(locs)-1]
+	rest := s[at[1]:]
 	if line, _, ok := strings.Cut(rest, "\n"); ok {
 		rest = line
 	}
-	rest = strings.TrimSpace(rest)
-	for _, d := range [][2]string{{"$$", "$$"}, {"$", "$"}, {`\(`, `\)`}} {
-		if strings.HasPrefix(rest, d[0]) {
-			if k := strings.Index(rest[len(d[0]):], d[1]); k >= 0 {
-				return strings.TrimSpace(rest[len(d[0]) : len(d[0])+k]), true
-			}
+	for _, tail := range []string{"I hope it is correct", "<|im_start|>", "<|im_end|>"} {
+		if k := strings.Index(rest, tail); k >= 0 {
+			rest = rest[:k]
 		}
 	}
-	if k := strings.Index(rest, ". "); k >= 0 {
-		rest = rest[:k]
+	rest = strings.TrimSpace(rest)
+	is := strings.HasSuffix(strings.ToLower(strings.TrimRight(s[at[0]:at[1]], " :")), "is") // "the final answer is …"
+	if k := strings.LastIndex(rest, " is "); k >= 0 {
+		rest, is = rest[k+len(" is "):], true
 	}
-	return strings.TrimSpace(strings.TrimSuffix(rest, ".")), true
+	if is {
+		rest = strings.TrimSpace(rest)
+		if m := leadingMathRE.FindStringSubmatch(rest); m != nil && strings.TrimSpace(strings.Trim(rest[len(m[0]):], ". ")) == "" {
+			return strings.TrimSpace(m[1]), at[0], true
+		}
+		if k := strings.Index(rest, ". "); k >= 0 {
+			rest = rest[:k]
+		}
+		rest = strings.Trim(strings.TrimSuffix(strings.TrimSpace(rest), "."), "\\\"' ") // quotes, as in "$12$ and $13$"
+		return strings.TrimSpace(strings.ReplaceAll(rest, "$", "")), at[0], true
+	}
+	if all := inlineMathRE.FindAllStringSubmatch(rest, -1); len(all) > 0 {
+		return strings.TrimSpace(all[len(all)-1][1]), at[0], true
+	}
+	if nums := sentenceNumberRE.FindAllString(rest, -1); len(nums) == 1 {
+		return nums[0], at[0], true
+	}
+	return strings.TrimSpace(strings.TrimSuffix(rest, ".")), at[0], true
 }
 
 // Extract reads the final answer out of a response: the last \boxed{…} or \fbox{…} (also \boxed X
@@ -144,8 +169,13 @@ func Extract(response string) (answer string, ok bool) {
 	if len(response) > maxResponse {
 		response = response[len(response)-maxResponse:]
 	}
-	if a, ok := lastBox(response); ok && Normalize(a) != "" {
-		return a, true
+	boxes := allBoxes(response)
+	marked, markedAt, hasMarked := finalAnswerMarked(response)
+	if n := len(boxes); n > 0 && (!hasMarked || markedAt < boxes[n-1].end) && Normalize(boxes[n-1].content) != "" {
+		return boxes[n-1].content, true
+	}
+	if hasMarked && Normalize(marked) != "" { // a "Final Answer" after the last box wins over it
+		return marked, true
 	}
 	lines := strings.Split(response, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -157,16 +187,10 @@ func Extract(response string) (answer string, ok bool) {
 		a = strings.TrimSpace(strings.Trim(a, "*_"))
 		a = strings.TrimSpace(strings.TrimSuffix(a, "."))
 		a = strings.TrimSpace(strings.Trim(a, "$"))
-		if f, ok := finalAnswerIs(a); ok {
-			a = f
-		}
 		if Normalize(a) != "" {
 			return a, true
 		}
 		break
-	}
-	if a, ok := finalAnswerIs(response); ok && Normalize(a) != "" {
-		return a, true
 	}
 	if all := answerTagRE.FindAllStringSubmatch(response, -1); len(all) > 0 {
 		a := strings.TrimSpace(all[len(all)-1][1])
