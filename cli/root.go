@@ -89,7 +89,7 @@ keeping its last trained step (exit 0; 143 for SIGTERM, 129 for SIGHUP); a secon
 		&cobra.Group{ID: "model", Title: "Models, tokenizers and tools:"})
 	for _, c := range []*cobra.Command{
 		runCommand(env, "run RECIPE.yaml [flags]"), resumeCommand(env), viewCommand(env), runsCommand(env),
-		evalCommand(env), compareCommand(env), exportCommand(env), planCommand(env), benchCommand(env), serveCommand(env),
+		evalCommand(env), compareCommand(env), regradeCommand(env), exportCommand(env), planCommand(env), benchCommand(env), serveCommand(env),
 	} {
 		c.GroupID = "run"
 		root.AddCommand(c)

@@ -130,6 +130,9 @@ leaves to RL, where a bridge thought carries what the problem does not).`,
 			for _, r := range c.Rows {
 				fmt.Fprintf(env.Stdout, "%-8s %7.3f %7.3f  %+.3f ± %.3f\n", fmt.Sprintf("pass@%d", r.K), r.A, r.B, r.Diff, r.SE)
 			}
+			if c.Warning != "" {
+				fmt.Fprintf(env.Stdout, "\nwarning: %s\n", c.Warning)
+			}
 			return nil
 		},
 	}

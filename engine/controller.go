@@ -297,7 +297,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		}
 	} else if c.opts.Store != nil {
 		yaml, _ := json.Marshal(r)
-		if err := c.opts.Store.PutRun(store.Run{ID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps}); err != nil {
+		if err := c.opts.Store.PutRun(store.Run{ID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps, Grader: GraderOf(r)}); err != nil {
 			return err
 		}
 	}

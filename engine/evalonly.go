@@ -109,7 +109,7 @@ func (c *Controller) runEval(ctx context.Context) (err error) {
 	if c.opts.Store != nil {
 		yaml, _ := json.Marshal(r)
 		if err := c.opts.Store.PutRun(store.Run{ID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(),
-			Created: time.Now(), Status: "running", Kind: store.KindEval, Evaluated: e.Of, EvalSet: e.Set, EvalStep: e.Step}); err != nil {
+			Created: time.Now(), Status: "running", Kind: store.KindEval, Evaluated: e.Of, EvalSet: e.Set, EvalStep: e.Step, Grader: GraderOf(r)}); err != nil {
 			return err
 		}
 	}

@@ -33,6 +33,9 @@ func (r *Recipe) CanonicalJSON() []byte {
 	if c.PRM.Kind != "model" { // unused: left out, so recipes from before prm.kind model hash as they did
 		c.PRM = PRM{Kind: c.PRM.Kind}
 	}
+	if c.Reward.Grader == "verifier" { // the default: left out, so recipes from before reward.grader hash as they did
+		c.Reward.Grader = ""
+	}
 	if c.Algorithm.Estimator == "group" { // the default: left out, as above
 		c.Algorithm.Estimator = ""
 	}

@@ -133,6 +133,8 @@ func TestLoadBadRecipes(t *testing.T) {
 				"bad.yaml:5: hinter.api_key_env: looks like an API key itself; write the name of the environment variable that holds the key, e.g. OPENAI_API_KEY"},
 		{"early-stop metric not evaluated", "early_stop:\n  metric: pass@3\n",
 			`bad.yaml:2: early_stop.metric: "pass@3" is not one of reward, pass@1, pass@2, pass@4, pass@8 (pass@k needs its k in eval.ks)`},
+		{"unknown grader", "reward:\n  grader: dapo\n",
+			`bad.yaml:2: reward.grader: "dapo" is not one of math_dapo, math_dapo_slime, verifier`},
 		{"process weight without a PRM", "reward:\n  process: 0.2\n",
 			"bad.yaml:2: reward.process: 0.2 has no effect while prm.kind is none; set prm.kind: rules (or judge), or reward.process: 0"},
 		{"PRM without a weight", "prm:\n  kind: rules\n",

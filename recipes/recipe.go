@@ -430,7 +430,17 @@ type Reward struct {
 	// its last number is ("x = 3, so 42" for 42; envs/mathverify.Options). Off by default: it
 	// rewards answers that merely end in the right number.
 	LastNumberFallback bool `mapstructure:"last_number_fallback" json:"last_number_fallback"`
+	// Grader judges the final answer (envs/grade): "verifier" (agentrl's mathematical verifier,
+	// outcome 1 or 0), or a reference experiment's own function by name so that its numbers are
+	// comparable: "math_dapo" (verl's math_dapo.compute_score with strict_box_verify, as verl's
+	// ReTool recipe calls it, and that recipe's tool-call shaping of a wrong answer: +1 right,
+	// -1 … -0.6 wrong), "math_dapo_slime" (the same as slime's ReTool example counts tool calls).
+	// reward.outcome weighs the grader's score.
+	Grader string `mapstructure:"grader" json:"grader,omitempty"`
 }
+
+// Graders are the names reward.grader takes (envs/grade.Names; a test holds them equal).
+var Graders = []string{"math_dapo", "math_dapo_slime", "verifier"}
 
 // Algorithm is the policy-gradient algorithm and its loss.
 type Algorithm struct {
@@ -726,7 +736,7 @@ func Default() *Recipe {
 			External: External{Command: []string{}, Dir: "", Workers: 0, Timeout: 5 * time.Minute, Env: map[string]string{}},
 		},
 		Data:   Data{Train: "", Eval: []EvalSet{}, Fields: map[string]string{}, PromptTemplate: "", Shuffle: true, TrainSize: 0, AllowOverlap: false},
-		Reward: Reward{Outcome: 1.0, Process: 0, Shaping: 0, FormatPenalty: 0.1},
+		Reward: Reward{Outcome: 1.0, Process: 0, Shaping: 0, FormatPenalty: 0.1, Grader: "verifier"},
 		Algorithm: Algorithm{
 			Name: "grpo", Baseline: "mean", Estimator: "group", StdNormalize: true, ClipLow: 0.2, ClipHigh: 0.28,
 			KLCoef: 0, KLEstimator: "k3", KLMode: "loss", EntropyCoef: 0, Aggregation: "token-mean",

@@ -376,6 +376,7 @@ func (c *checker) reward() {
 	c.nonNegative("reward.process", w.Process)
 	c.nonNegative("reward.shaping", w.Shaping)
 	c.nonNegative("reward.format_penalty", w.FormatPenalty)
+	c.oneOf("reward.grader", w.Grader, Graders...)
 	if w.Outcome == 0 && w.Process == 0 && w.Shaping == 0 {
 		c.fail([]string{"reward.outcome", "reward.process", "reward.shaping"},
 			"every reward weight is 0, so nothing can be learned; set reward.outcome above 0")

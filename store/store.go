@@ -190,6 +190,7 @@ type Run struct {
 	Evaluated  string    `json:"evaluated,omitempty"` // an evaluation run's model: "model DIR" or "checkpoint RUN step N"
 	EvalSet    string    `json:"eval_set,omitempty"`  // an evaluation run's evaluation set: "heldout", "validation"
 	EvalStep   int       `json:"eval_step,omitempty"` // the step an evaluation run's evaluation is kept at
+	Grader     string    `json:"grader,omitempty"`    // what judged its answers: reward.grader's name@version ("" before graders were recorded: the verifier)
 }
 
 // PutRun creates or replaces a run's record.

@@ -24,6 +24,29 @@ type Comparison struct {
 	StepB int    `json:"step_b"`
 	Tasks int    `json:"tasks"`
 	Rows  []Row  `json:"pass_at_k"`
+	// Graders are what judged each run's answers (store.Run.Grader, name@version); Warning says
+	// when they differ, since pass@k under two graders is not one measure.
+	Graders [2]string `json:"graders"`
+	Warning string    `json:"warning,omitempty"`
+}
+
+// graderOf is a run's recorded grader; runs from before graders were recorded used the verifier.
+func graderOf(r store.Run) string {
+	if r.Grader == "" {
+		return "verifier (not recorded)"
+	}
+	return r.Grader
+}
+
+// sameGrader reports whether two recorded graders are the same function: an unrecorded grader is
+// the verifier of its day, the same name as any verifier.
+func sameGrader(a, b string) bool {
+	name := func(g string) string {
+		n, _, _ := strings.Cut(g, "@")
+		n, _, _ = strings.Cut(n, " ")
+		return n
+	}
+	return a == b || name(a) == name(b) && name(a) == "verifier"
 }
 
 // Row is one k: each run's pass@k and A − B with its paired standard error.
@@ -43,6 +66,24 @@ type Row struct {
 // against a training run's evaluation at step, or (step negative) at the evaluation run's own
 // step when the training run evaluated that step, else at the training run's last evaluation.
 func Runs(st Source, a, b string, step int) (*Comparison, error) {
+	c, err := runsAt(st, a, b, step)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range []string{a, b} {
+		run, err := st.GetRun(id)
+		if err != nil {
+			return nil, fmt.Errorf("compare: %w", err)
+		}
+		c.Graders[i] = graderOf(run)
+	}
+	if !sameGrader(c.Graders[0], c.Graders[1]) {
+		c.Warning = fmt.Sprintf("the runs were graded differently (A: %s; B: %s): their pass@k are not one measure; `agentrl-tui regrade --grader NAME` judges a run's trajectories with the other's grader", c.Graders[0], c.Graders[1])
+	}
+	return c, nil
+}
+
+func runsAt(st Source, a, b string, step int) (*Comparison, error) {
 	ids := [2]string{a, b}
 	evals := [2]map[int]store.Eval{}
 	evalOnly := [2]bool{}

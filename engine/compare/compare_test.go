@@ -49,3 +49,35 @@ func TestRunsWithoutCommonEvaluation(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsGraders: compare names each run's grader and warns when they differ; a run that
+// recorded none was judged by the verifier of its day, the same measure as a recorded verifier.
+func TestRunsGraders(t *testing.T) {
+	counts := [][2]int{{2, 1}, {2, 2}}
+	st := seedStore(t, map[string]map[int][][2]int{"old": {0: counts}, "verifier": {0: counts}, "dapo": {0: counts}})
+	for id, g := range map[string]string{"verifier": "verifier@agentrl mathverify", "dapo": "math_dapo@verl b178a3c"} {
+		run, err := st.GetRun(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.Grader = g
+		if err := st.PutRun(run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		a, b string
+		warn bool
+	}{{"old", "verifier", false}, {"verifier", "verifier", false}, {"verifier", "dapo", true}, {"old", "dapo", true}} {
+		c, err := Runs(st, tc.a, tc.b, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Warning != ""; got != tc.warn {
+			t.Errorf("Runs(%s, %s): warning %q (graders %q); want a warning %v", tc.a, tc.b, c.Warning, c.Graders, tc.warn)
+		}
+		if tc.warn && !strings.Contains(c.Warning, "math_dapo@verl b178a3c") {
+			t.Errorf("Runs(%s, %s): warning %q does not name the graders", tc.a, tc.b, c.Warning)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
+	"agentrl/envs/grade"
 	"agentrl/envs/mathverify"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
@@ -126,6 +127,13 @@ func (p *Phase) newEpisode(ctx context.Context, t *batch.Trajectory) (*episode, 
 	cfg := retool.Config{Executor: p.Exec, Pool: p.Pool, MaxTurns: r.Rollout.MaxTurns, Format: r.Env.Observation.Format, MaxObsChars: r.Env.Observation.MaxChars, Weights: p.Weights,
 		Layout: f.Layout, System: f.System, MaxToolCalls: r.Env.MaxToolCalls, ToolNames: f.Names,
 		Verify: mathverify.Options{LastNumberFallback: r.Reward.LastNumberFallback}}
+	if r.Reward.Grader != "" && r.Reward.Grader != grade.Default { // the verifier judges the parsed answer, as always
+		g, err := grade.New(r.Reward.Grader, cfg.Verify)
+		if err != nil {
+			return nil, fmt.Errorf("reward.grader: %w", err)
+		}
+		cfg.Grader = g
+	}
 	if retool.LongTrajectory(t.Task.ID, t.Sample, r.Env.LongTail.Share) {
 		cfg.MinTurns = r.Env.LongTail.Turns
 	}

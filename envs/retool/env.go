@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"agentrl/envs"
+	"agentrl/envs/grade"
 	"agentrl/envs/mathverify"
 	"agentrl/envs/sandbox"
 )
@@ -237,6 +238,11 @@ type Config struct {
 	ToolNames []string
 	// Verify is how the final answer is judged (the recipe's reward.last_number_fallback).
 	Verify mathverify.Options
+	// Grader, when set, judges the trajectory instead of Verify (the recipe's reward.grader): it
+	// reads the end of the whole response, observations included, as the reference platforms
+	// decode theirs, and the outcome is its score (math_dapo: +1, or -1 … -0.6 with the tool-call
+	// shaping), also for a trajectory that ends unanswered.
+	Grader grade.Grader
 }
 
 // DefaultSystem tells the model the protocol.
@@ -249,6 +255,20 @@ type Env struct {
 	session sandbox.Session
 	sum     Summary
 	done    bool
+	// tail is the end of the response so far (actions and observations), for cfg.Grader.
+	tail string
+	// graded is cfg.Grader's verdict once the trajectory has ended.
+	graded grade.Verdict
+}
+
+// maxTail bounds Env.tail, in bytes: the graders read at most the last 300 characters.
+const maxTail = 4096
+
+func (e *Env) appendTail(s string) {
+	e.tail += s
+	if len(e.tail) > maxTail {
+		e.tail = e.tail[len(e.tail)-maxTail:]
+	}
 }
 
 var _ envs.Env = (*Env)(nil)
@@ -299,7 +319,7 @@ func (e *Env) Reset(_ context.Context, t envs.Task) ([]envs.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.task, e.session, e.sum, e.done = t, s, Summary{}, false
+	e.task, e.session, e.sum, e.done, e.tail, e.graded = t, s, Summary{}, false, "", grade.Verdict{}
 	return []envs.Message{{Role: "system", Content: e.cfg.System}, {Role: "user", Content: t.Prompt}}, nil
 }
 
@@ -311,6 +331,7 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 		return envs.Step{}, errors.New("retool: Step before Reset or after the trajectory ended")
 	}
 	e.sum.Turns++
+	e.appendTail(action)
 	a := ParseAs(e.cfg.Layout, action, e.cfg.ToolNames)
 	var st envs.Step
 	if a.FormatError != "" {
@@ -375,6 +396,7 @@ func (e *Env) Step(ctx context.Context, action string) (envs.Step, error) {
 		st.Observation = ""
 		return e.finish(st), nil
 	}
+	e.appendTail(st.Observation)
 	return st, ctx.Err()
 }
 
@@ -424,6 +446,10 @@ func (e *Env) finish(st envs.Step) envs.Step {
 	if e.sum.Correct {
 		r.Outcome = 1
 	}
+	if e.cfg.Grader != nil {
+		e.graded = e.cfg.Grader.Grade(e.tail, e.task.Answer, e.sum.ToolCalls)
+		e.sum.Correct, r.Outcome = e.graded.Correct, e.graded.Score
+	}
 	if !e.sum.Answered || e.sum.FormatErrors > 0 {
 		r.FormatPenalty = 1
 	}
@@ -431,6 +457,9 @@ func (e *Env) finish(st envs.Step) envs.Step {
 	st.Reward = e.cfg.Weights.Compose(r)
 	return st
 }
+
+// Graded is the grader's verdict on the ended trajectory (zero without a Grader).
+func (e *Env) Graded() grade.Verdict { return e.graded }
 
 // Summary returns the trajectory's facts so far.
 func (e *Env) Summary() Summary { return e.sum }

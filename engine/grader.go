@@ -1,0 +1,18 @@
+package engine
+
+import (
+	"agentrl/envs/grade"
+	"agentrl/envs/mathverify"
+	"agentrl/recipes"
+)
+
+// GraderOf names what judges a recipe's answers, as a run records it: reward.grader's
+// name@version (envs/grade), e.g. "verifier@agentrl mathverify". A name the recipe validation
+// would have refused is returned as it is.
+func GraderOf(r *recipes.Recipe) string {
+	g, err := grade.New(r.Reward.Grader, mathverify.Options{LastNumberFallback: r.Reward.LastNumberFallback})
+	if err != nil {
+		return r.Reward.Grader
+	}
+	return g.Name() + "@" + g.Version()
+}
