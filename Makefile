@@ -43,13 +43,16 @@ fuzz:
 	$(GO) test ./engine/tokenizer -run '^$$' -fuzz FuzzRoundTrip -fuzztime $(FUZZTIME)
 	$(GO) test ./store/safetensors -run '^$$' -fuzz FuzzParseHeader -fuzztime $(FUZZTIME)
 
-# Rebuilds the built-in model shipped in testdata/builtin, in five SFT stages (~90 min on 2 cores): a
+# Rebuilds the built-in model shipped in testdata/builtin, in six SFT stages (~110 min on 2 cores): a
 # BPE tokenizer and a 4-layer Qwen3-shaped model trained on executed tool-use demonstrations of task
 # levels 0-1; then three continuations of it (same tokenizer) in which 30 %, then 50 %, of the
 # demonstrations carry in their prompt the bridge thought the rules hinter writes for a flawed first
 # attempt, so that the reference model reads hints (docs/experiments.md); then one on the
 # recipe's levels, which adds the named operations (level 6): the taught words without a hint, and
-# made-up words whose meaning only the hint's program gives. The shipped model's second and third
+# made-up words whose meaning only the hint's program gives; then one that teaches the model PRM's task
+# beside solving (40 % of the examples judge an attempt played through the environment: a verdict per
+# step as the environment checked it, the rules hinter's bridge thought or \boxed{-1}; the folder keeps
+# the prompt, recipes/prm-builtin.txt, as prm_prompt.txt). The shipped model's second and third
 # stages ran with the hint wording before the task's reference program was named (commit 46bc6d7),
 # so this target makes a sibling of it, not the same bits.
 BUILTIN_TMP ?= $(or $(TMPDIR),/tmp)/agentrl-builtin
@@ -58,7 +61,8 @@ builtin: build
 	./$(BIN) sft --recipe $(RECIPE) --levels 0,1 --init $(BUILTIN_TMP)/base --out $(BUILTIN_TMP)/hinted1 --steps 300 --examples 4000 --lr 2e-3 --hint-share 0.3 --backend go
 	./$(BIN) sft --recipe $(RECIPE) --levels 0,1 --init $(BUILTIN_TMP)/hinted1 --out $(BUILTIN_TMP)/hinted2 --steps 300 --examples 4000 --lr 1e-3 --hint-share 0.5 --seed 2 --backend go
 	./$(BIN) sft --recipe $(RECIPE) --levels 0,1 --init $(BUILTIN_TMP)/hinted2 --out $(BUILTIN_TMP)/hinted3 --steps 200 --examples 4000 --lr 1e-3 --hint-share 0.5 --seed 3 --backend go
-	./$(BIN) sft --recipe $(RECIPE) --init $(BUILTIN_TMP)/hinted3 --out testdata/builtin --steps 600 --examples 4000 --lr 1e-3 --hint-share 0.5 --seed 4 --backend go
+	./$(BIN) sft --recipe $(RECIPE) --init $(BUILTIN_TMP)/hinted3 --out $(BUILTIN_TMP)/solver --steps 600 --examples 4000 --lr 1e-3 --hint-share 0.5 --seed 4 --backend go
+	./$(BIN) sft --recipe $(RECIPE) --init $(BUILTIN_TMP)/solver --out testdata/builtin --steps 600 --examples 4000 --lr 1e-3 --hint-share 0.5 --judge-share 0.4 --prm-prompt recipes/prm-builtin.txt --seed 5 --backend go
 
 clean:
 	rm -rf bin

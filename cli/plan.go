@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"agentrl/engine"
 	"agentrl/engine/device"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
@@ -64,6 +66,11 @@ its parts. The exit status is 0 when every row fits, 1 otherwise.`,
 			var builtin string // only a plan that names no model reads the built-in one
 			if dir == "" && shape == "" && r.Model.Path == "" {
 				if builtin, err = model.BuiltinDir(env.Builtin); err != nil {
+					return err
+				}
+			}
+			if md := cmp.Or(dir, r.Model.Path, builtin); md != "" && shape == "" { // the PRM's prompt and lengths as a run would fit them
+				if _, err := engine.FitPRM(r, md); err != nil {
 					return err
 				}
 			}

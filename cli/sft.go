@@ -32,7 +32,7 @@ import (
 // sftCommand trains a tokenizer and a small model on executed tool-use demonstrations.
 func sftCommand(env Env) *cobra.Command {
 	var bf backendFlags
-	var recipe, out string
+	var recipe, out, prmPrompt string
 	var seed uint64
 	var levels []int
 	o := sft.Options{}
@@ -82,6 +82,13 @@ rebuilds testdata/builtin this way).`,
 			if err := setLevels(r, levels); err != nil {
 				return fmt.Errorf("sft: %w", err)
 			}
+			if prmPrompt != "" {
+				b, err := os.ReadFile(prmPrompt)
+				if err != nil {
+					return fmt.Errorf("sft: --prm-prompt: %w", err)
+				}
+				o.JudgeTemplate = string(b)
+			}
 			choice, err := bf.open(env.Stderr)
 			if err != nil {
 				return err
@@ -108,6 +115,8 @@ rebuilds testdata/builtin this way).`,
 	fl.IntVar(&o.Batch, "batch", 16, "sequences per step")
 	fl.Float64Var(&o.LR, "lr", 3e-3, "peak learning rate (warm-up then cosine)")
 	fl.Float64Var(&o.HintShare, "hint-share", 0, "share of demonstrations with a bridge thought in the prompt (the rules hint for a flawed attempt, then the fix); 0: none")
+	fl.Float64Var(&o.JudgeShare, "judge-share", 0, "share of the examples that teach the model PRM's task: the PRM prompt (--prm-prompt) for an attempt played through the environment, answered with each step's checked verdict and the rules hinter's bridge thought or \\boxed{-1}; 0: none")
+	fl.StringVar(&prmPrompt, "prm-prompt", "", "with --judge-share: the PRM prompt file its examples are written in (the built-in model's: testdata/builtin/prm_prompt.txt)")
 	fl.StringVar(&o.Init, "init", "", "continue from this HF folder's model and tokenizer (keeps the vocabulary) instead of training both from scratch; with --data the model fine-tuned (required)")
 	fl.Uint64Var(&seed, "seed", 1, "seed")
 	fl.IntSliceVar(&levels, "levels", nil, "task levels to demonstrate, instead of the recipe's env.tasks.synthetic.levels (make builtin's stages differ in them)")

@@ -93,6 +93,15 @@ func Open(l Launch) (sess *Session, err error) {
 	case eval != nil && eval.Of == "":
 		eval.Of = "model " + dir
 	}
+	if eval == nil {
+		said, err := FitPRM(r, dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range said {
+			fmt.Fprintln(l.Log, line)
+		}
+	}
 	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"agentrl/envs/mathverify"
 	"time"
 
 	"agentrl/engine/batch"
@@ -109,6 +110,10 @@ func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, 
 		metrics[event.MetricPRMMalformed] = float64(malformed)
 		metrics[event.MetricPRMUnjudged] = float64(unjudged)
 		metrics[event.MetricHintRate] = float64(hinted) / float64(max(judged, 1))
+		if final, steps, ok := hint.PRMAgreement(trajs, mathverify.Options{LastNumberFallback: r.Reward.LastNumberFallback}); ok {
+			metrics[event.MetricPRMAgreementFinal] = final
+			metrics[event.MetricPRMAgreementSteps] = steps
+		}
 	}
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
 		metrics[event.MetricJudgeUnparsed] = float64(c.hints.Unparsed()) // replies with no usable \boxed{}

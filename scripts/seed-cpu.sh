@@ -36,10 +36,10 @@ run "$bin" data inspect datasets/aime-2024
 run "$bin" eval "$recipe" --store runs/seed.db --ui plain "${small[@]}"
 run "$bin" "$recipe" --store runs/seed.db --ui plain --max-steps 2 --run-name baseline "${small[@]}" \
   --set algorithm.name=grpo --set hinter.kind=none --set prm.kind=none --set reward.process=0 --set algorithm.estimator=group --set eval.every=2
-# The hybrid run's PRM is the built-in model (the run's reference) in place of Qwen3-4B-Instruct,
-# with a short prompt: the default one alone is 840 of its tokens, most of its 1,024-token context.
+# The hybrid run's PRM is the built-in model (the run's reference) in place of Qwen3-4B-Instruct:
+# it judges in the short prompt it was taught (its folder's prm_prompt.txt), within its 1,024 positions.
 run "$bin" "$recipe" --store runs/seed.db --ui plain --max-steps 2 --run-name hybrid "${small[@]}" --set eval.every=2 \
-  --set prm.model=reference --set prm.prompt=@../testdata/prm-builtin.txt --set prm.max_input_tokens=640 --set prm.max_new_tokens=32
+  --set prm.model=reference
 run "$bin" runs --store runs/seed.db
 base=$("$bin" runs --store runs/seed.db --json | python3 -c 'import json,sys; print(next(r["id"] for r in json.load(sys.stdin) if r["name"]=="baseline"))')
 hyb=$("$bin" runs --store runs/seed.db --json | python3 -c 'import json,sys; print(next(r["id"] for r in json.load(sys.stdin) if r["name"]=="hybrid"))')

@@ -176,6 +176,9 @@ func probeText(m map[event.Metric]float64) string {
 		if n := m[event.MetricPRMUnjudged]; n > 0 {
 			s += fmt.Sprintf(" · %.0f unjudged", n)
 		}
+		if f, ok := m[event.MetricPRMAgreementFinal]; ok { // how often its verdicts match what the environment checked
+			s += fmt.Sprintf(" · agree %.0f%% final %.0f%% steps", 100*f, 100*m[event.MetricPRMAgreementSteps])
+		}
 	}
 	return s
 }

@@ -23,6 +23,7 @@ func TestPRMShown(t *testing.T) {
 			}
 		case event.StepMetrics:
 			v.Metrics[event.MetricHintRate], v.Metrics[event.MetricPRMJudged], v.Metrics[event.MetricPRMMalformed] = 0.375, 8, 3
+			v.Metrics[event.MetricPRMAgreementFinal], v.Metrics[event.MetricPRMAgreementSteps] = 0.875, 0.75
 			e = v
 		case event.Trajectory:
 			v.PRM = &event.PRM{Status: event.PRMJudged, Verdicts: []float64{1, 0, -1}, Replies: 2, Malformed: 1, Hint: v.Hint != ""}
@@ -47,5 +48,10 @@ func TestPRMShown(t *testing.T) {
 	press(m, "5")
 	if v = screen(t, m, 120, 40); !strings.Contains(v, "PRM 38% of 8 · 3 malformed") {
 		t.Errorf("hints pane lacks the PRM's hint rate:\n%s", v)
+	}
+	wide := testModel(withPRM, &fakeCtrl{}, 200, 40) // the agreement follows on a wide terminal
+	press(wide, "5")
+	if v = screen(t, wide, 200, 40); !strings.Contains(v, "PRM 38% of 8 · 3 malformed · agree 88% final 75% steps") {
+		t.Errorf("hints pane lacks the PRM's agreement with the checked steps:\n%s", v)
 	}
 }

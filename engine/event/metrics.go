@@ -34,6 +34,11 @@ const (
 	MetricPRMJudged    Metric = "prm_judged"    // trajectories with at least one well-formed PRM reply
 	MetricPRMMalformed Metric = "prm_malformed" // PRM replies that could not be read (no usable \boxed{}, a step without a verdict)
 	MetricPRMUnjudged  Metric = "prm_unjudged"  // trajectories the PRM could not judge (endpoint down past its retries, too long)
+	// prm_agreement: how often the PRM's verdicts agree with what the environment knows — of the
+	// final step, with the verifier's outcome; of every judged step, with the step's checked result
+	// (retool.CheckedSteps: its tool run failed or printed another value, it was malformed).
+	MetricPRMAgreementFinal Metric = "prm_agreement_final"
+	MetricPRMAgreementSteps Metric = "prm_agreement_steps"
 )
 
 // The train phase's metrics (the reference phase's switch included); the update's figures are

@@ -16,6 +16,7 @@ import (
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
+	"agentrl/envs/mathverify"
 	"agentrl/envs/retool"
 	"agentrl/recipes"
 )
@@ -361,4 +362,53 @@ func PRMCounts(trajs []*batch.Trajectory) (judged, malformed, unjudged, hinted i
 		}
 	}
 	return judged, malformed, unjudged, hinted
+}
+
+// PRMAgreement compares the PRM's verdicts with what the environment knows of the judged
+// trajectories (retool.CheckedSteps): the share of final steps whose verdict is the verifier's
+// outcome, and the share of all judged steps whose verdict is the step's checked result. A
+// verdict counts as the mean of the well-formed replies' (≥ ½ is correct). ok is false when no
+// trajectory was judged.
+func PRMAgreement(trajs []*batch.Trajectory, opts mathverify.Options) (final, steps float64, ok bool) {
+	var finals, finalAgree, all, agree int
+	for _, t := range trajs {
+		p := t.PRM
+		if p == nil || p.Status != event.PRMJudged || len(p.Verdicts) == 0 {
+			continue
+		}
+		checked := retool.CheckedSteps(StepFacts(t), t.Summary, t.Task, opts)
+		for k, v := range p.Verdicts {
+			if v < 0 || k >= len(checked) {
+				continue // a step the PRM did not see
+			}
+			same := (v >= 0.5) == (checked[k] == retool.VerdictCorrect)
+			all++
+			if same {
+				agree++
+			}
+			if k == len(p.Verdicts)-1 {
+				finals++
+				if same {
+					finalAgree++
+				}
+			}
+		}
+	}
+	if all == 0 {
+		return 0, 0, false
+	}
+	return float64(finalAgree) / float64(max(finals, 1)), float64(agree) / float64(all), true
+}
+
+// StepFacts are what the environment recorded of each of t's turns, for retool.CheckedSteps.
+func StepFacts(t *batch.Trajectory) []retool.StepFacts {
+	out := make([]retool.StepFacts, len(t.Turns))
+	for i, turn := range t.Turns {
+		f := retool.StepFacts{ToolStatus: turn.ToolStatus, FormatError: turn.ToolStatus == "" && retool.IsFormatErrorObservation(turn.Observation)}
+		if turn.ToolStatus != "" {
+			f.Output = retool.ObservationOutput(turn.Observation)
+		}
+		out[i] = f
+	}
+	return out
 }

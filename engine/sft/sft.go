@@ -48,6 +48,15 @@ type Options struct {
 	// controller puts it, followed by the corrected trajectory, so that a reference model reads
 	// [prompt + hint] as familiar text that points to the fix (docs/experiments.md: what 0.25 did).
 	HintShare float64
+	// JudgeShare is the share of the examples that teach the model PRM's task instead of solving
+	// (default 0, none): the PRM prompt (JudgeTemplate) for an attempt of one of
+	// retool.JudgeKinds played through the environment, answered with the verdict per step the
+	// environment checked and the rules hinter's bridge thought or \boxed{-1}
+	// (retool.JudgeDemonstration), so that the reference model can judge and hint.
+	JudgeShare float64
+	// JudgeTemplate is the PRM prompt judge examples are written in (the recipe's prm.prompt
+	// for the built-in model, testdata/builtin/prm_prompt.txt).
+	JudgeTemplate string
 	// Init, when set, continues from that HF folder's model and tokenizer instead of training a
 	// tokenizer and a model from scratch: the vocabulary (and so everything the model already
 	// reads) stays, and only the demonstrations' mixture changes. Vocab, Hidden and Layers are
@@ -72,6 +81,9 @@ func Run(ctx context.Context, o Options) error {
 	if err := m.Params.Save(o.Out, safetensors.F32); err != nil {
 		return err
 	}
+	if err := writePRMPrompt(o); err != nil {
+		return err
+	}
 	if o.Init == "" {
 		return tokenizer.WriteTrained(o.Out, d.doc)
 	}
@@ -85,6 +97,27 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	return nil
+}
+
+// PRMPromptFile is the file a model folder keeps the PRM prompt it was taught to judge in; a
+// run whose prm.prompt is "" reads it (engine.FitPRM).
+const PRMPromptFile = "prm_prompt.txt"
+
+// writePRMPrompt writes the PRM prompt the model was taught to judge in beside it: the judge
+// examples' template, else --init's, so that the folder judges as typed.
+func writePRMPrompt(o Options) error {
+	text := o.JudgeTemplate
+	if o.JudgeShare == 0 || text == "" {
+		if o.Init == "" {
+			return nil
+		}
+		b, err := os.ReadFile(filepath.Join(o.Init, PRMPromptFile))
+		if err != nil {
+			return nil // the folder it continues from was never taught to judge
+		}
+		text = string(b)
+	}
+	return os.WriteFile(filepath.Join(o.Out, PRMPromptFile), []byte(text), 0o644)
 }
 
 // demos are the demonstrations as the trainer takes them: the tokenizer (trained on them, doc
@@ -114,6 +147,12 @@ func prepare(ctx context.Context, o *Options) (*demos, error) {
 	if !(o.HintShare >= 0 && o.HintShare <= 1) { // NaN too
 		return nil, fmt.Errorf("sft: --hint-share %v is not a share of the demonstrations; want 0 (none) to 1 (all)", o.HintShare)
 	}
+	if !(o.JudgeShare >= 0 && o.JudgeShare <= 1) {
+		return nil, fmt.Errorf("sft: --judge-share %v is not a share of the examples; want 0 (none) to 1 (all)", o.JudgeShare)
+	}
+	if o.JudgeShare > 0 && strings.TrimSpace(o.JudgeTemplate) == "" {
+		return nil, fmt.Errorf("sft: --judge-share %v needs the PRM prompt its examples are written in (--prm-prompt FILE)", o.JudgeShare)
+	}
 	if o.LR == 0 {
 		o.LR = 3e-3
 	}
@@ -137,6 +176,12 @@ func prepare(ctx context.Context, o *Options) (*demos, error) {
 	if err != nil {
 		return nil, err
 	}
+	judged := 0
+	if o.JudgeShare > 0 { // no draw when off: the shipped model's stream
+		if convs, judged, err = withJudging(ctx, convs, tasks, o.JudgeShare, o.JudgeTemplate, rng); err != nil {
+			return nil, err
+		}
+	}
 	texts := make([]string, len(convs))
 	for i, conv := range convs {
 		pieces, err := batch.TurnPieces(conv, nil)
@@ -149,7 +194,7 @@ func prepare(ctx context.Context, o *Options) (*demos, error) {
 		}
 		texts[i] = text.String()
 	}
-	fmt.Fprintf(o.Log, "sft: %d demonstrations (%d with a bridge thought) in %.1fs\n", len(texts), hinted, time.Since(t0).Seconds())
+	fmt.Fprintf(o.Log, "sft: %d demonstrations (%d with a bridge thought, %d judging an attempt) in %.1fs\n", len(texts), hinted, judged, time.Since(t0).Seconds())
 	var doc []byte
 	var tok *tokenizer.Tokenizer
 	if o.Init != "" {
@@ -244,6 +289,36 @@ func conversations(ctx context.Context, tasks []envs.Task, hintShare float64, se
 		convs = append(convs, conv)
 	}
 	return convs, hinted, nil
+}
+
+// withJudging replaces a share of the demonstrations by judge examples (Options.JudgeShare): for
+// each, an attempt of a kind drawn from retool.JudgeKinds at one of tasks, played through a
+// Starlark environment, and the PRM's user turn (no system turn, as the PRM phase renders it)
+// answered by the reply the environment's knowledge gives. An attempt whose bridge thought a PRM
+// reply cannot carry is drawn again. judged counts them.
+func withJudging(ctx context.Context, convs [][]envs.Message, tasks []envs.Task, share float64, template string, rng *rand.Rand) (_ [][]envs.Message, judged int, err error) {
+	exec := &sandbox.Starlark{}
+	out := make([][]envs.Message, 0, len(convs))
+	for _, c := range convs {
+		if rng.Float64() >= share {
+			out = append(out, c)
+			continue
+		}
+		var d retool.JudgeDemo
+		for try := 0; ; try++ {
+			t := tasks[rng.IntN(len(tasks))]
+			kind := retool.JudgeKinds[rng.IntN(len(retool.JudgeKinds))]
+			if d, err = retool.JudgeDemonstration(ctx, t, kind, exec, rng, template); err == nil {
+				break
+			}
+			if try == 16 {
+				return nil, 0, fmt.Errorf("sft: no judge example after 16 tries: %w", err)
+			}
+		}
+		out = append(out, []envs.Message{{Role: "user", Content: d.Prompt}, {Role: "assistant", Content: d.Reply}})
+		judged++
+	}
+	return out, judged, nil
 }
 
 // namedOpDemoTask is the named-operation problem t as SFT demonstrates it, never under a word

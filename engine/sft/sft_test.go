@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -78,8 +79,45 @@ func TestSFTHintedDemonstrations(t *testing.T) {
 		Layers: 1, Steps: 1, Batch: 2, HintShare: 1, Log: &log}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(log.String(), "20 demonstrations (20 with a bridge thought)") {
+	if !strings.Contains(log.String(), "20 demonstrations (20 with a bridge thought, 0 judging an attempt)") {
 		t.Errorf("log:\n%s", log.String())
+	}
+}
+
+// TestSFTJudgeExamples: with --judge-share 1 every example teaches the PRM's task (the log says
+// so), the folder keeps the prompt they were written in, and a model continued from it keeps it
+// too; a judge share without a prompt is refused before anything is built.
+func TestSFTJudgeExamples(t *testing.T) {
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile(filepath.Join("..", "..", "recipes", "prm-builtin.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, _ := device.NewGo(device.GoConfig)
+	var log strings.Builder
+	out := filepath.Join(t.TempDir(), "judge")
+	if err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: out, Examples: 20, Vocab: 300, Hidden: 32,
+		Layers: 1, Steps: 1, Batch: 2, JudgeShare: 1, JudgeTemplate: string(tmpl), Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "20 judging an attempt") {
+		t.Errorf("log:\n%s", log.String())
+	}
+	next := filepath.Join(t.TempDir(), "next")
+	if err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: next, Examples: 4, Steps: 1, Batch: 2, Init: out, Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{out, next} {
+		if got, err := os.ReadFile(filepath.Join(dir, PRMPromptFile)); err != nil || string(got) != string(tmpl) {
+			t.Errorf("%s/%s: %q, %v; want the judge examples' prompt", dir, PRMPromptFile, got, err)
+		}
+	}
+	err = Run(context.Background(), Options{Recipe: r, Backend: backend, Out: t.TempDir(), JudgeShare: 0.5})
+	if err == nil || !strings.Contains(err.Error(), "--prm-prompt") {
+		t.Errorf("a judge share without a prompt: %v; want it refused naming --prm-prompt", err)
 	}
 }
 

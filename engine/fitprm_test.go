@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"agentrl/recipes"
+)
+
+// TestFitPRM: prm.kind model takes the PRM model folder's own prompt when the recipe leaves
+// prm.prompt empty, and cuts prompt and reply lengths that exceed the model's positions (the
+// built-in model's 1,024) to fit, reply first to a quarter; a large model, a prompt the recipe
+// names, and an endpoint PRM are left as they are.
+func TestFitPRM(t *testing.T) {
+	folder := func(positions int, prompt string) string {
+		dir := t.TempDir()
+		cfg := `{"model_type": "qwen3", "vocab_size": 392, "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 4,
+"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": ` + strconv.Itoa(positions) + `}`
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if prompt != "" {
+			if err := os.WriteFile(filepath.Join(dir, "prm_prompt.txt"), []byte(prompt), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	base := func(set map[string]string) *recipes.Recipe {
+		over := map[string]string{"hinter.kind": "none", "prm.kind": "model", "prm.model": "reference"}
+		for k, v := range set {
+			over[k] = v
+		}
+		r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: over})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	small, large := folder(1024, "Judge {problem}: {trajectory}"), folder(40960, "")
+	for _, tc := range []struct {
+		name            string
+		r               *recipes.Recipe
+		dir, wantPrompt string
+		wantIn, wantOut int
+	}{
+		{"built-in size, its own prompt", base(nil), small, "Judge {problem}: {trajectory}", 768, 256},
+		{"a named prompt stays", base(map[string]string{"prm.prompt": "Mine: {trajectory}"}), small, "Mine: {trajectory}", 768, 256},
+		{"lengths that fit stay", base(map[string]string{"prm.max_input_tokens": "640", "prm.max_new_tokens": "48"}), small, "Judge {problem}: {trajectory}", 640, 48},
+		{"a large model", base(nil), large, recipes.DefaultPRMPrompt, 0, 0},
+	} {
+		wantIn, wantOut := tc.wantIn, tc.wantOut
+		if wantIn == 0 {
+			wantIn, wantOut = tc.r.PRMInputTokens(), tc.r.PRM.MaxNewTokens
+		}
+		said, err := FitPRM(tc.r, tc.dir)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := tc.r.PRM.PromptText(); got != tc.wantPrompt {
+			t.Errorf("%s: prompt %q; want %q", tc.name, got, tc.wantPrompt)
+		}
+		if in, out := tc.r.PRMInputTokens(), tc.r.PRM.MaxNewTokens; in != wantIn || out != wantOut || (in+out)%16 != 0 && wantIn == 768 {
+			t.Errorf("%s: %d prompt and %d reply tokens; want %d and %d (said %q)", tc.name, in, out, wantIn, wantOut, said)
+		}
+		if err := tc.r.Validate(); err != nil {
+			t.Errorf("%s: the fitted recipe does not validate: %v", tc.name, err)
+		}
+	}
+	ep := base(map[string]string{"prm.endpoint": "http://127.0.0.1:1/v1", "prm.model": "judge"})
+	if said, err := FitPRM(ep, small); err != nil || said != nil || ep.PRM.Prompt != "" {
+		t.Errorf("an endpoint PRM: said %q, err %v, prompt %q; want it left alone", said, err, ep.PRM.Prompt)
+	}
+	if _, err := FitPRM(base(nil), t.TempDir()); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Errorf("a folder without config.json: %v; want an error naming config.json", err)
+	}
+}
+
+// TestBuiltinPRMPrompt: the built-in model keeps the PRM prompt make builtin teaches it to judge in.
+func TestBuiltinPRMPrompt(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "recipes", "prm-builtin.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := os.ReadFile(filepath.Join("..", "testdata", "builtin", "prm_prompt.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(src) != string(shipped) {
+		t.Errorf("testdata/builtin/prm_prompt.txt differs from recipes/prm-builtin.txt, which make builtin teaches")
+	}
+}
