@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -14,9 +15,15 @@ import (
 )
 
 // save writes a checkpoint of the policy (and, when asked, optimizer state) and applies retention.
+// It first checks that the store's disk has room for it (diskspace.go): too little stops the run
+// before anything is written; a write the disk fails stops it too, the last checkpoint intact.
 func (c *Controller) save(_ context.Context, step int, final bool) error {
 	if c.opts.Store == nil || step <= 0 || step == c.lastSaved {
 		return nil
+	}
+	need := c.checkpointNeed(c.lastSaved > 0)
+	if err := c.checkRoom(step, need); err != nil {
+		return err
 	}
 	c.lastSaved = step
 	_, _, adamStep := c.trainer.Moments()
@@ -40,6 +47,9 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 		return t, err
 	}
 	if err := c.opts.Store.SaveCheckpointFrom(man, weightSrc, countAll, residency.CheckpointFiles(c.opts.Policy, c.opts.ModelFiles, c.recipe.Model.Path)); err != nil {
+		if we := (*store.WriteError)(nil); errors.As(err, &we) {
+			we.Need = need // the store knows what it had written, the run what the checkpoint needs
+		}
 		return err
 	}
 	weights := *weightBytes

@@ -310,7 +310,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	c.stopMu.Unlock()
 	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
 	c.emit(start)
-	defer func() { c.finish(err) }()
+	defer func() { err = c.storeFailure(err); c.finish(err) }() // a store write the disk failed: one line (diskspace.go)
 	c.emit(c.ledger())
 	if r.Eval.AtStart && c.opts.Resume == nil && c.enter(0, event.PhaseEval) {
 		if _, err := c.evaluate(work, 0); err != nil && !errors.Is(err, errStop) {

@@ -110,6 +110,10 @@ func (c *chunker) flush() error {
 	if len(c.pending) == 0 {
 		return nil
 	}
+	if err := c.s.writeFault(c.size); err != nil { // a test's full disk (FaultEnv)
+		c.pending, c.size, c.fresh = map[string][]byte{}, 0, c.fresh[:0]
+		return err
+	}
 	err := c.s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bBlobs)
 		for h, d := range c.pending {
@@ -153,12 +157,34 @@ func (s *Store) SaveCheckpoint(cp *Checkpoint) error {
 // moments (optimizer state; nil for none) come one tensor at a time, so a caller that makes each
 // when asked holds one tensor, and at most 64 MiB of chunks waiting for their transaction, instead
 // of the whole checkpoint. The manifest lists each group in name order, whatever the order given.
+//
+// A write that fails leaves the store as its last commit did: the chunks this checkpoint had
+// committed are collected at once, and a failure of the disk (full, read-only, I/O) comes back as
+// a *WriteError naming the store's path and the space left (diskspace.go).
 func (s *Store) SaveCheckpointFrom(man Manifest, weights, moments TensorSource, files map[string][]byte) error {
 	if man.Run == "" {
 		return errors.New("store: checkpoint has no run id")
 	}
-	c := &chunker{s: s, pending: map[string][]byte{}}
 	m := man
+	if err := s.saveCheckpointFrom(&m, weights, moments, files); err != nil {
+		var src *sourceError
+		if errors.As(err, &src) { // the caller's tensor failed, not the store
+			_, _ = s.GC()
+			return src.err
+		}
+		return s.checkpointFailed(&m, err)
+	}
+	return nil
+}
+
+// sourceError is an error of a checkpoint's TensorSource, kept apart from the store's own.
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return e.err.Error() }
+
+func (s *Store) saveCheckpointFrom(mp *Manifest, weights, moments TensorSource, files map[string][]byte) error {
+	c := &chunker{s: s, pending: map[string][]byte{}}
+	m := mp
 	m.Created = time.Now().UTC()
 	m.Tensors, m.Optimizer, m.Files, m.Bytes = nil, nil, nil, 0
 	refs := func(next TensorSource) ([]TensorRef, error) {
@@ -166,7 +192,7 @@ func (s *Store) SaveCheckpointFrom(man Manifest, weights, moments TensorSource, 
 		for next != nil {
 			t, err := next()
 			if err != nil {
-				return nil, err
+				return nil, &sourceError{err}
 			}
 			if t == nil {
 				break
@@ -202,7 +228,7 @@ func (s *Store) SaveCheckpointFrom(man Manifest, weights, moments TensorSource, 
 		m.Files = append(m.Files, FileRef{Name: n, Bytes: int64(len(files[n])), Chunks: h})
 	}
 	if err := c.flush(); err != nil {
-		return fmt.Errorf("store %s: writing checkpoint %s/%d: %w", s.path, m.Run, m.Step, err)
+		return err
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
@@ -213,7 +239,7 @@ func (s *Store) SaveCheckpointFrom(man Manifest, weights, moments TensorSource, 
 		for _, h := range m.allChunks() { // never publish a manifest whose chunks are not all there
 			k, _ := hex.DecodeString(h)
 			if blobs.Get(k) == nil {
-				return fmt.Errorf("store %s: chunk %s vanished before checkpoint %s/%d was published", s.path, h, m.Run, m.Step)
+				return fmt.Errorf("chunk %s vanished before the manifest was published", h)
 			}
 		}
 		b, err := stepBucket(tx, bCkpt, m.Run, true)
