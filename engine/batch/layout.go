@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"fmt"
 	"strings"
 
 	"agentrl/engine/tokenizer"
@@ -17,7 +18,8 @@ type Piece struct {
 // TurnPieces lays a conversation out exactly as the rollout builds a trajectory (engine/play),
 // and as SFT trains on it, in each of the trajectory formats (env.format), from the message list
 // an episode leaves: the rendered opening (the system turn with tools, the problem, the
-// generation prompt); then each assistant message's content, its tool calls as the template
+// generation prompt; a conversation that opens with the user's message, as the PRM's does, has no
+// system turn); then each assistant message's content, its tool calls as the template
 // renders them, and the closing <|im_end|> (policy), except the <interpreter> blocks inside its
 // content (the retool format's observations, appended in the turn: "\n<interpreter>\n…
 // \n</interpreter>\n", masked like the prompt); each observation as a user turn, and a run of
@@ -25,12 +27,19 @@ type Piece struct {
 // a new generation prompt. (The chat template would add an empty <think> block to a final
 // assistant turn without one; rollouts never produce one.)
 func TurnPieces(conv []envs.Message, tools []tokenizer.Tool) ([]Piece, error) {
-	opening, err := tokenizer.RenderChat(conv[:2], tools, true)
+	open := 2 // the system message and the user's
+	if len(conv) > 0 && conv[0].Role == "user" {
+		open = 1 // no system message: a PRM's or judge's user turn, as it renders them
+	}
+	if len(conv) < open {
+		return nil, fmt.Errorf("batch: a conversation of %d messages has no opening", len(conv))
+	}
+	opening, err := tokenizer.RenderChat(conv[:open], tools, true)
 	if err != nil {
 		return nil, err
 	}
 	pieces := []Piece{{opening, false}}
-	for i := 2; i < len(conv); i++ {
+	for i := open; i < len(conv); i++ {
 		m := conv[i]
 		switch m.Role {
 		case "assistant":

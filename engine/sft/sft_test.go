@@ -329,3 +329,41 @@ func TestBuiltinStageThroughDataLoop(t *testing.T) {
 		t.Errorf("the loss did not fall: %v", before)
 	}
 }
+
+// TestJudgeExamplesTrainTheReply: a judge example is laid out as the PRM phase renders its
+// prompt (the user turn alone, then the generation prompt) and trains exactly its reply: the
+// tokens of "Step 1: …" through <|im_end|>, nothing of the prompt.
+func TestJudgeExamplesTrainTheReply(t *testing.T) {
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile(filepath.Join("..", "..", "recipes", "prm-builtin.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Recipe: r, Out: t.TempDir(), Examples: 8, Vocab: 300, JudgeShare: 1, JudgeTemplate: string(tmpl), Log: io.Discard}
+	d, err := prepare(context.Background(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range d.seqs {
+		var prompt, reply []int32
+		for k, id := range s.Tokens {
+			if s.LossMask[k] {
+				reply = append(reply, id)
+			} else if len(reply) == 0 {
+				prompt = append(prompt, id)
+			} else {
+				t.Fatalf("sequence %d: a prompt token after the reply began", i)
+			}
+		}
+		p, rep := d.tok.Decode(prompt, false), d.tok.Decode(reply, false)
+		if !strings.HasPrefix(p, "<|im_start|>user\n") || !strings.HasSuffix(p, "<|im_end|>\n<|im_start|>assistant\n") || strings.Contains(p, "system") {
+			t.Errorf("sequence %d: the prompt is not the PRM's user turn and generation prompt:\n%s", i, p)
+		}
+		if !strings.HasPrefix(rep, "Step 1: ") || !strings.HasSuffix(rep, "}<|im_end|>") {
+			t.Errorf("sequence %d: trains %q; want the reply, Step 1 … \\boxed{…}<|im_end|>", i, rep)
+		}
+	}
+}
