@@ -165,12 +165,16 @@ func execute(env Env, l engine.Launch) error {
 		return err
 	}
 	l.Kernels = recipeKernels(env, l.Recipe) // may restart the process with other kernels
+	// The output's reader may leave or stall; the run goes on regardless (pipe.go).
+	env, flush := guardOutput(env, mode)
 	events := make(chan event.Event, 256)
 	l.Events, l.Log = events, env.Stderr
 	l.Builtin = func() (string, error) { return model.BuiltinDir(env.Builtin) }
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, stopSignals...)
 	defer func() { signal.Stop(sigs); close(sigs) }()
+	flushIdle := outFlushIdle           // an abort waits less on a reader that takes nothing
+	defer func() { flush(flushIdle) }() // before the signals go back to ending the process
 	s, err := engine.Open(l)
 	if err != nil {
 		return err
@@ -204,9 +208,13 @@ func execute(env Env, l engine.Launch) error {
 	}
 	if aborted >= 0 { // the run may be mid-computation: the process exits without closing it
 		fmt.Fprintln(env.Stderr, "agentrl-tui:", st.said)
+		flushIdle = outAbortIdle
 		return exitStatus(aborted)
 	}
 	s.Close()
+	if end := s.End(); end.Status != "" && mode != ui.ModeTUI && outputGone(env.Stdout) && !outputGone(env.Stderr) {
+		fmt.Fprintln(env.Stderr, "agentrl-tui:", ui.EndLine(end)) // how it ended, where it can be read
+	}
 	if err != nil {
 		return err
 	}

@@ -219,6 +219,9 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 // progress, which is saved (exit 0 for Ctrl-C, 128 + the signal otherwise); a second one ends
 // the process at once, as the signal does, and resume continues from the latest checkpoint.
 func sftSession(env Env, d sft.DataOptions, uiMode, storePath string) error {
+	env, flush := guardOutput(env, uiMode) // a reader that leaves or stalls stops the output, not the run (pipe.go)
+	defer flush(outFlushIdle)
+	d.Log = env.Stderr
 	events := make(chan event.Event, 256)
 	shown := make(chan error, 1)
 	ctx, cancel := context.WithCancelCause(context.Background())

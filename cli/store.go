@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentrl/engine/compare"
+	"agentrl/engine/event"
 	"agentrl/recipes"
 	"agentrl/store"
 	"agentrl/store/safetensors"
@@ -173,11 +174,37 @@ func viewCommand(env Env) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("view: %w (agentrl-tui runs --store %s lists the runs)", err, path)
 			}
+			if end, ok := interruptedEnd(st, runID); ok {
+				initial = append(initial, end)
+			}
 			return ui.RunTUI(context.Background(), ui.Options{Initial: initial, Store: st, RunID: runID})
 		},
 	}
 	cmd.Flags().StringVar(&path, "store", defaultStore, "the store file")
 	return cmd
+}
+
+// interruptedEnd is the end shown for a run stored as running whose process is gone
+// (store.Interrupted): status interrupted, why, where it stood and the command that continues it.
+func interruptedEnd(st *store.Store, runID string) (event.RunEnd, bool) {
+	run, err := st.GetRun(runID)
+	if err != nil {
+		return event.RunEnd{}, false
+	}
+	sum, err := st.Summary(run)
+	if err != nil || sum.Status != store.StatusInterrupted {
+		return event.RunEnd{}, false
+	}
+	evals, _ := st.Evals(runID)
+	next := "no checkpoint to continue from: start it again"
+	switch {
+	case run.Kind == store.KindEval:
+		next = "run the evaluation again"
+	case sum.Resume != "":
+		next = "continue it with: " + sum.Resume
+	}
+	return event.RunEnd{Status: store.StatusInterrupted, Reason: sum.Interrupted, Detail: next, BestStep: run.BestStep, Marked: run.BestPinned,
+		Step: sum.LastStep, Checkpoint: sum.LastCheckpoint, Evaluations: len(evals), EvalOnly: run.Kind == store.KindEval, SFT: run.Kind == store.KindSFT}, true
 }
 
 // exportCommand writes a checkpoint as a HuggingFace folder, or a LoRA run's as a PEFT one.

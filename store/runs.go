@@ -14,6 +14,24 @@ type RunSummary struct {
 	Steps       int             `json:"steps"`       // steps with metrics
 	Checkpoints []int           `json:"checkpoints"` // steps with a checkpoint
 	BestPassAtK map[int]float64 `json:"best_pass_at_k"`
+	// A run stored as running whose writer is gone (Interrupted) is listed with Status
+	// "interrupted" (its record keeps "running"), where it stood (LastStep: the last step with
+	// metrics; LastCheckpoint: its latest checkpoint's step, 0 for none), why it is deemed gone,
+	// and the command that continues it ("" when it has no checkpoint to continue from, or is
+	// an evaluation run, which is run again instead).
+	LastStep       int    `json:"last_step"`
+	LastCheckpoint int    `json:"last_checkpoint"`
+	Interrupted    string `json:"interrupted,omitempty"`
+	Resume         string `json:"resume,omitempty"`
+}
+
+// StatusLine is the run's status as `runs` and the view show it: "interrupted at step N (last
+// checkpoint M)" for an interrupted run, else its stored status.
+func (r RunSummary) StatusLine() string {
+	if r.Status == StatusInterrupted {
+		return InterruptedLine(r.LastStep, r.LastCheckpoint)
+	}
+	return r.Status
 }
 
 // Summaries lists every run with its progress, checkpoints and best pass@k per k.
@@ -24,36 +42,55 @@ func (s *Store) Summaries() ([]RunSummary, error) {
 	}
 	out := make([]RunSummary, 0, len(runs))
 	for _, r := range runs {
-		sum := RunSummary{Run: r, BestPassAtK: map[int]float64{}, Checkpoints: []int{}}
-		m, err := s.Metrics(r.ID)
+		sum, err := s.Summary(r)
 		if err != nil {
 			return nil, err
-		}
-		sum.Steps = len(m)
-		if _, ok := m[0]; ok && r.Kind == KindSFT { // the loss before the first step
-			sum.Steps--
-		}
-		cps, err := s.Checkpoints(r.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cps {
-			sum.Checkpoints = append(sum.Checkpoints, c.Step)
-		}
-		evals, err := s.Evals(r.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range evals {
-			for k, v := range e.PassAtK {
-				if v > sum.BestPassAtK[k] {
-					sum.BestPassAtK[k] = v
-				}
-			}
 		}
 		out = append(out, sum)
 	}
 	return out, nil
+}
+
+// Summary is one run's row of Summaries.
+func (s *Store) Summary(r Run) (RunSummary, error) {
+	sum := RunSummary{Run: r, BestPassAtK: map[int]float64{}, Checkpoints: []int{}}
+	m, err := s.Metrics(r.ID)
+	if err != nil {
+		return sum, err
+	}
+	sum.Steps = len(m)
+	for step := range m {
+		sum.LastStep = max(sum.LastStep, step)
+	}
+	if _, ok := m[0]; ok && r.Kind == KindSFT { // the loss before the first step
+		sum.Steps--
+	}
+	cps, err := s.Checkpoints(r.ID)
+	if err != nil {
+		return sum, err
+	}
+	for _, c := range cps {
+		sum.Checkpoints = append(sum.Checkpoints, c.Step)
+		sum.LastCheckpoint = max(sum.LastCheckpoint, c.Step)
+	}
+	if gone, why := s.Interrupted(r); gone {
+		sum.Status, sum.Interrupted = StatusInterrupted, why
+		if sum.LastCheckpoint > 0 && r.Kind != KindEval {
+			sum.Resume = ResumeLine(s.path, r.ID)
+		}
+	}
+	evals, err := s.Evals(r.ID)
+	if err != nil {
+		return sum, err
+	}
+	for _, e := range evals {
+		for k, v := range e.PassAtK {
+			if v > sum.BestPassAtK[k] {
+				sum.BestPassAtK[k] = v
+			}
+		}
+	}
+	return sum, nil
 }
 
 // WriteTable prints summaries for people, one line per run: CHECKPOINT STEPS lists the steps
@@ -76,8 +113,8 @@ func WriteTable(w io.Writer, runs []RunSummary) error {
 		for i, c := range r.Checkpoints {
 			cps[i] = fmt.Sprint(c)
 		}
-		status := r.Status
-		if r.StopReason != "" {
+		status := r.StatusLine()
+		if r.StopReason != "" && r.Status != StatusInterrupted {
 			status += " (" + firstLine(r.StopReason) + ")"
 		}
 		steps := fmt.Sprintf("%d/%d", r.Steps, r.TotalSteps)
@@ -94,7 +131,26 @@ func WriteTable(w io.Writer, runs []RunSummary) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Recipe, status, steps,
 			orDash(strings.Join(cps, ",")), orDash(strings.Join(best, " ")))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// An interrupted run's process is gone: say so, and what continues it.
+	for _, r := range runs {
+		if r.Status != StatusInterrupted {
+			continue
+		}
+		what, next := InterruptedLine(r.LastStep, r.LastCheckpoint), "it has no checkpoint to continue from: start it again"
+		switch {
+		case r.Kind == KindEval:
+			what, next = "evaluation interrupted", "run the evaluation again"
+		case r.Resume != "":
+			next = "continue it with: " + r.Resume
+		}
+		if _, err := fmt.Fprintf(w, "\n%s: %s: %s; %s\n", r.ID, what, r.Interrupted, next); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // firstLine is s's first non-blank line, with " …" when more lines follow, so that a

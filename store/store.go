@@ -191,12 +191,20 @@ type Run struct {
 	EvalSet    string    `json:"eval_set,omitempty"`  // an evaluation run's evaluation set: "heldout", "validation"
 	EvalStep   int       `json:"eval_step,omitempty"` // the step an evaluation run's evaluation is kept at
 	Grader     string    `json:"grader,omitempty"`    // what judged its answers: reward.grader's name@version ("" before graders were recorded: the verifier)
+	// Writer is the process that last wrote the run as running (its start or resume), which
+	// Interrupted checks: nil in stores written before writers were recorded.
+	Writer *Writer `json:"writer,omitempty"`
 }
 
-// PutRun creates or replaces a run's record.
+// PutRun creates or replaces a run's record. A record written with the status running names
+// this process as the run's writer (Writer), whatever r says.
 func (s *Store) PutRun(r Run) error {
 	if r.ID == "" {
 		return errors.New("store: run has no id")
+	}
+	if r.Status == StatusRunning {
+		w := ThisProcess()
+		r.Writer = &w
 	}
 	data, err := json.Marshal(r)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"agentrl/engine/event"
+	"agentrl/store"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -34,8 +35,22 @@ func newCkptPane(sh *shared) *ckptPane {
 	return p
 }
 
-// rows is the number of table rows on screen (header above, best legend below).
-func (p *ckptPane) rows() int { return max(p.h-3, 0) }
+// rows is the number of table rows on screen (header above, best legend below, and for an
+// interrupted run where it stood and what continues it).
+func (p *ckptPane) rows() int {
+	if p.interrupted() != nil {
+		return max(p.h-4, 0)
+	}
+	return max(p.h-3, 0)
+}
+
+// interrupted is the end of a stored run whose process is gone (the view's), else nil.
+func (p *ckptPane) interrupted() *event.RunEnd {
+	if e := p.sh.data.end; e != nil && e.Status == store.StatusInterrupted {
+		return e
+	}
+	return nil
+}
 
 // follow keeps the cursor on the newest checkpoint while it was on the newest before.
 func (p *ckptPane) follow() {
@@ -180,6 +195,10 @@ func (p *ckptPane) View() string {
 	}
 	for len(lines) < p.h-1 {
 		lines = append(lines, fit("", p.w))
+	}
+	if e := p.interrupted(); e != nil && p.h >= 4 { // the process is gone: where it stood, what continues it
+		lines[p.h-3] = t.Warn.Render(fit(store.InterruptedLine(e.Step, e.Checkpoint)+" ("+e.Reason+")", p.w))
+		lines[p.h-2] = t.Warn.Render(fit(e.Detail, p.w))
 	}
 	legend := bestAuto + " the run's own pick (its eval metric) · " + bestManual + " marked with b"
 	if p.sh.ctrl == nil {
