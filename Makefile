@@ -50,7 +50,7 @@ fuzz:
 # attempt, so that the reference model reads hints (docs/experiments.md); then one on the
 # recipe's levels, which adds the named operations (level 6): the taught words without a hint, and
 # made-up words whose meaning only the hint's program gives; then one that teaches the model PRM's task
-# beside solving (40 % of the examples judge an attempt played through the environment: a verdict per
+# beside solving (half of the examples judge an attempt played through the environment: a verdict per
 # step as the environment checked it, the rules hinter's bridge thought or \boxed{-1}; the folder keeps
 # the prompt, recipes/prm-builtin.txt, as prm_prompt.txt). The shipped model's second and third
 # stages ran with the hint wording before the task's reference program was named (commit 46bc6d7),
@@ -62,7 +62,7 @@ builtin: build
 	./$(BIN) sft --recipe $(RECIPE) --levels 0,1 --init $(BUILTIN_TMP)/hinted1 --out $(BUILTIN_TMP)/hinted2 --steps 300 --examples 4000 --lr 1e-3 --hint-share 0.5 --seed 2 --backend go
 	./$(BIN) sft --recipe $(RECIPE) --levels 0,1 --init $(BUILTIN_TMP)/hinted2 --out $(BUILTIN_TMP)/hinted3 --steps 200 --examples 4000 --lr 1e-3 --hint-share 0.5 --seed 3 --backend go
 	./$(BIN) sft --recipe $(RECIPE) --init $(BUILTIN_TMP)/hinted3 --out $(BUILTIN_TMP)/solver --steps 600 --examples 4000 --lr 1e-3 --hint-share 0.5 --seed 4 --backend go
-	./$(BIN) sft --recipe $(RECIPE) --init $(BUILTIN_TMP)/solver --out testdata/builtin --steps 600 --examples 4000 --lr 1e-3 --hint-share 0.5 --judge-share 0.4 --prm-prompt recipes/prm-builtin.txt --seed 5 --backend go
+	./$(BIN) sft --recipe $(RECIPE) --init $(BUILTIN_TMP)/solver --out testdata/builtin --steps 900 --examples 4000 --lr 1e-3 --hint-share 0.5 --judge-share 0.5 --prm-prompt recipes/prm-builtin.txt --seed 5 --backend go
 
 clean:
 	rm -rf bin

@@ -217,7 +217,7 @@ func (h *Hinting) Metrics(step int, trajs []*batch.Trajectory, probe Probe, metr
 			hinted++
 		}
 	}
-	if h.Hinter == nil {
+	if h.Hinter == nil && h.PRM == nil { // no hints: nothing to probe (the model PRM's are probed as the rules')
 		return nil
 	}
 	metrics[event.MetricHintsShortened], metrics[event.MetricHintsDropped] = float64(shortened), float64(dropped)

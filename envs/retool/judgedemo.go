@@ -13,10 +13,12 @@ import (
 )
 
 // JudgeKinds are the attempts a judge demonstration shows the model PRM: the three a policy
-// solves with (tool, recover, direct), a malformed turn it recovers from (format), and the flaws
-// the rules hinter writes bridge thoughts for (Flaws, less timeout, which Starlark's step limit
-// makes a resource stop).
-var JudgeKinds = []string{"tool", "recover", "direct", "format", "wrong_copy", "computed_else", "guessed", "name_error", "no_answer"}
+// solves with (tool, recover, direct), a malformed turn it recovers from (format), the flaws the
+// rules hinter writes bridge thoughts for (Flaws, less timeout, which Starlark's step limit makes
+// a resource stop), and two that recover from a failed run and still end wrong, so that the shape
+// of an attempt never gives its verdict away: the outcome line has to be read.
+var JudgeKinds = []string{"tool", "recover", "direct", "format", "wrong_copy", "computed_else", "guessed", "name_error", "no_answer",
+	"recover_wrong_copy", "recover_computed_else"}
 
 // JudgeDemo is one judge demonstration: the model PRM's prompt for an attempt and the reply it
 // should write, from what the environment knows of the attempt — each step's checked verdict
@@ -73,6 +75,18 @@ func JudgeDemonstration(ctx context.Context, t envs.Task, kind string, exec sand
 		actions = append(actions, fixed(run(strings.Replace(code, "print(", "print(undefined_name + ", 1))), fixed(box(wrong())))
 	case "no_answer":
 		actions = append(actions, fixed(run(code)))
+	case "recover_wrong_copy", "recover_computed_else":
+		broken := strings.Replace(code, "print(", "print(undefined_name + ", 1)
+		actions = append(actions, fixed(run(broken)))
+		if kind == "recover_wrong_copy" {
+			actions = append(actions, fixed(run(code)), fixed(box(wrong())))
+			break
+		}
+		other, ok := otherOperation(code)
+		if !ok {
+			return JudgeDemo{}, fmt.Errorf("task %s: no other operation for %q", t.ID, code)
+		}
+		actions = append(actions, fixed(run(other)), func(out string) string { return box(strings.TrimSpace(out)) })
 	default:
 		return JudgeDemo{}, fmt.Errorf("judge demonstration kind %q is not one of %v", kind, JudgeKinds)
 	}

@@ -29,15 +29,17 @@ func TestJudgeDemonstration(t *testing.T) {
 		steps []float64
 		hint  bool
 	}{
-		"tool":          {[]float64{1, 1}, false},
-		"recover":       {[]float64{0, 1, 1}, false},
-		"direct":        {[]float64{1}, false},
-		"format":        {[]float64{0, 1, 1}, false},
-		"wrong_copy":    {[]float64{1, 0}, true},
-		"computed_else": {[]float64{0, 0}, true},
-		"guessed":       {[]float64{0}, true},
-		"name_error":    {[]float64{0, 0}, true},
-		"no_answer":     {[]float64{0}, true},
+		"tool":                  {[]float64{1, 1}, false},
+		"recover":               {[]float64{0, 1, 1}, false},
+		"direct":                {[]float64{1}, false},
+		"format":                {[]float64{0, 1, 1}, false},
+		"wrong_copy":            {[]float64{1, 0}, true},
+		"computed_else":         {[]float64{0, 0}, true},
+		"guessed":               {[]float64{0}, true},
+		"name_error":            {[]float64{0, 0}, true},
+		"no_answer":             {[]float64{0}, true},
+		"recover_wrong_copy":    {[]float64{0, 1, 0}, true},
+		"recover_computed_else": {[]float64{0, 0, 0}, true},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	exec := &sandbox.Starlark{}
