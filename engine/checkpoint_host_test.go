@@ -2,15 +2,11 @@ package engine
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"agentrl/engine/device"
-	"agentrl/engine/event"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
-	"agentrl/recipes"
-	"agentrl/store"
 )
 
 // TestCheckpointHostPeak writes a checkpoint of a small model (4 layers, hidden 256, the built-in
@@ -32,40 +28,13 @@ import (
 // 51.4 MiB. store's TestSaveCheckpointStreams shows the bound on a checkpoint larger than the
 // store's 64 MiB transaction.
 func TestCheckpointHostPeak(t *testing.T) {
-	tok := testTokenizer(t)
-	backend, err := device.NewGo(device.GoConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 256, IntermediateSize: 768, NumLayers: 4,
-		NumHeads: 4, NumKVHeads: 2, HeadDim: 64, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
-	policy, err := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reference, err := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	over := noEval(map[string]string{"run.max_steps": "1", "rollout.tasks_per_step": "2", "rollout.group_size": "2",
-		"rollout.max_new_tokens": "8", "rollout.max_total_tokens": "96", "env.tasks.train_size": "8", "env.tasks.heldout_size": "4",
-		"eval.heldout_tasks": "2", "eval.n_samples": "2", "eval.ks": "1,2", "eval.validation_tasks": "2", "eval.validation_samples": "2",
-		"checkpoint.save_optimizer": "true"})
-	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: over})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	c, err := New(Options{Recipe: r, RecipePath: "retool.yaml", RunID: "ckpt", Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, Events: make(chan event.Event, 16), Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte("{}")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	var cfg *model.Config
+	c, _, _ := storeController(t, "ckpt", "1", func(vocab int) *model.Config {
+		cfg = &model.Config{Family: model.Qwen3, VocabSize: vocab, HiddenSize: 256, IntermediateSize: 768, NumLayers: 4,
+			NumHeads: 4, NumKVHeads: 2, HeadDim: 64, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+		return cfg
+	})
+	policy, r := c.opts.Policy, c.recipe
 
 	sh := ledger.Shape{Name: "test", Family: "qwen3", Layers: cfg.NumLayers, Hidden: cfg.HiddenSize, Intermediate: cfg.IntermediateSize,
 		Heads: cfg.NumHeads, KVHeads: cfg.NumKVHeads, HeadDim: cfg.HeadDim, Vocab: cfg.VocabSize, Tied: true}

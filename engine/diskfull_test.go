@@ -25,13 +25,23 @@ import (
 // go to a buffered channel the test reads.
 func diskTestController(t *testing.T) (*Controller, *store.Store, chan event.Event) {
 	t.Helper()
+	return storeController(t, "disk", "3", func(vocab int) *model.Config {
+		return &model.Config{Family: model.Qwen3, VocabSize: vocab, HiddenSize: 128, IntermediateSize: 256, NumLayers: 2,
+			NumHeads: 2, NumKVHeads: 1, HeadDim: 64, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+	})
+}
+
+// storeController is a controller of run id on a random model of shape(the built-in tokenizer's
+// vocabulary), policy and reference, with a store in a temporary folder, a small CPU recipe of
+// maxSteps steps that saves AdamW moments, and its events on a buffered channel.
+func storeController(t *testing.T, id, maxSteps string, shape func(vocab int) *model.Config) (*Controller, *store.Store, chan event.Event) {
+	t.Helper()
 	tok := testTokenizer(t)
 	backend, err := device.NewGo(device.GoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &model.Config{Family: model.Qwen3, VocabSize: tok.VocabSize(), HiddenSize: 128, IntermediateSize: 256, NumLayers: 2,
-		NumHeads: 2, NumKVHeads: 1, HeadDim: 64, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true}
+	cfg := shape(tok.VocabSize())
 	policy, err := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +50,7 @@ func diskTestController(t *testing.T) (*Controller, *store.Store, chan event.Eve
 	if err != nil {
 		t.Fatal(err)
 	}
-	over := noEval(map[string]string{"run.max_steps": "3", "rollout.tasks_per_step": "2", "rollout.group_size": "2",
+	over := noEval(map[string]string{"run.max_steps": maxSteps, "rollout.tasks_per_step": "2", "rollout.group_size": "2",
 		"rollout.max_new_tokens": "8", "rollout.max_total_tokens": "96", "env.tasks.train_size": "8", "env.tasks.heldout_size": "4",
 		"eval.heldout_tasks": "2", "eval.n_samples": "2", "eval.ks": "1,2", "eval.validation_tasks": "2", "eval.validation_samples": "2",
 		"checkpoint.save_optimizer": "true"})
@@ -54,7 +64,7 @@ func diskTestController(t *testing.T) (*Controller, *store.Store, chan event.Eve
 	}
 	t.Cleanup(func() { st.Close() })
 	events := make(chan event.Event, 256)
-	c, err := New(Options{Recipe: r, RecipePath: "retool.yaml", RunID: "disk", Policy: policy, Reference: reference,
+	c, err := New(Options{Recipe: r, RecipePath: "retool.yaml", RunID: id, Policy: policy, Reference: reference,
 		Tokenizer: tok, Store: st, Events: events, Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte(`{"model":"test"}`)}})
 	if err != nil {
 		t.Fatal(err)

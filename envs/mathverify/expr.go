@@ -627,39 +627,19 @@ func sameExpr(a, b string) bool {
 	if err != nil {
 		return false
 	}
-	vars := map[string]bool{}
-	for v := range pa.vars {
-		vars[v] = true
-	}
-	for v := range pb.vars {
-		vars[v] = true
-	}
-	inf := pa.inf || pb.inf
+	vars := unionVars(pa, pb)
 	if len(vars) == 0 {
 		va, err1 := eval(na, nil, 0)
 		vb, err2 := eval(nb, nil, 0)
 		return err1 == nil && err2 == nil && usable(va, pa.inf) && usable(vb, pb.inf) && same(va, vb)
 	}
-	if len(vars) > maxVars {
-		return false
-	}
-	valid := 0
-	for k := range points {
-		env := map[string]float64{}
-		for v := range vars {
-			env[v] = sample(v, k)
+	inf := pa.inf || pb.inf
+	return len(vars) <= maxVars && atPoints(na, nb, vars, func(va, vb value) (use, agree bool) {
+		if !usable(va, inf) || !usable(vb, inf) {
+			return false, true
 		}
-		va, err1 := eval(na, env, 0)
-		vb, err2 := eval(nb, env, 0)
-		if err1 != nil || err2 != nil || !usable(va, inf) || !usable(vb, inf) {
-			continue
-		}
-		if !close(va.f, vb.f) {
-			return false
-		}
-		valid++
-	}
-	return valid >= minPoints
+		return true, close(va.f, vb.f)
+	})
 }
 
 // sameEquation reports whether two equations a1 = a2 and b1 = b2 in variables describe the same
@@ -674,6 +654,26 @@ func sameEquation(a1, a2, b1, b2 string) bool {
 	if err != nil {
 		return false
 	}
+	vars := unionVars(pa, pb)
+	if len(vars) == 0 || len(vars) > maxVars || pa.inf || pb.inf {
+		return false
+	}
+	ratio, seen := 0.0, false
+	return atPoints(na, nb, vars, func(va, vb value) (use, agree bool) {
+		if !usable(va, false) || !usable(vb, false) || va.f == 0 || vb.f == 0 {
+			return false, true
+		}
+		r := va.f / vb.f
+		if seen && !close(r, ratio) {
+			return true, false
+		}
+		ratio, seen = r, true
+		return true, true
+	})
+}
+
+// unionVars are the variables of either parsed expression.
+func unionVars(pa, pb *parser) map[string]bool {
 	vars := map[string]bool{}
 	for v := range pa.vars {
 		vars[v] = true
@@ -681,10 +681,14 @@ func sameEquation(a1, a2, b1, b2 string) bool {
 	for v := range pb.vars {
 		vars[v] = true
 	}
-	if len(vars) == 0 || len(vars) > maxVars || pa.inf || pb.inf {
-		return false
-	}
-	valid, ratio := 0, 0.0
+	return vars
+}
+
+// atPoints evaluates na and nb at each sample point of vars and asks check of the two values
+// whether the point counts (use) and whether they agree there; it is true when no counted point
+// disagrees and at least minPoints counted (a point where either fails to evaluate never counts).
+func atPoints(na, nb *node, vars map[string]bool, check func(va, vb value) (use, agree bool)) bool {
+	valid := 0
 	for k := range points {
 		env := map[string]float64{}
 		for v := range vars {
@@ -692,14 +696,16 @@ func sameEquation(a1, a2, b1, b2 string) bool {
 		}
 		va, err1 := eval(na, env, 0)
 		vb, err2 := eval(nb, env, 0)
-		if err1 != nil || err2 != nil || !usable(va, false) || !usable(vb, false) || va.f == 0 || vb.f == 0 {
+		if err1 != nil || err2 != nil {
 			continue
 		}
-		r := va.f / vb.f
-		if valid > 0 && !close(r, ratio) {
+		use, agree := check(va, vb)
+		if !use {
+			continue
+		}
+		if !agree {
 			return false
 		}
-		ratio = r
 		valid++
 	}
 	return valid >= minPoints
