@@ -322,7 +322,7 @@ func TestSFTStepAsTrainer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := train.Config{LR: 2e-3, GradClip: 1, LogitsChunk: 64}
+		cfg := train.Config{LR: 1e-3, GradClip: 1, LogitsChunk: 64}
 		if micro { // and the old log-probs in the graph, as sft --data trains
 			cfg.MicroBatch, cfg.GradAccumulation, cfg.OnPolicy = 1, 3, true
 		}
@@ -332,9 +332,9 @@ func TestSFTStepAsTrainer(t *testing.T) {
 		}
 		defer tr.Close()
 		if micro {
-			before, err = sftStep(tr, fresh(), 2e-3)
+			before, err = sftStep(tr, fresh(), 1e-3)
 		} else {
-			before, err = tr.SFTStep(fresh(), 2e-3)
+			before, err = tr.SFTStep(fresh(), 1e-3)
 		}
 		if err != nil {
 			t.Fatal(err)
