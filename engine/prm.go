@@ -39,6 +39,9 @@ func FitPRM(r *recipes.Recipe, policyDir string) ([]string, error) {
 	}
 	cfg, err := model.ReadConfig(dir)
 	if err != nil {
+		if dir != policyDir {
+			return said, fmt.Errorf("prm.model %q: %w (give a HuggingFace model folder, or reference, policy)", r.PRM.Model, err)
+		}
 		return said, fmt.Errorf("prm.kind model: %w", err)
 	}
 	askedIn, askedOut, pos := r.PRMInputTokens(), r.PRM.MaxNewTokens, cfg.MaxPositions
