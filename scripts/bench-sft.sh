@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The SFT figures of the README's "Make the seed's starting model", on a lent GPU machine (or any):
+# The SFT figures of docs/seed.md's "Make the seed's starting model", on a lent GPU machine (or any):
 #   1. bench sft on the CPU (Go backend) against PyTorch eager, built-in model, as many threads as
 #      cores;
 #   2. on the GPU, one SFT step of the Qwen3-4B shape (random weights) on a 16,384-token

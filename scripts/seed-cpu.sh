@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Reproduce the seed's experiment" commands, run on the CPU: the built-in model in
+# docs/seed.md's "Reproduce the seed's experiment" commands, run on the CPU: the built-in model in
 # place of qwen3-4b-retool-sft, the sample files of testdata/data in place of the downloaded
 # datasets (laid out as `hf download` lays them out), and the recipe's sizes cut down with --set
 # so that each command takes a minute or two on 2 cores. It checks that every command of the

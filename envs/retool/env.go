@@ -265,6 +265,9 @@ type Env struct {
 const maxTail = 4096
 
 func (e *Env) appendTail(s string) {
+	if e.cfg.Grader == nil { // only a grader reads it
+		return
+	}
 	e.tail += s
 	if len(e.tail) > maxTail {
 		e.tail = e.tail[len(e.tail)-maxTail:]
