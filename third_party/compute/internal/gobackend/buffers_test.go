@@ -57,3 +57,37 @@ func TestBuffers_Fill(t *testing.T) {
 		t.Fatalf("Unexpected result (-want +got):\n%s", diff)
 	}
 }
+
+// TestBucketLen: buffers from 16 MiB take at most a sixteenth more than asked (Qwen3-0.6B's
+// float32 embedding, 593.5 MiB, took 768 MiB in TwoBitBucketLen's halves), smaller ones keep
+// TwoBitBucketLen's buckets, and a size takes the same bucket every time (pools reuse).
+func TestBucketLen(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct{ n, want int }{
+		{3, 3},
+		{4000, 4096},                   // 2^12
+		{5000, 6144},                   // 1.5·2^12
+		{16*mib - 1, 16 * mib},         // below fineBucketFrom: TwoBitBucketLen
+		{16 * mib, 16 * mib},           // a power of two is its own bucket
+		{16*mib + 1, 17 * mib},         // a sixteenth of 16 MiB is 1 MiB
+		{151936 * 1024 * 4, 608 * mib}, // the embedding: 593.5 MiB in steps of 32 MiB
+		{3072 * 1024 * 4, 12 * mib},    // below: 1.5·2^23
+	} {
+		got := gobackend.BucketLen(c.n)
+		if got != c.want {
+			t.Errorf("bucketLen(%d) = %d; want %d", c.n, got, c.want)
+		}
+		if got < c.n || c.n >= 16*mib && float64(got) > 1.0625*float64(c.n) {
+			t.Errorf("bucketLen(%d) = %d: below the size or more than a sixteenth above", c.n, got)
+		}
+	}
+	b := backend.(*gobackend.Backend)
+	buf, err := b.GetBuffer(shapes.Make(dtypes.Float32, 151936, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(buf.RawBytes), gobackend.BucketLen(151936*32*4); got != want {
+		t.Errorf("GetBuffer of %d bytes holds %d; want its bucket %d", 151936*32*4, got, want)
+	}
+	b.PutBuffer(buf)
+}

@@ -146,14 +146,21 @@ func (w *Pool) StartIfAvailable(task func()) bool {
 	return true
 }
 
-// Saturate fans out as many workers as available, each running the given task.
-// It keeps spawning workers if more workers become available.
+// Saturate fans out as many workers as available, each running the given task, and runs one
+// more copy of it on the calling goroutine.
 //
 // Each task is expected to keep doing work until there nothing else to be done.
 // As soon as any task finishes, it indicates there is no more need for more task, and it
 // immediately stops spawning new tasks.
 //
 // It returns when all started tasks have finished.
+//
+// agentrl patch 21: it never waits for a worker to free up. Its callers are most often workers
+// themselves (the parallel executor's node tasks running a matrix product), and before the patch
+// a caller that found the pool full waited on the pool's condition with its own worker held: with
+// every worker a node task inside Saturate, each waited for the others and the program hung (seen
+// on a training step of Qwen3-0.6B's width, four large products at once on a 2-core machine). The
+// caller's own copy of the task means the work always progresses, whatever the pool holds.
 func (w *Pool) Saturate(task func()) {
 	if w.maxParallelism == 0 {
 		runTask(task)
@@ -169,21 +176,11 @@ func (w *Pool) Saturate(task func()) {
 	var doneFanningOut atomic.Bool
 
 	w.mu.Lock()
-	started := 0
-
-	for !doneFanningOut.Load() {
-		// Check global limits and local limits (for unlimited pool)
-		if (w.IsUnlimited() && started >= limit) || (!w.IsUnlimited() && w.lockedIsFull()) {
-			w.cond.Wait()
-			// If we woke up because a task finished (signaled), we need to check if we are done.
-			if doneFanningOut.Load() {
-				w.cond.Signal() // Propagate signal to other potential waiters
-				break
-			}
-			continue
+	// The caller runs one copy, so at most limit-1 more are started.
+	for started := 1; started < limit && !doneFanningOut.Load(); started++ {
+		if !w.IsUnlimited() && w.lockedIsFull() {
+			break
 		}
-
-		started++
 		wg.Add(1)
 		w.lockedRunTaskInGoroutine(func() {
 			defer wg.Done()
@@ -192,6 +189,8 @@ func (w *Pool) Saturate(task func()) {
 		})
 	}
 	w.mu.Unlock()
+	runTask(task)
+	doneFanningOut.Store(true)
 	wg.Wait()
 }
 

@@ -2,6 +2,7 @@ package workerspool
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,5 +66,41 @@ func TestPool_Saturate(t *testing.T) {
 	}
 	if count.Load() != started.Load() {
 		t.Errorf("Expected count %d to match started %d", count.Load(), started.Load())
+	}
+}
+
+// TestPool_SaturateFromFullPool: workers that call Saturate while every worker is taken (the
+// parallel executor's node tasks each running a matrix product) finish. Before agentrl patch 21
+// each waited for a free worker with its own held, and none came.
+func TestPool_SaturateFromFullPool(t *testing.T) {
+	for _, workers := range []int{1, 2, 4} {
+		pool := New()
+		pool.SetMaxParallelism(workers)
+		var inside sync.WaitGroup
+		inside.Add(workers)
+		var ran atomic.Int32
+		done := make(chan struct{})
+		go func() {
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Add(1)
+				pool.WaitToStart(func() {
+					defer wg.Done()
+					inside.Done()
+					inside.Wait() // every worker is now taken by one of these
+					pool.Saturate(func() { ran.Add(1) })
+				})
+			}
+			wg.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(time.Minute): // a hang, not a slow machine: the work is a few atomic adds
+			t.Fatalf("%d workers, each calling Saturate with the pool full: still waiting after a minute", workers)
+		}
+		if got := ran.Load(); got < int32(workers) {
+			t.Errorf("%d workers: the task ran %d times; want at least once per Saturate", workers, got)
+		}
 	}
 }
