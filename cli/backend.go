@@ -25,8 +25,11 @@ func (b *backendFlags) register(fs *pflag.FlagSet) {
 }
 
 // open opens the backend and says on w which one and why.
-func (b *backendFlags) open(w io.Writer) (*device.Choice, error) {
-	c, err := device.Open(device.Request{Kind: b.kind, PluginPath: b.plugin})
+func (b *backendFlags) open(w io.Writer) (*device.Choice, error) { return b.openFor(w, 0) }
+
+// openFor is open for a model of params parameters (0: unknown; see device.GoConfigFor).
+func (b *backendFlags) openFor(w io.Writer, params int64) (*device.Choice, error) {
+	c, err := device.Open(device.Request{Kind: b.kind, PluginPath: b.plugin, ModelParams: params})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"agentrl/engine/bench"
 	"agentrl/engine/device"
+	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
@@ -70,7 +71,15 @@ func (f *benchModelFlags) load(w io.Writer, verb string) (*model.Model, *device.
 		}
 		f.stopProfile = stop
 	}
-	choice, err := f.bf.open(w)
+	var params int64 // picks the Go backend's op scheduler
+	if f.shape != "" {
+		if sh, err := ledger.KnownShape(f.shape); err == nil {
+			params = sh.Params()
+		}
+	} else if sh, err := ledger.ReadShape(f.dir); err == nil {
+		params = sh.Params()
+	}
+	choice, err := f.bf.openFor(w, params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -170,8 +179,9 @@ of the peak, which is the best float32 matmul of this backend measured in the sa
 hardware's peak; the output says so). On the Go backend, when a python3 with torch is found,
 PyTorch eager (engine/torchref/cpu.py) runs the same update on the same shape with as many threads
 and the ratio is printed. --seq-len N runs one micro-step of one sequence of N tokens and reports
-peak_bytes: the memory the update added at its peak (the Go heap on the Go backend, NVML's used
-memory on a GPU); --attention picks the attention path (auto: fused on a GPU in bf16, chunked
+peak_bytes: the memory the update added at its peak (on the Go backend the bytes its buffers hold,
+counted as they change hands; NVML's used memory on a GPU), beside the ledger's figure for the same
+micro-batch (ledger_step_bytes) and the process's resident peak; --attention picks the attention path (auto: fused on a GPU in bf16, chunked
 beyond one block, dense below).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -183,7 +193,7 @@ beyond one block, dense below).`,
 				return err
 			}
 			if seqLen > 0 || peak {
-				c.Peak = bench.PeakMeter(choice.Kind)
+				c.Peak = bench.PeakMeter(choice.Kind, m.Backend)
 			}
 			defer m.Close()
 			res, err := bench.Train(context.Background(), m, choice.Kind, c, bench.Torch{Python: f.python, BLAS: f.blas})

@@ -102,11 +102,26 @@ func Open(l Launch) (sess *Session, err error) {
 			fmt.Fprintln(l.Log, line)
 		}
 	}
-	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin})
+	var params int64 // picks the Go backend's op scheduler; an unreadable config is reported by the load below
+	if sh, err := ledger.ReadShape(dir); err == nil {
+		params = sh.Params()
+	}
+	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin, ModelParams: params})
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(l.Log, choice.Reason)
+	if choice.Kind == device.Go && params >= device.SequentialOpsFrom {
+		// A real model on the CPU: the collector keeps the heap near the plan's host memory
+		// (device.LimitHeap) rather than at twice what was live.
+		rc := *r
+		rc.Backend.Kind = device.Go
+		if p, err := ledger.PlanFor(ledger.Request{Recipe: &rc, ModelDir: dir, DetectedVRAM: device.MemTotal(), EvalOnly: eval != nil}); err == nil {
+			if _, say := device.LimitHeap(p.Host.RAM); say != "" {
+				fmt.Fprintln(l.Log, say)
+			}
+		}
+	}
 	dt := dtypes.Float32
 	if r.Model.DType == "bf16" || (r.Model.DType == "auto" && choice.Kind == device.CUDA) {
 		dt = dtypes.BFloat16

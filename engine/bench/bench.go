@@ -48,11 +48,17 @@ func ModelWith(choice *device.Choice, dir, shape string, opts model.Options) (*m
 	return model.New(choice.Backend, model.RandomParams(ConfigFromShape(sh), 1, 0.02), opts)
 }
 
-// PeakMeter is train.BenchConfig.Peak for a backend of kind: the Go heap on the Go backend (its
-// buffers are Go slices), else NVML's used memory of GPU 0, else the process's resident peak
-// (device.StartPeak says why).
-func PeakMeter(kind string) func() func() (int64, string) {
+// PeakMeter is train.BenchConfig.Peak for backend b of kind: on the Go backend the bytes its
+// buffers hold at most (device.StartPeakHeld: counted where buffers change hands, the same under
+// any load), else NVML's used memory of GPU 0, else the process's resident peak (device.StartPeak
+// says why).
+func PeakMeter(kind string, b compute.Backend) func() func() (int64, string) {
 	return func() func() (int64, string) {
+		if kind == device.Go {
+			if p := device.StartPeakHeld(b); p != nil {
+				return p.Stop
+			}
+		}
 		var mon *device.Monitor
 		if kind != device.Go {
 			mon = device.NewMonitor()
@@ -66,6 +72,33 @@ func PeakMeter(kind string) func() func() (int64, string) {
 			return b, s
 		}
 	}
+}
+
+// ShapeOf is the ledger's shape of a model config.
+func ShapeOf(name string, c *model.Config) ledger.Shape {
+	fam := "qwen3"
+	if c.Family == model.Qwen2 {
+		fam = "qwen2"
+	}
+	return ledger.Shape{Name: name, Family: fam, Layers: c.NumLayers, Hidden: c.HiddenSize, Intermediate: c.IntermediateSize,
+		Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim, Vocab: c.VocabSize, Tied: c.TieWordEmbeddings}
+}
+
+// stepLedger is what the ledger's train phase says one micro-batch of c adds on top of the
+// weights and moments on a backend of kind: the gradients, the gradient workspace and the
+// activations (the figure PeakMeter's bytes are set against).
+func stepLedger(m *model.Model, kind string, c train.BenchConfig) (int64, error) {
+	cb := 4
+	if m.Options().Compute != dtypes.Float32 {
+		cb = 2
+	}
+	plan, err := ledger.Compute(ShapeOf("bench", m.Config), ledger.Settings{ComputeBytes: cb, SeqLen: c.Length, KVSlots: 1,
+		MicroBatch: c.MicroBatch, Offload: ledger.OffloadDevice, DeviceIsHost: kind == device.Go}, 0)
+	if err != nil {
+		return 0, err
+	}
+	h := plan.Train.Holds
+	return h[ledger.Gradients] + h[ledger.GradientWorkspace] + h[ledger.Activations], nil
 }
 
 // ConfigFromShape turns a ledger shape into a model config (random-weight benchmarks).
@@ -250,6 +283,13 @@ type TrainResult struct {
 	// Compiles are the programs the trainer compiled (one per graph and micro-batch shape) and
 	// their seconds, out of the first update's compile_s.
 	Compiles compiles.Snapshot `json:"compiles"`
+	// LedgerStepBytes is, with a peak measured, what the ledger's train phase counts for one
+	// micro-batch beside the weights and moments (gradients, gradient workspace, activations),
+	// and ProcessPeakBytes the process's resident peak over the whole command (VmHWM).
+	LedgerStepBytes  int64 `json:"ledger_step_bytes,omitempty"`
+	ProcessPeakBytes int64 `json:"process_peak_bytes,omitempty"`
+	// HeapLimit says the Go runtime's memory limit the command set (device.LimitHeap), if any.
+	HeapLimit string `json:"heap_limit,omitempty"`
 	Versus
 }
 
@@ -257,13 +297,32 @@ type TrainResult struct {
 // backend when torch.Python finds a python with torch, times the PyTorch eager reference on the
 // same shape, batch, micro-batches and trained tokens with as many threads as the Go backend.
 func Train(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, torch Torch) (*TrainResult, error) {
+	var heap string
+	if kind == device.Go && m.Params.Bytes()/4 >= device.SequentialOpsFrom {
+		micro := c.MicroBatch
+		if micro <= 0 || micro > c.Sequences {
+			micro = c.Sequences
+		}
+		plan, err := ledger.Compute(ShapeOf("bench", m.Config), ledger.Settings{ComputeBytes: 4, SeqLen: c.Length, KVSlots: 1,
+			MicroBatch: micro, Offload: ledger.OffloadDevice, DeviceIsHost: true}, 0)
+		if err != nil {
+			return nil, err
+		}
+		_, heap = device.LimitHeap(plan.Train.Bytes)
+	}
 	cc := compiles.NewCounter()
 	c.Compiles = cc
 	res, err := train.Bench(m, c)
 	if err != nil {
 		return nil, err
 	}
-	out := &TrainResult{BenchResult: res, Backend: kind, Compiles: cc.Snapshot()}
+	out := &TrainResult{BenchResult: res, Backend: kind, Compiles: cc.Snapshot(), HeapLimit: heap}
+	if res.PeakBytesSource != "" {
+		if out.LedgerStepBytes, err = stepLedger(m, kind, res.Config); err != nil {
+			return nil, err
+		}
+		out.ProcessPeakBytes = device.ProcessPeak()
+	}
 	sizes := []int{512, 1024}
 	if kind != device.Go {
 		sizes = []int{4096, 8192}
@@ -298,7 +357,14 @@ func (b *TrainResult) Write(w io.Writer) {
 	if b.Threads > 0 {
 		fmt.Fprintf(w, "backend %s, %d threads (GOMAXPROCS)\n", b.Backend, b.Threads)
 	}
+	if b.HeapLimit != "" {
+		fmt.Fprintln(w, b.HeapLimit)
+	}
 	b.BenchResult.Write(w)
+	if b.LedgerStepBytes > 0 {
+		fmt.Fprintf(w, "ledger: %.2f GiB for this micro-batch (gradients, gradient workspace, activations): the peak is %+.0f%% of it; process resident peak %.2f GiB\n",
+			gib(b.LedgerStepBytes), 100*(float64(b.PeakBytes)/float64(b.LedgerStepBytes)-1), gib(b.ProcessPeakBytes))
+	}
 	fmt.Fprintf(w, "compiled %s\n", b.Compiles)
 	fmt.Fprintf(w, "arithmetic %.2f GFLOP/s = %.2f%% of %.1f GFLOP/s, the peak taken as the %s\n",
 		b.FLOPsPerSec/1e9, 100*b.PeakShare, b.PeakFLOPs/1e9, b.PeakSource)
@@ -358,3 +424,5 @@ func joinInts(xs []int) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+func gib(b int64) float64 { return float64(b) / (1 << 30) }

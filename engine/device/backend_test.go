@@ -353,3 +353,28 @@ func TestMonitorWithoutGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenPicksTheGoSchedulerByModelSize: the Go backend runs ops in parallel for a small or
+// unknown model and one at a time from SequentialOpsFrom parameters, and says so.
+func TestOpenPicksTheGoSchedulerByModelSize(t *testing.T) {
+	for _, c := range []struct {
+		params int64
+		cfg    string
+		says   string
+	}{
+		{0, GoConfig, ""},
+		{650_000, GoConfig, ""}, // the built-in model
+		{SequentialOpsFrom - 1, GoConfig, ""},
+		{SequentialOpsFrom, GoSequentialConfig, "ops in order: a model of 100M parameters"},
+		{596_049_920, GoSequentialConfig, "ops in order: a model of 596M parameters"}, // Qwen3-0.6B
+	} {
+		fe := &fakeEnv{vars: map[string]string{}, files: jaxSite(), sites: []string{site}}
+		ch, err := open(Request{Kind: Go, ModelParams: c.params}, fe.env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.Config != c.cfg || c.says != "" && !strings.Contains(ch.Reason, c.says) || c.says == "" && strings.Contains(ch.Reason, "ops in order") {
+			t.Errorf("%d parameters: config %q, reason %q; want %q saying %q", c.params, ch.Config, ch.Reason, c.cfg, c.says)
+		}
+	}
+}

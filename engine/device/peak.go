@@ -145,6 +145,9 @@ func heapObjects() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// ProcessPeak is the process's resident peak so far (VmHWM), 0 where /proc is not there.
+func ProcessPeak() int64 { return int64(statusBytes("VmHWM:")) }
+
 // statusBytes reads a "Name:   N kB" line of /proc/self/status (0 where there is none).
 func statusBytes(name string) uint64 {
 	f, err := os.Open("/proc/self/status")

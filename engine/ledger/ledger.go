@@ -18,7 +18,9 @@
 // share the device.
 //
 // Train holds the master weights, their float32 gradients, the AdamW moments, the activations of
-// one micro-batch and the runtime reserve. The sync after the update frees the gradients, moves
+// one micro-batch and the runtime reserve; on the go backend also the gradient workspace (two
+// buffers of the vocabulary projection's size while its gradient is assembled, see
+// sizer.gradientWorkspace). The sync after the update frees the gradients, moves
 // offloaded moments to the host, rebuilds the inference copy from the master weights and only
 // then moves offloaded master weights to the host, so the sync never holds more than rollout does.
 //
@@ -80,14 +82,17 @@ const (
 	Gradients        = "gradients"
 	OptimizerMoments = "optimizer_moments"
 	Activations      = "activations"
-	SamplerWorkspace = "sampler_workspace"
-	Runtime          = "runtime_reserve"
+	// GradientWorkspace is what assembling the gradients holds beside them (the go backend:
+	// see sizer.gradientWorkspace).
+	GradientWorkspace = "gradient_workspace"
+	SamplerWorkspace  = "sampler_workspace"
+	Runtime           = "runtime_reserve"
 )
 
 // componentOrder is the order tables list components in.
 func componentOrder() []string {
 	return []string{InferenceWeights, BaseWeights, ReferenceWeights, PRMWeights, MasterWeights, Gradients, OptimizerMoments,
-		KVCache, PRMKVCache, Activations, SamplerWorkspace, Runtime}
+		KVCache, PRMKVCache, Activations, GradientWorkspace, SamplerWorkspace, Runtime}
 }
 
 // Offload modes of the optimizer moments and of the master weights during rollout.

@@ -274,9 +274,27 @@ func (z sizer) train(micro int) Phase {
 	p := newPhase("train")
 	p.Holds[Gradients] = z.grads()
 	p.Holds[Activations] = z.activations(micro) + z.loraActivations(micro)
+	if w := z.gradientWorkspace(); w > 0 {
+		p.Holds[GradientWorkspace] = w
+	}
 	z.waiting(&p, where{})
 	z.addBase(&p)
 	return p.summed()
+}
+
+// gradientWorkspace is what the go backend holds beside the gradients while it assembles the
+// vocabulary projection's (engine/train's log-prob head, chunk by chunk): two more float32
+// buffers of vocab × hidden, the running sum and one chunk's product (autodiff adds the chunks'
+// weight gradients; with tied embeddings the lookup's scattered gradient joins the sum the same
+// way). Measured with the backend's held-byte count on a 4-layer model of Qwen3-0.6B's width,
+// one 64-token update: the gradients and two buffers of the embedding's 608 MiB, to the MiB. A
+// LoRA run does not train the projection. On a GPU, XLA schedules the sum itself; #49's check
+// against NVML measures it there.
+func (z sizer) gradientWorkspace() int64 {
+	if !z.st.DeviceIsHost || z.st.LoRARank > 0 {
+		return 0
+	}
+	return 2 * int64(z.sh.Vocab) * int64(z.sh.Hidden) * 4
 }
 
 func (z sizer) addBase(p *Phase) {

@@ -146,6 +146,8 @@ func (p *Plan) Table() string {
 			note = fmt.Sprintf("%s × %d tokens (prompt + reply)", plural(max(p.PRMSlots, 1), "slot"), st.PRM.SeqLen)
 		case n == BaseWeights:
 			note = "LoRA's frozen base, shared by every phase"
+		case n == GradientWorkspace:
+			note = "the go backend assembling the vocabulary projection's gradient"
 		case n == KVCache:
 			note = fmt.Sprintf("%s × %d tokens", plural(p.shownSlots(), "slot"), st.SeqLen)
 		case n == Activations:

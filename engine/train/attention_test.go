@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gomlx/compute/gobackend"
+
 	"agentrl/engine/device"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
@@ -168,3 +170,70 @@ func stepPeak(t *testing.T, m *model.Model, s int) int64 {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// TestTrainPhaseAtRealWidth: a training step of a model of Qwen3-0.6B's width (hidden 1024,
+// intermediate 3072, 16 query heads over 8 KV heads of 128) with two layers and a vocabulary of
+// 8,192 holds, at its peak, what the ledger's train phase counts for it on the go backend within
+// 25 %: the backend's buffers at their most (weights, gradients, the vocabulary projection's
+// gradient workspace, the micro-batch's activations; device.StartPeakHeld's count with the
+// collector off, the same under any load) plus the AdamW moments, which the host optimizer keeps
+// in host memory, against the phase less the runtime reserve (a GPU's; the go backend has none).
+// At this width the weights and their optimizer state are most of it, where the built-in model's
+// steps are all activations (TestTrainPeakLinearInS).
+func TestTrainPhaseAtRealWidth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two updates of a 40M-parameter model")
+	}
+	backend, err := device.NewGo(peakBackend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &model.Config{Family: model.Qwen3, VocabSize: 8192, HiddenSize: 1024, IntermediateSize: 3072, NumLayers: 2,
+		NumHeads: 16, NumKVHeads: 8, HeadDim: 128, RMSNormEps: 1e-6, RopeTheta: 1e6, MaxPositions: 4096, TieWordEmbeddings: true}
+	m, err := model.New(backend, model.RandomParams(cfg, 1, 0.02), model.Options{Attention: model.AttentionChunked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	shape := ledger.Shape{Name: "0.6b-width", Family: "qwen3", Layers: 2, Hidden: 1024, Intermediate: 3072, Heads: 16,
+		KVHeads: 8, HeadDim: 128, Vocab: 8192, Tied: true}
+	for _, c := range []struct{ seqs, length int }{{1, 256}, {2, 512}} {
+		tr, err := New(m, Config{LR: 1e-5, GradClip: 1, WeightDecay: 0.01, EntropyCoef: 0.01, MicroBatch: c.seqs, GradAccumulation: 1,
+			LogitsChunk: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tr.hostOptimizer() {
+			t.Fatal("the go backend's trainer does not use the host optimizer")
+		}
+		seqs := benchSequences(cfg.VocabSize, BenchConfig{Sequences: c.seqs, Length: c.length, Prompt: 64, Seed: 1})
+		if _, err := tr.Update(seqs, 1e-5); err != nil {
+			t.Fatal(err)
+		}
+		base, _, _ := gobackend.Held(backend)
+		p := device.StartPeakHeld(backend)
+		_, err = tr.Update(seqs, 1e-5)
+		above, _ := p.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var moments int64
+		mom, vel := tr.moments()
+		for i := range mom {
+			moments += int64(mom[i].Memory() + vel[i].Memory())
+		}
+		tr.Close()
+		got := base + above + moments
+		plan, err := ledger.Compute(shape, ledger.Settings{ComputeBytes: 4, SeqLen: c.length, KVSlots: 1, MicroBatch: c.seqs,
+			Offload: ledger.OffloadDevice, Attention: ledger.AttentionChunked, DeviceIsHost: true}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := plan.Train.Bytes - plan.Train.Holds[ledger.Runtime]
+		t.Logf("%d × %d tokens: held %s at the peak (%s before the step) + moments %s = %s; ledger's train phase %s (%+.0f%%: %v)",
+			c.seqs, c.length, mib(base+above), mib(base), mib(moments), mib(got), mib(want), 100*(float64(got)/float64(want)-1), plan.Train.Holds)
+		if r := float64(got) / float64(want); r < 0.75 || r > 1.25 {
+			t.Errorf("%d × %d tokens: the step holds %s, %.2f× the ledger's train phase %s; want within 25%%", c.seqs, c.length, mib(got), r, mib(want))
+		}
+	}
+}

@@ -90,6 +90,8 @@ type Trainer struct {
 	mom     []*tensors.Tensor // AdamW first moments, one per trained model parameter
 	vel     []*tensors.Tensor // second moments
 	step    int               // AdamW updates made (the bias-correction t)
+	// graphOptimizer keeps AdamW in the graph where the host optimizer would run (tests).
+	graphOptimizer bool
 
 	nh               int               // value head parameters: 2 with a value head, 0 without
 	head             []*tensors.Tensor // value_head.weight, value_head.bias
@@ -591,6 +593,20 @@ func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool, p *prog
 	if !p.next() {
 		return ErrStopped
 	}
+	if tr.hostOptimizer() {
+		acc, err := tr.gradients(bs, denom, t, probe, p)
+		if err != nil {
+			return err
+		}
+		gn, err := tr.hostAdamW(acc, lr)
+		for _, a := range acc {
+			a.FinalizeAll()
+		}
+		if err != nil {
+			return err
+		}
+		return tr.countUpdate(gn, t)
+	}
 	params := tr.params()
 	mom, vel := tr.moments()
 	nt := len(params)
@@ -605,13 +621,31 @@ func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool, p *prog
 		t.add(tensors.MustCopyFlatData[float32](out[3*nt]), probe)
 		return tr.finishUpdate(out[3*nt:], t)
 	}
+	acc, err := tr.gradients(bs, denom, t, probe, p)
+	if err != nil {
+		return err
+	}
+	args := append(append(append(tensorArgs(params, true), tensorArgs(acc, true)...), tensorArgs(mom, true)...), tensorArgs(vel, true)...)
+	out, err := tr.run(tr.apply, append(args, arg{lrT, true}, arg{stepT, true}))
+	if err != nil {
+		return err
+	}
+	tr.adopt(out[:3*nt])
+	return tr.finishUpdate(out[3*nt:], t)
+}
+
+// gradients runs the gradient graphs over the micro-batches bs (the first's progress already
+// counted by the caller) and returns the summed gradients of the trained parameters, adding the
+// micro-batches' metrics to t.
+func (tr *Trainer) gradients(bs []*Batch, denom float64, t *tally, probe bool, p *progress) ([]*tensors.Tensor, error) {
+	nt := tr.numTrained()
 	var acc []*tensors.Tensor
 	for i, b := range bs {
 		if i > 0 && !p.next() {
 			for _, a := range acc {
 				a.FinalizeAll()
 			}
-			return ErrStopped // nothing applied: the accumulated gradients are dropped
+			return nil, ErrStopped // nothing applied: the accumulated gradients are dropped
 		}
 		var out []*tensors.Tensor
 		var err error
@@ -621,19 +655,13 @@ func (tr *Trainer) update(bs []*Batch, lr float64, t *tally, probe bool, p *prog
 			out, err = tr.run(tr.gradNext, append(append(tr.paramArgs(false), tensorArgs(acc, true)...), tr.dataArgs(b, denom)...))
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		acc = out[:nt]
 		t.add(tensors.MustCopyFlatData[float32](out[nt]), probe)
 		out[nt].FinalizeAll()
 	}
-	args := append(append(append(tensorArgs(params, true), tensorArgs(acc, true)...), tensorArgs(mom, true)...), tensorArgs(vel, true)...)
-	out, err := tr.run(tr.apply, append(args, arg{lrT, true}, arg{stepT, true}))
-	if err != nil {
-		return err
-	}
-	tr.adopt(out[:3*nt])
-	return tr.finishUpdate(out[3*nt:], t)
+	return acc, nil
 }
 
 // adopt installs updated parameters and moments ([params, m, v] in params order, the model's then
@@ -654,6 +682,12 @@ func (tr *Trainer) finishUpdate(rest []*tensors.Tensor, t *tally) error {
 	for _, x := range rest {
 		x.FinalizeAll()
 	}
+	return tr.countUpdate(gn, t)
+}
+
+// countUpdate adds an applied update with gradient norm gn to t; a norm that is not finite is
+// an error.
+func (tr *Trainer) countUpdate(gn float64, t *tally) error {
 	t.gnorm += gn
 	t.met.Updates++
 	if math.IsNaN(gn) || math.IsInf(gn, 0) {
