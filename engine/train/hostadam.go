@@ -141,31 +141,39 @@ func (tr *Trainer) hostAdamW(grads []*tensors.Tensor, lr float64) (float64, erro
 		scale = min(scale, float32(c.GradClip)/(gnorm+float32(1e-6)))
 	}
 	t := float64(float32(tr.step + 1))
-	bc1 := 1 - float32(math.Pow(float64(float32(c.Beta1)), t))
-	bc2 := 1 - float32(math.Pow(float64(float32(c.Beta2)), t))
-	b1, b2 := float32(c.Beta1), float32(c.Beta2)
-	ob1, ob2 := float32(1-c.Beta1), float32(1-c.Beta2)
-	eps, wd, lr32 := float32(c.Eps), float32(c.WeightDecay), float32(lr)
+	k := adamConsts{
+		scale: scale, b1: float32(c.Beta1), b2: float32(c.Beta2), ob1: float32(1 - c.Beta1), ob2: float32(1 - c.Beta2),
+		bc1: 1 - float32(math.Pow(float64(float32(c.Beta1)), t)), bc2: 1 - float32(math.Pow(float64(float32(c.Beta2)), t)),
+		eps: float32(c.Eps), wd: float32(c.WeightDecay), lr: float32(lr),
+	}
 	decays := make([]bool, len(params))
 	for i, x := range params {
 		decays[i] = c.WeightDecay > 0 && x.Shape().Rank() > 1
 	}
 	forBlocks(sizes, func(i, lo, hi int) {
-		pp, gg, mm, vv := p[i][lo:hi], g[i][lo:hi], m[i][lo:hi], v[i][lo:hi]
-		decay := decays[i]
-		for k := range pp {
-			// Each step rounded to float32 (the explicit conversions forbid fused multiply-adds).
-			gr := float32(gg[k] * scale)
-			mk := float32(float32(mm[k]*b1) + float32(gr*ob1))
-			vk := float32(float32(vv[k]*b2) + float32(float32(gr*gr)*ob2))
-			upd := float32(float32(mk/bc1) / float32(float32(math.Sqrt(float64(float32(vk/bc2))))+eps))
-			if decay {
-				upd = float32(upd + float32(pp[k]*wd))
-			}
-			pp[k] = float32(pp[k] - float32(lr32*upd))
-			mm[k], vv[k] = mk, vk
-		}
+		adamwBlock(p[i][lo:hi], g[i][lo:hi], m[i][lo:hi], v[i][lo:hi], &k, decays[i])
 	})
 	tr.step++
 	return float64(gnorm), nil
+}
+
+// adamConsts are one update's AdamW scalars in float32, as the graph holds them: the clipping
+// scale, β₁, β₂, 1−β₁, 1−β₂, the bias corrections 1−βᵗ, ε, the weight decay and the learning rate.
+type adamConsts struct{ scale, b1, b2, ob1, ob2, bc1, bc2, eps, wd, lr float32 }
+
+// adamwScalar is AdamW over one block of values, one at a time: each step rounded to float32 (the
+// explicit conversions forbid fused multiply-adds), in AdamW's order.
+func adamwScalar(pp, gg, mm, vv []float32, k *adamConsts, decay bool) {
+	gg, mm, vv = gg[:len(pp)], mm[:len(pp)], vv[:len(pp)]
+	for i := range pp {
+		gr := float32(gg[i] * k.scale)
+		mi := float32(float32(mm[i]*k.b1) + float32(gr*k.ob1))
+		vi := float32(float32(vv[i]*k.b2) + float32(float32(gr*gr)*k.ob2))
+		upd := float32(float32(mi/k.bc1) / float32(float32(math.Sqrt(float64(float32(vi/k.bc2))))+k.eps))
+		if decay {
+			upd = float32(upd + float32(pp[i]*k.wd))
+		}
+		pp[i] = float32(pp[i] - float32(k.lr*upd))
+		mm[i], vv[i] = mi, vi
+	}
 }
