@@ -110,6 +110,18 @@ func (z sizer) largestTensor() int64 {
 	return most
 }
 
+// hostBeside is what host memory holds beside the device phases on the go backend, whose device is
+// that memory (0 elsewhere, and for an evaluation-only run, which holds one model): the reference
+// copy and a folder PRM's weights, which wait there outside their phases, and what writing a
+// checkpoint streams through it (see host). The device phases' runtime reserve stands for the
+// process itself (host counts HostReserve in its place).
+func (z sizer) hostBeside() int64 {
+	if !z.st.DeviceIsHost || z.st.EvalOnly {
+		return 0
+	}
+	return z.reference() + z.prmOwnWeights() + z.largestTensor()*4*2 + StorePendingBytes
+}
+
 // host is the host plan of p (computed by Compute).
 func (z sizer) host(p *Plan) HostPlan {
 	h := HostPlan{Components: map[string]int64{}}

@@ -118,3 +118,34 @@ func countNonZero(m map[string]int64) int {
 	}
 	return n
 }
+
+// TestGoBackendPlansOneRAM: on the go backend the device phases are sized so that the host plan,
+// device ledger and what waits beside it together, fits the budget; on a GPU the same recipe
+// fills the device budget alone.
+func TestGoBackendPlansOneRAM(t *testing.T) {
+	shape, err := KnownShape("qwen3-0.6b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := Settings{ComputeBytes: 4, SeqLen: 256, MaxKVSlots: 16, MaxMicroBatch: 16, Offload: OffloadAuto, Reference: true,
+		Attention: AttentionDense, CheckpointsKept: 1}
+	budget := int64(24) << 30
+	gpu, err := Compute(shape, st, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.DeviceIsHost = true
+	cpu, err := Compute(shape, st, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cpu.Fits || cpu.Host.RAM > budget {
+		t.Errorf("go backend: host memory %s against a budget of %s (fits %v, %s)", gib(cpu.Host.RAM), gib(budget), cpu.Fits, cpu.Reason)
+	}
+	if cpu.HostBeside != shape.Params()*4+int64(shape.Vocab)*int64(shape.Hidden)*4*2+StorePendingBytes {
+		t.Errorf("host beside the phases %d; want the reference copy, a checkpoint's largest tensor twice and the store's chunks", cpu.HostBeside)
+	}
+	if cpu.MicroBatch >= gpu.MicroBatch || gpu.HostBeside != 0 {
+		t.Errorf("micro-batch %d on the go backend, %d on a GPU (host beside %d); want fewer on the go backend", cpu.MicroBatch, gpu.MicroBatch, gpu.HostBeside)
+	}
+}

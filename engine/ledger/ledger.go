@@ -232,6 +232,11 @@ type Plan struct {
 	HostBytes int64
 	// Trainable is the number of trained parameters (LoRA: the adapters'; ppo: + the value head).
 	Trainable int64
+	// HostBeside is, on the go backend, what host memory holds beside the device phases (the
+	// reference copy and the PRM's own weights off the device, a checkpoint's tensor and the
+	// store's pending chunks; the runtime reserve stands for the process): the phases are sized
+	// to Budget less it, so that the one RAM holds both. 0 on a GPU.
+	HostBeside int64
 	// Reason explains, when Fits is false, which phase is too big and its largest component.
 	Reason string
 	// Host is what the run needs outside the device: host memory and disk (host.go).
@@ -410,6 +415,12 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 	}
 	z := newSizer(shape, st)
 	p := &Plan{Budget: budget, Shape: shape, Params: z.params, Trainable: z.trainable, Settings: st}
+	if beside := z.hostBeside(); beside > 0 && budget > 0 {
+		// The go backend's device is the host's memory: what the host holds beside the device
+		// phases comes out of the same budget.
+		p.HostBeside = beside
+		budget = max(budget-beside, 1)
+	}
 	fits := func(b int64) bool { return budget == 0 || b <= budget }
 
 	maxSlots, maxMicro := st.MaxKVSlots, st.MaxMicroBatch

@@ -174,6 +174,10 @@ func (p *Plan) Table() string {
 		fmt.Fprintf(&b, "host memory during rollout: %s\n", gib(p.HostBytes))
 	}
 	fmt.Fprintf(&b, "options: %s\n", p.options())
+	if p.HostBeside > 0 {
+		fmt.Fprintf(&b, "one RAM (the go backend): the phases are sized to %s, the budget less the %s host memory holds beside them (reference or PRM copies off the device, a checkpoint's tensor, store chunks)\n",
+			gib(max(p.Budget-p.HostBeside, 0)), gib(p.HostBeside))
+	}
 	peak := p.Rollout
 	for _, ph := range phases {
 		if ph.Bytes > peak.Bytes {
