@@ -231,3 +231,16 @@ func TestBadInputErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanGoBackendOneRAM: with backend.kind go, plan needs no --vram (the budget is this
+// machine's memory) and says that its phases share the one RAM with what the host holds.
+func TestPlanGoBackendOneRAM(t *testing.T) {
+	out, err := runCmd(t, "plan", recipe("retool.yaml"), "--shape", "qwen3-0.6b", "--set", "backend.kind=go",
+		"--set", "rollout.max_total_tokens=256", "--set", "rollout.group_size=2")
+	if err != nil && !strings.Contains(err.Error(), "exit status 1") {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "gradient_workspace") || !strings.Contains(out, "one RAM (the go backend): the phases are sized to") {
+		t.Errorf("plan with backend.kind go:\n%s", out)
+	}
+}
