@@ -37,7 +37,8 @@ const hostBlock = 1 << 16
 // f32Data calls fn with t's float32 values where they are: the backend buffer of a tensor that
 // is only on the device (Go backend buffers are host memory), else the local values (a tensor
 // also on the device then has its device copy invalidated, so the next graph call sends the new
-// values).
+// values). hostAdamW keeps the slices past fn for the update: neither storage moves while the
+// tensor lives, and nothing else runs on the trainer's tensors meanwhile.
 func f32Data(t *tensors.Tensor, b compute.Backend, fn func([]float32)) error {
 	if t.DType() != dtypes.Float32 {
 		return fmt.Errorf("train: host optimizer: a %s tensor; want float32", t.DType())
