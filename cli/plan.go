@@ -64,7 +64,7 @@ its parts. The exit status is 0 when every row fits, 1 otherwise.`,
 			}
 			mon.Close()
 			if r.Backend.Kind == device.Go { // the go backend's device is this machine's memory
-				detected = device.MemTotal()
+				detected = device.HostBudget()
 			}
 			var builtin string // only a plan that names no model reads the built-in one
 			if dir == "" && shape == "" && r.Model.Path == "" {
@@ -98,7 +98,7 @@ its parts. The exit status is 0 when every row fits, 1 otherwise.`,
 	}
 	cmd.Flags().StringVar(&dir, "model", "", "model folder (only config.json is read)")
 	cmd.Flags().StringVar(&shape, "shape", "", "a known shape instead of --model: "+knownShapes())
-	cmd.Flags().StringVar(&vram, "vram", "", "device memory budget, e.g. 24GiB (default: the recipe's memory.vram, auto = free GPU memory, or with backend.kind go this machine's memory)")
+	cmd.Flags().StringVar(&vram, "vram", "", "device memory budget, e.g. 24GiB (default: the recipe's memory.vram, auto = free GPU memory, or with backend.kind go four fifths of this machine's memory)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
 	cmd.Flags().BoolVar(&evalPlan, "eval", false, "plan an evaluation-only run (agentrl-tui eval): no trainer, reference or PRM phase")
 	cmd.Flags().BoolVar(&sftPlan, "sft", false, "plan a supervised step of sft --data instead of a recipe's RL step")

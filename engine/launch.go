@@ -116,7 +116,7 @@ func Open(l Launch) (sess *Session, err error) {
 		// (device.LimitHeap) rather than at twice what was live.
 		rc := *r
 		rc.Backend.Kind = device.Go
-		if p, err := ledger.PlanFor(ledger.Request{Recipe: &rc, ModelDir: dir, DetectedVRAM: device.MemTotal(), EvalOnly: eval != nil}); err == nil {
+		if p, err := ledger.PlanFor(ledger.Request{Recipe: &rc, ModelDir: dir, DetectedVRAM: device.HostBudget(), EvalOnly: eval != nil}); err == nil {
 			if _, say := device.LimitHeap(p.Host.RAM); say != "" {
 				fmt.Fprintln(l.Log, say)
 			}

@@ -55,3 +55,9 @@ func MemTotal() int64 {
 	}
 	return total
 }
+
+// HostBudget is the memory budget `plan` and a run give the Go backend when memory.vram is auto:
+// four fifths of the machine's memory (MemTotal), the rest left to the system, the page cache and
+// the collector's slack above the live bytes (a Qwen3-0.6B step planned at 19.98 GiB resided at
+// 22.05). 0 where the memory cannot be read.
+func HostBudget() int64 { return MemTotal() / 5 * 4 }
