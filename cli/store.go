@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,6 +35,9 @@ func runsCommand(env Env) *cobra.Command {
 				return err
 			}
 			defer s.Close()
+			if n := s.LiveNote(); n != "" {
+				fmt.Fprintln(env.Stderr, n)
+			}
 			sums, err := s.Summaries()
 			if err != nil {
 				return err
@@ -93,6 +97,9 @@ leaves to RL, where a bridge thought carries what the problem does not).`,
 					return err
 				}
 				defer s.Close()
+				if n := s.LiveNote(); n != "" {
+					fmt.Fprintln(env.Stderr, n)
+				}
 				st = append(st, s)
 			}
 			var src compare.Source = st
@@ -173,6 +180,13 @@ func viewCommand(env Env) *cobra.Command {
 			initial, err := ui.StoredEvents(st, runID)
 			if err != nil {
 				return fmt.Errorf("view: %w (agentrl-tui runs --store %s lists the runs)", err, path)
+			}
+			if live, _ := st.Live(); live {
+				// A running run: its complete steps now, then each as the next one begins.
+				initial, shown := completeSteps(initial, false)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				return ui.RunTUI(ctx, ui.Options{Initial: initial, Events: followLive(ctx, path, runID, shown), Store: st, RunID: runID})
 			}
 			if end, ok := interruptedEnd(st, runID); ok {
 				initial = append(initial, end)
@@ -303,4 +317,96 @@ func exportCommand(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&from, "model", "", "a HuggingFace model folder to write instead of a stored checkpoint (in --dtype, in --shard-size shards)")
 	cmd.Flags().StringVar(&shard, "shard-size", "", "split the weights into shards of at most this size, e.g. 5GB (default: one model.safetensors)")
 	return cmd
+}
+
+// liveEvery is how often a view of a running run reads its live snapshot again.
+const liveEvery = 2 * time.Second
+
+// eventStep is the step an event of a stored run belongs to (false: the run's own, RunStart or
+// RunEnd).
+func eventStep(e event.Event) (int, bool) {
+	switch e := e.(type) {
+	case event.Phase:
+		return e.Step, true
+	case event.StepMetrics:
+		return e.Step, true
+	case event.Trajectory:
+		return e.Step, true
+	case event.Eval:
+		return e.Step, true
+	case event.Checkpoint:
+		return e.Step, true
+	}
+	return 0, false
+}
+
+// completeSteps keeps the events of a running run's replay up to its last complete step: the
+// newest step may still be being written (its metrics before its trajectories or checkpoint), so
+// it waits until a later one appears, or until the run has ended (ended). It returns the kept
+// events and the last step they hold (0: none).
+func completeSteps(evs []event.Event, ended bool) ([]event.Event, int) {
+	newest := 0
+	for _, e := range evs {
+		if st, ok := eventStep(e); ok {
+			newest = max(newest, st)
+		}
+	}
+	last := newest - 1
+	if ended {
+		last = newest
+	}
+	var out []event.Event
+	for _, e := range evs {
+		if st, ok := eventStep(e); !ok && (ended || e.Type() != "run_end") || ok && st <= last {
+			out = append(out, e)
+		}
+	}
+	return out, max(last, 0)
+}
+
+// followLive streams a running run's steps after shown from its live snapshot, read again every
+// liveEvery, until the run ends (the store opens as itself again: its writer closed it) or ctx
+// does; the channel is closed then.
+func followLive(ctx context.Context, path, runID string, shown int) <-chan event.Event {
+	ch := make(chan event.Event, 256)
+	go func() {
+		defer close(ch)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(liveEvery):
+			}
+			st, err := store.Open(path, store.Options{ReadOnly: true})
+			if err != nil {
+				continue // between the writer's close and nothing: try again
+			}
+			live, _ := st.Live()
+			evs, err := ui.StoredEvents(st, runID)
+			if err == nil && !live {
+				if end, ok := interruptedEnd(st, runID); ok {
+					evs = append(evs, end)
+				}
+			}
+			st.Close()
+			if err != nil {
+				continue
+			}
+			kept, last := completeSteps(evs, !live)
+			for _, e := range kept {
+				if step, ok := eventStep(e); ok && step > shown || !ok && e.Type() == "run_end" {
+					select {
+					case ch <- e:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+			shown = max(shown, last)
+			if !live {
+				return
+			}
+		}
+	}()
+	return ch
 }

@@ -161,7 +161,7 @@ func Open(l Launch) (sess *Session, err error) {
 	if err := os.MkdirAll(filepath.Dir(r.Run.Store), 0o755); err != nil {
 		return nil, fmt.Errorf("store folder: %w", err)
 	}
-	st, err := store.Open(r.Run.Store, store.Options{})
+	st, err := store.Open(r.Run.Store, store.Options{Live: true})
 	if err != nil {
 		return nil, err
 	}

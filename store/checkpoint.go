@@ -114,7 +114,7 @@ func (c *chunker) flush() error {
 		c.pending, c.size, c.fresh = map[string][]byte{}, 0, c.fresh[:0]
 		return err
 	}
-	err := c.s.db.Update(func(tx *bolt.Tx) error {
+	err := c.s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bBlobs)
 		for h, d := range c.pending {
 			k, _ := hex.DecodeString(h)
@@ -234,7 +234,7 @@ func (s *Store) saveCheckpointFrom(mp *Manifest, weights, moments TensorSource, 
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		blobs := tx.Bucket(bBlobs)
 		for _, h := range m.allChunks() { // never publish a manifest whose chunks are not all there
 			k, _ := hex.DecodeString(h)
@@ -308,6 +308,9 @@ func (s *Store) LatestCheckpoint(run string) (Manifest, error) {
 
 // LoadCheckpoint reads a checkpoint back, checking every chunk's hash.
 func (s *Store) LoadCheckpoint(run string, step int) (*Checkpoint, error) {
+	if live, _ := s.Live(); live {
+		return nil, fmt.Errorf("store %s is being written by a running run, whose live snapshot holds no checkpoint tensors: load step %d once the run has stopped", s.path, step)
+	}
 	m, err := s.Manifest(run, step)
 	if err != nil {
 		return nil, err
@@ -371,7 +374,7 @@ func (s *Store) Verify(run string, step int) error {
 
 // DeleteCheckpoint removes a manifest; its chunks go at the next GC.
 func (s *Store) DeleteCheckpoint(run string, step int) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b, _ := stepBucket(tx, bCkpt, run, false)
 		if b == nil {
 			return nil
@@ -417,7 +420,7 @@ func (s *Store) Retain(run, metric string, bestK, lastN int, pinned ...int) ([]i
 // before a manifest was published). It returns how many it removed.
 func (s *Store) GC() (int, error) {
 	removed := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		live := map[string]bool{}
 		err := tx.Bucket(bCkpt).ForEach(func(run, _ []byte) error {
 			return tx.Bucket(bCkpt).Bucket(run).ForEach(func(_, v []byte) error {

@@ -46,14 +46,20 @@ type Store struct {
 	db       *bolt.DB
 	path     string
 	readOnly bool
+	pub      *publisher // the live snapshot's publisher (Options.Live), nil without
+	liveAt   time.Time  // a live snapshot opened in the store's place: when it was written
 }
 
 // Options for Open.
 type Options struct {
 	ReadOnly bool
 	// Timeout bounds the wait for the file lock (default 500ms): a store held by a running run
-	// gives ErrInUse quickly instead of hanging.
+	// gives ErrInUse quickly instead of hanging (a read-only open then reads the run's live
+	// snapshot where it has one: see live.go).
 	Timeout time.Duration
+	// Live publishes the live snapshot for readers in other processes while the store is open
+	// for writing (a run's store).
+	Live bool
 }
 
 // Open opens (creating, unless read-only) the store at path and checks its schema version.
@@ -77,6 +83,11 @@ func Open(path string, opts Options) (*Store, error) {
 	})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
+			if opts.ReadOnly {
+				if s := openLive(path, opts.Timeout); s != nil {
+					return s, nil
+				}
+			}
 			return nil, fmt.Errorf("store %s is %w (a run is writing to it); wait for it to finish, or view it from that run's own UI: %w", path, ErrInUse, err)
 		}
 		return nil, fmt.Errorf("store %s cannot be opened (corrupted or not a bbolt file?); it was not changed: %w", path, err)
@@ -86,6 +97,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := s.checkSchema(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if opts.Live && !opts.ReadOnly {
+		s.startLive()
 	}
 	return s, nil
 }
@@ -118,7 +132,7 @@ func (s *Store) checkSchema() error {
 		return check(tx)
 	})
 	if err == nil && missing && !s.readOnly {
-		return s.db.Update(func(tx *bolt.Tx) error {
+		return s.update(func(tx *bolt.Tx) error {
 			for _, b := range allBuckets {
 				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 					return err
@@ -133,7 +147,7 @@ func (s *Store) checkSchema() error {
 	if s.readOnly {
 		return fmt.Errorf("store %s is empty", s.path)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -148,7 +162,19 @@ var errNoMeta = errors.New("no meta bucket")
 var allBuckets = [][]byte{bMeta, bRuns, bMetrics, bEvals, bPhases, bTraj, bEvalTraj, bCkpt, bBlobs}
 
 // Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stopLive()
+	return s.db.Close()
+}
+
+// update is db.Update, telling the live publisher of a change that committed.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	err := s.db.Update(fn)
+	if err == nil {
+		s.changed()
+	}
+	return err
+}
 
 // Path is the file's path.
 func (s *Store) Path() string { return s.path }
@@ -210,7 +236,7 @@ func (s *Store) PutRun(r Run) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bRuns).Put([]byte(r.ID), data) })
+	return s.update(func(tx *bolt.Tx) error { return tx.Bucket(bRuns).Put([]byte(r.ID), data) })
 }
 
 // FreeRunID is base if the store has no run of that id, else base-2, base-3, … (the first free):
@@ -370,7 +396,7 @@ func (s *Store) putJSON(top []byte, run string, key []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b, err := stepBucket(tx, top, run, true)
 		if err != nil {
 			return err

@@ -63,7 +63,7 @@ func (s *Store) PutTrajectories(run string, recs []TrajectoryRecord) error {
 		}
 		rows = append(rows, kv{top, trajKey(r.Step, r.TaskID, r.Sample), v})
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		for _, r := range rows {
 			b, err := stepBucket(tx, r.top, run, true)
 			if err != nil {

@@ -109,7 +109,8 @@ func (w Writer) State() (WriterState, string) {
 //     exclusive lock allows at the same time), exclusive when s is open for writing. Either way no
 //     other process can be writing the store now, so a run whose writer is not this very process
 //     writing through s is interrupted, even when its record names no writer (a store written by
-//     an older build) or a writer on another host.
+//     an older build) or a writer on another host. A live snapshot (Live) was opened because
+//     another process holds the lock: there a run whose recorded writer is alive is running.
 func (s *Store) Interrupted(r Run) (bool, string) {
 	if r.Status != StatusRunning {
 		return false, ""
@@ -123,6 +124,11 @@ func (s *Store) Interrupted(r Run) (bool, string) {
 	}
 	if !s.readOnly && *r.Writer == ThisProcess() {
 		return false, "" // this process writes it, through this store
+	}
+	if live, _ := s.Live(); live {
+		// A live snapshot: a process holds the store's lock now, and the recorded writer is
+		// alive (or cannot be told from here): it is the one writing.
+		return false, ""
 	}
 	if state == WriterLive { // alive, yet not holding the store: it no longer writes this run
 		return true, fmt.Sprintf("its process (pid %d) no longer holds the store", r.Writer.PID)
