@@ -201,7 +201,7 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 		if err := os.MkdirAll(filepath.Dir(storePath), 0o755); err != nil {
 			return err
 		}
-		st, err := store.Open(storePath, store.Options{})
+		st, err := store.Open(storePath, store.Options{Live: true})
 		if err != nil {
 			return err
 		}
@@ -325,7 +325,7 @@ func resumeSFT(env Env, storePath, runID, uiMode string) error {
 		return fmt.Errorf("resume: %w", err)
 	}
 	uiMode = mode
-	st, err := store.Open(storePath, store.Options{})
+	st, err := store.Open(storePath, store.Options{Live: true})
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,9 @@ import (
 // run from another terminal while it trains; checkpoint tensors stay in the store and load once
 // the run has stopped. The writer removes the snapshot when it closes the store.
 
-// LiveInterval is the least time between two live snapshots.
+// LiveInterval is the least time between two live snapshots; a store whose snapshot takes long
+// to write waits nine times as long as the last one took, so publishing costs at most a tenth of
+// the writer's time.
 const LiveInterval = time.Second
 
 // LivePath is the live snapshot of the store at path.
@@ -59,14 +61,16 @@ func (s *Store) publish() {
 			return
 		case <-s.pub.kick:
 		}
+		t0 := time.Now()
 		err := s.PublishLive()
+		took := time.Since(t0)
 		s.pub.mu.Lock()
 		s.pub.err = err
 		s.pub.mu.Unlock()
 		select {
 		case <-s.pub.stop:
 			return
-		case <-time.After(LiveInterval):
+		case <-time.After(max(LiveInterval, 9*took)): // a tenth of the time at most, however big the store
 		}
 	}
 }
