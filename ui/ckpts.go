@@ -100,7 +100,7 @@ func (p *ckptPane) Update(msg tea.Msg) tea.Cmd {
 		case key.Matches(msg, k.Bottom):
 			p.cur.cursor = n - 1
 		case disabledKey(msg, k.Mark):
-			return note("read-only view: a stored run's best checkpoint is the one the run chose (mark one while it runs)", false)
+			return note("read-only view: the best checkpoint is the one the run chose (mark one in the run's own workbench)", false)
 		case disabledKey(msg, k.Export):
 			return note("read-only view: export a stored checkpoint with `agentrl-tui export --store PATH --run RUN --step S OUT_DIR`", false)
 		case key.Matches(msg, k.Mark):

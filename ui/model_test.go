@@ -440,7 +440,7 @@ func TestReadOnlyView(t *testing.T) {
 			t.Fatalf("read-only view shows %q:\n%s", hidden, v)
 		}
 	}
-	if !strings.Contains(v, "read-only view: a stored run's best checkpoint") {
+	if !strings.Contains(v, "read-only view: the best checkpoint is the one the run chose") {
 		t.Fatalf("b in the read-only view says nothing:\n%s", v)
 	}
 	press(m, "e") // silent before: now it names the command that exports a stored checkpoint
