@@ -395,6 +395,9 @@ func (l *loader) checkOverrides(overrides map[string]string) map[string]any {
 	out := map[string]any{}
 	for _, key := range keys {
 		f, ok := l.sch.byKey[key]
+		if !ok && l.setMapEntry(key, overrides[key]) {
+			continue
+		}
 		if !ok {
 			section, name := "", key
 			if i := strings.LastIndex(key, "."); i >= 0 {
@@ -419,6 +422,33 @@ func (l *loader) checkOverrides(overrides map[string]string) map[string]any {
 		}
 	}
 	return out
+}
+
+// setMapEntry applies an override of one entry of a mapping field (data.fields.answer=solution:
+// the entry answer of data.fields), kept beside the recipe's other entries; false when key's
+// parent is not a mapping field.
+func (l *loader) setMapEntry(key, value string) bool {
+	i := strings.LastIndex(key, ".")
+	if i <= 0 {
+		return false
+	}
+	parent, entry := key[:i], key[i+1:]
+	f, ok := l.sch.byKey[parent]
+	if !ok || f.kind != kStringMap || entry == "" {
+		return false
+	}
+	src, ok := l.maps[parent]
+	if !ok {
+		src = f.value(Default()).Interface().(map[string]string)
+	}
+	m := make(map[string]string, len(src)+1)
+	for k, v := range src {
+		m[k] = v
+	}
+	m[entry] = value
+	l.maps[parent] = m
+	l.loc.sources[parent] = "override"
+	return true
 }
 
 // parseText parses an environment or override value for a field of kind k.

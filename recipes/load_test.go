@@ -394,3 +394,28 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestOverrideMapEntry: --set data.fields.answer=solution sets one entry of a mapping field, as
+// the error for a dataset without an answer field says to, keeping the recipe's other entries; a
+// whole-map --set data.fields=… is applied first, and an entry of a field that is not a mapping is
+// still an unknown field.
+func TestOverrideMapEntry(t *testing.T) {
+	yaml := "data:\n  fields: {prompt: question, id: uid}\n"
+	r, errText := loadInline(t, yaml, Options{IgnoreEnv: true, Overrides: map[string]string{"data.fields.answer": "solution"}})
+	if errText != "" {
+		t.Fatal(errText)
+	}
+	if want := map[string]string{"prompt": "question", "id": "uid", "answer": "solution"}; !reflect.DeepEqual(r.Data.Fields, want) {
+		t.Errorf("data.fields = %v; want %v", r.Data.Fields, want)
+	}
+	r, errText = loadInline(t, yaml, Options{IgnoreEnv: true, Overrides: map[string]string{"data.fields": "prompt=problem", "data.fields.answer": "solution"}})
+	if errText != "" {
+		t.Fatal(errText)
+	}
+	if want := map[string]string{"prompt": "problem", "answer": "solution"}; !reflect.DeepEqual(r.Data.Fields, want) {
+		t.Errorf("data.fields after a whole-map override and an entry = %v; want %v", r.Data.Fields, want)
+	}
+	if _, errText = loadInline(t, yaml, Options{IgnoreEnv: true, Overrides: map[string]string{"run.seed.x": "1"}}); !strings.Contains(errText, "run.seed.x") || !strings.Contains(errText, "unknown field") {
+		t.Errorf("an entry of a non-mapping field: %q", errText)
+	}
+}
