@@ -585,3 +585,26 @@ func TestBench(t *testing.T) {
 		t.Errorf("%+v", *res)
 	}
 }
+
+// TestRunDataLogWithoutHeldout: without a held-out share and a length bound the log says so,
+// rather than "held-out NaN" and "0 dropped, longer than 0 tokens".
+func TestRunDataLogWithoutHeldout(t *testing.T) {
+	o := sampleBackend(t)
+	var log strings.Builder
+	o.Data, o.Format, o.Log = retoolSFT, retool.LayoutReTool, &log
+	o.Steps, o.Batch, o.LR, o.MaxLen = 1, 2, 1e-3, 0
+	if _, err := RunData(context.Background(), *o); err != nil {
+		t.Fatal(err)
+	}
+	got := log.String()
+	for _, bad := range []string{"NaN", "longer than 0 tokens"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the log says %q:\n%s", bad, got)
+		}
+	}
+	for _, want := range []string{"no length bound (--max-len 0)", "no held-out set (--heldout-share above 0"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the log does not say %q:\n%s", want, got)
+		}
+	}
+}

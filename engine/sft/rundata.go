@@ -271,8 +271,12 @@ func RunData(ctx context.Context, o DataOptions) (*DataResult, error) {
 	}
 	held, trainSeqs := seqs[:nHeld], seqs[nHeld:]
 	res.Train, res.Heldout = len(trainSeqs), len(held)
-	fmt.Fprintf(o.Log, "sft: %s: %d conversations (%d dropped, longer than %d tokens), %d to train on, %d held out; %d tokens, %d trained\n",
-		o.Data, len(convs), dropped, o.MaxLen, len(trainSeqs), len(held), res.Tokens, res.TrainedTokens)
+	bound := "no length bound (--max-len 0)"
+	if o.MaxLen > 0 {
+		bound = fmt.Sprintf("%d dropped, longer than %d tokens", dropped, o.MaxLen)
+	}
+	fmt.Fprintf(o.Log, "sft: %s: %d conversations (%s), %d to train on, %d held out; %d tokens, %d trained\n",
+		o.Data, len(convs), bound, len(trainSeqs), len(held), res.Tokens, res.TrainedTokens)
 
 	m, err := loadModel(o)
 	if err != nil {
@@ -397,7 +401,7 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 		}
 	}
 	emit(event.RunStart{RunID: o.RunID, Name: o.Name, Recipe: "sft --data " + o.Data, TotalSteps: steps, Backend: o.Backend.Name(), Model: o.Init, Kind: store.KindSFT})
-	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch); nll before: train %.4f held-out %.4f\n", steps, most, perEpoch, res.TrainBefore, res.HeldoutBefore)
+	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch); nll before: train %.4f%s\n", steps, most, perEpoch, res.TrainBefore, heldoutText(len(held), res.HeldoutBefore))
 	m0 := map[event.Metric]float64{event.MetricLoss: res.TrainBefore}
 	if len(held) > 0 {
 		m0[event.MetricEvalLoss] = res.HeldoutBefore
@@ -505,7 +509,7 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 			return nil, err
 		}
 	}
-	fmt.Fprintf(o.Log, "sft: nll after: train %.4f held-out %.4f\n", res.TrainAfter, res.HeldoutAfter)
+	fmt.Fprintf(o.Log, "sft: nll after: train %.4f%s\n", res.TrainAfter, heldoutText(len(held), res.HeldoutAfter))
 	if o.Out != "" {
 		if err := writeOut(&o, m, &ck, steps, saveAs, emit); err != nil {
 			return nil, err
@@ -772,4 +776,13 @@ func copyTokenizer(from, to string) error {
 		}
 	}
 	return nil
+}
+
+// heldoutText is the held-out set's part of a log line: its nll, or that there is none (the
+// Curves pane's eval_loss needs one).
+func heldoutText(held int, nll float64) string {
+	if held == 0 {
+		return ", no held-out set (--heldout-share above 0 gives one, and the eval_loss curve)"
+	}
+	return fmt.Sprintf(" held-out %.4f", nll)
 }
