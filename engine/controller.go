@@ -280,7 +280,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		return c.runEval(ctx)
 	}
 	r := c.recipe
-	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels,
+	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels, Reward: RewardWeightsOf(r),
 		Attention: c.attention, Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}
 	if c.opts.Store != nil && c.opts.Resume != nil {
 		run, err := c.opts.Store.GetRun(c.opts.RunID)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"agentrl/engine/event"
 	"agentrl/envs/grade"
 	"agentrl/envs/mathverify"
 	"agentrl/recipes"
@@ -15,4 +16,10 @@ func GraderOf(r *recipes.Recipe) string {
 		return r.Reward.Grader
 	}
 	return g.Name() + "@" + g.Version()
+}
+
+// RewardWeightsOf is r's reward weights as the workbench shows them beside a trajectory's parts.
+func RewardWeightsOf(r *recipes.Recipe) *event.RewardWeights {
+	w := r.Reward
+	return &event.RewardWeights{Outcome: w.Outcome, Process: w.Process, Shaping: w.Shaping, FormatPenalty: w.FormatPenalty}
 }

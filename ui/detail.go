@@ -104,7 +104,7 @@ func (p *detailPane) build() []string {
 	if p.tokens {
 		p.lines = tokenLines(t, tr, p.w)
 	} else {
-		p.lines = turnLines(t, tr, p.w)
+		p.lines = turnLines(t, tr, p.w, p.sh.data.start.Reward)
 	}
 	for i := range p.lines {
 		p.lines[i] = fit(p.lines[i], p.w)
@@ -119,6 +119,41 @@ func (p *detailPane) View() string {
 }
 
 // summaryLine is a trajectory's numbers on one line.
+// rewardLines are a trajectory's reward parts and total. With the run's weights each part shows
+// as its value × its weight = what it adds, so that the column adds up to the total (the format
+// penalty subtracted); without them (a run recorded before the weights were), the values alone.
+func rewardLines(t *Theme, tr *event.Trajectory, w *event.RewardWeights) []string {
+	if tr.IsDropped() {
+		return []string{"  " + t.Faint.Render("none: a dropped trajectory trains nothing and its group's statistics leave it out")}
+	}
+	r := tr.Reward
+	rows := []struct {
+		name   string
+		v, wgt float64
+		sign   float64
+	}{{"outcome", r.Outcome, 1, 1}, {"process", r.Process, 1, 1}, {"shaping", r.Shaping, 1, 1}, {"format penalty", r.FormatPenalty, 1, -1}}
+	if w != nil {
+		rows[0].wgt, rows[1].wgt, rows[2].wgt, rows[3].wgt = w.Outcome, w.Process, w.Shaping, w.FormatPenalty
+	}
+	var out []string
+	for _, row := range rows {
+		if w == nil {
+			out = append(out, fmt.Sprintf("  %-15s %+.3f", row.name, row.sign*row.v))
+			continue
+		}
+		op := "+"
+		if row.sign < 0 {
+			op = "−"
+		}
+		out = append(out, fmt.Sprintf("  %-15s %s %.3f × %.3f = %+.3f", row.name, op, row.v, row.wgt, row.sign*row.v*row.wgt))
+	}
+	total := fmt.Sprintf("  %-15s %+.3f", "total", r.Total)
+	if w != nil {
+		total = fmt.Sprintf("  %-15s %s %+.3f", "total", strings.Repeat(" ", 17), r.Total)
+	}
+	return append(out, total)
+}
+
 func summaryLine(t *Theme, tr *event.Trajectory) string {
 	ok := t.Good.Render("✓ correct")
 	switch {
@@ -151,7 +186,7 @@ func segmentsText(segs []event.Segment) string {
 }
 
 // turnLines renders the trajectory turn by turn.
-func turnLines(t *Theme, tr *event.Trajectory, w int) []string {
+func turnLines(t *Theme, tr *event.Trajectory, w int, weights *event.RewardWeights) []string {
 	var out []string
 	add := func(ls ...string) { out = append(out, ls...) }
 	head := func(s string) { add("", t.HelpSection.Render(s)) }
@@ -252,17 +287,7 @@ func turnLines(t *Theme, tr *event.Trajectory, w int) []string {
 		add("", t.Faint.Render("(no turns recorded)"))
 	}
 	head("Reward")
-	r := tr.Reward
-	for _, row := range []struct {
-		name string
-		v    float64
-	}{{"outcome", r.Outcome}, {"process", r.Process}, {"shaping", r.Shaping}, {"format penalty", -r.FormatPenalty}, {"total", r.Total}} {
-		if tr.IsDropped() {
-			add("  " + t.Faint.Render("none: a dropped trajectory trains nothing and its group's statistics leave it out"))
-			break
-		}
-		add(fmt.Sprintf("  %-15s %+.3f", row.name, row.v))
-	}
+	add(rewardLines(t, tr, weights)...)
 	if p := tr.PRM; p != nil {
 		head(fmt.Sprintf("PRM: %s (%d replies, %d malformed)", p.Status, p.Replies, p.Malformed))
 		if len(p.Verdicts) > 0 {

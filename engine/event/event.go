@@ -43,6 +43,18 @@ type RunStart struct {
 	// Kind is "sft" for a supervised fine-tuning run (sft --data: its steps' metrics are the
 	// loss, which the workbench plots in place of pass@k); empty for an RL or evaluation run.
 	Kind string `json:"kind,omitempty"`
+	// Reward is the recipe's reward weights, which make a trajectory's total of its parts (nil:
+	// not known, e.g. an SFT run).
+	Reward *RewardWeights `json:"reward_weights,omitempty"`
+}
+
+// RewardWeights are the reward section's weights: total = outcome·Outcome + process·Process +
+// shaping·Shaping − format penalty·FormatPenalty.
+type RewardWeights struct {
+	Outcome       float64 `json:"outcome"`
+	Process       float64 `json:"process"`
+	Shaping       float64 `json:"shaping"`
+	FormatPenalty float64 `json:"format_penalty"`
 }
 
 // Compiled is what one kind of compiled program cost: how many distinct programs (one per input

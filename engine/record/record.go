@@ -170,6 +170,12 @@ func Replay(st *store.Store, runID string) ([]event.Event, error) {
 	sort.Ints(order)
 
 	start := event.RunStart{RunID: run.ID, Name: run.Name, Recipe: run.Recipe, TotalSteps: run.TotalSteps}
+	var rc struct { // the stored recipe's reward weights (an SFT run's spec has none)
+		Reward *event.RewardWeights `json:"reward"`
+	}
+	if json.Unmarshal([]byte(run.RecipeYAML), &rc) == nil {
+		start.Reward = rc.Reward
+	}
 	if run.Kind == store.KindSFT {
 		start.Kind = store.KindSFT
 	}
