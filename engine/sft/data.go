@@ -107,6 +107,9 @@ func parseConversation(b []byte, layout retool.Layout) ([]envs.Message, error) {
 				}
 				m.ToolCalls = append(m.ToolCalls, call)
 			}
+			if strings.TrimSpace(m.Content) == "" && len(m.ToolCalls) == 0 && (m.ReasoningContent == nil || strings.TrimSpace(*m.ReasoningContent) == "") {
+				return nil, fmt.Errorf("field %s.content: empty, with no tool_calls: the turn would train only its end token; give it its text or drop the line", field)
+			}
 			if layout == retool.LayoutReTool {
 				if len(m.ToolCalls) > 0 {
 					return nil, fmt.Errorf("field %s.tool_calls: format retool keeps the code inline in <code>…</code>; give --format tool_call for tool_calls", field)

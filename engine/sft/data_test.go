@@ -149,6 +149,8 @@ func TestReadConversationsErrors(t *testing.T) {
 		{`{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "tool_calls": [{"type": "function", "function": {"arguments": {}}}]}]}`, ":2: field messages[1].tool_calls[0].function.name: missing", retool.LayoutToolCall},
 		{`{"messages": [{"role": "user", "content": "q"}, {"role": "tool", "content": "4"}, {"role": "assistant", "content": "a"}]}`, ":2: field messages[1].role: a tool message that answers no tool call", retool.LayoutToolCall},
 		{`{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}, {"role": "tool", "content": "4"}]}`, ":2: field messages[2].role: a tool message in format retool", retool.LayoutReTool},
+		{`{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "  "}]}`, ":2: field messages[1].content: empty, with no tool_calls", retool.LayoutReTool},
+		{`{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": null}]}`, ":2: field messages[1].content: empty, with no tool_calls", retool.LayoutChat},
 	} {
 		path := filepath.Join(t.TempDir(), "bad.jsonl")
 		if err := os.WriteFile(path, []byte(good+"\n"+c.line+"\n"), 0o644); err != nil {
