@@ -74,7 +74,7 @@ its parts. The exit status is 0 when every row fits, 1 otherwise.`,
 			}
 			if md := cmp.Or(dir, r.Model.Path, builtin); md != "" && shape == "" { // the PRM's prompt and lengths as a run would fit them
 				if _, err := engine.FitPRM(r, md); err != nil {
-					return err
+					return recipes.WithLine(args[0], "prm.model", r.PRM.Model, err)
 				}
 			}
 			p, err := ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, ShapeName: shape, VRAM: vram,

@@ -96,7 +96,7 @@ func Open(l Launch) (sess *Session, err error) {
 	if eval == nil {
 		said, err := FitPRM(r, dir)
 		if err != nil {
-			return nil, err
+			return nil, recipes.WithLine(l.RecipePath, "prm.model", r.PRM.Model, err)
 		}
 		for _, line := range said {
 			fmt.Fprintln(l.Log, line)

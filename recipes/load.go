@@ -553,3 +553,48 @@ func sortProblems(ps []Problem) {
 		return ps[i].Field < ps[j].Field
 	})
 }
+
+// WithLine prefixes err with the recipe file and the line of its field key ("PATH:LINE: "), as
+// the loader's own problems are, for an error found after loading (a prm.model folder that is
+// not there); the file alone where the file does not set key to value (a default, an override,
+// the environment).
+func WithLine(path, key, value string, err error) error {
+	if err == nil || path == "" {
+		return err
+	}
+	if line, v := fieldLine(path, key); line > 0 && v == value {
+		return fmt.Errorf("%s:%d: %w", path, line, err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// fieldLine is the line and value of the dotted key in the YAML file at path (0 where it is not
+// there).
+func fieldLine(path, key string) (int, string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, ""
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return 0, ""
+	}
+	n := doc.Content[0]
+	for _, part := range strings.Split(key, ".") {
+		if n.Kind != yaml.MappingNode {
+			return 0, ""
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == part {
+				next = n.Content[i+1]
+				break
+			}
+		}
+		if next == nil {
+			return 0, ""
+		}
+		n = next
+	}
+	return n.Line, n.Value
+}

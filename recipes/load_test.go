@@ -419,3 +419,25 @@ func TestOverrideMapEntry(t *testing.T) {
 		t.Errorf("an entry of a non-mapping field: %q", errText)
 	}
 }
+
+// TestWithLine: an error found after loading names the recipe file and the field's line, or the
+// file alone when the file does not set the field to the value in question.
+func TestWithLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.yaml")
+	if err := os.WriteFile(path, []byte("run:\n  seed: 1\nprm:\n  kind: model\n  model: models/nope\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := errors.New(`prm.model "models/nope": not found`)
+	for _, c := range []struct{ key, value, want string }{
+		{"prm.model", "models/nope", path + `:5: prm.model "models/nope": not found`},
+		{"prm.model", "models/other", path + `: prm.model "models/nope": not found`}, // set elsewhere: not that line
+		{"prm.endpoint", "", path + `: prm.model "models/nope": not found`},
+	} {
+		if got := WithLine(path, c.key, c.value, base).Error(); got != c.want {
+			t.Errorf("%s=%s: %q; want %q", c.key, c.value, got, c.want)
+		}
+	}
+	if WithLine(path, "prm.model", "models/nope", nil) != nil {
+		t.Error("no error became one")
+	}
+}
