@@ -65,7 +65,8 @@ func compareCommand(env Env) *cobra.Command {
 		Long: `Sets two runs' held-out pass@k side by side at the last step both evaluated (or --step), with
 A − B task by task and its paired standard error (per task, A's pass@k minus B's; their standard
 deviation over √tasks). Runs evaluated on other tasks are refused, and so is a run without an
-evaluation (a run evaluates only with eval.every or eval.at_start set in its recipe).
+evaluation (a run evaluates only with eval.every or eval.at_start set in its recipe). A run is
+named by its id, or by its name (--run-name) where one run has it, as runs prints both.
 
 An evaluation run (agentrl-tui eval) has one evaluation, compared whatever its step: against the
 training run's evaluation at --step, by default at the evaluation run's own step (0 for a model
@@ -88,7 +89,7 @@ leaves to RL, where a bridge thought carries what the problem does not).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
-				return usagef(cmd, "compare takes two run ids (agentrl-tui runs --store %s lists them); got %d", strings.Join(paths, ","), len(args))
+				return usagef(cmd, "compare takes two run ids or names (agentrl-tui runs --store %s lists them); got %d", strings.Join(paths, ","), len(args))
 			}
 			var st compare.Stores
 			for _, p := range paths {

@@ -291,7 +291,8 @@ func TestCompareErrors(t *testing.T) {
 		id, tasks string
 		n         int
 	}{{"a", "f1", 2}, {"b", "f2", 2}, {"c", "f1", 3}, {"old", "", 0}} {
-		if err := st.PutRun(store.Run{ID: r.id}); err != nil {
+		name := map[string]string{"a": "hybrid", "b": "twin", "c": "twin"}[r.id] // names as runs prints them
+		if err := st.PutRun(store.Run{ID: r.id, Name: name}); err != nil {
 			t.Fatal(err)
 		}
 		e := store.Eval{Step: 5, PassAtK: map[int]float64{1: 0.5}, Tasks: r.tasks}
@@ -328,6 +329,14 @@ func TestCompareErrors(t *testing.T) {
 	out, err := runCmd(t, "compare", "--store", dbPath, "a", "a")
 	if err != nil || !strings.Contains(out, "pass@1     0.500   0.500  +0.000 ± 0.000") {
 		t.Errorf("a run against itself: %v\n%s", err, out)
+	}
+	// A run's name, as runs prints it beside the id, names it too when one run has it.
+	if named, err := runCmd(t, "compare", "--store", dbPath, "hybrid", "a"); err != nil || !strings.HasPrefix(named, "A hybrid\n") ||
+		!strings.Contains(named, "pass@1     0.500   0.500  +0.000 ± 0.000") {
+		t.Errorf("compare by the name hybrid: %v\n%s\nwant the figures of run a:\n%s", err, named, out)
+	}
+	if _, err := runCmd(t, "compare", "--store", dbPath, "twin", "a"); err == nil || !strings.Contains(err.Error(), `2 runs are named "twin" (b, c): give one of their ids`) {
+		t.Errorf("a name two runs share: %v", err)
 	}
 }
 

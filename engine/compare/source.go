@@ -55,8 +55,44 @@ func (ss Stores) holding(id string) (*store.Store, string, error) {
 		}
 	}
 	st, err := ss.bare(id)
+	if _, several := err.(inSeveral); err != nil && !several { // not an id: perhaps a run's name, as runs prints it
+		if nst, nid, ok, nerr := ss.named(id); ok || nerr != nil {
+			return nst, nid, nerr
+		}
+	}
 	return st, id, err
 }
+
+// named is the one run whose name is name among the stores, its store and id; ok is false when
+// no run has that name, and a name several runs share is an error listing their ids.
+func (ss Stores) named(name string) (*store.Store, string, bool, error) {
+	var found *store.Store
+	var ids []string
+	for _, st := range ss {
+		runs, err := st.Runs()
+		if err != nil {
+			continue
+		}
+		for _, r := range runs {
+			if r.Name == name {
+				found = st
+				ids = append(ids, r.ID)
+			}
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return nil, "", false, nil
+	case 1:
+		return found, ids[0], true, nil
+	}
+	return nil, "", false, fmt.Errorf("%d runs are named %q (%s): give one of their ids", len(ids), name, strings.Join(ids, ", "))
+}
+
+// inSeveral is bare's error for an id found in more than one store.
+type inSeveral struct{ msg string }
+
+func (e inSeveral) Error() string { return e.msg }
 
 // bare is the one store among ss that has run id.
 func (ss Stores) bare(id string) (*store.Store, error) {
@@ -73,7 +109,7 @@ func (ss Stores) bare(id string) (*store.Store, error) {
 	}
 	switch {
 	case len(in) > 1:
-		return nil, fmt.Errorf("run %q is in %d of the stores given (%s): name the store before the id, as %s:%s", id, len(in), strings.Join(in, ", "), in[0], id)
+		return nil, inSeveral{fmt.Sprintf("run %q is in %d of the stores given (%s): name the store before the id, as %s:%s", id, len(in), strings.Join(in, ", "), in[0], id)}
 	case found != nil:
 		return found, nil
 	case len(errs) == 0:
