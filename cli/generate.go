@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentrl/engine/play"
+	"agentrl/engine/model"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
@@ -34,7 +35,7 @@ func generateCommand(env Env) *cobra.Command {
 	var seed uint64
 	var asJSON, raw bool
 	cmd := &cobra.Command{
-		Use:   "generate --model DIR (--ids 1,2,3 | --prompt TEXT [--raw]) [--max-new N] [--json]",
+		Use:   "generate [--model DIR] (--ids 1,2,3 | --prompt TEXT [--raw]) [--max-new N] [--json]",
 		Short: "run one request through the rollout engine",
 		Long: `Runs one request through the rollout engine and prints the generated text (with --ids or
 --raw, also the new token ids, their log-probs and why it stopped).
@@ -46,11 +47,16 @@ opened (what a run's model is trained on), e.g.
 --raw feeds TEXT tokenized as it is, with no template and no system prompt; --ids feeds token
 ids as they are.
 
+Without --model it runs the built-in model, as run, eval and serve do.
+
 With --json it prints {"new_ids", "logprobs", "stop_reason"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				return errors.New("generate: --model DIR is required")
+			if dir == "" { // as run, eval and serve: the built-in model
+				var err error
+				if dir, err = model.BuiltinDir(env.Builtin); err != nil {
+					return fmt.Errorf("generate: %w", err)
+				}
 			}
 			if (ids == "") == (prompt == "") {
 				return errors.New("generate: give exactly one of --ids 1,2,3 or --prompt TEXT")

@@ -53,6 +53,10 @@ func TestGeneratePromptChat(t *testing.T) {
 	if err != nil || rawOut != idsOut {
 		t.Errorf("generate --raw --json:\n%s\nwant what --ids of the text's tokens gives (%v):\n%s", rawOut, err, idsOut)
 	}
+	// Without --model: the built-in model, as run, eval and serve use.
+	if own, err := runCmd(t, "generate", "--prompt", q, "--raw", "--max-new", "8", "--backend", "go", "--json"); err != nil || own != rawOut {
+		t.Errorf("generate without --model:\n%s\nwant the built-in model's (%v):\n%s", own, err, rawOut)
+	}
 	if _, err := runCmd(t, "generate", "--model", builtin, "--ids", "1,2", "--raw"); err == nil || !strings.Contains(err.Error(), "--raw goes with --prompt") {
 		t.Errorf("--raw with --ids: %v", err)
 	}
