@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentrl/engine/play"
 	"agentrl/engine/model"
+	"agentrl/engine/play"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/tokenizer"
