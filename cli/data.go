@@ -19,14 +19,16 @@ func dataCommand(env Env) *cobra.Command {
 	verbs(cmd, "data needs a verb: data inspect PATH [--recipe R] [--json]")
 	var recipePath string
 	var asJSON bool
+	var set runFlags // only --set
 	inspect := &cobra.Command{
-		Use:   "inspect PATH[:SPLIT] [--recipe R] [--json]",
+		Use:   "inspect PATH[:SPLIT] [--recipe R] [--set data.fields.PART=FIELD] [--json]",
 		Short: "how many tasks a dataset file or folder gives, which fields they came from, and the first task's user turn and answer as the environment sees them",
 		Long: `data inspect reads PATH (a .jsonl or .parquet file, or a HuggingFace dataset folder, ":SPLIT"
 choosing a split) as data.train or a data.eval set would, and prints how many tasks it read, which
 fields the problem, answer and id came from, and the first task: its user turn exactly as the
 environment will see it (after data.prompt_template) and its answer. --recipe R takes data.fields
-and data.prompt_template from the recipe R; without it the defaults apply.`,
+and data.prompt_template from the recipe R; without it the defaults apply. --set changes them as
+it would for a run (--set data.fields.answer=solution), with or without --recipe.`,
 		Example: "  agentrl-tui data inspect testdata/data/dapo-verl.parquet\n  agentrl-tui data inspect testdata/data/aime2024:train --recipe recipes/retool.yaml --json",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -36,8 +38,12 @@ and data.prompt_template from the recipe R; without it the defaults apply.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var o dataset.Options
+			over, err := set.overrides()
+			if err != nil {
+				return err
+			}
 			if recipePath != "" {
-				r, err := recipes.Load(recipePath, recipes.Options{NoDataFiles: true})
+				r, err := recipes.Load(recipePath, recipes.Options{NoDataFiles: true, Overrides: over})
 				if err != nil {
 					return err
 				}
@@ -45,6 +51,21 @@ and data.prompt_template from the recipe R; without it the defaults apply.`,
 					return err
 				}
 				o.Template = r.Data.PromptTemplate
+			} else if len(over) > 0 { // no recipe: the data fields and template alone
+				fields := map[string]string{}
+				for k, v := range over {
+					switch part, ok := strings.CutPrefix(k, "data.fields."); {
+					case ok && part != "":
+						fields[part] = v
+					case k == "data.prompt_template":
+						o.Template = v
+					default:
+						return fmt.Errorf("data inspect: --set %s: without --recipe, --set takes data.fields.PART=FIELD and data.prompt_template only", k)
+					}
+				}
+				if o.Fields, err = dataset.FieldsFrom(fields); err != nil {
+					return err
+				}
 			}
 			s, err := dataset.Read(args[0], o)
 			if err != nil {
@@ -59,6 +80,7 @@ and data.prompt_template from the recipe R; without it the defaults apply.`,
 		},
 	}
 	inspect.Flags().StringVar(&recipePath, "recipe", "", "take data.fields and data.prompt_template from this recipe")
+	inspect.Flags().StringArrayVar(&set.set, "set", nil, "set a data field as a run would: --set data.fields.answer=solution (repeatable)")
 	inspect.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.AddCommand(inspect)
 	return cmd

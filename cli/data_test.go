@@ -78,3 +78,32 @@ func TestDataInspect(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestDataInspectFixesAsTyped: the fix a missing-answer error names works in data inspect as
+// typed, with and without a recipe; a conversation file is told apart from a task file and
+// pointed at sft --data; --set without a recipe takes the data fields only.
+func TestDataInspectFixesAsTyped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "solutions.jsonl")
+	if err := os.WriteFile(path, []byte(`{"problem": "Compute $1+1$.", "solution": "2"}`+"\n"+`{"problem": "Compute $2+2$.", "solution": "4"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, "data", "inspect", path); err == nil || !strings.Contains(err.Error(), "name the answer's field in data.fields.answer") {
+		t.Fatalf("no answer field: %v", err)
+	}
+	for _, args := range [][]string{
+		{"data", "inspect", path, "--set", "data.fields.answer=solution", "--json"},
+		{"data", "inspect", path, "--recipe", recipe("retool.yaml"), "--set", "data.fields.answer=solution", "--json"},
+	} {
+		out, err := runCmd(t, args...)
+		if err != nil || !strings.Contains(out, `"tasks":2`) || !strings.Contains(out, `"answer":"solution"`) {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+	}
+	if _, err := runCmd(t, "data", "inspect", path, "--set", "train.lr=1"); err == nil || !strings.Contains(err.Error(), "without --recipe, --set takes data.fields.PART=FIELD") {
+		t.Errorf("--set of another field without a recipe: %v", err)
+	}
+	if _, err := runCmd(t, "data", "inspect", sample("retool-sft.jsonl")); err == nil ||
+		!strings.Contains(err.Error(), "a conversation (a messages list), not a task") || !strings.Contains(err.Error(), "agentrl-tui sft --data") {
+		t.Errorf("a conversation file: %v", err)
+	}
+}

@@ -143,6 +143,10 @@ func (r row) task(o Options, multi bool) (envs.Task, used, error) {
 		return envs.Task{}, u, err
 	}
 	if !ok {
+		if _, conv := r.data["messages"].([]any); conv {
+			return envs.Task{}, u, fmt.Errorf("%s: a conversation (a messages list), not a task: this is supervised fine-tuning data; train on it with agentrl-tui sft --data %s (data.train and data.eval take tasks: a problem and its answer)",
+				r.where(), r.file)
+		}
 		return envs.Task{}, u, fmt.Errorf("%s: no problem: none of the fields %s is present (the row has: %s); name the problem's field in data.fields.prompt",
 			r.where(), strings.Join(defaultPrompt, ", "), r.keys())
 	}
