@@ -101,3 +101,29 @@ func TestLiveSnapshot(t *testing.T) {
 		t.Errorf("the checkpoint after the writer closed: %v", err)
 	}
 }
+
+// TestStaleLiveSnapshotRemoved: a snapshot left by a writer that died is removed by the next
+// process that opens the store for writing, so a reader never takes it for that writer's.
+func TestStaleLiveSnapshotRemoved(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.db")
+	w, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := os.WriteFile(LivePath(path), []byte("a dead writer's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := os.Stat(LivePath(path)); !os.IsNotExist(err) {
+		t.Errorf("the stale snapshot is still there: %v", err)
+	}
+	if r, err := Open(path, Options{ReadOnly: true, Timeout: 50 * time.Millisecond}); err == nil {
+		r.Close()
+		t.Error("a read-only open of the locked store opened something")
+	}
+}

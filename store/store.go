@@ -98,8 +98,13 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	if opts.Live && !opts.ReadOnly {
+	switch {
+	case opts.Live && !opts.ReadOnly:
 		s.startLive()
+	case !opts.ReadOnly:
+		// This process holds the lock: a snapshot beside the store is a dead writer's, which a
+		// reader would otherwise take for this one's.
+		_ = os.Remove(LivePath(path))
 	}
 	return s, nil
 }
