@@ -358,7 +358,8 @@ func completeSteps(evs []event.Event, ended bool) ([]event.Event, int) {
 	}
 	var out []event.Event
 	for _, e := range evs {
-		if st, ok := eventStep(e); !ok && (ended || e.Type() != "run_end") || ok && st <= last {
+		_, end := e.(event.RunEnd)
+		if st, ok := eventStep(e); !ok && (ended || !end) || ok && st <= last {
 			out = append(out, e)
 		}
 	}
@@ -366,23 +367,28 @@ func completeSteps(evs []event.Event, ended bool) ([]event.Event, int) {
 }
 
 // followLive streams a running run's steps after shown from its live snapshot, read again every
-// liveEvery, until the run ends (the store opens as itself again: its writer closed it) or ctx
-// does; the channel is closed then.
+// liveEvery once the run has published a new one, until the run ends (the store opens as itself
+// again: its writer closed it) or ctx does; the channel is closed then.
 func followLive(ctx context.Context, path, runID string, shown int) <-chan event.Event {
 	ch := make(chan event.Event, 256)
 	go func() {
 		defer close(ch)
+		var seen time.Time // the snapshot last read
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(liveEvery):
 			}
+			if fi, err := os.Stat(store.LivePath(path)); err == nil && fi.ModTime().Equal(seen) {
+				continue // the same snapshot: nothing new to read
+			}
 			st, err := store.Open(path, store.Options{ReadOnly: true})
 			if err != nil {
 				continue // between the writer's close and nothing: try again
 			}
-			live, _ := st.Live()
+			live, at := st.Live()
+			seen = at
 			evs, err := ui.StoredEvents(st, runID)
 			if err == nil && !live {
 				if end, ok := interruptedEnd(st, runID); ok {
@@ -395,7 +401,8 @@ func followLive(ctx context.Context, path, runID string, shown int) <-chan event
 			}
 			kept, last := completeSteps(evs, !live)
 			for _, e := range kept {
-				if step, ok := eventStep(e); ok && step > shown || !ok && e.Type() == "run_end" {
+				_, end := e.(event.RunEnd)
+				if step, ok := eventStep(e); ok && step > shown || end {
 					select {
 					case ch <- e:
 					case <-ctx.Done():

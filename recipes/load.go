@@ -3,6 +3,7 @@ package recipes
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -441,9 +442,9 @@ func (l *loader) setMapEntry(key, value string) bool {
 	if !ok {
 		src = f.value(Default()).Interface().(map[string]string)
 	}
-	m := make(map[string]string, len(src)+1)
-	for k, v := range src {
-		m[k] = v
+	m := maps.Clone(src)
+	if m == nil {
+		m = map[string]string{}
 	}
 	m[entry] = value
 	l.maps[parent] = m

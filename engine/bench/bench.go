@@ -84,21 +84,19 @@ func ShapeOf(name string, c *model.Config) ledger.Shape {
 		Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim, Vocab: c.VocabSize, Tied: c.TieWordEmbeddings}
 }
 
-// stepLedger is what the ledger's train phase says one micro-batch of c adds on top of the
-// weights and moments on a backend of kind: the gradients, the gradient workspace and the
-// activations (the figure PeakMeter's bytes are set against).
-func stepLedger(m *model.Model, kind string, c train.BenchConfig) (int64, error) {
+// trainPlan is the ledger's plan of one micro-batch of c on m (the micro-batch train.Bench runs:
+// all the sequences when c's is 0 or larger) on a backend of kind, with no budget.
+func trainPlan(m *model.Model, kind string, c train.BenchConfig) (*ledger.Plan, error) {
 	cb := 4
 	if m.Options().Compute != dtypes.Float32 {
 		cb = 2
 	}
-	plan, err := ledger.Compute(ShapeOf("bench", m.Config), ledger.Settings{ComputeBytes: cb, SeqLen: c.Length, KVSlots: 1,
-		MicroBatch: c.MicroBatch, Offload: ledger.OffloadDevice, DeviceIsHost: kind == device.Go}, 0)
-	if err != nil {
-		return 0, err
+	micro := c.MicroBatch
+	if micro <= 0 || micro > c.Sequences {
+		micro = c.Sequences
 	}
-	h := plan.Train.Holds
-	return h[ledger.Gradients] + h[ledger.GradientWorkspace] + h[ledger.Activations], nil
+	return ledger.Compute(ShapeOf("bench", m.Config), ledger.Settings{ComputeBytes: cb, SeqLen: c.Length, KVSlots: 1,
+		MicroBatch: micro, Offload: ledger.OffloadDevice, DeviceIsHost: kind == device.Go}, 0)
 }
 
 // ConfigFromShape turns a ledger shape into a model config (random-weight benchmarks).
@@ -297,17 +295,12 @@ type TrainResult struct {
 // backend when torch.Python finds a python with torch, times the PyTorch eager reference on the
 // same shape, batch, micro-batches and trained tokens with as many threads as the Go backend.
 func Train(ctx context.Context, m *model.Model, kind string, c train.BenchConfig, torch Torch) (*TrainResult, error) {
+	plan, err := trainPlan(m, kind, c)
+	if err != nil {
+		return nil, err
+	}
 	var heap string
 	if kind == device.Go && m.Params.Bytes()/4 >= device.SequentialOpsFrom {
-		micro := c.MicroBatch
-		if micro <= 0 || micro > c.Sequences {
-			micro = c.Sequences
-		}
-		plan, err := ledger.Compute(ShapeOf("bench", m.Config), ledger.Settings{ComputeBytes: 4, SeqLen: c.Length, KVSlots: 1,
-			MicroBatch: micro, Offload: ledger.OffloadDevice, DeviceIsHost: true}, 0)
-		if err != nil {
-			return nil, err
-		}
 		_, heap = device.LimitHeap(plan.Train.Bytes)
 	}
 	cc := compiles.NewCounter()
@@ -317,10 +310,9 @@ func Train(ctx context.Context, m *model.Model, kind string, c train.BenchConfig
 		return nil, err
 	}
 	out := &TrainResult{BenchResult: res, Backend: kind, Compiles: cc.Snapshot(), HeapLimit: heap}
-	if res.PeakBytesSource != "" {
-		if out.LedgerStepBytes, err = stepLedger(m, kind, res.Config); err != nil {
-			return nil, err
-		}
+	if res.PeakBytesSource != "" { // what the peak is set against: the micro-batch's part of the train phase
+		h := plan.Train.Holds
+		out.LedgerStepBytes = h[ledger.Gradients] + h[ledger.GradientWorkspace] + h[ledger.Activations]
 		out.ProcessPeakBytes = device.ProcessPeak()
 	}
 	sizes := []int{512, 1024}

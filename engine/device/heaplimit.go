@@ -1,7 +1,6 @@
 package device
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -36,18 +35,7 @@ func LimitHeap(planned int64) (int64, string) {
 // MemTotal is the machine's memory (MemTotal of /proc/meminfo), or a cgroup's limit when lower;
 // 0 where neither can be read.
 func MemTotal() int64 {
-	var total int64
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-				total = kb << 10
-				break
-			}
-		}
-		f.Close()
-	}
+	total := int64(kBLine("/proc/meminfo", "MemTotal:"))
 	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
 		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 && (total == 0 || n < total) {
 			total = n

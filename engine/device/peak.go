@@ -149,8 +149,11 @@ func heapObjects() uint64 {
 func ProcessPeak() int64 { return int64(statusBytes("VmHWM:")) }
 
 // statusBytes reads a "Name:   N kB" line of /proc/self/status (0 where there is none).
-func statusBytes(name string) uint64 {
-	f, err := os.Open("/proc/self/status")
+func statusBytes(name string) uint64 { return kBLine("/proc/self/status", name) }
+
+// kBLine reads a "Name:   N kB" line of a /proc file (0 where there is none).
+func kBLine(path, name string) uint64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}

@@ -119,8 +119,12 @@ func (z sizer) hostBeside() int64 {
 	if !z.st.DeviceIsHost || z.st.EvalOnly {
 		return 0
 	}
-	return z.reference() + z.prmOwnWeights() + z.largestTensor()*4*2 + StorePendingBytes
+	return z.reference() + z.prmOwnWeights() + z.checkpointCopy() + min(StorePendingBytes, z.checkpointBytes())
 }
+
+// checkpointCopy is the tensor a checkpoint streams through host memory: the largest one's
+// float32 copy and its bytes.
+func (z sizer) checkpointCopy() int64 { return z.largestTensor() * 4 * 2 }
 
 // host is the host plan of p (computed by Compute).
 func (z sizer) host(p *Plan) HostPlan {
@@ -137,7 +141,7 @@ func (z sizer) host(p *Plan) HostPlan {
 	// ledger, its disk nothing); it loads the model as a run does.
 	if !z.st.EvalOnly {
 		h.CheckpointBytes = z.checkpointBytes()
-		h.Components[CheckpointCopy] = z.largestTensor() * 4 * 2
+		h.Components[CheckpointCopy] = z.checkpointCopy()
 		h.Components[StorePending] = min(StorePendingBytes, h.CheckpointBytes)
 	}
 	if !z.st.DeviceIsHost && !z.st.EvalOnly {

@@ -156,7 +156,7 @@ func (req Request) budget() (int64, error) {
 		if req.DetectedVRAM > 0 {
 			return req.DetectedVRAM, nil
 		}
-		return 0, fmt.Errorf("%s is auto but no GPU memory reading is available; give a budget such as --vram 24GiB", flag)
+		return 0, fmt.Errorf("%s is auto but no GPU memory reading is available; give a budget such as --vram 24GiB, or plan for this machine's CPU and memory with --set backend.kind=go", flag)
 	}
 	b, err := recipes.ParseBytes(vram)
 	if err != nil {

@@ -58,26 +58,35 @@ func f32Data(t *tensors.Tensor, b compute.Backend, fn func([]float32)) error {
 	return t.MutableFlatData(func(flat any) { fn(flat.([]float32)) })
 }
 
-// forBlocks runs fn(tensor, lo, hi) over every hostBlock-sized block of n[i] elements of each tensor,
-// on GOMAXPROCS goroutines; the partition does not depend on scheduling.
-func forBlocks(n []int, fn func(i, lo, hi int)) {
-	type job struct{ i, lo, hi int }
-	jobs := make(chan job, 64)
+// parallel runs fn(k) for every k in [0, n) on GOMAXPROCS goroutines.
+func parallel(n int, fn func(k int)) {
+	next := make(chan int, n)
+	for k := range n {
+		next <- k
+	}
+	close(next)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
-			for j := range jobs {
-				fn(j.i, j.lo, j.hi)
+			for k := range next {
+				fn(k)
 			}
 		})
 	}
+	wg.Wait()
+}
+
+// forBlocks runs fn(tensor, lo, hi) over every hostBlock-sized block of n[i] elements of each
+// tensor, in parallel; the partition does not depend on scheduling.
+func forBlocks(n []int, fn func(i, lo, hi int)) {
+	type block struct{ i, lo, hi int }
+	var blocks []block
 	for i, size := range n {
 		for lo := 0; lo < size; lo += hostBlock {
-			jobs <- job{i, lo, min(lo+hostBlock, size)}
+			blocks = append(blocks, block{i, lo, min(lo+hostBlock, size)})
 		}
 	}
-	close(jobs)
-	wg.Wait()
+	parallel(len(blocks), func(k int) { b := blocks[k]; fn(b.i, b.lo, b.hi) })
 }
 
 // hostAdamW applies one AdamW update to the trained parameters (Trainer.params) in place from
@@ -112,24 +121,13 @@ func (tr *Trainer) hostAdamW(grads []*tensors.Tensor, lr float64) (float64, erro
 	// float32 in order (its ReduceSum over every axis is one such loop), the tensors' sums added in
 	// order, the square root in float64; the tensors are summed in parallel.
 	sums := make([]float32, len(params))
-	var wg sync.WaitGroup
-	next := make(chan int, len(params))
-	for i := range params {
-		next <- i
-	}
-	close(next)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := range next {
-				var s float32
-				for _, x := range g[i] {
-					s += float32(x * x)
-				}
-				sums[i] = s
-			}
-		})
-	}
-	wg.Wait()
+	parallel(len(params), func(i int) {
+		var s float32
+		for _, x := range g[i] {
+			s += float32(x * x)
+		}
+		sums[i] = s
+	})
 	sq := sums[0]
 	for _, s := range sums[1:] {
 		sq += s
