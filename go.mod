@@ -67,5 +67,5 @@ require (
 	k8s.io/klog/v2 v2.140.0 // indirect
 )
 
-// gomlx/compute v0.1.6 with a blocked transpose in the Go backend (see third_party/compute/PATCHES.md).
+// gomlx/compute v0.1.6 plus the patch series third_party/patches/compute (third_party/patches.sh; third_party/compute/PATCHES.md says why each).
 replace github.com/gomlx/compute => ./third_party/compute
