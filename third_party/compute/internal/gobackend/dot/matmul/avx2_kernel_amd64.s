@@ -4,16 +4,17 @@
 
 #include "textflag.h"
 
-// func avx2Kernel4x16Float32(lhs, rhs, out *float32, contractingLen, outStride int)
+// func avx2Kernel4x16Float32(lhs, rhs, out *float32, contractingLen, outStride, accumulate int)
 //
 // Y0..Y7: the 4 × 16 accumulators (row r in Y(2r), Y(2r+1)); Y8, Y9: 16 RHS values of one
 // contracting step; Y10, Y11: broadcast LHS values. Two contracting steps per iteration.
-TEXT ·avx2Kernel4x16Float32(SB), NOSPLIT, $0-40
+TEXT ·avx2Kernel4x16Float32(SB), NOSPLIT, $0-48
 	MOVQ lhs+0(FP), SI
 	MOVQ rhs+8(FP), DI
 	MOVQ out+16(FP), DX
 	MOVQ contractingLen+24(FP), CX
 	MOVQ outStride+32(FP), R8
+	MOVQ accumulate+40(FP), R9
 	SHLQ $2, R8
 
 	VXORPS Y0, Y0, Y0
@@ -84,6 +85,10 @@ tail:
 	VFMADD231PS  Y9, Y11, Y7
 
 store:
+	// accumulate ≠ 0 (agentrl patch 23): out + the block, the sum avx2ApplyPackedOutputFloat32
+	// and avx512ApplyPackedOutputFloat32 form (packed + output), added in place so the block needs no packed copy.
+	TESTQ R9, R9
+	JNZ   accstore
 	VMOVUPS Y0, (DX)
 	VMOVUPS Y1, 32(DX)
 	ADDQ    R8, DX
@@ -93,6 +98,29 @@ store:
 	VMOVUPS Y4, (DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ    R8, DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	VZEROUPPER
+	RET
+
+accstore:
+	VADDPS  (DX), Y0, Y0
+	VADDPS  32(DX), Y1, Y1
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ    R8, DX
+	VADDPS  (DX), Y2, Y2
+	VADDPS  32(DX), Y3, Y3
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 32(DX)
+	ADDQ    R8, DX
+	VADDPS  (DX), Y4, Y4
+	VADDPS  32(DX), Y5, Y5
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ    R8, DX
+	VADDPS  (DX), Y6, Y6
+	VADDPS  32(DX), Y7, Y7
 	VMOVUPS Y6, (DX)
 	VMOVUPS Y7, 32(DX)
 	VZEROUPPER

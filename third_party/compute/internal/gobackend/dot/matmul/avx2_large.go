@@ -198,6 +198,12 @@ func avx2LargeMatrixSliceFloat32( //alt:f32
 			for lhsPanelRowIdx := rowStart; lhsPanelRowIdx < rowEnd; lhsPanelRowIdx += params.LHSPanelCrossSize {
 				lhsPanelHeight := min(params.LHSPanelCrossSize, rowEnd-lhsPanelRowIdx)
 				avx2PackLHSKernelRows4(lhsMatrix, packedLHS, lhsPanelRowIdx, contractingPanelIdx, contractingSize, lhsPanelHeight, contractingPanelWidth, params.LHSL1KernelRows) //alt:f32|bf16|f16|f64
+				// agentrl patch 23: whole blocks straight into the output (float32 with the assembly kernel).
+				if avx2AsmKernel { //alt:f32
+					asmPanelToOutputFloat32(avx2Kernel4x16Float32, 16, avx2ApplyPackedOutputFloat32, packedLHS, packedRHS, packedOutput, outputMatrix, contractingPanelIdx == 0, params.RHSPanelCrossSize, contractingPanelWidth, lhsPanelHeight, rhsPanelWidth, lhsPanelRowIdx, rhsPanelColIdx, rhsCrossSize) //alt:f32
+
+					continue //alt:f32
+				} //alt:f32
 
 				avx2LargeKernelFloat32( //alt:f32
 					//alt:bf16 avx2LargeKernelBFloat16(

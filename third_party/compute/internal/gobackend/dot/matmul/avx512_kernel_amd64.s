@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func avx512Kernel4x32Float32(lhs, rhs, out *float32, contractingLen, outStride int)
+// func avx512Kernel4x32Float32(lhs, rhs, out *float32, contractingLen, outStride, accumulate int)
 //
 // The AVX-512 counterpart of avx2Kernel4x16Float32 (agentrl patch 15): Z0..Z7 are the 4 × 32
 // accumulators (row r in Z(2r), Z(2r+1)); Z8, Z9 (Z14, Z15 in the second half of an iteration)
@@ -12,12 +12,13 @@
 // contracting steps per iteration. Every accumulator takes one fused multiply-add per contracting
 // step, in order, as avx512LargeKernelFloat32 does. Only Z0-Z15, so that the final VZEROUPPER
 // leaves no upper state dirty (see package vectorstate).
-TEXT ·avx512Kernel4x32Float32(SB), NOSPLIT, $0-40
+TEXT ·avx512Kernel4x32Float32(SB), NOSPLIT, $0-48
 	MOVQ lhs+0(FP), SI
 	MOVQ rhs+8(FP), DI
 	MOVQ out+16(FP), DX
 	MOVQ contractingLen+24(FP), CX
 	MOVQ outStride+32(FP), R8
+	MOVQ accumulate+40(FP), R9
 	SHLQ $2, R8
 
 	VPXORD Z0, Z0, Z0
@@ -88,6 +89,10 @@ tail:
 	VFMADD231PS  Z9, Z13, Z7
 
 store:
+	// accumulate ≠ 0 (agentrl patch 23): out + the block, the sum avx2ApplyPackedOutputFloat32
+	// and avx512ApplyPackedOutputFloat32 form (packed + output), added in place so the block needs no packed copy.
+	TESTQ R9, R9
+	JNZ   accstore
 	VMOVUPS Z0, (DX)
 	VMOVUPS Z1, 64(DX)
 	ADDQ    R8, DX
@@ -97,6 +102,29 @@ store:
 	VMOVUPS Z4, (DX)
 	VMOVUPS Z5, 64(DX)
 	ADDQ    R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	VZEROUPPER
+	RET
+
+accstore:
+	VADDPS  (DX), Z0, Z0
+	VADDPS  64(DX), Z1, Z1
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ    R8, DX
+	VADDPS  (DX), Z2, Z2
+	VADDPS  64(DX), Z3, Z3
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ    R8, DX
+	VADDPS  (DX), Z4, Z4
+	VADDPS  64(DX), Z5, Z5
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ    R8, DX
+	VADDPS  (DX), Z6, Z6
+	VADDPS  64(DX), Z7, Z7
 	VMOVUPS Z6, (DX)
 	VMOVUPS Z7, 64(DX)
 	VZEROUPPER

@@ -10,8 +10,9 @@ import "simd/archsimd"
 // the 512-bit VFMADD231PS, VBROADCASTSS and VMOVUPS need).
 var avx512AsmKernel = archsimd.X86.AVX512()
 
-// avx512Kernel4x32Float32 computes one 4 × 32 block of a packed panel product and stores it (no
-// accumulation) into out, whose rows are outStride elements apart:
+// avx512Kernel4x32Float32 computes one 4 × 32 block of a packed panel product and stores it into
+// out (or, with accumulate ≠ 0, adds it to out's values: agentrl patch 23), whose rows are
+// outStride elements apart:
 //
 //	out[r*outStride + c] = Σ_k lhs[k*4 + r] · rhs[k*32 + c],  r < 4, c < 32, k < contractingLen.
 //
@@ -25,4 +26,4 @@ var avx512AsmKernel = archsimd.X86.AVX512()
 // register for every fused multiply-add and rotates its accumulators through moves.
 //
 //go:noescape
-func avx512Kernel4x32Float32(lhs, rhs, out *float32, contractingLen, outStride int)
+func avx512Kernel4x32Float32(lhs, rhs, out *float32, contractingLen, outStride, accumulate int)

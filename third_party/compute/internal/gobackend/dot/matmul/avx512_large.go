@@ -205,6 +205,12 @@ func avx512LargeMatrixSliceFloat32( //alt:f32
 			for lhsPanelRowIdx := rowStart; lhsPanelRowIdx < rowEnd; lhsPanelRowIdx += params.LHSPanelCrossSize {
 				lhsPanelHeight := min(params.LHSPanelCrossSize, rowEnd-lhsPanelRowIdx)
 				avx512PackLHSKernelRows4(lhsMatrix, packedLHS, lhsPanelRowIdx, contractingPanelIdx, contractingSize, lhsPanelHeight, contractingPanelWidth, params.LHSL1KernelRows) //alt:f32|bf16|f16|f64
+				// agentrl patch 23: whole blocks straight into the output (float32 with the assembly kernel).
+				if avx512AsmKernel { //alt:f32
+					asmPanelToOutputFloat32(avx512Kernel4x32Float32, 32, avx512ApplyPackedOutputFloat32, packedLHS, packedRHS, packedOutput, outputMatrix, contractingPanelIdx == 0, params.RHSPanelCrossSize, contractingPanelWidth, lhsPanelHeight, rhsPanelWidth, lhsPanelRowIdx, rhsPanelColIdx, rhsCrossSize) //alt:f32
+
+					continue //alt:f32
+				} //alt:f32
 
 				avx512LargeKernelFloat32( //alt:f32
 					//alt:bf16 avx512LargeKernelBFloat16(
