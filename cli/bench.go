@@ -188,6 +188,13 @@ beyond one block, dense below).`,
 			if seqLen > 0 {
 				c.Sequences, c.MicroBatch, c.Length, c.Prompt = 1, 1, seqLen, min(c.Prompt, seqLen/4)
 			}
+			if c.LogitsChunk == 0 {
+				rows := c.MicroBatch
+				if rows <= 0 || rows > c.Sequences {
+					rows = c.Sequences
+				}
+				c.LogitsChunk = train.RunLogitsChunk(rows)
+			}
 			m, choice, err := f.load(env.Stderr, "train")
 			if err != nil {
 				return err
@@ -211,7 +218,7 @@ beyond one block, dense below).`,
 	fl.IntVar(&c.Prompt, "prompt", 96, "prompt tokens per sequence, outside the loss")
 	fl.IntVar(&c.MicroBatch, "micro-batch", 8, "sequences per forward/backward pass and AdamW update (the CPU recipe's auto)")
 	fl.IntVar(&c.Updates, "updates", 2, "timed updates after the first; the best is reported")
-	fl.IntVar(&c.LogitsChunk, "logits-chunk", 32, "positions projected onto the vocabulary at once, as in a recipe run")
+	fl.IntVar(&c.LogitsChunk, "logits-chunk", 0, "positions projected onto the vocabulary at once (0: as a recipe run picks for the micro-batch, 32 from 8 rows)")
 	fl.IntVar(&seqLen, "seq-len", 0, "one micro-step of one sequence of N tokens (sets --sequences 1 --micro-batch 1 --length N, a prompt of at most N/4) and its peak_bytes")
 	fl.BoolVar(&peak, "peak", false, "measure peak_bytes of one more update (implied by --seq-len)")
 	fl.StringVar(&f.attention, "attention", "auto", "attention over whole sequences: auto, dense, chunked, fused")

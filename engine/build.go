@@ -101,7 +101,7 @@ func New(o Options) (*Controller, error) {
 			EntropyCoef: r.Algorithm.EntropyCoef, Aggregation: r.Algorithm.Aggregation,
 			LR: r.Train.LR, WeightDecay: r.Train.WeightDecay, Beta1: r.Train.Beta1, Beta2: r.Train.Beta2, Eps: r.Train.Eps,
 			GradClip: r.Train.GradClip, MicroBatch: micro, GradAccumulation: gradAccumulation(r, micro),
-			GradientCheckpointing: r.Train.GradientCheckpointing, LogitsChunk: 32, ValueCoef: valueCoef(r),
+			GradientCheckpointing: r.Train.GradientCheckpointing, LogitsChunk: train.RunLogitsChunk(micro), ValueCoef: valueCoef(r),
 			OptimizerBits: r.Train.OptimizerBits,
 			Compiles:      c.compiles,
 		})
