@@ -11,12 +11,14 @@ import (
 	"os"
 
 	"agentrl/cli"
+	"agentrl/engine/device"
 )
 
 //go:embed testdata/builtin
 var builtinFS embed.FS
 
 func main() {
+	device.AllowRestart()
 	builtin, err := fs.Sub(builtinFS, "testdata/builtin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentrl-tui:", err)

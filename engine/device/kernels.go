@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomlx/compute"
+	"agentrl/third_party/patches"
 )
 
 // KernelSet names a set of matrix kernels of GoMLX's Go backend: its AVX-512 kernels, its AVX2
@@ -365,15 +365,15 @@ func CPUModel() string {
 }
 
 // ComputeVersion is the gomlx/compute module version this binary was built with (for agentrl's
-// patched copy, compute.AgentrlPatches).
+// patched copy, the release and a hash of the patch series: third_party/patches.Version).
 func ComputeVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/gomlx/compute" {
 				if d.Replace != nil {
-					// agentrl's patched copy under third_party/compute: its own name, which
-					// each patch bumps (a directory replace has no version of its own).
-					return compute.AgentrlPatches
+					// agentrl's patched copy under third_party/compute: named by its patch
+					// series (a directory replace has no version of its own).
+					return patches.Version()
 				}
 				return d.Version
 			}

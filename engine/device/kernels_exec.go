@@ -8,8 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/gomlx/compute"
@@ -56,9 +56,17 @@ func KernelEnv(environ []string, set KernelSet, carried string) []string {
 	return out
 }
 
-// CanRestart reports whether this process can start itself again with other kernels: not when it
-// is a test binary (its executable runs tests, not this program's commands).
-func CanRestart() bool { return !testing.Testing() }
+// restartable is set by AllowRestart.
+var restartable atomic.Bool
+
+// AllowRestart lets this process start itself again with other kernels (Restart). The program's
+// main calls it; a test binary does not, since its executable runs tests, not the program's
+// commands.
+func AllowRestart() { restartable.Store(true) }
+
+// CanRestart reports whether this process can start itself again with other kernels: only after
+// AllowRestart.
+func CanRestart() bool { return restartable.Load() }
 
 // Restart replaces this process with a new one of the same executable, arguments and
 // environment, but for c's kernel set, with c carried in AGENTRL_KERNELS so that the new process
