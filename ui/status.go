@@ -16,39 +16,42 @@ import (
 // The status strip under the tabs: the run line, the phase timeline, the latest numbers, and
 // any unacknowledged alarm in place of the last of them.
 
-// runState is the one or two words saying what the run is doing, and their style.
-func (m *model) runState() (string, lipgloss.Style) {
+// runState is the one or two words saying what the run is doing, and their style; short is the
+// same in fewer words (without the reason a run ended for), for a narrow status strip.
+func (m *model) runState() (state, short string, style lipgloss.Style) {
 	d, t := m.sh.data, m.sh.theme
 	switch {
 	case d.end != nil:
 		s := "run " + d.end.Status
-		if d.end.Reason != "" {
-			s += ": " + d.end.Reason
-		}
 		st := t.Accent
 		if d.end.Status == "failed" {
 			st = t.Bad
 		}
-		return s, st
+		if d.end.Reason != "" {
+			return s + ": " + d.end.Reason, s, st
+		}
+		return s, s, st
 	case m.events == nil:
-		return "stored run (no end recorded)", t.Warn
+		return "stored run (no end recorded)", "stored run", t.Warn
 	case m.streamEnd:
-		return "run ended (stream closed)", t.Accent
+		return "run ended (stream closed)", "run ended", t.Accent
 	case d.stopping:
-		return "stopping", t.Warn
+		return "stopping", "stopping", t.Warn
 	case d.paused:
-		return "paused", t.Warn
+		return "paused", "paused", t.Warn
 	case !d.started:
-		return "starting", t.Faint
+		return "starting", "starting", t.Faint
 	}
-	return "running", t.Good
+	return "running", "running", t.Good
 }
 
-// runLine: state · name · recipe · step · tokens/s · ETA.
+// runLine: state · name · step · tokens/s · ETA · recipe. Where the whole line does not fit w,
+// the parts a user can find elsewhere give way first, one at a time (the recipe; the phase's
+// ETA; tokens/s; the reason the run ended; the run's ETA; what an evaluation run evaluates), so
+// that the state, the run's name and the step stay whole.
 func (m *model) runLine(w int) string {
 	d, t := m.sh.data, m.sh.theme
-	state, st := m.runState()
-	parts := []string{st.Render(state)}
+	state, stateShort, st := m.runState()
 	name := d.start.Name
 	if name == "" {
 		name = d.start.RunID
@@ -56,37 +59,53 @@ func (m *model) runLine(w int) string {
 	if name == "" {
 		name = m.sh.runID
 	}
-	if name != "" {
-		parts = append(parts, t.Title.Render(name))
+	line := func(level int) string {
+		s := state
+		if level >= 4 {
+			s = stateShort
+		}
+		parts := []string{st.Render(s)}
+		if name != "" {
+			parts = append(parts, t.Title.Render(name))
+		}
+		if d.start.Evaluates != "" && level < 6 {
+			parts = append(parts, "evaluating "+d.start.Evaluates)
+		}
+		if d.start.TotalSteps > 0 {
+			parts = append(parts, fmt.Sprintf("step %d/%d", d.step, d.start.TotalSteps))
+		} else if d.step > 0 {
+			parts = append(parts, fmt.Sprintf("step %d", d.step))
+		}
+		if v, ok := d.lastMetric(event.MetricTokensPerSecond); ok && level < 3 {
+			parts = append(parts, fmtRate(v)+" tok/s")
+		}
+		if eta := etaText(d, level >= 2); eta != "" && level < 5 {
+			parts = append(parts, "ETA "+eta)
+		}
+		if d.start.Recipe != "" && level < 1 {
+			parts = append(parts, "recipe "+filepath.Base(d.start.Recipe))
+		}
+		return " " + strings.Join(parts, t.Faint.Render(" · "))
 	}
-	if d.start.Evaluates != "" {
-		parts = append(parts, "evaluating "+d.start.Evaluates)
+	s := ""
+	for level := 0; level <= 6; level++ {
+		if s = line(level); width(s) <= w {
+			break
+		}
 	}
-	if d.start.TotalSteps > 0 {
-		parts = append(parts, fmt.Sprintf("step %d/%d", d.step, d.start.TotalSteps))
-	} else if d.step > 0 {
-		parts = append(parts, fmt.Sprintf("step %d", d.step))
-	}
-	if v, ok := d.lastMetric(event.MetricTokensPerSecond); ok {
-		parts = append(parts, fmtRate(v)+" tok/s")
-	}
-	if eta := etaText(d); eta != "" {
-		parts = append(parts, "ETA "+eta)
-	}
-	if d.start.Recipe != "" {
-		parts = append(parts, "recipe "+filepath.Base(d.start.Recipe))
-	}
-	return fit(" "+strings.Join(parts, t.Faint.Render(" · ")), w)
+	return fit(s, w)
 }
 
 // etaText is the time left: of the phase in progress when it reports it, then of the run
-// ("eval 3m12s, run ≥ 9m05s"); "" when neither is known.
-func etaText(d *runData) string {
+// ("eval 3m12s, run ≥ 9m05s"); with runOnly, the run's alone when it is known ("≥ 9m05s"); ""
+// when neither is known.
+func etaText(d *runData, runOnly bool) string {
 	var parts []string
-	if ph, left := d.phaseLeft(); ph != "" {
-		parts = append(parts, ph+" "+fmtSecs(left))
+	left, atLeast := d.runLeft()
+	if ph, secs := d.phaseLeft(); ph != "" && (!runOnly || left < 0) {
+		parts = append(parts, ph+" "+fmtSecs(secs))
 	}
-	if left, atLeast := d.runLeft(); left >= 0 {
+	if left >= 0 {
 		s := fmtSecs(left)
 		if atLeast {
 			s = "≥ " + s
@@ -247,21 +266,46 @@ func (m *model) metricsLine(w int) string {
 	return fit(" "+strings.Join(parts, t.Faint.Render(" · ")), w)
 }
 
-// alarmLine is the oldest unacknowledged alarm, in the alarm style across the whole row.
-func (m *model) alarmLine(w int, extra string) string {
+// alarmLine is the oldest unacknowledged alarm, in the alarm style across the whole row, after
+// the first of extras that fits (the run's state, in words from the most to the fewest). Where
+// its whole message does not fit, the line gives the message's first clause, then only the values
+// compared (the Status pane lists every alarm in full), so that the kind and the step stay whole.
+func (m *model) alarmLine(w int, extras ...string) string {
 	d, t := m.sh.data, m.sh.theme
 	un := d.unacked()
 	a := un[0]
-	s := fmt.Sprintf(" !! ALARM %s at step %d: %s (%s)", a.Kind, a.Step, a.Message, a.Compare())
+	var tail string
 	if a.Count > 1 {
-		s += fmt.Sprintf(" ×%d", a.Count)
+		tail += fmt.Sprintf(" ×%d", a.Count)
 	}
 	if len(un) > 1 {
-		s += fmt.Sprintf(" · %d more", len(un)-1)
+		tail += fmt.Sprintf(" · %d more", len(un)-1)
 	}
-	s += " · a acknowledges"
-	if extra != "" {
-		s = " " + extra + " ·" + s
+	head := a.Message
+	if i := strings.IndexAny(head, "(:"); i > 0 {
+		head = strings.TrimSpace(head[:i])
+	}
+	forms := []string{
+		fmt.Sprintf(" !! ALARM %s at step %d: %s (%s)%s · a acknowledges", a.Kind, a.Step, a.Message, a.Compare(), tail),
+		fmt.Sprintf(" !! ALARM %s at step %d: %s (%s)%s · a acknowledges", a.Kind, a.Step, head, a.Compare(), tail),
+		fmt.Sprintf(" !! ALARM %s at step %d: %s (%s)%s · a ack", a.Kind, a.Step, head, a.Compare(), tail),
+		fmt.Sprintf(" !! ALARM %s at step %d: %s%s · a ack", a.Kind, a.Step, head, tail),
+		fmt.Sprintf(" !! ALARM %s at step %d (%s)%s · a ack", a.Kind, a.Step, a.Compare(), tail),
+		fmt.Sprintf(" !! %s step %d%s", a.Kind, a.Step, tail),
+	}
+	if len(extras) == 0 {
+		extras = []string{""}
+	}
+	s := ""
+	for _, f := range forms {
+		for _, extra := range extras {
+			if s = f; extra != "" {
+				s = " " + extra + " ·" + f
+			}
+			if width(s) <= w {
+				return t.Alarm.Render(fit(s, w))
+			}
+		}
 	}
 	return t.Alarm.Render(fit(s, w))
 }
@@ -277,10 +321,10 @@ func (m *model) strip(w, h int) []string {
 	}
 	if len(m.sh.data.unacked()) > 0 {
 		if h == 1 {
-			state, _ := m.runState()
-			rows[0] = m.alarmLine(w, state)
+			state, short, _ := m.runState()
+			rows[0] = m.alarmLine(w, state, short)
 		} else {
-			rows[len(rows)-1] = m.alarmLine(w, "")
+			rows[len(rows)-1] = m.alarmLine(w)
 		}
 	}
 	return rows
@@ -397,7 +441,7 @@ func (p *statusPane) render(w int) []string {
 			add(strings.Repeat(" ", 10) + t.Warn.Render(fit(late, max(w-10, 20))))
 		}
 	}
-	if eta := etaText(d); eta != "" {
+	if eta := etaText(d, false); eta != "" {
 		kv("ETA", eta)
 	}
 	var state []string

@@ -1,0 +1,130 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"agentrl/engine/event"
+
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// The long texts of hybridRun: as the real binary words them.
+const (
+	hybridKernels = "avx512 kernels, measured fastest on this CPU (decode step / train micro-step in ms: avx512 2.4/68, avx2 2.1/80, portable 7.5/588); " +
+		"measured 2026-11-28, cached in /root/.cache/agentrl-tui/kernels.json"
+	hybridAttention = "chunked, blocks of 256 queries (dense for sequences up to 256 tokens) (auto: the go backend has no fused attention op " +
+		"(only XLA's CUDA backend has cuDNN flash attention))"
+	hybridAlarm = "hints do not help the teacher (hint_lift, the hint's effect on the reference's log-prob of a correct sample): " +
+		"the OPD term is noise and the run is GRPO at extra cost"
+)
+
+// hybridRun is a finished three-step Hybrid run with the long texts a real one shows: a run id
+// with its seed and time, the CPU kernel choice and the attention path with their reasons, the
+// hint_useless alarm with its whole message, components of the memory ledger kept in host memory
+// ("(host)"), and checkpoints as the live engine announces them (without an id). gpu makes it a
+// GPU run with host offload: eight ledger components and NVML's reading.
+func hybridRun(gpu bool) []event.Event {
+	const runID = "retool-hybrid-s1-20261128-190747"
+	start := event.RunStart{RunID: runID, Name: "retool-hybrid", Recipe: "recipes/retool.yaml", TotalSteps: 3, Backend: "go",
+		Kernels: hybridKernels, Attention: hybridAttention,
+		Compiles: map[string]event.Compiled{"decode": {Programs: 4, Seconds: 0.01}, "prefill": {Programs: 8, Seconds: 0.01}, "sync": {Programs: 1, Seconds: 0}}}
+	const mib = 1 << 20
+	ledger := event.Ledger{Backend: "go", Components: map[string]int64{"KV cache": 16 * mib, "AdamW moments (host)": 49 * mib / 10,
+		"inference weights": 24 * mib / 10, "master weights": 24 * mib / 10, "reference weights (host)": 24 * mib / 10}}
+	if gpu {
+		start.Backend, start.Kernels, start.Model = "xla:cuda", "", "Qwen/Qwen3-4B"
+		start.Attention = "chunked, blocks of 256 queries (auto: the fused attention program failed to compile for a 16384-token sequence, so chunked: cuDNN rejected it)"
+		const gib = 1 << 30
+		ledger = event.Ledger{Backend: "xla:cuda", Components: map[string]int64{
+			"KV cache": 20 * gib, "inference weights": 8 * gib, "master weights": 8 * gib, "master weights (host)": 8 * gib,
+			"AdamW moments": 10 * gib, "AdamW moments (host)": 16 * gib, "reference weights": 4 * gib, "reference weights (host)": 4 * gib},
+			Budget: 120 * gib, DeviceUsed: 66 * gib, DeviceTotal: 141 * gib, UtilPct: 83}
+	}
+	evs := []event.Event{start, ledger,
+		event.Eval{Step: 0, PassAtK: map[int]float64{1: 0.436, 2: 0.560, 4: 0.661, 8: 0.751}}}
+	secs := map[string]float64{"rollout": 2.39, "score": 0.001, "reference": 1.02, "advantage": 0.002, "train": 1.98, "sync": 0.01, "save": 0.04}
+	for step := 1; step <= 3; step++ {
+		for _, ph := range []string{event.PhaseRollout, event.PhaseScore, event.PhaseReference, event.PhaseAdvantage, event.PhaseTrain, event.PhaseSync} {
+			evs = append(evs, event.Phase{Step: step, Phase: ph, Seconds: secs[ph]})
+			if ph == event.PhaseRollout {
+				evs = append(evs, generation(step, event.PhaseRollout))
+			}
+		}
+		evs = append(evs, event.StepMetrics{Step: step, Metrics: map[event.Metric]float64{
+			"reward_mean": 0.6 + 0.01*float64(step), "accuracy": 0.45, "hinted_share": 0.547, "loss": -0.107, "grad_norm": 0.924,
+			"tokens_per_s": 1012, event.MetricHintLift: -0.287, event.MetricHintLiftDemo: 0.096}})
+		for i := 0; i < 8; i++ {
+			evs = append(evs, trajectory(step, i))
+		}
+		if step == 3 {
+			evs = append(evs, event.Alarm{Step: 3, Kind: event.AlarmHintUseless, Value: -0.287, Threshold: 0, Below: true,
+				Message: hybridAlarm},
+				generation(step, event.PhaseEval),
+				event.Eval{Step: 3, PassAtK: map[int]float64{1: 0.431, 2: 0.552, 4: 0.650, 8: 0.744}},
+				event.Phase{Step: 3, Phase: event.PhaseEval, Seconds: 66})
+		}
+		if step >= 2 {
+			evs = append(evs, event.Checkpoint{Step: step, Bytes: 73 * mib / 10})
+		}
+		evs = append(evs, event.Phase{Step: step, Phase: event.PhaseSave, Seconds: secs["save"]})
+	}
+	return append(evs, event.RunEnd{Status: "finished", Reason: "all 3 steps done", BestStep: 0, Step: 3, Checkpoint: 3, Evaluations: 2})
+}
+
+// fitModel builds the workbench on evs at w×h with colours off (NO_COLOR), as the real binary
+// does: the run id comes from the run's start.
+func fitModel(evs []event.Event, ctrl Controller, w, h int) *model {
+	m := newModel(config{initial: evs, ctrl: ctrl, noColor: true, memSample: func() uint64 { return 123 << 20 }})
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	return m
+}
+
+// liveHybrid is hybridRun in the middle of step 3's evaluation: no end yet, the time left known.
+func liveHybrid() []event.Event {
+	evs := hybridRun(false)
+	evs = evs[:len(evs)-1]
+	return append(evs, event.Progress{Step: 3, Phase: event.PhaseEval, Done: 867, Total: 2048, ETA: 27, RunETA: 31.4, RunETAAtLeast: true})
+}
+
+// TestStripWhole: the status strip's run line keeps the state, the run and the step whole, and
+// the alarm line the alarm's kind and step (and as much of its message as fits), at 80×24 and
+// 160×45 under NO_COLOR, finished or running, with the strip's two or three rows or its one.
+func TestStripWhole(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		evs   []event.Event
+		w, h  int
+		run   []string // on the run line
+		alarm []string // on the alarm line
+	}{
+		{"finished 80x24", hybridRun(false), 80, 24, []string{"run finished", "retool-hybrid", "step 3/3"}, []string{"ALARM hint_useless at step 3", "hints do not help the teacher", "a ack"}},
+		{"finished 160x45", hybridRun(false), 160, 45, []string{"run finished: all 3 steps done", "retool-hybrid", "step 3/3", "1.0k tok/s", "recipe retool.yaml"},
+			[]string{"ALARM hint_useless at step 3", "hints do not help the teacher (-0.287 ≤ 0)", "a acknowledges"}},
+		{"running 80x24", liveHybrid(), 80, 24, []string{"stored run", "retool-hybrid", "step 3/3", "ETA"}, []string{"ALARM hint_useless at step 3"}},
+		{"one strip row 80x15", hybridRun(false), 80, 15, nil, []string{"run finished", "ALARM hint_useless at step 3"}},
+		{"narrow 50x24", hybridRun(false), 50, 24, []string{"run finished", "retool-hybrid", "step 3/3"}, []string{"hint_useless", "step 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := fitModel(tc.evs, &fakeCtrl{}, tc.w, tc.h)
+			lines := strings.Split(screen(t, m, tc.w, tc.h), "\n")
+			l := m.layout
+			strip := lines[l.Strip.Y : l.Strip.Y+l.Strip.H]
+			for i, row := range strip {
+				if strings.Contains(row, "…") {
+					t.Errorf("strip row %d is cut: %q", i, row)
+				}
+			}
+			for _, want := range tc.run {
+				if !strings.Contains(strip[0], want) {
+					t.Errorf("run line %q; want %q in it", strip[0], want)
+				}
+			}
+			for _, want := range tc.alarm {
+				if !strings.Contains(strip[len(strip)-1], want) {
+					t.Errorf("alarm line %q; want %q in it", strip[len(strip)-1], want)
+				}
+			}
+		})
+	}
+}
