@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -124,6 +125,44 @@ func TestStripWhole(t *testing.T) {
 				if !strings.Contains(strip[len(strip)-1], want) {
 					t.Errorf("alarm line %q; want %q in it", strip[len(strip)-1], want)
 				}
+			}
+		})
+	}
+}
+
+// TestStatusPhasesVisible: on a Status pane too short for the run's setup and its Phases block
+// (80×24, where the kernels' and attention's reasons take six rows), the Phases block comes
+// first and whole, the setup under it, still whole for whoever scrolls; a tall pane keeps the
+// setup on top.
+func TestStatusPhasesVisible(t *testing.T) {
+	phases := []string{"  rollout ", "  score ", "  reference ", "  advantage ", "  train ", "  sync ", "  eval ", "  save ", "step 3 took"}
+	for _, tc := range []struct {
+		w, h       int
+		setupAbove bool
+	}{{80, 24, false}, {160, 45, true}} {
+		t.Run(fmt.Sprintf("%dx%d", tc.w, tc.h), func(t *testing.T) {
+			m := fitModel(hybridRun(false), &fakeCtrl{}, tc.w, tc.h)
+			v := screen(t, m, tc.w, tc.h)
+			for _, want := range append([]string{"Run       retool-hybrid  (run retool-hybrid-s1-20261128-190747)", "Step      3 of 3", "Phases (time each took last)"}, phases...) {
+				if !strings.Contains(v, want) {
+					t.Errorf("the Status pane lacks %q:\n%s", want, v)
+				}
+			}
+			if got := strings.Contains(v, "Kernels   avx512 kernels"); got != tc.setupAbove {
+				t.Errorf("kernels on the first screen: %v; want %v:\n%s", got, tc.setupAbove, v)
+			}
+			// the whole pane, scrolled through: the setup whole, nothing cut
+			p := m.panes[paneStatus].(*statusPane)
+			p.build()
+			all := strings.Join(p.lines, "\n")
+			words := strings.Join(strings.Fields(all), " ") // wrapped lines read as one
+			for _, want := range []string{"Recipe recipes/retool.yaml", "Kernels " + hybridKernels, "Attention " + hybridAttention, "hint_useless -0.287 ≤ 0: " + hybridAlarm} {
+				if !strings.Contains(words, want) {
+					t.Errorf("the Status pane lacks %q:\n%s", want, all)
+				}
+			}
+			if strings.Contains(all, "…") {
+				t.Errorf("the Status pane cuts a line:\n%s", all)
 			}
 		})
 	}

@@ -340,6 +340,7 @@ type statusPane struct {
 	lines  []string
 	dirty  bool
 	builtW int
+	builtH int
 }
 
 func newStatusPane(sh *shared) *statusPane {
@@ -364,10 +365,10 @@ func (p *statusPane) Scroll(n int) {
 }
 
 func (p *statusPane) build() {
-	if !p.dirty && p.builtW == p.w {
+	if !p.dirty && p.builtW == p.w && p.builtH == p.h {
 		return
 	}
-	p.lines, p.dirty, p.builtW = p.render(p.w), false, p.w
+	p.lines, p.dirty, p.builtW, p.builtH = p.render(p.w, p.h), false, p.w, p.h
 	p.scroll.clampTo(len(p.lines), p.h)
 }
 
@@ -376,11 +377,45 @@ func (p *statusPane) View() string {
 	return strings.Join(window(p.lines, p.scroll.top, p.h), "\n")
 }
 
-func (p *statusPane) render(w int) []string {
+// render lays the pane out for w×h. The run's setup (recipe, model, backend, kernels, attention,
+// compiled programs) comes first where the Phases block still fits below it in h rows; on a
+// shorter pane it moves under the Phases block, in a Setup section, so that what changes step
+// by step is on screen without scrolling, and nothing is cut.
+func (p *statusPane) render(w, h int) []string {
+	out, phasesEnd := p.renderAs(w, false)
+	if phasesEnd > h {
+		out, _ = p.renderAs(w, true)
+	}
+	return out
+}
+
+// renderAs draws the pane, with the setup under the Phases block when setupBelow; phasesEnd is
+// the number of lines down to the end of the Phases block (0 without one).
+func (p *statusPane) renderAs(w int, setupBelow bool) (out []string, phasesEnd int) {
 	d, t := p.sh.data, p.sh.theme
-	var out []string
 	add := func(s string) { out = append(out, s) }
 	kv := func(k, v string) { add(t.Faint.Render(fit(k, 10)) + v) }
+	// kvWrap is kv with a long value wrapped under itself, each line in style
+	kvWrap := func(k, v string, style lipgloss.Style) {
+		for i, l := range wrap(v, max(w-10, 20)) {
+			if i == 0 {
+				kv(k, style.Render(l))
+			} else {
+				add(strings.Repeat(" ", 10) + style.Render(l))
+			}
+		}
+	}
+	// wrapped adds s indented by prefix, its further lines under its first
+	wrapped := func(prefix, s string, style lipgloss.Style) {
+		ind := width(prefix)
+		for i, l := range wrap(s, max(w-ind, 20)) {
+			if i == 0 {
+				add(prefix + style.Render(l))
+			} else {
+				add(strings.Repeat(" ", ind) + style.Render(l))
+			}
+		}
+	}
 	head := func(s string) { add(""); add(t.HelpSection.Render(s)) }
 
 	if !d.started && len(d.trajs) == 0 && len(d.metrics) == 0 {
@@ -394,24 +429,30 @@ func (p *statusPane) render(w int) []string {
 	if d.start.Evaluates != "" { // an evaluation-only run (agentrl-tui eval)
 		kv("Evaluates", d.start.Evaluates)
 	}
-	kv("Recipe", d.start.Recipe)
-	if d.start.Model != "" {
-		kv("Model", d.start.Model)
-	}
-	if d.start.Backend != "" {
-		kv("Backend", d.start.Backend)
-	}
-	for _, f := range [][2]string{{"Kernels", d.start.Kernels}, {"Attention", d.start.Attention}} {
-		if f[1] == "" {
-			continue
+	setup := func() {
+		kv("Recipe", d.start.Recipe)
+		if d.start.Model != "" {
+			kv("Model", d.start.Model)
 		}
-		for i, l := range wrap(f[1], max(w-10, 20)) {
-			if i == 0 {
-				kv(f[0], l)
-			} else {
-				add(strings.Repeat(" ", 10) + l)
+		if d.start.Backend != "" {
+			kv("Backend", d.start.Backend)
+		}
+		for _, f := range [][2]string{{"Kernels", d.start.Kernels}, {"Attention", d.start.Attention}} {
+			if f[1] != "" {
+				kvWrap(f[0], f[1], t.Plain)
 			}
 		}
+	}
+	compiled := func() {
+		if text, late, ok := compiledText(d); ok {
+			kvWrap("Compiled", text, t.Plain)
+			if late != "" {
+				wrapped(strings.Repeat(" ", 10), late, t.Warn)
+			}
+		}
+	}
+	if !setupBelow {
+		setup()
 	}
 	if sb := d.start.Sandbox; sb != "" {
 		// Model-written code with the user's files and network in reach must not be missed.
@@ -419,7 +460,7 @@ func (p *statusPane) render(w int) []string {
 		if strings.HasPrefix(sb, "NONE") {
 			style, text = t.Alarm, "isolation NONE: model code can read your files and reach the network"
 		}
-		kv("Sandbox", style.Render(fit(text, max(w-10, 20))))
+		kvWrap("Sandbox", text, style)
 	}
 	steps := fmt.Sprintf("%d", d.step)
 	if d.start.TotalSteps > 0 {
@@ -429,20 +470,11 @@ func (p *statusPane) render(w int) []string {
 	if v, ok := d.lastMetric(event.MetricTokensPerSecond); ok {
 		kv("Tokens/s", fmtRate(v))
 	}
-	if text, late, ok := compiledText(d); ok {
-		for i, l := range wrap(text, max(w-10, 20)) {
-			if i == 0 {
-				kv("Compiled", l)
-			} else {
-				add(strings.Repeat(" ", 10) + l)
-			}
-		}
-		if late != "" {
-			add(strings.Repeat(" ", 10) + t.Warn.Render(fit(late, max(w-10, 20))))
-		}
+	if !setupBelow {
+		compiled()
 	}
 	if eta := etaText(d, false); eta != "" {
-		kv("ETA", eta)
+		kvWrap("ETA", eta, t.Plain)
 	}
 	var state []string
 	if d.paused {
@@ -455,13 +487,7 @@ func (p *statusPane) render(w int) []string {
 		state = append(state, EndLine(*d.end))
 	}
 	if len(state) > 0 {
-		for i, l := range wrap(strings.Join(state, ", "), max(w-10, 20)) {
-			if i == 0 {
-				kv("State", l)
-			} else {
-				add(strings.Repeat(" ", 10) + l)
-			}
-		}
+		kvWrap("State", strings.Join(state, ", "), t.Plain)
 	}
 
 	if len(d.phaseSecs) > 0 {
@@ -491,6 +517,12 @@ func (p *statusPane) render(w int) []string {
 		if s, ok := d.stepSecs[d.stepsDone()]; ok && d.stepsDone() > 0 {
 			add(t.Faint.Render(fmt.Sprintf("  step %d took %s", d.stepsDone(), fmtSecs(s))))
 		}
+		phasesEnd = len(out)
+	}
+	if setupBelow {
+		head("Setup")
+		setup()
+		compiled()
 	}
 
 	if len(d.gens) > 0 {
@@ -536,7 +568,7 @@ func (p *statusPane) render(w int) []string {
 	if p := d.evalLive; p != nil {
 		head(fmt.Sprintf("Evaluation of step %d in progress: %d of %d trajectories", p.Step, p.Done, p.Total))
 		if s := evalSoFar(p); s != "" {
-			add("  so far " + s)
+			wrapped("  so far ", s, t.Plain)
 		} else {
 			add(t.Faint.Render(fmt.Sprintf("  pass@k appears as tasks complete (0/%d tasks)", p.Tasks)))
 		}
@@ -560,21 +592,21 @@ func (p *statusPane) render(w int) []string {
 					parts = append(parts, fmt.Sprintf("pass@%d %+.3f±%.3f", k, c.Mean, c.SE))
 				}
 			}
-			add(fmt.Sprintf("  since step %d: ", e.Since) + strings.Join(parts, "  "))
+			wrapped(fmt.Sprintf("  since step %d: ", e.Since), strings.Join(parts, "  "), t.Plain)
 		}
 		for _, name := range e.Sets() {
 			parts = parts[:0]
 			for _, k := range e.Ks() {
 				parts = append(parts, fmt.Sprintf("pass@%d %.3f", k, e.BySet[name][k]))
 			}
-			add(fmt.Sprintf("  set %s: ", name) + strings.Join(parts, "  "))
+			wrapped(fmt.Sprintf("  set %s: ", name), strings.Join(parts, "  "), t.Plain)
 		}
 		for _, l := range e.Levels() {
 			parts = parts[:0]
 			for _, k := range e.Ks() {
 				parts = append(parts, fmt.Sprintf("pass@%d %.3f", k, e.ByLevel[l][k]))
 			}
-			add(fmt.Sprintf("  level %s: ", l) + strings.Join(parts, "  "))
+			wrapped(fmt.Sprintf("  level %s: ", l), strings.Join(parts, "  "), t.Plain)
 		}
 	}
 
@@ -587,9 +619,9 @@ func (p *statusPane) render(w int) []string {
 			}
 			s += ": " + a.Message
 			if a.Acked {
-				add(t.AlarmAcked.Render("  acknowledged  " + s))
+				wrapped(t.AlarmAcked.Render("  acknowledged  "), s, t.AlarmAcked)
 			} else {
-				add(t.Alarm.Render(" !! ALARM ") + " " + s)
+				wrapped(t.Alarm.Render(" !! ALARM ")+" ", s, t.Plain)
 			}
 		}
 	}
@@ -604,7 +636,7 @@ func (p *statusPane) render(w int) []string {
 	for i := range out {
 		out[i] = fit(out[i], w)
 	}
-	return out
+	return out, phasesEnd
 }
 
 // generationText is a generation phase's use of the slots in one line: occupancy over the
