@@ -2,12 +2,17 @@ package ui
 
 import (
 	"fmt"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
 
 	"agentrl/engine/event"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 )
 
 // The long texts of hybridRun: as the real binary words them.
@@ -163,6 +168,70 @@ func TestStatusPhasesVisible(t *testing.T) {
 			}
 			if strings.Contains(all, "…") {
 				t.Errorf("the Status pane cuts a line:\n%s", all)
+			}
+		})
+	}
+}
+
+// legendRow is a row of the memory ledger's legend: glyph, name, size, share.
+var legendRow = regexp.MustCompile(`^ (\S) (.*?) +([0-9.]+ [KMG]iB)(?: +([0-9]+)%)? *$`)
+
+// TestLedgerLegend: the GPU pane's legend names every component of the ledger, its sizes in one
+// column however long the names ("reference weights (host)"), each component drawn with its own
+// glyph (with colours on too: none differs from another by colour alone), the glyph the stacked
+// bar draws it with; at 80×24 and 160×45, on the CPU backend and on a GPU with host offload
+// (eight components).
+func TestLedgerLegend(t *testing.T) {
+	colour := lipgloss.NewRenderer(io.Discard)
+	colour.SetColorProfile(termenv.TrueColor)
+	for _, tc := range []struct {
+		gpu   bool
+		w, h  int
+		color bool
+		comps int
+	}{
+		{false, 80, 24, false, 5}, {false, 160, 45, false, 5}, {true, 80, 24, false, 8}, {true, 160, 45, false, 8}, {true, 160, 45, true, 8},
+	} {
+		t.Run(fmt.Sprintf("gpu=%v %dx%d colour=%v", tc.gpu, tc.w, tc.h, tc.color), func(t *testing.T) {
+			m := fitModel(hybridRun(tc.gpu), &fakeCtrl{}, tc.w, tc.h)
+			if tc.color {
+				m = newModel(config{initial: hybridRun(tc.gpu), ctrl: &fakeCtrl{}, renderer: colour, memSample: func() uint64 { return 1 }})
+				m.Update(tea.WindowSizeMsg{Width: tc.w, Height: tc.h})
+			}
+			press(m, "2")
+			v := screen(t, m, tc.w, tc.h)
+			p := m.panes[paneGPU].(*gpuPane)
+			p.build()
+			var bar string
+			glyphs := map[string]string{}
+			sizeEnd := -1
+			for _, l := range p.lines {
+				l = ansi.Strip(l)
+				if strings.HasPrefix(l, "▕") && bar == "" {
+					bar = l
+				}
+				g := legendRow.FindStringSubmatch(l)
+				if g == nil {
+					continue
+				}
+				if other, ok := glyphs[g[1]]; ok {
+					t.Errorf("%q and %q are both drawn with %q:\n%s", other, g[2], g[1], v)
+				}
+				glyphs[g[1]] = g[2]
+				if !strings.Contains(bar, g[1]) {
+					t.Errorf("the bar %q does not draw %q with %q", bar, g[2], g[1])
+				}
+				end := width(l[:strings.Index(l, g[3])+len(g[3])])
+				if sizeEnd >= 0 && end != sizeEnd {
+					t.Errorf("the size of %q ends at cell %d, the one above at %d:\n%s", g[2], end, sizeEnd, strings.Join(p.lines, "\n"))
+				}
+				sizeEnd = end
+				if g[4] == "" && tc.w >= 80 {
+					t.Errorf("%q has no share at %d columns: %q", g[2], tc.w, l)
+				}
+			}
+			if len(glyphs) != tc.comps {
+				t.Errorf("the legend lists %d components, want %d:\n%s", len(glyphs), tc.comps, strings.Join(p.lines, "\n"))
 			}
 		})
 	}
