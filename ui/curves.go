@@ -519,7 +519,7 @@ func (p *curvesPane) render(w, h int) []string {
 				addSeries(own[i].pts, t.KFaint[r%len(t.KFaint)], asciigraph.CreateCharSet("·"), cols)
 			}
 			cs := asciigraph.DefaultCharSet
-			if g := t.kGlyph(r); !t.Color && g != "" {
+			if g := t.kGlyph(r); g != "" {
 				cs = asciigraph.CreateCharSet(g)
 			}
 			addSeries(ownS[i], t.KColors[r%len(t.KColors)], cs, cols)
@@ -558,7 +558,7 @@ func (p *curvesPane) render(w, h int) []string {
 
 // glyph is the legend mark of the curve of rank r.
 func (p *curvesPane) glyph(r int) string {
-	if g := p.sh.theme.kGlyph(r); !p.sh.theme.Color && g != "" {
+	if g := p.sh.theme.kGlyph(r); g != "" {
 		return g
 	}
 	return "━"

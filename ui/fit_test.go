@@ -236,3 +236,37 @@ func TestLedgerLegend(t *testing.T) {
 		})
 	}
 }
+
+// TestCurveMarks: each pass@k curve of the Curves pane has its own mark in the legend, with
+// colours on or off (none differs from another by colour alone).
+func TestCurveMarks(t *testing.T) {
+	colour := lipgloss.NewRenderer(io.Discard)
+	colour.SetColorProfile(termenv.TrueColor)
+	for _, color := range []bool{false, true} {
+		t.Run(fmt.Sprintf("colour=%v", color), func(t *testing.T) {
+			cfg := config{initial: hybridRun(false), ctrl: &fakeCtrl{}, noColor: !color, memSample: func() uint64 { return 1 }}
+			if color {
+				cfg.renderer = colour
+			}
+			m := newModel(cfg)
+			m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
+			press(m, "6")
+			marks := map[string]string{}
+			for _, l := range strings.Split(ansi.Strip(screen(t, m, 160, 45)), "\n") {
+				_, text, _ := strings.Cut(l, "│")
+				mark, label, ok := strings.Cut(text, " pass@")
+				if !ok || width(mark) != 1 {
+					continue
+				}
+				k, _, _ := strings.Cut(label, " ")
+				if other, ok := marks[mark]; ok && other != k {
+					t.Errorf("pass@%s and pass@%s are both marked %q", other, k, mark)
+				}
+				marks[mark] = k
+			}
+			if len(marks) != 4 {
+				t.Errorf("%d pass@k curves in the legend, want 4: %v", len(marks), marks)
+			}
+		})
+	}
+}
