@@ -415,9 +415,16 @@ func (p *curvesPane) render(w, h int) []string {
 	t := p.sh.theme
 	name, own, other := p.curves()
 	a := smoothings[p.smoothI]
-	info := fmt.Sprintf("%s · smoothing %.1f (s) · m next metric · o overlay", name, a)
+	// the info line, in fewer words where it does not fit (the keys are in the footer and help)
+	loading := ""
 	if p.loading {
-		info += " · loading…"
+		loading = " · loading…"
+	}
+	var info string
+	for _, f := range []string{"%s · smoothing %.1f (s) · m next metric · o overlay", "%s · smoothing %.1f (s) · m metric · o overlay", "%s · smoothing %.1f (s)", "%s · smoothing %.1f"} {
+		if info = fmt.Sprintf(f, name, a) + loading; width(info) <= w {
+			break
+		}
 	}
 	out := []string{t.Faint.Render(fit(info, w))}
 
