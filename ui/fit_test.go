@@ -79,9 +79,13 @@ func hybridRun(gpu bool) []event.Event {
 }
 
 // fitModel builds the workbench on evs at w×h with colours off (NO_COLOR), as the real binary
-// does: the run id comes from the run's start.
-func fitModel(evs []event.Event, ctrl Controller, w, h int) *model {
-	m := newModel(config{initial: evs, ctrl: ctrl, noColor: true, memSample: func() uint64 { return 123 << 20 }})
+// does: the run id comes from the run's start; clip records what goes to the clipboard.
+func fitModel(evs []event.Event, ctrl Controller, w, h int, clip *[]string) *model {
+	c := config{initial: evs, ctrl: ctrl, noColor: true, memSample: func() uint64 { return 123 << 20 }}
+	if clip != nil {
+		c.clipboard = func(s string) { *clip = append(*clip, s) }
+	}
+	m := newModel(c)
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	return m
 }
@@ -112,7 +116,7 @@ func TestStripWhole(t *testing.T) {
 		{"narrow 50x24", hybridRun(false), 50, 24, []string{"run finished", "retool-hybrid", "step 3/3"}, []string{"hint_useless", "step 3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := fitModel(tc.evs, &fakeCtrl{}, tc.w, tc.h)
+			m := fitModel(tc.evs, &fakeCtrl{}, tc.w, tc.h, nil)
 			lines := strings.Split(screen(t, m, tc.w, tc.h), "\n")
 			l := m.layout
 			strip := lines[l.Strip.Y : l.Strip.Y+l.Strip.H]
@@ -146,7 +150,7 @@ func TestStatusPhasesVisible(t *testing.T) {
 		setupAbove bool
 	}{{80, 24, false}, {160, 45, true}} {
 		t.Run(fmt.Sprintf("%dx%d", tc.w, tc.h), func(t *testing.T) {
-			m := fitModel(hybridRun(false), &fakeCtrl{}, tc.w, tc.h)
+			m := fitModel(hybridRun(false), &fakeCtrl{}, tc.w, tc.h, nil)
 			v := screen(t, m, tc.w, tc.h)
 			for _, want := range append([]string{"Run       retool-hybrid  (run retool-hybrid-s1-20261128-190747)", "Step      3 of 3", "Phases (time each took last)"}, phases...) {
 				if !strings.Contains(v, want) {
@@ -193,7 +197,7 @@ func TestLedgerLegend(t *testing.T) {
 		{false, 80, 24, false, 5}, {false, 160, 45, false, 5}, {true, 80, 24, false, 8}, {true, 160, 45, false, 8}, {true, 160, 45, true, 8},
 	} {
 		t.Run(fmt.Sprintf("gpu=%v %dx%d colour=%v", tc.gpu, tc.w, tc.h, tc.color), func(t *testing.T) {
-			m := fitModel(hybridRun(tc.gpu), &fakeCtrl{}, tc.w, tc.h)
+			m := fitModel(hybridRun(tc.gpu), &fakeCtrl{}, tc.w, tc.h, nil)
 			if tc.color {
 				m = newModel(config{initial: hybridRun(tc.gpu), ctrl: &fakeCtrl{}, renderer: colour, memSample: func() uint64 { return 1 }})
 				m.Update(tea.WindowSizeMsg{Width: tc.w, Height: tc.h})
@@ -232,6 +236,76 @@ func TestLedgerLegend(t *testing.T) {
 			}
 			if len(glyphs) != tc.comps {
 				t.Errorf("the legend lists %d components, want %d:\n%s", len(glyphs), tc.comps, strings.Join(p.lines, "\n"))
+			}
+		})
+	}
+}
+
+// TestCheckpointIDs: the Checkpoints pane shows checkpoint ids whole or not at all (the live
+// engine announces its checkpoints without one: the id is the run's and the step), the selected
+// one's whole under the table, and c puts that id and the command that exports the checkpoint in
+// the footer, the command broken into lines a shell reads as one, and on the clipboard; in a
+// read-only view e gives the same command.
+func TestCheckpointIDs(t *testing.T) {
+	const id = "retool-hybrid-s1-20261128-190747"
+	want := "agentrl-tui export --store runs/agentrl.db --run " + id + " --step 3 runs/export/" + id + "-step3"
+	for _, tc := range []struct {
+		w, h    int
+		ctrl    Controller
+		key     string
+		inTable bool // the ids fit in the table
+	}{
+		{80, 24, &fakeCtrl{}, "c", false}, {160, 45, &fakeCtrl{}, "c", true}, {80, 24, nil, "e", false}, {60, 24, &fakeCtrl{}, "c", false},
+	} {
+		t.Run(fmt.Sprintf("%dx%d %s", tc.w, tc.h, tc.key), func(t *testing.T) {
+			var clip []string
+			m := fitModel(hybridRun(false), tc.ctrl, tc.w, tc.h, &clip)
+			press(m, "7")
+			v := screen(t, m, tc.w, tc.h)
+			rows := ckptRows(v)
+			if len(rows) != 2 {
+				t.Fatalf("%d checkpoint rows, want 2:\n%s", len(rows), v)
+			}
+			for i, r := range rows {
+				if strings.Contains(r, "…") || strings.Contains(r, id) != tc.inTable {
+					t.Errorf("row %q: the id shown whole: %v; want %v", r, strings.Contains(r, id), tc.inTable)
+				}
+				if tc.inTable && !strings.Contains(r, fmt.Sprintf("%s/%d", id, i+2)) {
+					t.Errorf("row %q lacks its id", r)
+				}
+			}
+			if !strings.Contains(v, "› step 3: "+id+"/3") && !strings.Contains(v, "› "+id+"/3") {
+				t.Errorf("the selected checkpoint's id is not whole under the table:\n%s", v)
+			}
+			press(m, tc.key)
+			v = screen(t, m, tc.w, tc.h)
+			lines := strings.Split(v, "\n")
+			var cmd []string
+			for _, l := range lines {
+				if s := strings.TrimSpace(l); strings.HasPrefix(s, "agentrl-tui export") || len(cmd) > 0 {
+					cmd = append(cmd, strings.TrimSuffix(s, "\\"))
+					if !strings.HasSuffix(s, "\\") {
+						break
+					}
+				}
+			}
+			if got := strings.Join(strings.Fields(strings.Join(cmd, " ")), " "); got != want {
+				t.Errorf("the footer's command is %q; want %q:\n%s", got, want, v)
+			}
+			if !strings.Contains(v, "checkpoint "+id+"/3") {
+				t.Errorf("the footer lacks the whole id:\n%s", v)
+			}
+			if len(clip) != 1 || clip[0] != want {
+				t.Errorf("the clipboard got %q; want %q", clip, want)
+			}
+			for _, l := range lines {
+				if strings.Contains(l, "…") {
+					t.Errorf("a line is cut: %q", l)
+				}
+			}
+			press(m, "j") // the next key takes the note away
+			if v = screen(t, m, tc.w, tc.h); strings.Contains(v, "agentrl-tui export") {
+				t.Errorf("the note stays after a key:\n%s", v)
 			}
 		})
 	}
