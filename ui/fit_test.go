@@ -344,3 +344,43 @@ func TestCurveMarks(t *testing.T) {
 		})
 	}
 }
+
+// TestFooterKeys: where the focused pane's keys do not all fit the footer, its actions come
+// before its movement keys, each whole (the rest are in ?), and no key is listed twice (S is
+// both a Checkpoints key and a global one).
+func TestFooterKeys(t *testing.T) {
+	for _, tc := range []struct {
+		w, h  int
+		pane  string
+		want  []string
+		never []string
+	}{
+		{80, 24, "7", []string{"b/space mark as best", "e export", "c id and export command"}, []string{"↑/k up"}},
+		{160, 45, "7", []string{"b/space mark as best", "e export", "c id and export command", "S stop the run", "p pause / resume the run"}, nil},
+		{80, 24, "3", []string{"enter open the trajectory", "/ filter"}, nil},
+		{80, 24, "4", []string{"t turns / token heat map"}, nil},
+	} {
+		t.Run(fmt.Sprintf("%dx%d pane %s", tc.w, tc.h, tc.pane), func(t *testing.T) {
+			m := fitModel(hybridRun(false), &fakeCtrl{}, tc.w, tc.h, nil)
+			press(m, tc.pane)
+			if tc.pane == "4" {
+				press(m, "3", "enter")
+			}
+			lines := strings.Split(screen(t, m, tc.w, tc.h), "\n")
+			foot := lines[len(lines)-1]
+			if strings.Contains(foot, "…") {
+				t.Errorf("the footer cuts a key: %q", foot)
+			}
+			for _, want := range tc.want {
+				if strings.Count(foot, want) != 1 {
+					t.Errorf("the footer %q lists %q %d times; want once", foot, want, strings.Count(foot, want))
+				}
+			}
+			for _, never := range tc.never {
+				if strings.Contains(foot, never) {
+					t.Errorf("the footer %q lists %q before the pane's actions", foot, never)
+				}
+			}
+		})
+	}
+}

@@ -609,10 +609,46 @@ func (m *model) footer(w int) []string {
 	g := m.sh.keys.Global
 	tail := short(t, []key.Binding{g.Help, g.Quit})
 	bs := append(m.panes[m.focus].ShortHelp(), g.Pause, g.Stop, g.Ack)
+	room := w - 1
 	if tw := width(tail); w > tw+20 {
-		return []string{fit(" "+short(t, bs), w-tw-1) + " " + tail}
+		room = w - tw - 2
+		return []string{fit(" "+footKeys(t, bs, room), w-tw-1) + " " + tail}
 	}
-	return []string{fit(" "+short(t, bs), w)}
+	return []string{fit(" "+footKeys(t, bs, room), w)}
+}
+
+// footKeys is the footer's list of bindings in w cells: all of them where they fit; else the
+// pane's actions before its movement keys (the same in every list), in order as long as they fit
+// whole, the rest left to the help (?). A key listed twice is listed once.
+func footKeys(t *Theme, bs []key.Binding, w int) string {
+	var uniq []key.Binding
+	seen := map[string]bool{}
+	for _, b := range bs {
+		if k := b.Help().Key; b.Enabled() && !seen[k] {
+			seen[k] = true
+			uniq = append(uniq, b)
+		}
+	}
+	if s := short(t, uniq); width(s) <= w {
+		return s
+	}
+	var acts, moves []key.Binding
+	for _, b := range uniq {
+		switch b.Help().Key {
+		case "↑/k", "↓/j", "g", "G", "pgup", "pgdn":
+			moves = append(moves, b)
+		default:
+			acts = append(acts, b)
+		}
+	}
+	var fits []key.Binding
+	for _, b := range append(acts, moves...) {
+		if width(short(t, append(fits, b))) > w {
+			break
+		}
+		fits = append(fits, b)
+	}
+	return short(t, fits)
 }
 
 // shellLines breaks the words of a shell command into lines of at most w cells, each but the
