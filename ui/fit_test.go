@@ -1,17 +1,21 @@
 package ui
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"agentrl/engine/event"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/muesli/termenv"
 )
 
@@ -177,6 +181,68 @@ func TestStatusPhasesVisible(t *testing.T) {
 	}
 }
 
+// firstRows returns the first row inside every pane frame on screen v (colours off: a rune is a
+// cell), by the frame's title: the text between the frame's sides under its top edge.
+func firstRows(t *testing.T, v string) map[string]string {
+	t.Helper()
+	var lines [][]rune
+	for _, l := range strings.Split(v, "\n") {
+		r := []rune(l)
+		if len(r) != width(l) {
+			t.Fatalf("a wide rune or an escape sequence in %q", l)
+		}
+		lines = append(lines, r)
+	}
+	out := map[string]string{}
+	for i, l := range lines[:len(lines)-1] {
+		for c := 0; c < len(l); c++ {
+			if l[c] != '╭' {
+				continue
+			}
+			end := c + 1
+			for end < len(l) && l[end] != '╮' {
+				end++
+			}
+			if end == len(l) {
+				break
+			}
+			title := strings.Trim(string(l[c+1:end]), "─ ")
+			out[title] = string(lines[i+1][c+1 : end])
+			c = end
+		}
+	}
+	return out
+}
+
+// TestFirstLinesWhole: the first line of every pane, focused or in the side column, is whole
+// at 80×24 and 160×45 under NO_COLOR.
+func TestFirstLinesWhole(t *testing.T) {
+	for _, gpu := range []bool{false, true} {
+		for _, sz := range [][2]int{{80, 24}, {160, 45}} {
+			w, h := sz[0], sz[1]
+			t.Run(fmt.Sprintf("gpu=%v %dx%d", gpu, w, h), func(t *testing.T) {
+				m := fitModel(hybridRun(gpu), &fakeCtrl{}, w, h, nil)
+				for p := paneStatus; p < numPanes; p++ {
+					press(m, fmt.Sprint(int(p)+1))
+					if p == paneDetail {
+						press(m, "3", "enter")
+					}
+					v := screen(t, m, w, h)
+					rows := firstRows(t, v)
+					if len(rows) == 0 {
+						t.Fatalf("no pane frame found:\n%s", v)
+					}
+					for title, row := range rows {
+						if strings.Contains(row, "…") || strings.TrimSpace(row) == "" {
+							t.Errorf("%v focused: the first line of %q is %q:\n%s", p, title, row, v)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
 // legendRow is a row of the memory ledger's legend: glyph, name, size, share.
 var legendRow = regexp.MustCompile(`^ (\S) (.*?) +([0-9.]+ [KMG]iB)(?: +([0-9]+)%)? *$`)
 
@@ -311,40 +377,6 @@ func TestCheckpointIDs(t *testing.T) {
 	}
 }
 
-// TestCurveMarks: each pass@k curve of the Curves pane has its own mark in the legend, with
-// colours on or off (none differs from another by colour alone).
-func TestCurveMarks(t *testing.T) {
-	colour := lipgloss.NewRenderer(io.Discard)
-	colour.SetColorProfile(termenv.TrueColor)
-	for _, color := range []bool{false, true} {
-		t.Run(fmt.Sprintf("colour=%v", color), func(t *testing.T) {
-			cfg := config{initial: hybridRun(false), ctrl: &fakeCtrl{}, noColor: !color, memSample: func() uint64 { return 1 }}
-			if color {
-				cfg.renderer = colour
-			}
-			m := newModel(cfg)
-			m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
-			press(m, "6")
-			marks := map[string]string{}
-			for _, l := range strings.Split(ansi.Strip(screen(t, m, 160, 45)), "\n") {
-				_, text, _ := strings.Cut(l, "│")
-				mark, label, ok := strings.Cut(text, " pass@")
-				if !ok || width(mark) != 1 {
-					continue
-				}
-				k, _, _ := strings.Cut(label, " ")
-				if other, ok := marks[mark]; ok && other != k {
-					t.Errorf("pass@%s and pass@%s are both marked %q", other, k, mark)
-				}
-				marks[mark] = k
-			}
-			if len(marks) != 4 {
-				t.Errorf("%d pass@k curves in the legend, want 4: %v", len(marks), marks)
-			}
-		})
-	}
-}
-
 // TestFooterKeys: where the focused pane's keys do not all fit the footer, its actions come
 // before its movement keys, each whole (the rest are in ?), and no key is listed twice (S is
 // both a Checkpoints key and a global one).
@@ -380,6 +412,73 @@ func TestFooterKeys(t *testing.T) {
 				if strings.Contains(foot, never) {
 					t.Errorf("the footer %q lists %q before the pane's actions", foot, never)
 				}
+			}
+		})
+	}
+}
+
+// TestFitViews keeps golden views (testdata/TestFitViews/NAME.golden) of the Hybrid run at 80×24
+// and 160×45 under NO_COLOR, driven as a user would (teatest): the keys of each case pressed, the
+// final view compared.
+func TestFitViews(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gpu   bool
+		w, h  int
+		keys  []string
+		until string
+	}{
+		{name: "status_80x24", w: 80, h: 24, until: "Phases"},
+		{name: "status_160x45", w: 160, h: 45, until: "Phases"},
+		{name: "gpu_80x24", gpu: true, w: 80, h: 24, keys: []string{"2"}, until: "2 GPU · xla:cuda"},
+		{name: "gpu_160x45", gpu: true, w: 160, h: 45, keys: []string{"2"}, until: "2 GPU · xla:cuda"},
+		{name: "ckpts_80x24", w: 80, h: 24, keys: []string{"7", "c"}, until: "runs/export/"},
+		{name: "ckpts_160x45", w: 160, h: 45, keys: []string{"7"}, until: "7 Checkpoints"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config{initial: hybridRun(tc.gpu), ctrl: &fakeCtrl{}, noColor: true, memSample: func() uint64 { return 123 << 20 }}
+			tm := teatest.NewTestModel(t, newModel(cfg), teatest.WithInitialTermSize(tc.w, tc.h))
+			for _, k := range tc.keys {
+				tm.Send(keyMsg(k))
+			}
+			teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(tc.until)) },
+				teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+			tm.Send(tea.Quit())
+			final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*model)
+			golden.RequireEqual(t, []byte(final.View()))
+		})
+	}
+}
+
+// TestCurveMarks: each pass@k curve of the Curves pane has its own mark in the legend, with
+// colours on or off (none differs from another by colour alone).
+func TestCurveMarks(t *testing.T) {
+	colour := lipgloss.NewRenderer(io.Discard)
+	colour.SetColorProfile(termenv.TrueColor)
+	for _, color := range []bool{false, true} {
+		t.Run(fmt.Sprintf("colour=%v", color), func(t *testing.T) {
+			cfg := config{initial: hybridRun(false), ctrl: &fakeCtrl{}, noColor: !color, memSample: func() uint64 { return 1 }}
+			if color {
+				cfg.renderer = colour
+			}
+			m := newModel(cfg)
+			m.Update(tea.WindowSizeMsg{Width: 160, Height: 45})
+			press(m, "6")
+			marks := map[string]string{}
+			for _, l := range strings.Split(ansi.Strip(screen(t, m, 160, 45)), "\n") {
+				_, text, _ := strings.Cut(l, "│")
+				mark, label, ok := strings.Cut(text, " pass@")
+				if !ok || width(mark) != 1 {
+					continue
+				}
+				k, _, _ := strings.Cut(label, " ")
+				if other, ok := marks[mark]; ok && other != k {
+					t.Errorf("pass@%s and pass@%s are both marked %q", other, k, mark)
+				}
+				marks[mark] = k
+			}
+			if len(marks) != 4 {
+				t.Errorf("%d pass@k curves in the legend, want 4: %v", len(marks), marks)
 			}
 		})
 	}
