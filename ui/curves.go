@@ -415,9 +415,16 @@ func (p *curvesPane) render(w, h int) []string {
 	t := p.sh.theme
 	name, own, other := p.curves()
 	a := smoothings[p.smoothI]
-	info := fmt.Sprintf("%s · smoothing %.1f (s) · m next metric · o overlay", name, a)
+	// the info line, in fewer words where it does not fit (the keys are in the footer and help)
+	loading := ""
 	if p.loading {
-		info += " · loading…"
+		loading = " · loading…"
+	}
+	var info string
+	for _, f := range []string{"%s · smoothing %.1f (s) · m next metric · o overlay", "%s · smoothing %.1f (s) · m metric · o overlay", "%s · smoothing %.1f (s)", "%s · smoothing %.1f"} {
+		if info = fmt.Sprintf(f, name, a) + loading; width(info) <= w {
+			break
+		}
 	}
 	out := []string{t.Faint.Render(fit(info, w))}
 
@@ -519,7 +526,7 @@ func (p *curvesPane) render(w, h int) []string {
 				addSeries(own[i].pts, t.KFaint[r%len(t.KFaint)], asciigraph.CreateCharSet("·"), cols)
 			}
 			cs := asciigraph.DefaultCharSet
-			if g := t.kGlyph(r); !t.Color && g != "" {
+			if g := t.kGlyph(r); g != "" {
 				cs = asciigraph.CreateCharSet(g)
 			}
 			addSeries(ownS[i], t.KColors[r%len(t.KColors)], cs, cols)
@@ -558,7 +565,7 @@ func (p *curvesPane) render(w, h int) []string {
 
 // glyph is the legend mark of the curve of rank r.
 func (p *curvesPane) glyph(r int) string {
-	if g := p.sh.theme.kGlyph(r); !p.sh.theme.Color && g != "" {
+	if g := p.sh.theme.kGlyph(r); g != "" {
 		return g
 	}
 	return "━"

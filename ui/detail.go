@@ -416,7 +416,7 @@ func heatLevel(a, scale float64, n int) int {
 // tokenLines renders the response tokens coloured by advantage (with colours off, a ⟨±n⟩ mark
 // where the level changes).
 func tokenLines(t *Theme, tr *event.Trajectory, w int) []string {
-	out := []string{summaryLine(t, tr)}
+	out := wrapStyled(summaryLine(t, tr), w)
 	if len(tr.Pieces) == 0 {
 		return append(out, "", t.Faint.Render("no response tokens were recorded for this trajectory (t returns to the turns)"))
 	}
@@ -445,7 +445,10 @@ func tokenLines(t *Theme, tr *event.Trajectory, w int) []string {
 	} else {
 		legend += fmt.Sprintf(" · ⟨n⟩ marks the level from −%d to +%d where it changes", n/2, n/2)
 	}
-	out = append(out, t.Faint.Render(legend), "")
+	for _, l := range wrapStyled(legend, w) {
+		out = append(out, t.Faint.Render(l))
+	}
+	out = append(out, "")
 	var line strings.Builder
 	lw := 0
 	flush := func() {

@@ -150,3 +150,31 @@ func sparkline(values []float64, lo, hi float64, w int) string {
 	}
 	return sb.String()
 }
+
+// pack puts parts on as few lines of at most w cells as it can, in order, with sep between two
+// on one line; a part wider than w is wrapped on lines of its own.
+func pack(parts []string, sep string, w int) []string {
+	w = max(w, 1)
+	var out []string
+	line := ""
+	for _, p := range parts {
+		switch {
+		case line == "":
+			line = p
+		case width(line)+width(sep)+width(p) <= w:
+			line += sep + p
+		default:
+			out = append(out, line)
+			line = p
+		}
+		if width(line) > w {
+			wl := wrap(line, w)
+			out = append(out, wl[:len(wl)-1]...)
+			line = wl[len(wl)-1]
+		}
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}

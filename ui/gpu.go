@@ -105,14 +105,17 @@ func (p *gpuPane) View() string {
 	return strings.Join(window(p.lines, p.scroll.top, p.h), "\n")
 }
 
-// partGlyphs tell the ledger's components apart when colours are off.
-var partGlyphs = []string{"█", "▓", "▒", "░", "#", "=", "+"}
+// partGlyphs draw the ledger's components, each its own shape, with colours on or off: a
+// component never differs from another by colour alone (NO_COLOR, colour-blind readers). Past
+// them, letters.
+var partGlyphs = []string{"█", "▓", "▒", "░", "#", "=", "+", "%", "*", ":"}
 
-func (p *gpuPane) partGlyph(i int) string {
-	if p.sh.theme.Color {
-		return "█"
+// partGlyph is the glyph of ledger component i (in the order drawn).
+func partGlyph(i int) string {
+	if i < len(partGlyphs) {
+		return partGlyphs[i]
 	}
-	return partGlyphs[i%len(partGlyphs)]
+	return string(rune('a' + (i-len(partGlyphs))%26))
 }
 
 func (p *gpuPane) render(w int) []string {
@@ -144,11 +147,13 @@ func (p *gpuPane) render(w int) []string {
 		if !cpuBackend(l) {
 			scale = max(scale, float64(l.DeviceTotal))
 		}
-		head := fmt.Sprintf("ledger %s", fmtBytes(float64(sum)))
+		head := []string{fmt.Sprintf("ledger %s", fmtBytes(float64(sum)))}
 		if l.Budget > 0 {
-			head += fmt.Sprintf(" of budget %s (%.0f%%)", fmtBytes(float64(l.Budget)), 100*float64(sum)/float64(l.Budget))
+			head = append(head, fmt.Sprintf("of budget %s (%.0f%%)", fmtBytes(float64(l.Budget)), 100*float64(sum)/float64(l.Budget)))
 		}
-		add(t.Bold.Render(head))
+		for _, s := range pack(head, " ", w) {
+			add(t.Bold.Render(s))
+		}
 		// the stacked bar: each component's share of the scale, in its colour or glyph
 		var sb strings.Builder
 		used := 0
@@ -161,7 +166,7 @@ func (p *gpuPane) render(w int) []string {
 				n = 1
 			}
 			n = min(n, bw-used)
-			sb.WriteString(t.part(i).Render(strings.Repeat(p.partGlyph(i), n)))
+			sb.WriteString(t.part(i).Render(strings.Repeat(partGlyph(i), n)))
 			used += n
 		}
 		budgetMark := bw
@@ -176,21 +181,42 @@ func (p *gpuPane) render(w int) []string {
 			}
 		}
 		add("▕" + sb.String() + "▏")
+		// the legend: glyph, name, size, share, in columns as wide as the longest name (a
+		// component in host memory is "NAME (host)"); the share goes first where they do not fit
+		nameW := 0
+		for _, c := range comps {
+			nameW = max(nameW, width(c.name))
+		}
+		pct := true
+		if 3+nameW+11+6 > w {
+			pct = false
+			nameW = max(min(nameW, w-3-11), 4)
+		}
 		for i, c := range comps {
-			share := 0.0
-			if sum > 0 {
-				share = float64(c.bytes) / float64(sum)
+			row := " " + t.part(i).Render(partGlyph(i)) + " " + fit(c.name, nameW) + fitRight(fmtBytes(float64(c.bytes)), 11)
+			if pct {
+				share := 0.0
+				if sum > 0 {
+					share = float64(c.bytes) / float64(sum)
+				}
+				row += fmt.Sprintf(" %4.0f%%", 100*share)
 			}
-			add(fmt.Sprintf(" %s %-18s %10s %4.0f%%", t.part(i).Render(p.partGlyph(i)), c.name, fmtBytes(float64(c.bytes)), 100*share))
+			add(row)
 		}
 		add("")
 		if cpuBackend(l) {
-			add(t.Warn.Render(fmt.Sprintf("CPU backend (%s): no GPU, showing this process's memory", orDash(l.Backend))))
+			for _, s := range wrap(fmt.Sprintf("CPU backend (%s): no GPU, showing this process's memory", orDash(l.Backend)), w) {
+				add(t.Warn.Render(s))
+			}
 		} else {
 			frac := float64(l.DeviceUsed) / float64(l.DeviceTotal)
-			add(t.Bold.Render(fmt.Sprintf("NVML used %s of %s (%.0f%%) · util %d%%", fmtBytes(float64(l.DeviceUsed)), fmtBytes(float64(l.DeviceTotal)), 100*frac, l.UtilPct)))
-			add("▕" + t.Accent.Render(bar(frac, bw)) + "▏ memory")
-			add("▕" + t.Good.Render(bar(float64(l.UtilPct)/100, bw)) + "▏ utilisation")
+			nvml := []string{fmt.Sprintf("NVML used %s of %s (%.0f%%)", fmtBytes(float64(l.DeviceUsed)), fmtBytes(float64(l.DeviceTotal)), 100*frac), fmt.Sprintf("util %d%%", l.UtilPct)}
+			for _, s := range pack(nvml, " · ", w) {
+				add(t.Bold.Render(s))
+			}
+			lw := max(min(w-2-width(" utilisation"), 60), 4) // the bars and their labels fit the row
+			add("▕" + t.Accent.Render(bar(frac, lw)) + "▏ memory")
+			add("▕" + t.Good.Render(bar(float64(l.UtilPct)/100, lw)) + "▏ utilisation")
 			if len(d.ledgerHist) > 1 {
 				var led, dev, util []float64
 				for _, s := range d.ledgerHist {

@@ -121,11 +121,31 @@ func (p *hintsPane) View() string {
 		}
 		sw := max(p.w-22, 1)
 		lines = append(lines, fit(t.Faint.Render("hinted per step  ")+t.Hint.Render(sparkline(shares, 0, 1, sw)), p.w))
-		bw := max(min(p.w-30, 30), 1)
-		for i := len(steps) - 1; i >= 0 && i >= len(steps)-n; i-- {
+		// a row: the step, its share as a bar, then in words with the probe's figures; the bar
+		// narrows (to none), then the words close up, so that they fit
+		tight := false
+		after := func(i int) string {
 			c := d.perStep[steps[i]]
-			lines = append(lines, fit(fmt.Sprintf("  step %-4d %s %3.0f%%  %d/%d%s", steps[i], t.Hint.Render(bar(shares[i], bw)), 100*shares[i], c[1], c[0],
-				probeText(d.metricStep[steps[i]])), p.w))
+			s := fmt.Sprintf(" %3.0f%%  %d/%d%s", 100*shares[i], c[1], c[0], probeText(d.metricStep[steps[i]]))
+			if tight {
+				s = " " + strings.Join(strings.Fields(s), " ")
+			}
+			return s
+		}
+		afterW, stepW := 0, 0
+		for i := len(steps) - 1; i >= 0 && i >= len(steps)-n; i-- {
+			afterW, stepW = max(afterW, width(after(i))), max(stepW, len(fmt.Sprint(steps[i])))
+		}
+		if 8+stepW+afterW > p.w {
+			tight = true
+		}
+		bw := min(p.w-8-stepW-afterW, 30)
+		for i := len(steps) - 1; i >= 0 && i >= len(steps)-n; i-- {
+			b := ""
+			if bw >= 4 {
+				b = t.Hint.Render(bar(shares[i], bw))
+			}
+			lines = append(lines, fit(fmt.Sprintf("  step %-*d %s%s", stepW, steps[i], b, after(i)), p.w))
 		}
 		for len(lines) < n+1 {
 			lines = append(lines, fit("", p.w))

@@ -75,7 +75,7 @@ type curveKeys struct {
 
 // ckptKeys act on the selected checkpoint.
 type ckptKeys struct {
-	Up, Down, Top, Bottom, Mark, Export key.Binding
+	Up, Down, Top, Bottom, Mark, Export, Copy key.Binding
 }
 
 // pickKeys choose a run in the curves pane's overlay picker.
@@ -172,6 +172,7 @@ func newKeyTable() *keyTable {
 		Bottom: bind("G", "last", "G", "end"),
 		Mark:   bind("b/space", "mark as best", "b", " "),
 		Export: bind("e", "export", "e"),
+		Copy:   bind("c", "id and export command (shown whole, copied by OSC 52)", "c"),
 	}
 	return k
 }
@@ -213,7 +214,7 @@ func (k *keyTable) section(p paneID) []key.Binding {
 		return []key.Binding{c.Smooth, c.Overlay, c.Metric, k.Pick.Up, k.Pick.Down, k.Pick.Pick}
 	case paneCkpts:
 		c := k.Ckpts
-		return []key.Binding{c.Up, c.Down, c.Top, c.Bottom, c.Mark, c.Export, k.Global.Stop}
+		return []key.Binding{c.Up, c.Down, c.Top, c.Bottom, c.Mark, c.Export, c.Copy, k.Global.Stop}
 	}
 	return nil
 }

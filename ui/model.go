@@ -28,6 +28,8 @@ type config struct {
 	memEvery  time.Duration
 	// width, height: the size to draw at before (or without) the terminal's own; 0 waits for it
 	width, height int
+	// clipboard puts text on the terminal's clipboard (nil: none)
+	clipboard func(string)
 }
 
 // Root-level messages.
@@ -94,6 +96,7 @@ type model struct {
 	onConfirm func() tea.Cmd // what yes does
 	note      string         // footer message until the next key
 	noteBad   bool
+	noteCmd   []string // a shell command under the note (its quoted words)
 	events    <-chan event.Event
 	streamEnd bool // the stream closed
 
@@ -110,7 +113,7 @@ func newModel(c config) *model {
 	color := !c.noColor && r.ColorProfile() != termenv.Ascii
 	keys := newKeyTable()
 	keys.forController(c.ctrl)
-	sh := &shared{data: newRunData(), theme: NewTheme(r, color), keys: keys, ctrl: c.ctrl, store: c.store, runID: c.runID}
+	sh := &shared{data: newRunData(), theme: NewTheme(r, color), keys: keys, ctrl: c.ctrl, store: c.store, runID: c.runID, clipboard: c.clipboard}
 	for _, e := range c.initial {
 		sh.data.apply(e)
 	}
@@ -176,7 +179,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.resize(msg.Width, msg.Height)
 		return m, nil
 	case tea.KeyMsg:
-		m.note, m.noteBad = "", false
+		m.note, m.noteBad, m.noteCmd = "", false, nil
 		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
 			// keys typed faster than the terminal is read arrive as one message ("a7S"): each
 			// is a key of its own
@@ -217,7 +220,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case ctrlMsg:
 		return m, m.controlled(msg)
 	case noteMsg:
-		m.note, m.noteBad = msg.text, msg.bad
+		m.note, m.noteBad, m.noteCmd = msg.text, msg.bad, msg.cmd
 		return m, nil
 	}
 	return m, m.broadcast(msg)
@@ -503,7 +506,12 @@ func (m *model) View() string {
 		}
 		out = append(out, body...)
 	}
-	out = append(out, m.footer(l.Width))
+	foot := m.footer(l.Width)
+	if n := min(len(foot)-1, l.Body.H); n > 0 { // a note longer than a row covers the body's last rows
+		out = out[:len(out)-n]
+		foot = foot[len(foot)-n-1:]
+	}
+	out = append(out, foot...)
 	return strings.Join(out, "\n")
 }
 
@@ -576,23 +584,89 @@ func (m *model) tabsView(w int) string {
 	return fit(sb.String(), w)
 }
 
-// footer is the last row: a confirmation, a message, or the focused pane's keys.
-func (m *model) footer(w int) string {
+// footer is the last row: a confirmation, a message, or the focused pane's keys. A message
+// longer than the row takes the rows above it, whole: its words wrapped, and a shell command
+// under it broken into lines that end in a backslash (a shell reads them as one command when pasted).
+func (m *model) footer(w int) []string {
 	t := m.sh.theme
 	switch {
 	case m.confirm != "":
-		return t.Alarm.Render(fit(" "+m.confirm, w))
-	case m.note != "":
+		return []string{t.Alarm.Render(fit(" "+m.confirm, w))}
+	case m.note != "" || len(m.noteCmd) > 0:
+		st := t.Accent
 		if m.noteBad {
-			return t.Bad.Render(fit(" "+m.note, w))
+			st = t.Bad
 		}
-		return t.Accent.Render(fit(" "+m.note, w))
+		var out []string
+		for _, l := range wrap(m.note, max(w-1, 1)) {
+			out = append(out, st.Render(fit(" "+l, w)))
+		}
+		for _, l := range shellLines(m.noteCmd, w) {
+			out = append(out, st.Render(fit(l, w)))
+		}
+		return out
 	}
 	g := m.sh.keys.Global
 	tail := short(t, []key.Binding{g.Help, g.Quit})
 	bs := append(m.panes[m.focus].ShortHelp(), g.Pause, g.Stop, g.Ack)
+	room := w - 1
 	if tw := width(tail); w > tw+20 {
-		return fit(" "+short(t, bs), w-tw-1) + " " + tail
+		room = w - tw - 2
+		return []string{fit(" "+footKeys(t, bs, room), w-tw-1) + " " + tail}
 	}
-	return fit(" "+short(t, bs), w)
+	return []string{fit(" "+footKeys(t, bs, room), w)}
+}
+
+// footKeys is the footer's list of bindings in w cells: all of them where they fit; else the
+// pane's actions before its movement keys (the same in every list), in order as long as they fit
+// whole, the rest left to the help (?). A key listed twice is listed once.
+func footKeys(t *Theme, bs []key.Binding, w int) string {
+	var uniq []key.Binding
+	seen := map[string]bool{}
+	for _, b := range bs {
+		if k := b.Help().Key; b.Enabled() && !seen[k] {
+			seen[k] = true
+			uniq = append(uniq, b)
+		}
+	}
+	if s := short(t, uniq); width(s) <= w {
+		return s
+	}
+	var acts, moves []key.Binding
+	for _, b := range uniq {
+		switch b.Help().Key {
+		case "↑/k", "↓/j", "g", "G", "pgup", "pgdn":
+			moves = append(moves, b)
+		default:
+			acts = append(acts, b)
+		}
+	}
+	var fits []key.Binding
+	for _, b := range append(acts, moves...) {
+		if width(short(t, append(fits, b))) > w {
+			break
+		}
+		fits = append(fits, b)
+	}
+	return short(t, fits)
+}
+
+// shellLines breaks the words of a shell command into lines of at most w cells, each but the
+// last ending in a backslash, the ones after the first indented; a word longer than a line has one of
+// its own.
+func shellLines(words []string, w int) []string {
+	if len(words) == 0 {
+		return nil
+	}
+	var out []string
+	line := " " + words[0]
+	for _, word := range words[1:] {
+		if width(line)+1+width(word)+2 > w {
+			out = append(out, line+" \\")
+			line = "   " + word
+			continue
+		}
+		line += " " + word
+	}
+	return append(out, line)
 }

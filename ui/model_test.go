@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -349,11 +350,11 @@ func TestMarkBestAndExport(t *testing.T) {
 	v = screen(t, m, 80, 24)
 	var row string
 	autoRows := 0
-	for _, l := range strings.Split(v, "\n") {
-		if strings.Contains(l, "★ manual") && strings.Contains(l, "r-2025") {
+	for _, l := range ckptRows(v) {
+		if strings.Contains(l, "★ manual") {
 			row = l
 		}
-		if strings.Contains(l, "best*") && strings.Contains(l, "r-2025") {
+		if strings.Contains(l, "best*") {
 			autoRows++
 		}
 	}
@@ -371,6 +372,20 @@ func TestMarkBestAndExport(t *testing.T) {
 		t.Fatal("a failed mark changed the best or was not reported")
 	}
 }
+
+// ckptRows are the Checkpoints table's rows on screen v: the lines whose pane text starts with a
+// step (after the cursor mark).
+func ckptRows(v string) []string {
+	var out []string
+	for _, l := range strings.Split(v, "\n") {
+		if _, text, ok := strings.Cut(l, "│"); ok && ckptRow.MatchString(text) {
+			out = append(out, text)
+		}
+	}
+	return out
+}
+
+var ckptRow = regexp.MustCompile(`^[› ] +[0-9]+ `)
 
 func TestPause(t *testing.T) {
 	c := &fakeCtrl{}
@@ -435,7 +450,7 @@ func TestReadOnlyView(t *testing.T) {
 	m := testModel(evs, nil, 120, 40)
 	press(m, "7", "S", "p", "b")
 	v := screen(t, m, 120, 40)
-	for _, hidden := range []string{"(y/n)", "b/space", "export", "pause", "★ manual"} {
+	for _, hidden := range []string{"(y/n)", "b/space", "e export", "pause", "★ manual"} {
 		if strings.Contains(v, hidden) {
 			t.Fatalf("read-only view shows %q:\n%s", hidden, v)
 		}
@@ -443,8 +458,8 @@ func TestReadOnlyView(t *testing.T) {
 	if !strings.Contains(v, "read-only view: the best checkpoint is the one the run chose") {
 		t.Fatalf("b in the read-only view says nothing:\n%s", v)
 	}
-	press(m, "e") // silent before: now it names the command that exports a stored checkpoint
-	if v = screen(t, m, 120, 40); !strings.Contains(v, "agentrl-tui export --store PATH --run RUN") {
+	press(m, "e") // silent before: now it gives the command that exports the selected checkpoint
+	if v = screen(t, m, 120, 40); !strings.Contains(v, "agentrl-tui export --store runs/agentrl.db --run r-20250101-abc --step 3 runs/export/r-20250101-abc-step3") {
 		t.Fatalf("e in the read-only view does not name the export command:\n%s", v)
 	}
 	if !strings.Contains(v, "run finished") || !strings.Contains(v, "view (read-only)") {

@@ -45,6 +45,8 @@ type shared struct {
 	ctrl  Controller
 	store *store.Store
 	runID string
+	// clipboard puts text on the terminal's clipboard (OSC 52); nil where there is none.
+	clipboard func(string)
 }
 
 // paneBase holds the size and focus every pane has.
@@ -70,15 +72,17 @@ func (k keyHelp) FullHelp() [][]key.Binding { return [][]key.Binding{k.keys.sect
 type (
 	// dataMsg tells the panes that the run data changed (which parts: ch).
 	dataMsg struct{ ch change }
-	// noteMsg puts a line in the footer until the next key.
+	// noteMsg puts a line in the footer until the next key; with cmd, a shell command under it
+	// (its words, already quoted), broken over as many lines as it needs, never cut.
 	noteMsg struct {
 		text string
 		bad  bool
+		cmd  []string
 	}
 )
 
 func note(text string, bad bool) tea.Cmd {
-	return func() tea.Msg { return noteMsg{text, bad} }
+	return func() tea.Msg { return noteMsg{text: text, bad: bad} }
 }
 
 // openRequest is an opener's pending request.

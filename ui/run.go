@@ -54,6 +54,10 @@ func RunTUI(ctx context.Context, o Options) error {
 	}
 	if f, ok := out.(*os.File); !ok || !charDevice(f) {
 		c.width, c.height = 120, 40 // no terminal to ask: draw at the size the screen captures use
+	} else {
+		// OSC 52: the terminal (or tmux, with set-clipboard on) puts the text on the clipboard;
+		// one short write, between two of bubbletea's frames
+		c.clipboard = func(s string) { termenv.NewOutput(f).Copy(s) }
 	}
 	m := newModel(c)
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(out), tea.WithAltScreen(), tea.WithMouseCellMotion()}

@@ -16,39 +16,42 @@ import (
 // The status strip under the tabs: the run line, the phase timeline, the latest numbers, and
 // any unacknowledged alarm in place of the last of them.
 
-// runState is the one or two words saying what the run is doing, and their style.
-func (m *model) runState() (string, lipgloss.Style) {
+// runState is the one or two words saying what the run is doing, and their style; short is the
+// same in fewer words (without the reason a run ended for), for a narrow status strip.
+func (m *model) runState() (state, short string, style lipgloss.Style) {
 	d, t := m.sh.data, m.sh.theme
 	switch {
 	case d.end != nil:
 		s := "run " + d.end.Status
-		if d.end.Reason != "" {
-			s += ": " + d.end.Reason
-		}
 		st := t.Accent
 		if d.end.Status == "failed" {
 			st = t.Bad
 		}
-		return s, st
+		if d.end.Reason != "" {
+			return s + ": " + d.end.Reason, s, st
+		}
+		return s, s, st
 	case m.events == nil:
-		return "stored run (no end recorded)", t.Warn
+		return "stored run (no end recorded)", "stored run", t.Warn
 	case m.streamEnd:
-		return "run ended (stream closed)", t.Accent
+		return "run ended (stream closed)", "run ended", t.Accent
 	case d.stopping:
-		return "stopping", t.Warn
+		return "stopping", "stopping", t.Warn
 	case d.paused:
-		return "paused", t.Warn
+		return "paused", "paused", t.Warn
 	case !d.started:
-		return "starting", t.Faint
+		return "starting", "starting", t.Faint
 	}
-	return "running", t.Good
+	return "running", "running", t.Good
 }
 
-// runLine: state · name · recipe · step · tokens/s · ETA.
+// runLine: state · name · step · tokens/s · ETA · recipe. Where the whole line does not fit w,
+// the parts a user can find elsewhere give way first, one at a time (the recipe; the phase's
+// ETA; tokens/s; the reason the run ended; the run's ETA; what an evaluation run evaluates), so
+// that the state, the run's name and the step stay whole.
 func (m *model) runLine(w int) string {
 	d, t := m.sh.data, m.sh.theme
-	state, st := m.runState()
-	parts := []string{st.Render(state)}
+	state, stateShort, st := m.runState()
 	name := d.start.Name
 	if name == "" {
 		name = d.start.RunID
@@ -56,37 +59,53 @@ func (m *model) runLine(w int) string {
 	if name == "" {
 		name = m.sh.runID
 	}
-	if name != "" {
-		parts = append(parts, t.Title.Render(name))
+	line := func(level int) string {
+		s := state
+		if level >= 4 {
+			s = stateShort
+		}
+		parts := []string{st.Render(s)}
+		if name != "" {
+			parts = append(parts, t.Title.Render(name))
+		}
+		if d.start.Evaluates != "" && level < 6 {
+			parts = append(parts, "evaluating "+d.start.Evaluates)
+		}
+		if d.start.TotalSteps > 0 {
+			parts = append(parts, fmt.Sprintf("step %d/%d", d.step, d.start.TotalSteps))
+		} else if d.step > 0 {
+			parts = append(parts, fmt.Sprintf("step %d", d.step))
+		}
+		if v, ok := d.lastMetric(event.MetricTokensPerSecond); ok && level < 3 {
+			parts = append(parts, fmtRate(v)+" tok/s")
+		}
+		if eta := etaText(d, level >= 2); eta != "" && level < 5 {
+			parts = append(parts, "ETA "+eta)
+		}
+		if d.start.Recipe != "" && level < 1 {
+			parts = append(parts, "recipe "+filepath.Base(d.start.Recipe))
+		}
+		return " " + strings.Join(parts, t.Faint.Render(" · "))
 	}
-	if d.start.Evaluates != "" {
-		parts = append(parts, "evaluating "+d.start.Evaluates)
+	s := ""
+	for level := 0; level <= 6; level++ {
+		if s = line(level); width(s) <= w {
+			break
+		}
 	}
-	if d.start.TotalSteps > 0 {
-		parts = append(parts, fmt.Sprintf("step %d/%d", d.step, d.start.TotalSteps))
-	} else if d.step > 0 {
-		parts = append(parts, fmt.Sprintf("step %d", d.step))
-	}
-	if v, ok := d.lastMetric(event.MetricTokensPerSecond); ok {
-		parts = append(parts, fmtRate(v)+" tok/s")
-	}
-	if eta := etaText(d); eta != "" {
-		parts = append(parts, "ETA "+eta)
-	}
-	if d.start.Recipe != "" {
-		parts = append(parts, "recipe "+filepath.Base(d.start.Recipe))
-	}
-	return fit(" "+strings.Join(parts, t.Faint.Render(" · ")), w)
+	return fit(s, w)
 }
 
 // etaText is the time left: of the phase in progress when it reports it, then of the run
-// ("eval 3m12s, run ≥ 9m05s"); "" when neither is known.
-func etaText(d *runData) string {
+// ("eval 3m12s, run ≥ 9m05s"); with runOnly, the run's alone when it is known ("≥ 9m05s"); ""
+// when neither is known.
+func etaText(d *runData, runOnly bool) string {
 	var parts []string
-	if ph, left := d.phaseLeft(); ph != "" {
-		parts = append(parts, ph+" "+fmtSecs(left))
+	left, atLeast := d.runLeft()
+	if ph, secs := d.phaseLeft(); ph != "" && (!runOnly || left < 0) {
+		parts = append(parts, ph+" "+fmtSecs(secs))
 	}
-	if left, atLeast := d.runLeft(); left >= 0 {
+	if left >= 0 {
 		s := fmtSecs(left)
 		if atLeast {
 			s = "≥ " + s
@@ -247,21 +266,46 @@ func (m *model) metricsLine(w int) string {
 	return fit(" "+strings.Join(parts, t.Faint.Render(" · ")), w)
 }
 
-// alarmLine is the oldest unacknowledged alarm, in the alarm style across the whole row.
-func (m *model) alarmLine(w int, extra string) string {
+// alarmLine is the oldest unacknowledged alarm, in the alarm style across the whole row, after
+// the first of extras that fits (the run's state, in words from the most to the fewest). Where
+// its whole message does not fit, the line gives the message's first clause, then only the values
+// compared (the Status pane lists every alarm in full), so that the kind and the step stay whole.
+func (m *model) alarmLine(w int, extras ...string) string {
 	d, t := m.sh.data, m.sh.theme
 	un := d.unacked()
 	a := un[0]
-	s := fmt.Sprintf(" !! ALARM %s at step %d: %s (%s)", a.Kind, a.Step, a.Message, a.Compare())
+	var tail string
 	if a.Count > 1 {
-		s += fmt.Sprintf(" ×%d", a.Count)
+		tail += fmt.Sprintf(" ×%d", a.Count)
 	}
 	if len(un) > 1 {
-		s += fmt.Sprintf(" · %d more", len(un)-1)
+		tail += fmt.Sprintf(" · %d more", len(un)-1)
 	}
-	s += " · a acknowledges"
-	if extra != "" {
-		s = " " + extra + " ·" + s
+	head := a.Message
+	if i := strings.IndexAny(head, "(:"); i > 0 {
+		head = strings.TrimSpace(head[:i])
+	}
+	forms := []string{
+		fmt.Sprintf(" !! ALARM %s at step %d: %s (%s)%s · a acknowledges", a.Kind, a.Step, a.Message, a.Compare(), tail),
+		fmt.Sprintf(" !! ALARM %s at step %d: %s (%s)%s · a acknowledges", a.Kind, a.Step, head, a.Compare(), tail),
+		fmt.Sprintf(" !! ALARM %s at step %d: %s (%s)%s · a ack", a.Kind, a.Step, head, a.Compare(), tail),
+		fmt.Sprintf(" !! ALARM %s at step %d: %s%s · a ack", a.Kind, a.Step, head, tail),
+		fmt.Sprintf(" !! ALARM %s at step %d (%s)%s · a ack", a.Kind, a.Step, a.Compare(), tail),
+		fmt.Sprintf(" !! %s step %d%s", a.Kind, a.Step, tail),
+	}
+	if len(extras) == 0 {
+		extras = []string{""}
+	}
+	s := ""
+	for _, f := range forms {
+		for _, extra := range extras {
+			if s = f; extra != "" {
+				s = " " + extra + " ·" + f
+			}
+			if width(s) <= w {
+				return t.Alarm.Render(fit(s, w))
+			}
+		}
 	}
 	return t.Alarm.Render(fit(s, w))
 }
@@ -277,10 +321,10 @@ func (m *model) strip(w, h int) []string {
 	}
 	if len(m.sh.data.unacked()) > 0 {
 		if h == 1 {
-			state, _ := m.runState()
-			rows[0] = m.alarmLine(w, state)
+			state, short, _ := m.runState()
+			rows[0] = m.alarmLine(w, state, short)
 		} else {
-			rows[len(rows)-1] = m.alarmLine(w, "")
+			rows[len(rows)-1] = m.alarmLine(w)
 		}
 	}
 	return rows
@@ -296,6 +340,7 @@ type statusPane struct {
 	lines  []string
 	dirty  bool
 	builtW int
+	builtH int
 }
 
 func newStatusPane(sh *shared) *statusPane {
@@ -320,10 +365,10 @@ func (p *statusPane) Scroll(n int) {
 }
 
 func (p *statusPane) build() {
-	if !p.dirty && p.builtW == p.w {
+	if !p.dirty && p.builtW == p.w && p.builtH == p.h {
 		return
 	}
-	p.lines, p.dirty, p.builtW = p.render(p.w), false, p.w
+	p.lines, p.dirty, p.builtW, p.builtH = p.render(p.w, p.h), false, p.w, p.h
 	p.scroll.clampTo(len(p.lines), p.h)
 }
 
@@ -332,11 +377,45 @@ func (p *statusPane) View() string {
 	return strings.Join(window(p.lines, p.scroll.top, p.h), "\n")
 }
 
-func (p *statusPane) render(w int) []string {
+// render lays the pane out for w×h. The run's setup (recipe, model, backend, kernels, attention,
+// compiled programs) comes first where the Phases block still fits below it in h rows; on a
+// shorter pane it moves under the Phases block, in a Setup section, so that what changes step
+// by step is on screen without scrolling, and nothing is cut.
+func (p *statusPane) render(w, h int) []string {
+	out, phasesEnd := p.renderAs(w, false)
+	if phasesEnd > h {
+		out, _ = p.renderAs(w, true)
+	}
+	return out
+}
+
+// renderAs draws the pane, with the setup under the Phases block when setupBelow; phasesEnd is
+// the number of lines down to the end of the Phases block (0 without one).
+func (p *statusPane) renderAs(w int, setupBelow bool) (out []string, phasesEnd int) {
 	d, t := p.sh.data, p.sh.theme
-	var out []string
 	add := func(s string) { out = append(out, s) }
 	kv := func(k, v string) { add(t.Faint.Render(fit(k, 10)) + v) }
+	// kvWrap is kv with a long value wrapped under itself, each line in style
+	kvWrap := func(k, v string, style lipgloss.Style) {
+		for i, l := range wrap(v, max(w-10, 20)) {
+			if i == 0 {
+				kv(k, style.Render(l))
+			} else {
+				add(strings.Repeat(" ", 10) + style.Render(l))
+			}
+		}
+	}
+	// wrapped adds s indented by prefix, its further lines under its first
+	wrapped := func(prefix, s string, style lipgloss.Style) {
+		ind := width(prefix)
+		for i, l := range wrap(s, max(w-ind, 20)) {
+			if i == 0 {
+				add(prefix + style.Render(l))
+			} else {
+				add(strings.Repeat(" ", ind) + style.Render(l))
+			}
+		}
+	}
 	head := func(s string) { add(""); add(t.HelpSection.Render(s)) }
 
 	if !d.started && len(d.trajs) == 0 && len(d.metrics) == 0 {
@@ -350,24 +429,30 @@ func (p *statusPane) render(w int) []string {
 	if d.start.Evaluates != "" { // an evaluation-only run (agentrl-tui eval)
 		kv("Evaluates", d.start.Evaluates)
 	}
-	kv("Recipe", d.start.Recipe)
-	if d.start.Model != "" {
-		kv("Model", d.start.Model)
-	}
-	if d.start.Backend != "" {
-		kv("Backend", d.start.Backend)
-	}
-	for _, f := range [][2]string{{"Kernels", d.start.Kernels}, {"Attention", d.start.Attention}} {
-		if f[1] == "" {
-			continue
+	setup := func() {
+		kv("Recipe", d.start.Recipe)
+		if d.start.Model != "" {
+			kv("Model", d.start.Model)
 		}
-		for i, l := range wrap(f[1], max(w-10, 20)) {
-			if i == 0 {
-				kv(f[0], l)
-			} else {
-				add(strings.Repeat(" ", 10) + l)
+		if d.start.Backend != "" {
+			kv("Backend", d.start.Backend)
+		}
+		for _, f := range [][2]string{{"Kernels", d.start.Kernels}, {"Attention", d.start.Attention}} {
+			if f[1] != "" {
+				kvWrap(f[0], f[1], t.Plain)
 			}
 		}
+	}
+	compiled := func() {
+		if text, late, ok := compiledText(d); ok {
+			kvWrap("Compiled", text, t.Plain)
+			if late != "" {
+				wrapped(strings.Repeat(" ", 10), late, t.Warn)
+			}
+		}
+	}
+	if !setupBelow {
+		setup()
 	}
 	if sb := d.start.Sandbox; sb != "" {
 		// Model-written code with the user's files and network in reach must not be missed.
@@ -375,7 +460,7 @@ func (p *statusPane) render(w int) []string {
 		if strings.HasPrefix(sb, "NONE") {
 			style, text = t.Alarm, "isolation NONE: model code can read your files and reach the network"
 		}
-		kv("Sandbox", style.Render(fit(text, max(w-10, 20))))
+		kvWrap("Sandbox", text, style)
 	}
 	steps := fmt.Sprintf("%d", d.step)
 	if d.start.TotalSteps > 0 {
@@ -385,20 +470,11 @@ func (p *statusPane) render(w int) []string {
 	if v, ok := d.lastMetric(event.MetricTokensPerSecond); ok {
 		kv("Tokens/s", fmtRate(v))
 	}
-	if text, late, ok := compiledText(d); ok {
-		for i, l := range wrap(text, max(w-10, 20)) {
-			if i == 0 {
-				kv("Compiled", l)
-			} else {
-				add(strings.Repeat(" ", 10) + l)
-			}
-		}
-		if late != "" {
-			add(strings.Repeat(" ", 10) + t.Warn.Render(fit(late, max(w-10, 20))))
-		}
+	if !setupBelow {
+		compiled()
 	}
-	if eta := etaText(d); eta != "" {
-		kv("ETA", eta)
+	if eta := etaText(d, false); eta != "" {
+		kvWrap("ETA", eta, t.Plain)
 	}
 	var state []string
 	if d.paused {
@@ -411,13 +487,7 @@ func (p *statusPane) render(w int) []string {
 		state = append(state, EndLine(*d.end))
 	}
 	if len(state) > 0 {
-		for i, l := range wrap(strings.Join(state, ", "), max(w-10, 20)) {
-			if i == 0 {
-				kv("State", l)
-			} else {
-				add(strings.Repeat(" ", 10) + l)
-			}
-		}
+		kvWrap("State", strings.Join(state, ", "), t.Plain)
 	}
 
 	if len(d.phaseSecs) > 0 {
@@ -447,6 +517,12 @@ func (p *statusPane) render(w int) []string {
 		if s, ok := d.stepSecs[d.stepsDone()]; ok && d.stepsDone() > 0 {
 			add(t.Faint.Render(fmt.Sprintf("  step %d took %s", d.stepsDone(), fmtSecs(s))))
 		}
+		phasesEnd = len(out)
+	}
+	if setupBelow {
+		head("Setup")
+		setup()
+		compiled()
 	}
 
 	if len(d.gens) > 0 {
@@ -492,7 +568,7 @@ func (p *statusPane) render(w int) []string {
 	if p := d.evalLive; p != nil {
 		head(fmt.Sprintf("Evaluation of step %d in progress: %d of %d trajectories", p.Step, p.Done, p.Total))
 		if s := evalSoFar(p); s != "" {
-			add("  so far " + s)
+			wrapped("  so far ", s, t.Plain)
 		} else {
 			add(t.Faint.Render(fmt.Sprintf("  pass@k appears as tasks complete (0/%d tasks)", p.Tasks)))
 		}
@@ -516,21 +592,21 @@ func (p *statusPane) render(w int) []string {
 					parts = append(parts, fmt.Sprintf("pass@%d %+.3f±%.3f", k, c.Mean, c.SE))
 				}
 			}
-			add(fmt.Sprintf("  since step %d: ", e.Since) + strings.Join(parts, "  "))
+			wrapped(fmt.Sprintf("  since step %d: ", e.Since), strings.Join(parts, "  "), t.Plain)
 		}
 		for _, name := range e.Sets() {
 			parts = parts[:0]
 			for _, k := range e.Ks() {
 				parts = append(parts, fmt.Sprintf("pass@%d %.3f", k, e.BySet[name][k]))
 			}
-			add(fmt.Sprintf("  set %s: ", name) + strings.Join(parts, "  "))
+			wrapped(fmt.Sprintf("  set %s: ", name), strings.Join(parts, "  "), t.Plain)
 		}
 		for _, l := range e.Levels() {
 			parts = parts[:0]
 			for _, k := range e.Ks() {
 				parts = append(parts, fmt.Sprintf("pass@%d %.3f", k, e.ByLevel[l][k]))
 			}
-			add(fmt.Sprintf("  level %s: ", l) + strings.Join(parts, "  "))
+			wrapped(fmt.Sprintf("  level %s: ", l), strings.Join(parts, "  "), t.Plain)
 		}
 	}
 
@@ -543,9 +619,9 @@ func (p *statusPane) render(w int) []string {
 			}
 			s += ": " + a.Message
 			if a.Acked {
-				add(t.AlarmAcked.Render("  acknowledged  " + s))
+				wrapped(t.AlarmAcked.Render("  acknowledged  "), s, t.AlarmAcked)
 			} else {
-				add(t.Alarm.Render(" !! ALARM ") + " " + s)
+				wrapped(t.Alarm.Render(" !! ALARM ")+" ", s, t.Plain)
 			}
 		}
 	}
@@ -560,7 +636,7 @@ func (p *statusPane) render(w int) []string {
 	for i := range out {
 		out[i] = fit(out[i], w)
 	}
-	return out
+	return out, phasesEnd
 }
 
 // generationText is a generation phase's use of the slots in one line: occupancy over the

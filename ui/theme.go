@@ -7,7 +7,8 @@ import (
 
 // Theme holds every style the workbench draws with. It is built once per program from a
 // lipgloss renderer; with colours off (NO_COLOR) it keeps only bold, reverse and underline,
-// and charts use distinct glyphs instead of colours.
+// and what colours tell apart also differs in shape, colours on or off: each pass@k curve has its
+// own glyph, each component of the memory ledger its own.
 type Theme struct {
 	Color bool // colours are on (charts then pass ANSI colours to asciigraph)
 
@@ -32,7 +33,7 @@ type Theme struct {
 	// KColors colour pass@k series by rank (largest k first); KFaint are their raw shades.
 	KColors, KFaint []asciigraph.AnsiColor
 	KStyles         []lipgloss.Style
-	// KGlyphs draw pass@k series by rank when colours are off ("" is the default line).
+	// KGlyphs draw pass@k series by rank, with colours on or off ("" is the default line).
 	KGlyphs []string
 }
 
@@ -112,7 +113,7 @@ func NewTheme(r *lipgloss.Renderer, color bool) *Theme {
 	for _, p := range [][2]string{{"#0087ff", "#1e90ff"}, {"#d75f00", "#ffa500"}, {"#00af00", "#32cd32"}, {"#d7005f", "#ff69b4"}, {"#af8700", "#ffd700"}} {
 		t.KStyles = append(t.KStyles, s().Foreground(c(p[0], p[1])).Bold(true))
 	}
-	t.KGlyphs = []string{"", "•", "+", "x", "o"}
+	t.KGlyphs = []string{"", "•", "+", "x", "o", "*", "#", "%"}
 	return t
 }
 
