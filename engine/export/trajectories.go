@@ -27,8 +27,8 @@ type TrajectoryRow struct {
 	// Eval marks an evaluation's trajectory (Step the step evaluated), else one trained in Step.
 	Eval   bool   `parquet:"eval" json:"eval"`
 	Task   string `parquet:"task" json:"task"`
-	Group  int64  `parquet:"group" json:"group"`   // the task's index among the step's tasks
-	Sample int64  `parquet:"sample" json:"sample"` // the sample's index among the task's samples
+	Group  int64  `parquet:"group_index" json:"group_index"` // the task's index among the step's tasks (its GRPO group; "group" is a word SQL reserves)
+	Sample int64  `parquet:"sample" json:"sample"`           // the sample's index among the task's samples
 	// Reward is the total; its parts as the recipe's reward weights combine them.
 	Reward              float64 `parquet:"reward" json:"reward"`
 	RewardOutcome       float64 `parquet:"reward_outcome" json:"reward_outcome"`
