@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -214,8 +215,8 @@ func storeBoard(t *testing.T, st *store.Store, runID string) map[string]map[int6
 }
 
 // sameBoard compares the scalars and reward histograms of got with want, tag by tag and step by
-// step (a histogram's sum to rounding).
-func sameBoard(t *testing.T, what string, got, want map[string]map[int64]boardValue) {
+// step (a histogram's sum to rounding); got may have more of the tags beginning with unstored.
+func sameBoard(t *testing.T, what string, got, want map[string]map[int64]boardValue, unstored ...string) {
 	t.Helper()
 	for tag, steps := range want {
 		for step, w := range steps {
@@ -233,6 +234,9 @@ func sameBoard(t *testing.T, what string, got, want map[string]map[int64]boardVa
 	for tag, steps := range got {
 		if strings.HasPrefix(tag, "rollout/") {
 			continue // the length histograms: checked by the export package's tests
+		}
+		if slices.ContainsFunc(unstored, func(p string) bool { return strings.HasPrefix(tag, p) }) {
+			continue
 		}
 		for step := range steps {
 			if _, ok := want[tag][step]; !ok {
@@ -551,4 +555,38 @@ print(json.dumps({str(int(r["step"])): {c: float(r[c]) for c in df.columns if c 
 		}
 	}
 	t.Logf("pandas (%s) read %d rows", py, len(got))
+}
+
+// TestSFTTensorBoard: an SFT on conversations writes its loss, eval loss and learning rate per
+// step with --tensorboard, as the store keeps them; without a store it has no run to name the
+// logs after and refuses.
+func TestSFTTensorBoard(t *testing.T) {
+	dir := t.TempDir()
+	db, tb := filepath.Join(dir, "runs.db"), filepath.Join(dir, "tb")
+	args := []string{"sft", "--data", filepath.Join("..", "testdata", "data", "sft-tiny.jsonl"), "--init", filepath.Join("..", "testdata", "builtin"),
+		"--out", filepath.Join(dir, "out"), "--steps", "3", "--batch", "2", "--save-every", "1", "--eval-every", "1", "--heldout-share", "0.25", "--backend", "go"}
+	if out, err := runCmd(t, append(args, "--store", db, "--tensorboard", tb)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	st, err := store.Open(db, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run, err := st.NewestRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := storeBoard(t, st, run.ID)
+	if len(want["train/loss"]) < 3 || len(want["train/eval_loss"]) < 3 {
+		t.Fatalf("the stored SFT run lacks its losses: %v", want)
+	}
+	got := boardValues(t, filepath.Join(tb, run.ID))
+	sameBoard(t, "the SFT's logs", got, want, "time/") // the store keeps no phase times of an SFT
+	if len(got["time/train"]) != 3 {
+		t.Errorf("time/train at %d steps; want the SFT's 3", len(got["time/train"]))
+	}
+	if _, err := runCmd(t, append(args, "--store", "", "--tensorboard", tb)...); err == nil || !strings.Contains(err.Error(), "keep the run in a store (--store PATH)") {
+		t.Errorf("sft --store '' --tensorboard: %v; want an error asking for a store", err)
+	}
 }
