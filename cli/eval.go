@@ -56,7 +56,7 @@ validation (the eval.validation_tasks validation tasks).`,
 			if err != nil {
 				return err
 			}
-			err = execute(env, l)
+			err = execute(env, l, "")
 			// The sets are the tasks' own (engine.EvalSets until tasks name others): the
 			// engine knows them once the tasks are loaded, before anything is evaluated or stored.
 			if use := (*engine.UnknownSetError)(nil); errors.As(err, &use) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ type runFlags struct {
 	maxSteps, seed                                      int
 	model, backend, plugin, ui, runName, store, profile string
 	set                                                 []string
+	tensorboard                                         string // not a recipe field: where this process writes TensorBoard logs
 }
 
 // runCommand is the root command (agentrl-tui RECIPE.yaml) and `run RECIPE.yaml`: one recipe run.
@@ -71,6 +73,7 @@ the flags below are shorthands for the common ones.`,
 	fl.StringVar(&f.store, "store", "", "override run.store (the bbolt file)")
 	fl.StringVar(&f.profile, "cpuprofile", "", "write a Go CPU profile of the run to this file (go tool pprof)")
 	fl.StringArrayVar(&f.set, "set", nil, "set any recipe field: --set train.lr=1e-5 (repeatable; lists comma-separated: eval.ks=1,2,4,8)")
+	fl.StringVar(&f.tensorboard, "tensorboard", "", tensorboardUsage)
 	return cmd
 }
 
@@ -120,14 +123,14 @@ func (f *runFlags) run(env Env, path string) error {
 	// running run holds its store's lock), would otherwise get the same id, and a comparison
 	// across their stores could not tell them apart.
 	runID := fmt.Sprintf("%s-s%d-%s", r.Run.Name, r.Run.Seed, time.Now().UTC().Format("20060102-150405"))
-	return execute(env, engine.Launch{Recipe: r, RecipePath: path, RunID: runID})
+	return execute(env, engine.Launch{Recipe: r, RecipePath: path, RunID: runID}, f.tensorboard)
 }
 
 // resumeCommand continues a stored run from its latest checkpoint with the recipe it started with.
 func resumeCommand(env Env) *cobra.Command {
-	var storePath, uiMode string
+	var storePath, uiMode, tensorboard string
 	cmd := &cobra.Command{
-		Use:   "resume --store PATH RUN",
+		Use:   "resume --store PATH RUN [--tensorboard DIR]",
 		Short: "continue a run from its latest checkpoint (weights, AdamW moments, data position)",
 		Args:  oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -138,7 +141,7 @@ func resumeCommand(env Env) *cobra.Command {
 				run, err := st.GetRun(args[0])
 				st.Close()
 				if err == nil && run.Kind == store.KindSFT {
-					return resumeSFT(env, storePath, args[0], uiMode)
+					return resumeSFT(env, storePath, args[0], uiMode, tensorboard)
 				}
 			}
 			r, path, err := engine.StoredRecipe(storePath, args[0])
@@ -148,20 +151,25 @@ func resumeCommand(env Env) *cobra.Command {
 			if uiMode != "" {
 				r.UI.Mode = uiMode
 			}
-			return execute(env, engine.Launch{Recipe: r, RecipePath: path, RunID: args[0], Resume: true})
+			return execute(env, engine.Launch{Recipe: r, RecipePath: path, RunID: args[0], Resume: true}, tensorboard)
 		},
 	}
 	cmd.Flags().StringVar(&storePath, "store", "runs/agentrl.db", "the store file")
 	cmd.Flags().StringVar(&uiMode, "ui", "", "override ui.mode: auto, tui, plain, json")
+	cmd.Flags().StringVar(&tensorboard, "tensorboard", "", tensorboardUsage)
 	return cmd
 }
 
 // execute runs a launch to its end with the UI its recipe asks for: the workbench, plain lines or
-// JSON Lines. Every way out stops the run at its next safe point and says at once what it will do
-// (see stop.go for the ways out and their exit statuses).
-func execute(env Env, l engine.Launch) error {
+// JSON Lines, and, with tensorboard, its TensorBoard logs in that folder. Every way out stops the
+// run at its next safe point and says at once what it will do (see stop.go for the ways out and
+// their exit statuses).
+func execute(env Env, l engine.Launch, tensorboard string) error {
 	mode, err := ui.Choose(l.Recipe.UI.Mode, isTerminal(env.Stdin), isTerminal(env.Stdout))
 	if err != nil {
+		return err
+	}
+	if err := checkTensorboard(tensorboard); err != nil {
 		return err
 	}
 	l.Kernels = recipeKernels(env, l.Recipe) // may restart the process with other kernels
@@ -178,6 +186,11 @@ func execute(env Env, l engine.Launch) error {
 	s, err := engine.Open(l)
 	if err != nil {
 		return err
+	}
+	// The logs are written from the stream the UI shows, never holding the run up.
+	shown, boardDone := boardTee(env, tensorboard, events)
+	if tensorboard != "" {
+		fmt.Fprintf(env.Stderr, "tensorboard: writing %s (tensorboard --logdir %s)\n", filepath.Join(tensorboard, s.RunID()), tensorboard)
 	}
 	runErr := make(chan error, 1)
 	go func() {
@@ -197,7 +210,7 @@ func execute(env Env, l engine.Launch) error {
 		}}
 	go st.watch()
 	done := make(chan error, 1)
-	go func() { done <- show(tuiCtx, env, mode, s, l, events, runErr) }()
+	go func() { done <- show(tuiCtx, env, mode, s, l, shown, runErr) }()
 	aborted := -1
 	select {
 	case aborted = <-st.aborted:
@@ -212,6 +225,7 @@ func execute(env Env, l engine.Launch) error {
 		return exitStatus(aborted)
 	}
 	s.Close()
+	boardDone()
 	if end := s.End(); end.Status != "" && mode != ui.ModeTUI && outputGone(env.Stdout) && !outputGone(env.Stderr) {
 		fmt.Fprintln(env.Stderr, "agentrl-tui:", ui.EndLine(end)) // how it ended, where it can be read
 	}

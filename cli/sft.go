@@ -37,7 +37,7 @@ func sftCommand(env Env) *cobra.Command {
 	var levels []int
 	o := sft.Options{}
 	d := sft.DataOptions{}
-	var format, storePath, runName, uiMode string
+	var format, storePath, runName, uiMode, tensorboard string
 	cmd := &cobra.Command{
 		Use: `sft --recipe RECIPE --out DIR [--steps N --examples N --vocab N --hidden N --layers N --hint-share S --init DIR --levels L,...]
   agentrl-tui sft --data FILE|DIR --init MODEL_DIR --out DIR [--format retool|tool_call|chat --epochs N --batch N --lr X --max-len N --steps N --heldout-share F --seed S]`,
@@ -73,7 +73,10 @@ rebuilds testdata/builtin this way).`,
 				return errors.New("sft: --out DIR is required")
 			}
 			if d.Data != "" {
-				return runSFTData(cmd, env, &bf, d, format, out, seed, o, storePath, runName, uiMode)
+				return runSFTData(cmd, env, &bf, d, format, out, seed, o, storePath, runName, uiMode, tensorboard)
+			}
+			if tensorboard != "" {
+				return errors.New("sft: --tensorboard writes the logs of a run on conversations (--data); the demonstrations' SFT keeps no run")
 			}
 			r, err := recipes.Load(recipe, recipes.Options{})
 			if err != nil {
@@ -140,6 +143,7 @@ rebuilds testdata/builtin this way).`,
 	fl.StringVar(&runName, "run-name", "sft", "with --data: the run's name (its id is NAME-sSEED-TIME)")
 	fl.IntVar(&d.SaveEvery, "save-every", 0, "with --data and a store: steps between checkpoints (0: a tenth of the steps); a stop saves the last step too")
 	fl.IntVar(&d.EvalEvery, "eval-every", 0, "with --data: steps between held-out losses (0: as --save-every)")
+	fl.StringVar(&tensorboard, "tensorboard", "", "with --data: "+tensorboardUsage)
 	fl.StringVar(&uiMode, "ui", "plain", "with --data: plain (a line per step: loss, eval loss, tokens/s, ETA), json (one event object a line), tui (the workbench, the loss in its Curves pane) or auto (tui on a terminal)")
 	cmd.AddCommand(hintProbeCommand(env))
 	return cmd
@@ -147,7 +151,7 @@ rebuilds testdata/builtin this way).`,
 
 // runSFTData is sft --data: the flags shared with the demonstrations' SFT (--steps, --batch,
 // --lr) count only when given, so that their defaults stay the demonstrations'.
-func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions, format, out string, seed uint64, o sft.Options, storePath, runName, uiMode string) error {
+func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions, format, out string, seed uint64, o sft.Options, storePath, runName, uiMode, tensorboard string) error {
 	fl := cmd.Flags()
 	if d.Init == "" {
 		d.Init = o.Init
@@ -211,38 +215,48 @@ func runSFTData(cmd *cobra.Command, env Env, bf *backendFlags, d sft.DataOptions
 			return err
 		}
 	}
-	return sftSession(env, d, uiMode, storePath)
+	return sftSession(env, d, uiMode, storePath, tensorboard)
 }
 
 // sftSession runs an SFT on conversations (a new one or a resumed one) with its events as plain
 // lines or JSON objects on stdout. The first SIGINT, SIGTERM or SIGHUP stops it after the step in
 // progress, which is saved (exit 0 for Ctrl-C, 128 + the signal otherwise); a second one ends
 // the process at once, as the signal does, and resume continues from the latest checkpoint.
-func sftSession(env Env, d sft.DataOptions, uiMode, storePath string) error {
+func sftSession(env Env, d sft.DataOptions, uiMode, storePath, tensorboard string) error {
+	if tensorboard != "" && d.RunID == "" {
+		return errors.New("sft: --tensorboard writes a run's logs under its id: keep the run in a store (--store PATH)")
+	}
+	if err := checkTensorboard(tensorboard); err != nil {
+		return fmt.Errorf("sft: %w", err)
+	}
 	env, flush := guardOutput(env, uiMode) // a reader that leaves or stalls stops the output, not the run (pipe.go)
 	defer flush(outFlushIdle)
 	d.Log = env.Stderr
 	events := make(chan event.Event, 256)
+	stream, boardDone := boardTee(env, tensorboard, events) // the TensorBoard logs, when asked for
+	if tensorboard != "" && d.RunID != "" {
+		fmt.Fprintf(env.Stderr, "tensorboard: writing %s (tensorboard --logdir %s)\n", filepath.Join(tensorboard, d.RunID), tensorboard)
+	}
 	shown := make(chan error, 1)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	go func() {
 		switch uiMode {
 		case ui.ModeJSON:
-			shown <- ui.JSONLines(env.Stdout, events)
+			shown <- ui.JSONLines(env.Stdout, stream)
 		case ui.ModeTUI: // the workbench, its Curves pane on the loss; q or S stops the run
 			stop := func(reason string) string {
 				cancel(errors.New(reason))
 				return "stopping after the step in progress, which is saved"
 			}
-			err := ui.RunTUI(context.Background(), ui.Options{Events: events, Store: d.Store, RunID: d.RunID, Output: env.Stdout, NoSignals: true,
+			err := ui.RunTUI(context.Background(), ui.Options{Events: stream, Store: d.Store, RunID: d.RunID, Output: env.Stdout, NoSignals: true,
 				Control: ui.Funcs{StopFn: stop}})
 			cancel(errors.New(ui.ReasonQuit))
-			for range events { // the run ends at its next step; nothing reads its stream now
+			for range stream { // the run ends at its next step; nothing reads its stream now
 			}
 			shown <- err
 		default:
-			shown <- ui.Plain(env.Stdout, events)
+			shown <- ui.Plain(env.Stdout, stream)
 		}
 	}()
 	d.Emit = func(e event.Event) { events <- e }
@@ -272,6 +286,7 @@ func sftSession(env Env, d sft.DataOptions, uiMode, storePath string) error {
 	if serr := <-shown; err == nil {
 		err = serr
 	}
+	boardDone()
 	if err != nil {
 		return err
 	}
@@ -316,7 +331,7 @@ func sftCompute(choice *device.Choice) dtypes.DType {
 }
 
 // resumeSFT continues a stored SFT run (resume on a run of kind sft) in its store.
-func resumeSFT(env Env, storePath, runID, uiMode string) error {
+func resumeSFT(env Env, storePath, runID, uiMode, tensorboard string) error {
 	if uiMode == "" {
 		uiMode = ui.ModePlain
 	}
@@ -340,7 +355,7 @@ func resumeSFT(env Env, storePath, runID, uiMode string) error {
 		return err
 	}
 	d.Backend, d.Log, d.Compute = choice.Backend, env.Stderr, sftCompute(choice)
-	return sftSession(env, d, uiMode, storePath)
+	return sftSession(env, d, uiMode, storePath, tensorboard)
 }
 
 // setLevels puts levels (when any) in place of r's synthetic task levels, refusing one out of range.

@@ -222,14 +222,17 @@ func interruptedEnd(st *store.Store, runID string) (event.RunEnd, bool) {
 		Step: sum.LastStep, Checkpoint: sum.LastCheckpoint, Evaluations: len(evals), EvalOnly: run.Kind == store.KindEval, SFT: run.Kind == store.KindSFT}, true
 }
 
-// exportCommand writes a checkpoint as a HuggingFace folder, or a LoRA run's as a PEFT one.
+// exportCommand writes a checkpoint as a HuggingFace folder, or a LoRA run's as a PEFT one, and a
+// stored run's numbers as TensorBoard logs and tables.
 func exportCommand(env Env) *cobra.Command {
 	var path, run, dtype, shard, from string
 	var step int
 	var peft bool
+	var data runExport
 	cmd := &cobra.Command{
-		Use:   "export (--store PATH --run RUN [--step S] | --model DIR) [--peft | --dtype bf16 --shard-size 5GB] OUT_DIR",
-		Short: "write a checkpoint as a HuggingFace folder (config.json, model.safetensors, tokenizer files)",
+		Use: "export (--store PATH --run RUN [--step S] | --model DIR) [--peft | --dtype bf16 --shard-size 5GB] OUT_DIR\n" +
+			"  agentrl-tui export --store PATH [--run RUN] [--tensorboard DIR] [--metrics FILE.csv|FILE.parquet] [--trajectories FILE.parquet|FILE.jsonl [--steps A-B] [--eval]]",
+		Short: "write a checkpoint as a HuggingFace folder, or a run's numbers as TensorBoard logs and CSV/Parquet/JSONL tables",
 		Long: "Writes a checkpoint as a HuggingFace folder (config.json, model.safetensors, tokenizer files); a LoRA\n" +
 			"run's checkpoint is written with its adapters merged into the base weights. With --peft a LoRA run's\n" +
 			"checkpoint is written as a PEFT adapter folder instead (adapter_config.json, adapter_model.safetensors),\n" +
@@ -237,11 +240,41 @@ func exportCommand(env Env) *cobra.Command {
 			"(half the bytes of the stored float32; config.json is copied as stored), and --shard-size splits them into\n" +
 			"model-0000i-of-0000n.safetensors files with model.safetensors.index.json, as HuggingFace does for big models.\n" +
 			"--model DIR writes a HuggingFace folder instead of a stored checkpoint through the same path, e.g. to\n" +
-			"convert a float32 folder into bf16 shards.",
+			"convert a float32 folder into bf16 shards.\n\n" +
+			"A stored run's numbers (--run, default the newest run; OUT_DIR then optional):\n" +
+			"  --tensorboard DIR     its TensorBoard event files in DIR/RUN (steps the folder has already are kept, not repeated)\n" +
+			"  --metrics FILE        one row per step, one column per metric, phase time and pass@k (.csv or .parquet)\n" +
+			"  --trajectories FILE   one row per trajectory (.parquet or .jsonl): the trained ones, or with --eval the\n" +
+			"                        evaluations'; --steps A-B (or A, A-, -B) chooses the steps\n" +
+			"The tags, columns and fields are in docs/export.md, with recipes for TensorBoard, W&B, pandas and DuckDB.",
 		Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if data.any() {
+				if from != "" {
+					return errors.New("export: --tensorboard, --metrics and --trajectories write a stored run's numbers (--store PATH --run RUN); --model DIR has none")
+				}
+				if err := data.check(); err != nil {
+					return err
+				}
+				if len(args) > 0 && run == "" {
+					return errors.New("export: OUT_DIR takes a checkpoint of --run RUN: name the run (agentrl-tui runs lists them)")
+				}
+				if len(args) == 0 {
+					for _, f := range []string{"step", "peft", "dtype", "shard-size"} {
+						if cmd.Flags().Changed(f) {
+							return fmt.Errorf("export: --%s chooses how a checkpoint is written to OUT_DIR; give OUT_DIR, or leave --%s out", f, f)
+						}
+					}
+				}
+				if err := data.write(env, path, run); err != nil {
+					return err
+				}
+				if len(args) == 0 {
+					return nil
+				}
+			}
 			if len(args) == 0 || (run == "") == (from == "") {
-				return errors.New("export: usage: agentrl-tui export (--store PATH --run RUN [--step S] | --model DIR) [--peft | --dtype bf16 --shard-size 5GB] OUT_DIR")
+				return errors.New("export: usage: agentrl-tui export (--store PATH --run RUN [--step S] | --model DIR) [--peft | --dtype bf16 --shard-size 5GB] OUT_DIR, or a run's numbers with --tensorboard DIR, --metrics FILE, --trajectories FILE")
 			}
 			if from != "" {
 				if peft || step >= 0 {
@@ -317,6 +350,11 @@ func exportCommand(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&dtype, "dtype", "f32", "dtype of the written weights: f32 (as stored), bf16 or f16")
 	cmd.Flags().StringVar(&from, "model", "", "a HuggingFace model folder to write instead of a stored checkpoint (in --dtype, in --shard-size shards)")
 	cmd.Flags().StringVar(&shard, "shard-size", "", "split the weights into shards of at most this size, e.g. 5GB (default: one model.safetensors)")
+	cmd.Flags().StringVar(&data.tensorboard, "tensorboard", "", "write the run's TensorBoard event files in DIR/RUN (tensorboard --logdir DIR)")
+	cmd.Flags().StringVar(&data.metrics, "metrics", "", "write the run's metrics, one row per step, to FILE.csv or FILE.parquet")
+	cmd.Flags().StringVar(&data.trajectories, "trajectories", "", "write the run's trajectories, one row each, to FILE.parquet or FILE.jsonl")
+	cmd.Flags().StringVar(&data.steps, "steps", "", "with --trajectories: the steps written, A-B, A, A- or -B (default: all)")
+	cmd.Flags().BoolVar(&data.eval, "eval", false, "with --trajectories: the evaluations' trajectories (a run keeps them with eval.store_trajectories), not the trained ones")
 	return cmd
 }
 

@@ -4,7 +4,7 @@
 set -u
 R=${1:-$(cd "$(dirname "$0")/.." && pwd)}; cd "$R"
 B=./bin/agentrl-tui
-O=/tmp/walk/out; rm -rf $O /tmp/walk/s.db /tmp/walk/cb.db /tmp/walk/tok /tmp/walk/exp /tmp/walk/exp16 /tmp/walk/sft; mkdir -p $O
+O=/tmp/walk/out; rm -rf $O /tmp/walk/s.db /tmp/walk/cb.db /tmp/walk/tok /tmp/walk/exp /tmp/walk/exp16 /tmp/walk/sft /tmp/walk/tb /tmp/walk/m.csv /tmp/walk/t.parquet; mkdir -p $O
 n=0
 step() { # name, command...
   n=$((n+1)); local name=$(printf '%02d-%s' $n "$1"); shift
@@ -50,6 +50,7 @@ step eval "$B eval recipes/retool.yaml --ui plain --store /tmp/walk/s.db --sampl
 step eval-ckpt "$B eval recipes/retool.yaml --ui plain --store /tmp/walk/s.db --run $RUN --step 2 --samples 2 --set eval.heldout_tasks=8 --set eval.ks=1,2"
 step compare "$B compare --store /tmp/walk/s.db $RUN \$($B runs --store /tmp/walk/s.db --json | python3 -c 'import json,sys; print([r[\"id\"] for r in json.load(sys.stdin) if r.get(\"kind\")==\"eval\"][0])')"
 step export-bf16 "$B export --store /tmp/walk/s.db --run $RUN --dtype bf16 /tmp/walk/exp16 && ls /tmp/walk/exp16"
+step export-numbers "$B export --store /tmp/walk/s.db --run $RUN --tensorboard /tmp/walk/tb --metrics /tmp/walk/m.csv --trajectories /tmp/walk/t.parquet && head -c 200 /tmp/walk/m.csv"
 step tool-run-format "printf 'Let me see.\n<code>\n\`\`\`python\nprint(6*7)\n\`\`\`\n</code>' | $B tool run --format retool --executor python"
 step plan-host "$B plan recipes/retool-qwen3-4b.yaml --shape qwen3-4b --vram 96GiB | tail -4"
 step doctor-recipe "$B doctor recipes/retool.yaml | tail -12"

@@ -140,3 +140,34 @@ func (s *Store) TrajectoriesByTask(run, task string) ([]TrajectoryRecord, error)
 	}
 	return out, nil
 }
+
+// ForEachTrajectory calls fn with each stored trajectory of run from step from to step to (to < 0:
+// to the last), in key order, decoding one at a time: the training ones, or with eval the
+// evaluations' (their step the step evaluated). An export reads a run this way without holding
+// all of its trajectories in memory.
+func (s *Store) ForEachTrajectory(run string, eval bool, from, to int, fn func(TrajectoryRecord) error) error {
+	top := bTraj
+	if eval {
+		top = bEvalTraj
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		b, _ := stepBucket(tx, top, run, false)
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, uint64(max(from, 0)))); k != nil; k, v = c.Next() {
+			if to >= 0 && binary.BigEndian.Uint64(k) > uint64(to) {
+				break
+			}
+			r, err := decodeTraj(v)
+			if err != nil {
+				return err
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
