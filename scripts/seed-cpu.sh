@@ -5,10 +5,10 @@
 # so that each command takes a minute or two on 2 cores. It checks that every command of the
 # section runs as written, not what the seed's model scores.
 #
-#   scripts/seed-cpu.sh [WORKDIR]     (default: a fresh temporary folder; prints each command and its exit code)
+#   [BIN=path/to/agentrl-tui] scripts/seed-cpu.sh [WORKDIR]   (default: bin/agentrl-tui and a fresh temporary folder; prints each command and its exit code)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-bin=$repo/bin/agentrl-tui
+bin=${BIN:-$repo/bin/agentrl-tui}
 recipe=$repo/recipes/retool-qwen3-4b.yaml
 work=${1:-$(mktemp -d)}
 mkdir -p "$work/datasets/dapo-math-17k" "$work/datasets/aime-2024" "$work/datasets/retool-sft/data"
@@ -41,7 +41,5 @@ run "$bin" "$recipe" --store runs/seed.db --ui plain --max-steps 2 --run-name ba
 run "$bin" "$recipe" --store runs/seed.db --ui plain --max-steps 2 --run-name hybrid "${small[@]}" --set eval.every=2 \
   --set prm.model=reference
 run "$bin" runs --store runs/seed.db
-base=$("$bin" runs --store runs/seed.db --json | python3 -c 'import json,sys; print(next(r["id"] for r in json.load(sys.stdin) if r["name"]=="baseline"))')
-hyb=$("$bin" runs --store runs/seed.db --json | python3 -c 'import json,sys; print(next(r["id"] for r in json.load(sys.stdin) if r["name"]=="hybrid"))')
-run "$bin" compare --store runs/seed.db "$base" "$hyb"
+run "$bin" compare --store runs/seed.db baseline hybrid
 echo "work folder: $work"
