@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -69,7 +70,7 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err // strict isolation the machine cannot give: the refusal says what to enable
 	}
-	if c.train, c.validation, c.heldout, err = TaskSets(r); err != nil {
+	if c.train, c.validation, c.heldout, err = TaskSets(r, o.Log); err != nil {
 		return nil, err
 	}
 	weights := retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
@@ -281,14 +282,18 @@ func gradAccumulation(r *recipes.Recipe, micro int) int {
 }
 
 // TaskSets builds r's training, validation and held-out tasks as a run of r does: from data.train's
-// dataset files, env.tasks' JSONL file, or the synthetic generator seeded by the recipe.
-func TaskSets(r *recipes.Recipe) (train, validation, heldout []envs.Task, err error) {
+// dataset files, env.tasks' JSONL file, or the synthetic generator seeded by the recipe. A
+// dataset file that takes more than a second to read says how far it has come on log (nil: not).
+func TaskSets(r *recipes.Recipe, log io.Writer) (train, validation, heldout []envs.Task, err error) {
 	plan, err := dataset.PlanOf(r)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	switch {
 	case plan != nil: // data.train: the dataset files, the evaluation sets held out
+		if log != nil {
+			plan.Progress = func(p dataset.Progress) { fmt.Fprintln(log, "data:", p) }
+		}
 		d, err := dataset.Load(plan)
 		if err != nil {
 			return nil, nil, nil, err

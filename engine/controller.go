@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,9 @@ type Options struct {
 	PRMTokenizer *tokenizer.Tokenizer
 	// Eval makes the run an evaluation-only one (see EvalOnly); nil trains.
 	Eval *EvalOnly
+	// Log receives the lines a user should see while the run is set up: how far a long dataset
+	// read has come (nil: none).
+	Log io.Writer
 	// fusedProbe replaces the check of fused attention (tests); nil: the backend's (probeFused)
 	fusedProbe fusedProbe
 }
