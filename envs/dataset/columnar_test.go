@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -110,6 +111,41 @@ func TestColumnarMatchesRowWise(t *testing.T) {
 			}
 			if got.Repeats != tc.repeats {
 				t.Errorf("%d repeats; want %d", got.Repeats, tc.repeats)
+			}
+		})
+	}
+}
+
+// TestProgress: a read reports once a second of its clock (read every 1024 rows) and once at
+// its end, and not at all when it ends within the first second; the lines say rows of total.
+func TestProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rows  int64
+		step  time.Duration // the clock's advance at each reading
+		total int64
+		want  []string
+	}{
+		{name: "long", rows: 7000, step: 400 * time.Millisecond, total: 7000, want: []string{
+			"reading f.parquet: 3072 of 7000 rows (43%), 1s", "reading f.parquet: 6144 of 7000 rows (87%), 2s", "read f.parquet: 7000 rows in 2.8s"}},
+		{name: "short", rows: 3000, step: 300 * time.Millisecond, total: 3000},
+		{name: "lines, total unknown", rows: 2100, step: time.Second, want: []string{
+			"reading f.parquet: 1024 rows, 1s", "reading f.parquet: 2048 rows, 2s", "read f.parquet: 2100 rows in 3.0s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := time.Unix(0, 0)
+			var got []string
+			tick := startTicker(func(p Progress) { got = append(got, p.String()) }, "f.parquet", tc.total, func() time.Time {
+				now := clock
+				clock = clock.Add(tc.step)
+				return now
+			})
+			for n := int64(1); n <= tc.rows; n++ {
+				tick.at(n)
+			}
+			tick.done(tc.rows)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %q; want %q", got, tc.want)
 			}
 		})
 	}

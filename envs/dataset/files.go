@@ -81,21 +81,26 @@ type ticker struct {
 	fn          func(Progress)
 	file        string
 	total       int64
+	now         func() time.Time // the clock (time.Now; tests set their own)
 	start, last time.Time
 	said        bool
 }
 
 func newTicker(fn func(Progress), file string, total int64) *ticker {
-	now := time.Now()
-	return &ticker{fn: fn, file: file, total: total, start: now, last: now}
+	return startTicker(fn, file, total, time.Now)
 }
 
-// at notes that rows rows have been read.
+func startTicker(fn func(Progress), file string, total int64, now func() time.Time) *ticker {
+	t := now()
+	return &ticker{fn: fn, file: file, total: total, now: now, start: t, last: t}
+}
+
+// at notes that rows rows have been read; the clock is read every 1024 rows.
 func (t *ticker) at(rows int64) {
 	if t.fn == nil || rows%1024 != 0 {
 		return
 	}
-	if now := time.Now(); now.Sub(t.last) >= time.Second {
+	if now := t.now(); now.Sub(t.last) >= time.Second {
 		t.last, t.said = now, true
 		t.fn(Progress{File: t.file, Rows: rows, Total: t.total, Elapsed: now.Sub(t.start)})
 	}
@@ -104,7 +109,7 @@ func (t *ticker) at(rows int64) {
 // done notes the end of the file.
 func (t *ticker) done(rows int64) {
 	if t.fn != nil && t.said {
-		t.fn(Progress{File: t.file, Rows: rows, Total: t.total, Elapsed: time.Since(t.start), Done: true})
+		t.fn(Progress{File: t.file, Rows: rows, Total: t.total, Elapsed: t.now().Sub(t.start), Done: true})
 	}
 }
 
