@@ -81,6 +81,7 @@ type Controller struct {
 	recipe     *recipes.Recipe
 	gen        *rollout.Generator
 	prmGen     *rollout.Generator // the model PRM's own engine (prm.kind model on the reference or a folder); nil otherwise
+	evalGen    *rollout.Generator // the evaluation's own engine (eval.max_total_tokens longer than rollout's); nil otherwise
 	trainer    *train.Trainer
 	dev        *residency.Device // what is on the device when: the inference copy, the KV cache, master weights, moments, the reference
 	agentEnv   *play.AgentEnv    // env.name external: the endpoint and the agent runner; nil for retool
@@ -138,6 +139,9 @@ func (c *Controller) Close() {
 	c.gen.Close()
 	if c.prmGen != nil {
 		c.prmGen.Close()
+	}
+	if c.evalGen != nil {
+		c.evalGen.Close()
 	}
 	c.dev.Infer.Close()
 	c.trainer.Close()
