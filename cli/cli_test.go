@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,6 +136,20 @@ func TestPlanJSON(t *testing.T) {
 		if _, ok := p[k]; !ok {
 			t.Errorf("plan --json lacks %q: %s", k, out)
 		}
+	}
+}
+
+// TestPlanEvalPhase: plan of the reference recipe shows its 32,768-token evaluation as a phase of
+// its own, beside rollout's 16,384-token slots.
+func TestPlanEvalPhase(t *testing.T) {
+	out, err := runCmd(t, "plan", recipe("retool-qwen3-4b.yaml"), "--shape", "qwen3-4b", "--vram", "96GiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := regexp.MustCompile(`(?m)^\s+rollout\s+eval\s+prm\s+reference\s+train\s*$`)
+	if !header.MatchString(out) || !strings.Contains(out, "sequences of 16384 tokens (evaluation: 32768)") ||
+		!regexp.MustCompile(`eval_kv_cache .* \d+ slots × 32768 tokens: the evaluation's context`).MatchString(out) {
+		t.Errorf("plan of retool-qwen3-4b.yaml:\n%s\nwant an eval phase of 32768-token slots", out)
 	}
 }
 

@@ -67,6 +67,7 @@ it would for a run (--set data.fields.answer=solution), with or without --recipe
 					return err
 				}
 			}
+			o.Progress = func(p dataset.Progress) { fmt.Fprintln(env.Stderr, "data inspect:", p) }
 			s, err := dataset.Read(args[0], o)
 			if err != nil {
 				return fmt.Errorf("data inspect: %w", err)

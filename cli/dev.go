@@ -20,16 +20,17 @@ import (
 )
 
 // devCommand groups the hidden helpers of scripts/gpu-check.sh (a random-weight model folder, HF
-// parity on the fixtures, an NVML peak around a command, and the report) and a stored run's
-// fingerprint.
+// parity on the fixtures, an NVML peak around a command, and the report), a stored run's
+// fingerprint and a synthetic DAPO-Math-17k Parquet file.
 func devCommand(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:    "dev VERB",
-		Short:  "helpers of scripts/gpu-check.sh (random-model, parity, op-parity, watch, gpu-report) and a run's fingerprint",
+		Short:  "helpers of scripts/gpu-check.sh (random-model, parity, op-parity, watch, gpu-report), a run's fingerprint and a synthetic DAPO file (dapo-parquet)",
 		Hidden: true,
 	}
-	verbs(cmd, "dev needs a verb: random-model, parity, op-parity, watch, gpu-report or fingerprint")
-	cmd.AddCommand(randomModelCommand(env), parityCommand(env), opParityCommand(env), watchCommand(env), gpuReportCommand(env), fingerprintCommand(env))
+	verbs(cmd, "dev needs a verb: random-model, parity, op-parity, watch, gpu-report, fingerprint or dapo-parquet")
+	cmd.AddCommand(randomModelCommand(env), parityCommand(env), opParityCommand(env), watchCommand(env), gpuReportCommand(env), fingerprintCommand(env),
+		dapoParquetCommand(env))
 	return cmd
 }
 

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"agentrl/engine/rollout"
 	"agentrl/engine/serve"
 	"agentrl/engine/tokenizer"
+	"agentrl/envs/retool"
 	"agentrl/store"
 )
 
@@ -25,7 +28,7 @@ import (
 type serveFlags struct {
 	bf                                     backendFlags
 	dir, storePath, run, addr, name, dtype string
-	codeTool                               string
+	codeTool, system                       string
 	step, slots, maxTotal, maxNew, topKMax int
 	temperature                            float64
 }
@@ -44,9 +47,16 @@ whose conversation keeps its KV cache from request to request while its messages
 previous ones; when every slot is held, a new request takes the slot of the least recently used
 idle key. The server listens on loopback unless --addr names another host.
 
+The built-in model, and a model trained from it (a checkpoint of a run on it, or an export of
+one: its tokenizer.json is the built-in model's), was trained with ReTool's system prompt
+(--system-prompt, auto: that prompt for them, none for others): a chat request with no system
+message gets it first, since a plain chat is outside its training; none sends requests as they
+are, and any other text is the system prompt such requests get.
+
 --code-tool: the built-in model writes code between <code> and </code> instead of <tool_call>
 JSON; with a request that offers a function tool of this name (auto: python for the built-in
-model, none for others), those blocks come back as calls of that tool with {"code": …}.`,
+model and models trained from it, none for others), those blocks come back as calls of that
+tool with {"code": …}.`,
 		Example: "  agentrl-tui serve\n  agentrl-tui serve --model ~/models/Qwen3-0.6B --addr 127.0.0.1:8000\n  agentrl-tui serve --store runs/agentrl.db --run retool-20261125-101500 --step 30",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -69,6 +79,7 @@ model, none for others), those blocks come back as calls of that tool with {"cod
 	fl.Float64Var(&f.temperature, "temperature", 1, "sampling temperature when a request gives none")
 	fl.IntVar(&f.topKMax, "top-k-max", 64, "the largest top_k (and the candidates top_p draws from) the sampler is compiled for")
 	fl.StringVar(&f.codeTool, "code-tool", "auto", "function tool whose calls the model writes as <code> blocks: auto, none, or a name")
+	fl.StringVar(&f.system, "system-prompt", "auto", "system message a chat request without one gets: auto (the built-in model's ReTool prompt for it and models trained from it, none for others), none, or the text")
 	fl.StringVar(&f.dtype, "dtype", "", "compute dtype (default: bfloat16 on cuda, float32 on go)")
 	return cmd
 }
@@ -130,18 +141,28 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer gen.Close()
-	code := f.codeTool
+	kin := builtin || sameTokenizer(dir, env.Builtin)
+	code, system := f.codeTool, f.system
 	switch code {
 	case "auto":
 		code = ""
-		if builtin {
+		if kin {
 			code = "python"
 		}
 	case "none":
 		code = ""
 	}
+	switch system {
+	case "auto":
+		system = ""
+		if kin {
+			system = retool.DefaultSystem
+		}
+	case "none":
+		system = ""
+	}
 	srv, err := serve.New(gen, tok, serve.Options{ModelName: name, MaxTotalTokens: maxTotal, MaxNewTokens: f.maxNew,
-		Sampling: serve.Sampling{Temperature: float32(f.temperature)}, Open: true, Preempt: true, CodeTool: code})
+		Sampling: serve.Sampling{Temperature: float32(f.temperature)}, Open: true, Preempt: true, CodeTool: code, DefaultSystem: system})
 	if err != nil {
 		return err
 	}
@@ -154,11 +175,56 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 	if code != "" {
 		fmt.Fprintf(env.Stdout, "; <code> blocks are calls of the tool %q", code)
 	}
-	fmt.Fprintf(env.Stdout, "\n%s\ntry: OPENAI_BASE_URL=%s OPENAI_API_KEY=any YOUR_AGENT (Ctrl-C stops)\n", note, base)
+	fmt.Fprintln(env.Stdout)
+	for _, line := range systemBanner(builtin, kin, system) {
+		fmt.Fprintln(env.Stdout, line)
+	}
+	fmt.Fprintf(env.Stdout, "%s\ntry: OPENAI_BASE_URL=%s OPENAI_API_KEY=any YOUR_AGENT (Ctrl-C stops)\n", note, base)
 	<-ctx.Done()
 	err = srv.Close()
 	fmt.Fprintln(env.Stdout, "stopped")
 	return err
+}
+
+// systemBanner says what system prompt the served model was trained with (builtin: it is the
+// built-in model; kin: it or a model trained from it) and what a chat request without a system
+// message gets (system, "" for nothing).
+func systemBanner(builtin, kin bool, system string) []string {
+	var lines []string
+	if kin {
+		what := "the built-in model"
+		if !builtin {
+			what = "this model is the built-in model's (its tokenizer: a checkpoint or an export of it) and"
+		}
+		lines = append(lines, fmt.Sprintf("%s was trained with ReTool's system prompt %q; a plain chat without it is outside its training", what, retool.DefaultSystem))
+	}
+	switch {
+	case system == "" && kin:
+		lines = append(lines, "a chat request without a system message is sent as it is (--system-prompt none)")
+	case system == retool.DefaultSystem && kin:
+		lines = append(lines, "a chat request without a system message gets that prompt first (--system-prompt none: sent as it is)")
+	case system != "":
+		lines = append(lines, fmt.Sprintf("a chat request without a system message gets the system prompt %q first", system))
+	}
+	return lines
+}
+
+// sameTokenizer says whether dir's tokenizer.json is the built-in model's (in embedded): the
+// vocabulary this project trained for it, which only it and models trained from it (checkpoints
+// of runs on it, their exports, sft --init of it) have, as checkpoints carry the file as it is.
+func sameTokenizer(dir string, embedded fs.FS) bool {
+	if embedded == nil {
+		return false
+	}
+	own, err := fs.ReadFile(embedded, "tokenizer.json")
+	if err != nil {
+		return false
+	}
+	if st, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil || st.Size() != int64(len(own)) {
+		return false // another size: not worth reading (a Qwen tokenizer is 11 MiB)
+	}
+	theirs, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	return err == nil && bytes.Equal(own, theirs)
 }
 
 // modelDir is the folder to serve, the model's name and whether it is the built-in one; a

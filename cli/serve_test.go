@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"agentrl/engine/bench"
 	"agentrl/engine/device"
 	"agentrl/engine/model"
+	"agentrl/envs/retool"
 	"agentrl/store"
 )
 
@@ -111,10 +113,15 @@ func TestServeBuiltin(t *testing.T) {
 		chat.Choices[0].FinishReason != "tool_calls" || len(chat.Choices[0].Message.ToolCalls) != 1 || chat.Choices[0].Message.ToolCalls[0].Function.Name != "python" {
 		t.Errorf("chat: status %d, %+v; want a python tool call", status, chat)
 	}
+	if code := plainChatCode(t, base, "agentrl-builtin"); !strings.Contains(code, "14 + 75") {
+		t.Errorf("a plain chat (no system message) got code %q; want the built-in model's own answer to it: a python call adding 14 + 75", code)
+	}
 	if err := stop(); err != nil {
 		t.Errorf("stopping: %v; want a clean stop", err)
 	}
-	for _, want := range []string{"serving agentrl-builtin", "2 KV slots, contexts up to 1023 tokens", `calls of the tool "python"`, "no chat_template", "stopped"} {
+	for _, want := range []string{"serving agentrl-builtin", "2 KV slots, contexts up to 1023 tokens", `calls of the tool "python"`, "no chat_template", "stopped",
+		"the built-in model was trained with ReTool's system prompt \"Solve the problem.", "a plain chat without it is outside its training",
+		"a chat request without a system message gets that prompt first (--system-prompt none: sent as it is)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output %q; want it to say %q", out, want)
 		}
@@ -122,6 +129,39 @@ func TestServeBuiltin(t *testing.T) {
 	if _, err := http.Get(base + "/models"); err == nil {
 		t.Error("the server still answers after the command stopped")
 	}
+}
+
+// plainChatCode asks the served model "What is 14 + 75?" with no system message, greedily, with
+// the python tool offered, and returns the code of its one python call ("" when the reply is
+// not one python call).
+func plainChatCode(t *testing.T, base, model string) string {
+	t.Helper()
+	var chat struct {
+		Choices []struct {
+			Message struct {
+				Content   *string
+				ToolCalls []struct {
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+		}
+	}
+	body := `{"model": "` + model + `", "temperature": 0, "max_tokens": 40, "messages": [{"role": "user", "content": "What is 14 + 75?"}],
+		"tools": [{"type": "function", "function": {"name": "python", "parameters": {"type": "object", "properties": {"code": {"type": "string"}}}}}]}`
+	if status := post(t, base+"/chat/completions", body, &chat); status != http.StatusOK || len(chat.Choices) != 1 {
+		t.Fatalf("plain chat: status %d, %+v; want one choice", status, chat)
+	}
+	m := chat.Choices[0].Message
+	var args struct{ Code string }
+	if len(m.ToolCalls) != 1 || m.ToolCalls[0].Function.Name != "python" || json.Unmarshal([]byte(m.ToolCalls[0].Function.Arguments), &args) != nil {
+		content := ""
+		if m.Content != nil {
+			content = *m.Content
+		}
+		t.Errorf("plain chat: content %q, calls %+v; want one python call", content, m.ToolCalls)
+		return ""
+	}
+	return args.Code
 }
 
 // TestServeCheckpoint serves a stored checkpoint (the built-in model imported as step 3 of a
@@ -135,7 +175,28 @@ func TestServeCheckpoint(t *testing.T) {
 	if err := s.ImportHF(filepath.Join("..", model.BuiltinSourceDir), "imported", 3); err != nil {
 		t.Fatal(err)
 	}
+	exported := filepath.Join(t.TempDir(), "export")
+	if err := s.Export("imported", 3, exported); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
+	// A checkpoint of the built-in model, and an export of it, serve as the built-in model does:
+	// <code> blocks are python calls and a plain chat gets its system prompt.
+	for _, args := range [][]string{{"--store", db, "--run", "imported"}, {"--model", exported, "--name", "imported-step3"}} {
+		base, out, stop := startServe(t, append(args, "--slots", "1")...)
+		if code := plainChatCode(t, base, "imported-step3"); !strings.Contains(code, "14 + 75") {
+			t.Errorf("%v: a plain chat got code %q; want a python call adding 14 + 75, as the built-in model answers", args, code)
+		}
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+		for _, want := range []string{`calls of the tool "python"`, "this model is the built-in model's (its tokenizer: a checkpoint or an export of it) and was trained with ReTool's system prompt",
+			"a chat request without a system message gets that prompt first"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v: output %q; want it to say %q", args, out, want)
+			}
+		}
+	}
 	base, _, stop := startServe(t, "--store", db, "--run", "imported", "--slots", "1")
 	var c struct {
 		Model   string
@@ -185,5 +246,68 @@ func TestBenchServe(t *testing.T) {
 	}
 	if want := h.TokensPerSec / d.TokensPerSec; r.Ratio != want || r.Overhead != 1-want {
 		t.Errorf("ratio %v, overhead %v; want %v and %v", r.Ratio, r.Overhead, want, 1-want)
+	}
+}
+
+// TestSameTokenizer tells the built-in model's kin by its tokenizer.json: the built-in folder is;
+// a tokenizer one byte off, Qwen's and a folder without one are not.
+func TestSameTokenizer(t *testing.T) {
+	builtin := os.DirFS(filepath.Join("..", model.BuiltinSourceDir))
+	own, err := fs.ReadFile(builtin, "tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir() // the same size, one byte changed
+	changed := append([]byte(nil), own...)
+	changed[len(changed)/2] ^= 1
+	if err := os.WriteFile(filepath.Join(other, "tokenizer.json"), changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		dir      string
+		embedded fs.FS
+		want     bool
+	}{
+		{"the built-in folder", filepath.Join("..", model.BuiltinSourceDir), builtin, true},
+		{"another tokenizer of the same size", other, builtin, false},
+		{"a Qwen tokenizer folder", fixture("qwen3-tokenizer"), builtin, false},
+		{"no tokenizer.json", t.TempDir(), builtin, false},
+		{"no built-in model in the binary", filepath.Join("..", model.BuiltinSourceDir), nil, false},
+	} {
+		if got := sameTokenizer(tc.dir, tc.embedded); got != tc.want {
+			t.Errorf("%s: sameTokenizer = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSystemBanner: the banner names the built-in model's prompt for it and its kin, and says
+// what a chat request without a system message gets for each --system-prompt.
+func TestSystemBanner(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		builtin, kin  bool
+		system        string
+		want, notWant []string
+	}{
+		{name: "built-in, auto", builtin: true, kin: true, system: retool.DefaultSystem,
+			want: []string{"the built-in model was trained with ReTool's system prompt", "gets that prompt first"}},
+		{name: "checkpoint of it, none", kin: true, system: "",
+			want: []string{"this model is the built-in model's", "is sent as it is (--system-prompt none)"}, notWant: []string{"gets"}},
+		{name: "other model, own text", system: "Be brief.",
+			want: []string{`gets the system prompt "Be brief." first`}, notWant: []string{"ReTool"}},
+		{name: "other model, auto", notWant: []string{"system"}},
+	} {
+		got := strings.Join(systemBanner(tc.builtin, tc.kin, tc.system), "\n")
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: banner %q; want it to say %q", tc.name, got, w)
+			}
+		}
+		for _, w := range tc.notWant {
+			if strings.Contains(got, w) {
+				t.Errorf("%s: banner %q; want no %q", tc.name, got, w)
+			}
+		}
 	}
 }

@@ -3,10 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"agentrl/engine/hint"
+	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/play"
 	"agentrl/engine/record"
@@ -69,7 +71,7 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err // strict isolation the machine cannot give: the refusal says what to enable
 	}
-	if c.train, c.validation, c.heldout, err = TaskSets(r); err != nil {
+	if c.train, c.validation, c.heldout, err = TaskSets(r, o.Log); err != nil {
 		return nil, err
 	}
 	weights := retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
@@ -128,7 +130,7 @@ func New(o Options) (*Controller, error) {
 	if r.Env.Executor == "python" {
 		toolWorkers = sb.WorkerCount()
 	}
-	c.gen, err = rollout.New(c.dev.Infer.Model(), rollout.Config{
+	genCfg := rollout.Config{
 		Slots: slots, MaxLen: model.Bucket(r.Rollout.MaxTotalTokens),
 		Truncation:      r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
 		Decode:          func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
@@ -136,11 +138,22 @@ func New(o Options) (*Controller, error) {
 		ToolReturnSteps: r.ToolReturn(),
 		ToolWorkers:     toolWorkers,
 		Compiles:        c.compiles,
-	})
-	if err != nil {
+	}
+	if o.Eval != nil { // an evaluation-only run's one generator decodes the evaluation's context
+		genCfg.MaxLen = model.Bucket(r.EvalTotalTokens())
+	}
+	if c.gen, err = rollout.New(c.dev.Infer.Model(), genCfg); err != nil {
 		c.dev.Infer.Close()
 		c.trainer.Close()
 		return nil, err
+	}
+	if r.EvalSlotsOwn() && o.Eval == nil {
+		if err := c.newEvalGen(genCfg); err != nil {
+			c.gen.Close()
+			c.dev.Infer.Close()
+			c.trainer.Close()
+			return nil, err
+		}
 	}
 	// What waits during rollout leaves the device now: offloaded moments and master weights (the
 	// inference copy is built) and the reference copy, which comes in only for the reference forward.
@@ -179,6 +192,39 @@ func New(o Options) (*Controller, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newEvalGen makes the evaluation's own generator (eval.max_total_tokens longer than rollout's:
+// the ledger's eval phase), like rollout's (cfg) but with slots of the evaluation's context, as
+// many as the plan fits (on the CPU: at most 16, at most one evaluation's trajectories). Its KV
+// cache exists only while it evaluates (residency.Device.ToEval); rollout's is freed while it is
+// first allocated, as the two are planned for different phases.
+func (c *Controller) newEvalGen(cfg rollout.Config) (err error) {
+	r := c.recipe
+	es := ledger.EvalSettingsFor(r)
+	slots := min(16, es.MaxKVSlots)
+	if p := c.opts.Plan; p != nil && p.Budget > 0 && p.EvalSlots > 0 {
+		slots = p.EvalSlots
+	}
+	cfg.Slots, cfg.MaxLen = slots, model.Bucket(es.SeqLen)
+	if err := c.gen.ReleaseCache(); err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := c.gen.RestoreCache(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	gen, err := rollout.New(c.dev.Infer.Model(), cfg)
+	if err != nil {
+		return fmt.Errorf("engine: the evaluation's rollout engine (%d slots of %d tokens, eval.max_total_tokens): %w", slots, es.SeqLen, err)
+	}
+	if err := gen.ReleaseCache(); err != nil {
+		gen.Close()
+		return err
+	}
+	c.evalGen, c.dev.EvalGen = gen, gen
+	return nil
 }
 
 // restore loads a checkpoint's weights, moments and bookkeeping.
@@ -281,14 +327,18 @@ func gradAccumulation(r *recipes.Recipe, micro int) int {
 }
 
 // TaskSets builds r's training, validation and held-out tasks as a run of r does: from data.train's
-// dataset files, env.tasks' JSONL file, or the synthetic generator seeded by the recipe.
-func TaskSets(r *recipes.Recipe) (train, validation, heldout []envs.Task, err error) {
+// dataset files, env.tasks' JSONL file, or the synthetic generator seeded by the recipe. A
+// dataset file that takes more than a second to read says how far it has come on log (nil: not).
+func TaskSets(r *recipes.Recipe, log io.Writer) (train, validation, heldout []envs.Task, err error) {
 	plan, err := dataset.PlanOf(r)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	switch {
 	case plan != nil: // data.train: the dataset files, the evaluation sets held out
+		if log != nil {
+			plan.Progress = func(p dataset.Progress) { fmt.Fprintln(log, "data:", p) }
+		}
 		d, err := dataset.Load(plan)
 		if err != nil {
 			return nil, nil, nil, err

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,9 @@ type Options struct {
 	PRMTokenizer *tokenizer.Tokenizer
 	// Eval makes the run an evaluation-only one (see EvalOnly); nil trains.
 	Eval *EvalOnly
+	// Log receives the lines a user should see while the run is set up: how far a long dataset
+	// read has come (nil: none).
+	Log io.Writer
 	// fusedProbe replaces the check of fused attention (tests); nil: the backend's (probeFused)
 	fusedProbe fusedProbe
 }
@@ -77,6 +81,7 @@ type Controller struct {
 	recipe     *recipes.Recipe
 	gen        *rollout.Generator
 	prmGen     *rollout.Generator // the model PRM's own engine (prm.kind model on the reference or a folder); nil otherwise
+	evalGen    *rollout.Generator // the evaluation's own engine (eval.max_total_tokens longer than rollout's); nil otherwise
 	trainer    *train.Trainer
 	dev        *residency.Device // what is on the device when: the inference copy, the KV cache, master weights, moments, the reference
 	agentEnv   *play.AgentEnv    // env.name external: the endpoint and the agent runner; nil for retool
@@ -134,6 +139,9 @@ func (c *Controller) Close() {
 	c.gen.Close()
 	if c.prmGen != nil {
 		c.prmGen.Close()
+	}
+	if c.evalGen != nil {
+		c.evalGen.Close()
 	}
 	c.dev.Infer.Close()
 	c.trainer.Close()

@@ -730,18 +730,21 @@ func TestPlayersFor(t *testing.T) {
 	r.Rollout.MaxNewTokens = 96
 	c := &Controller{recipe: r, players: &play.Phase{Recipe: r}}
 	for _, tc := range []struct {
-		evalMax int
-		phase   string
-		want    int
+		evalMax, evalTotal int
+		phase              string
+		want, wantTotal    int
 	}{
-		{0, event.PhaseEval, 96}, {256, event.PhaseEval, 256}, {256, event.PhaseValidate, 256}, {256, event.PhaseRollout, 96},
+		{0, 0, event.PhaseEval, 96, 512}, {256, 0, event.PhaseEval, 256, 512}, {256, 0, event.PhaseValidate, 256, 512}, {256, 0, event.PhaseRollout, 96, 512},
+		{0, 1024, event.PhaseEval, 96, 1024}, {0, 256, event.PhaseValidate, 96, 256}, {256, 1024, event.PhaseRollout, 96, 512},
 	} {
-		r.Eval.MaxNewTokens = tc.evalMax
-		if got := c.playersFor(tc.phase).Recipe.Rollout.MaxNewTokens; got != tc.want {
-			t.Errorf("eval.max_new_tokens %d, %s: %d tokens per call; want %d", tc.evalMax, tc.phase, got, tc.want)
+		r.Eval.MaxNewTokens, r.Eval.MaxTotalTokens = tc.evalMax, tc.evalTotal
+		got := c.playersFor(tc.phase).Recipe.Rollout
+		if got.MaxNewTokens != tc.want || got.MaxTotalTokens != tc.wantTotal {
+			t.Errorf("eval.max_new_tokens %d, eval.max_total_tokens %d, %s: %d tokens per call in a context of %d; want %d in %d",
+				tc.evalMax, tc.evalTotal, tc.phase, got.MaxNewTokens, got.MaxTotalTokens, tc.want, tc.wantTotal)
 		}
 	}
-	if r.Rollout.MaxNewTokens != 96 {
-		t.Errorf("the recipe was changed: %d", r.Rollout.MaxNewTokens)
+	if r.Rollout.MaxNewTokens != 96 || r.Rollout.MaxTotalTokens != 512 {
+		t.Errorf("the recipe was changed: %d, %d", r.Rollout.MaxNewTokens, r.Rollout.MaxTotalTokens)
 	}
 }

@@ -33,15 +33,9 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 		}
 	}
 	c.noteEval(0, len(tasks))
-	if _, err := c.rollout(ctx, step, event.PhaseEval, trajs, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
+	val, err := c.evalRollouts(ctx, step, trajs)
+	if err != nil {
 		return event.Eval{}, c.stopOr(ctx, err)
-	}
-	var val map[int]float64
-	if len(c.validation) > 0 && c.opts.Eval == nil { // an evaluation run chooses nothing
-		var err error
-		if val, err = c.validate(ctx, step); err != nil {
-			return event.Eval{}, c.stopOr(ctx, err)
-		}
 	}
 	if !c.enter(step, event.PhaseEval) { // a stop came as the last trajectory finished: dropped as announced
 		return event.Eval{}, errStop
@@ -94,6 +88,30 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	c.clock.evalDone(time.Since(t0).Seconds())
 	c.evals++
 	return ev, nil
+}
+
+// evalRollouts generates the evaluation's trajectories and, in a training run with validation
+// tasks, the validation's (their pass@k, nil without): on the evaluation's own KV slots when its
+// context is longer than rollout's, rollout's freed meanwhile.
+func (c *Controller) evalRollouts(ctx context.Context, step int, trajs []*batch.Trajectory) (val map[int]float64, err error) {
+	r := c.recipe
+	if c.evalGen != nil {
+		if err := c.dev.ToEval(step); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if ferr := c.dev.FromEval(step); ferr != nil && err == nil {
+				err = ferr
+			}
+		}()
+	}
+	if _, err := c.rollout(ctx, step, event.PhaseEval, trajs, uint64(r.Run.Seed)*1_000_003+uint64(step), r.Eval.Temperature); err != nil {
+		return nil, err
+	}
+	if len(c.validation) > 0 && c.opts.Eval == nil { // an evaluation run chooses nothing
+		return c.validate(ctx, step)
+	}
+	return nil, nil
 }
 
 // validate samples the validation tasks (eval.validation_samples each) and returns their pass@k

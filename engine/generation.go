@@ -59,14 +59,23 @@ func (c *Controller) teacherPrompt(t *batch.Trajectory, hint string) (ids []int3
 }
 
 // playersFor is the rollout players of a phase: the evaluation's (eval and validate) generate up
-// to eval.max_new_tokens per call when it is set, the rest as the recipe's rollout says.
+// to eval.max_new_tokens per call when it is set, within the evaluation's context
+// (eval.max_total_tokens, on the evaluation's own generator when it is longer than rollout's);
+// the rest as the recipe's rollout says.
 func (c *Controller) playersFor(phase string) *play.Phase {
-	n := c.recipe.Eval.MaxNewTokens
-	if n <= 0 || (phase != event.PhaseEval && phase != event.PhaseValidate) {
+	r := c.recipe
+	n, total := r.Eval.MaxNewTokens, r.EvalTotalTokens()
+	if n <= 0 && total == r.Rollout.MaxTotalTokens && c.evalGen == nil || (phase != event.PhaseEval && phase != event.PhaseValidate) {
 		return c.players
 	}
-	p, r := *c.players, *c.recipe
-	r.Rollout.MaxNewTokens = n
-	p.Recipe = &r
+	p, er := *c.players, *r
+	if n > 0 {
+		er.Rollout.MaxNewTokens = n
+	}
+	er.Rollout.MaxTotalTokens = total
+	if c.evalGen != nil {
+		p.Gen = c.evalGen
+	}
+	p.Recipe = &er
 	return &p
 }

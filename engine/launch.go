@@ -209,7 +209,7 @@ func Open(l Launch) (sess *Session, err error) {
 		}
 	}
 	c, err := New(Options{Recipe: r, RecipePath: l.RecipePath, RunID: l.RunID, Policy: policy, Reference: reference,
-		Tokenizer: tok, PRM: prm, PRMTokenizer: prmTok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan, Eval: eval})
+		Tokenizer: tok, PRM: prm, PRMTokenizer: prmTok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan, Eval: eval, Log: l.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func Regrade(st *store.Store, runID, grader string) (int, []Regraded, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("regrade: %w", err)
 	}
-	train, validation, heldout, err := TaskSets(&r)
+	train, validation, heldout, err := TaskSets(&r, nil)
 	if err != nil {
 		return 0, nil, fmt.Errorf("regrade: the tasks of run %s: %w", runID, err)
 	}

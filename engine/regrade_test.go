@@ -18,7 +18,7 @@ func TestRegrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	train, _, heldout, err := TaskSets(r)
+	train, _, heldout, err := TaskSets(r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -658,10 +658,28 @@ type Eval struct {
 	// step's are), so that view walks them; the validation tasks' are never kept.
 	StoreTrajectories bool `mapstructure:"store_trajectories" json:"store_trajectories"`
 	// MaxNewTokens is the evaluation's tokens per generation call (a longer budget than training's,
-	// as the reference ReTool configuration evaluates); 0 is rollout.max_new_tokens. The KV slot,
-	// rollout.max_total_tokens, bounds both.
+	// as the reference ReTool configuration evaluates); 0 is rollout.max_new_tokens. The
+	// evaluation's context (MaxTotalTokens) bounds both.
 	MaxNewTokens int `mapstructure:"max_new_tokens" json:"max_new_tokens,omitzero"`
+	// MaxTotalTokens is the evaluation's context: the most tokens of one evaluation (or
+	// validation) trajectory, prompt, turns and tool outputs; 0 is rollout.max_total_tokens.
+	// Longer than rollout's, evaluation has KV slots of its own length in a phase of its own (the
+	// reference ReTool configuration evaluates AIME at 32,768 tokens and rolls out at 16,384).
+	MaxTotalTokens int `mapstructure:"max_total_tokens" json:"max_total_tokens,omitzero"`
 }
+
+// EvalTotalTokens is the evaluation's context: eval.max_total_tokens, or rollout.max_total_tokens
+// when it is 0.
+func (r *Recipe) EvalTotalTokens() int {
+	if r.Eval.MaxTotalTokens > 0 {
+		return r.Eval.MaxTotalTokens
+	}
+	return r.Rollout.MaxTotalTokens
+}
+
+// EvalSlotsOwn says whether evaluation has KV slots of its own: its context is longer than
+// rollout's (an evaluation-only run sizes its one generator for the evaluation instead).
+func (r *Recipe) EvalSlotsOwn() bool { return r.EvalTotalTokens() > r.Rollout.MaxTotalTokens }
 
 // EarlyStop stops a run whose evaluation metric stopped improving. It needs eval.every > 0.
 type EarlyStop struct {

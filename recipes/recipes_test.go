@@ -275,6 +275,9 @@ func TestSeedRecipes(t *testing.T) {
 			t.Errorf("%s: %d tokens, dtype %s, checkpointing %v, %s; want the seed's 16K bf16 Hybrid run with checkpointing",
 				path, r.Rollout.MaxTotalTokens, r.Model.DType, r.Train.GradientCheckpointing, r.Algorithm.Name)
 		}
+		if r.EvalTotalTokens() != 32768 || !r.EvalSlotsOwn() {
+			t.Errorf("%s: evaluation context %d; want the reference's 32,768 (--eval-max-context-len), in slots of its own", path, r.EvalTotalTokens())
+		}
 		lines := leafLines(t, path)
 		for _, key := range Keys() {
 			if line, ok := lines[key]; !ok {

@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -562,6 +563,17 @@ func (c *checker) eval() {
 	c.atLeast("eval.validation_samples", e.ValidationSamples, 1)
 	c.interval("eval.temperature", e.Temperature, 0, 5, true, false)
 	c.atLeast("eval.max_new_tokens", e.MaxNewTokens, 0)
+	c.between("eval.max_total_tokens", e.MaxTotalTokens, 0, 1<<20)
+	if newTokens := cmp.Or(e.MaxNewTokens, c.r.Rollout.MaxNewTokens); e.MaxTotalTokens >= 1 && newTokens >= 1 && e.MaxTotalTokens < newTokens {
+		c.fail([]string{"eval.max_total_tokens", "eval.max_new_tokens"}, fmt.Sprintf(
+			"eval.max_total_tokens %d is less than the evaluation's tokens per call (eval.max_new_tokens, else rollout.max_new_tokens) %d; an evaluation trajectory must hold at least one full turn: raise it, or 0 for rollout.max_total_tokens",
+			e.MaxTotalTokens, newTokens))
+	}
+	if e.MaxTotalTokens > 0 && e.MaxTotalTokens != c.r.Rollout.MaxTotalTokens && c.r.Env.Name == "external" {
+		c.fail([]string{"eval.max_total_tokens", "env.name"}, fmt.Sprintf(
+			"eval.max_total_tokens %d differs from rollout.max_total_tokens %d, but env.name external serves its agents from rollout's slots; set it to 0 (or %d)",
+			e.MaxTotalTokens, c.r.Rollout.MaxTotalTokens, c.r.Rollout.MaxTotalTokens))
+	}
 	if len(e.Ks) == 0 {
 		c.failf("eval.ks", "is empty; want the k of pass@k, e.g. [1, 2, 4, 8]")
 	}

@@ -11,6 +11,10 @@
 // host memory (memory.master_offload, memory.optimizer_offload). The reference copy is never on
 // the device during rollout.
 //
+// Eval (when eval.max_total_tokens is longer than rollout's) is evaluation in its own context:
+// rollout's KV cache is freed and one of the evaluation's slot length is allocated beside the
+// inference weights (eval.go). A shorter or equal context evaluates in rollout's slots.
+//
 // Reference (when the recipe needs a reference: KL term or OPD teacher) runs between rollout and
 // the update: the KV cache and the inference copy are freed, the reference weights come onto the
 // device for one forward without gradients (one sequence at a time), then go back to the host —
@@ -92,7 +96,7 @@ const (
 // componentOrder is the order tables list components in.
 func componentOrder() []string {
 	return []string{InferenceWeights, BaseWeights, ReferenceWeights, PRMWeights, MasterWeights, Gradients, OptimizerMoments,
-		KVCache, PRMKVCache, Activations, GradientWorkspace, SamplerWorkspace, Runtime}
+		KVCache, EvalKVCache, PRMKVCache, Activations, GradientWorkspace, SamplerWorkspace, Runtime}
 }
 
 // Offload modes of the optimizer moments and of the master weights during rollout.
@@ -145,13 +149,16 @@ type Settings struct {
 	SaveOptimizer bool
 	// PRM sizes the model PRM's phase (prm.kind model on this device); nil: none.
 	PRM *PRMSettings
+	// Eval sizes the evaluation's phase when its context is longer than rollout's
+	// (eval.max_total_tokens); nil: evaluation decodes in rollout's slots.
+	Eval *EvalSettings
 	// KeepBest and KeepLast are checkpoint.keep_best and keep_last, and CheckpointsKept the most
 	// checkpoints the store holds at once (CheckpointsKept; 0: one).
 	KeepBest, KeepLast, CheckpointsKept int
 	// EvalOnly plans an evaluation-only run (agentrl-tui eval): the model generates and nothing
 	// trains, so there is no master copy, gradient, AdamW moment or activation of an update, no
 	// reference or PRM phase, and a LoRA checkpoint is evaluated merged (a plain model). Only the
-	// rollout phase is sized; MicroBatch is 0.
+	// rollout phase is sized, at the evaluation's context (SeqLen); MicroBatch is 0.
 	EvalOnly bool
 }
 
@@ -196,7 +203,7 @@ func (s Settings) validate() error {
 
 // Phase is what one phase holds on the device.
 type Phase struct {
-	Name  string           // "rollout", "reference" or "train"
+	Name  string           // "rollout", "eval", "prm", "reference" or "train"
 	Bytes int64            // their sum
 	Holds map[string]int64 // component → bytes, only what the phase holds
 	Host  map[string]int64 // component → bytes waiting in host memory during the phase
@@ -216,9 +223,11 @@ type Plan struct {
 	Components map[string]int64
 	// Rollout, Reference and Train are the phases; Reference is empty (0 bytes) when the recipe
 	// needs no reference model. PRM is the model PRM's phase (prm.kind model on this device),
-	// empty without one, and PRMSlots its KV slots (0 when none fits).
-	Rollout, PRM, Reference, Train Phase
-	PRMSlots                       int
+	// empty without one, and PRMSlots its KV slots (0 when none fits). Eval is the evaluation's
+	// phase when its context is longer than rollout's (Settings.Eval), empty otherwise, and
+	// EvalSlots its KV slots (0 when none fits).
+	Rollout, Eval, PRM, Reference, Train Phase
+	PRMSlots, EvalSlots                  int
 	// Total is the peak: the largest phase.
 	Total int64
 	// Budget is the device memory budget; 0 means unlimited.
@@ -411,7 +420,7 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 		return nil, fmt.Errorf("memory budget %d bytes is negative", budget)
 	}
 	if st.EvalOnly {
-		st.Reference, st.PRM, st.ValueHead, st.LoRARank, st.LoRATargets = false, nil, false, 0, ""
+		st.Reference, st.PRM, st.Eval, st.ValueHead, st.LoRARank, st.LoRATargets = false, nil, nil, false, 0, ""
 	}
 	z := newSizer(shape, st)
 	p := &Plan{Budget: budget, Shape: shape, Params: z.params, Trainable: z.trainable, Settings: st}
@@ -470,6 +479,7 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 			reasons = append(reasons, tooBig(z.train(1), budget, "micro-batch 1"))
 		}
 	}
+	reasons = append(reasons, z.chooseEval(p, w, budget)...)
 	reasons = append(reasons, z.choosePRM(p, w, budget)...)
 	p.Fits = len(reasons) == 0
 	p.Reason = strings.Join(reasons, "; ")
@@ -486,10 +496,10 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 	if st.EvalOnly {
 		p.Train = Phase{Name: "train", Holds: map[string]int64{}, Host: map[string]int64{}}
 	}
-	p.Total = max(p.Rollout.Bytes, p.PRM.Bytes, p.Reference.Bytes, p.Train.Bytes)
+	p.Total = max(p.Rollout.Bytes, p.Eval.Bytes, p.PRM.Bytes, p.Reference.Bytes, p.Train.Bytes)
 	p.Components = map[string]int64{}
 	for _, n := range componentOrder() {
-		if b := max(p.Rollout.Holds[n], p.PRM.Holds[n], p.Reference.Holds[n], p.Train.Holds[n]); b > 0 || !st.EvalOnly && n != PRMWeights && n != PRMKVCache {
+		if b := max(p.Rollout.Holds[n], p.Eval.Holds[n], p.PRM.Holds[n], p.Reference.Holds[n], p.Train.Holds[n]); b > 0 || !st.EvalOnly && n != PRMWeights && n != PRMKVCache && n != EvalKVCache {
 			p.Components[n] = b
 		}
 	}

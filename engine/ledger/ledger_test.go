@@ -325,7 +325,7 @@ func TestJSONShape(t *testing.T) {
 	sort.Strings(names)
 	var want []string
 	for _, n := range componentOrder() {
-		if n != PRMWeights && n != PRMKVCache { // only in a plan with a PRM phase
+		if n != PRMWeights && n != PRMKVCache && n != EvalKVCache { // only in a plan with a PRM or an eval phase
 			want = append(want, n)
 		}
 	}

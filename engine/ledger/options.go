@@ -207,7 +207,8 @@ type where struct{ masterOnHost, momentsOnHost bool }
 func (z sizer) placement(slots int, fits func(int64) bool) where {
 	w := where{masterOnHost: z.st.MasterOffload == OffloadHost, momentsOnHost: z.st.Offload == OffloadHost}
 	short := func() bool {
-		return !fits(z.rollout(slots, w).Bytes) || !fits(z.referencePhase(w).Bytes) || z.st.PRM != nil && !fits(z.prmPhase(1, w).Bytes)
+		return !fits(z.rollout(slots, w).Bytes) || !fits(z.referencePhase(w).Bytes) || z.st.PRM != nil && !fits(z.prmPhase(1, w).Bytes) ||
+			z.st.Eval != nil && !fits(z.evalPhase(1, w).Bytes)
 	}
 	if z.st.Offload == OffloadAuto && short() {
 		w.momentsOnHost = true

@@ -109,8 +109,23 @@ func PlanFor(req Request) (*Plan, error) {
 	}
 	st := SettingsFor(r, r.Backend.Kind)
 	st.PRM = prmSettings(r, shape)
-	st.EvalOnly = req.EvalOnly
+	st.Eval = EvalSettingsFor(r)
+	if st.EvalOnly = req.EvalOnly; st.EvalOnly {
+		// An evaluation-only run's one generator is sized for the evaluation's context.
+		st.SeqLen = r.EvalTotalTokens()
+	}
 	return Compute(shape, st, budget)
+}
+
+// EvalSettingsFor is the eval phase's settings of r: nil when evaluation decodes in rollout's
+// slots (eval.max_total_tokens 0 or no longer than rollout's); else slots of its length, at most
+// the trajectories of one evaluation or of one validation, whichever is more.
+func EvalSettingsFor(r *recipes.Recipe) *EvalSettings {
+	if !r.EvalSlotsOwn() {
+		return nil
+	}
+	return &EvalSettings{SeqLen: r.EvalTotalTokens(),
+		MaxKVSlots: max(r.Eval.HeldoutTasks*r.Eval.NSamples, r.Eval.ValidationTasks*r.Eval.ValidationSamples, 1)}
 }
 
 // prmSettings are the PRM phase's settings of r (nil without one on this device): a folder's

@@ -16,7 +16,8 @@ func gib(b int64) string { return recipes.FormatGiB(b) }
 // "params", "trainable", "moments_on_host", "master_on_host", "host_bytes", "reason", "shape" and
 // "host" (host memory and disk: "ram", "step", "load", "components", "checkpoint_bytes",
 // "checkpoints", "disk").
-// "phases" has "reference" only when the recipe needs a reference model.
+// "phases" has "reference" only when the recipe needs a reference model, "eval" only when the
+// evaluation's context is longer than rollout's (then "eval_slots" are its KV slots).
 func (p *Plan) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Fits          bool             `json:"fits"`
@@ -35,11 +36,12 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Shape         string           `json:"shape"`
 		Host          hostJSON         `json:"host"`
 		PRMSlots      int              `json:"prm_slots,omitempty"`
+		EvalSlots     int              `json:"eval_slots,omitempty"`
 	}{
 		p.Fits, p.KVSlots, p.MicroBatch, p.Components, p.Total, p.Budget,
 		p.phaseBytes(), p.Params, p.Trainable, p.MomentsOnHost, p.MasterOnHost, p.HostBytes, p.Reason, p.Shape.Name,
 		hostJSON{p.Host.RAM, p.Host.Step, p.Host.Load, p.Host.Components, p.Host.CheckpointBytes, p.Host.Checkpoints, p.Host.Disk},
-		p.PRMSlots,
+		p.PRMSlots, p.EvalSlots,
 	})
 }
 
@@ -54,11 +56,15 @@ type hostJSON struct {
 	Disk            int64            `json:"disk"`
 }
 
-// phases are the phases the plan has: rollout, the reference forward when there is one, train.
+// phases are the phases the plan has: rollout, the evaluation when it has slots of its own, the
+// PRM and the reference forward when there are, train.
 func (p *Plan) phases() []Phase {
 	out := []Phase{p.Rollout}
 	if p.Settings.EvalOnly { // generation alone
 		return out
+	}
+	if p.Eval.Bytes > 0 {
+		out = append(out, p.Eval)
 	}
 	if p.PRM.Bytes > 0 {
 		out = append(out, p.PRM)
@@ -101,8 +107,12 @@ func (p *Plan) Table() string {
 	if p.Budget > 0 {
 		budget = gib(p.Budget)
 	}
-	fmt.Fprintf(&b, "memory plan: %s (%s parameters, %s compute), sequences of %d tokens, budget %s\n",
-		p.Shape.Name, humanCount(p.Params), dtype, st.SeqLen, budget)
+	evalLen := ""
+	if st.Eval != nil {
+		evalLen = fmt.Sprintf(" (evaluation: %d)", st.Eval.SeqLen)
+	}
+	fmt.Fprintf(&b, "memory plan: %s (%s parameters, %s compute), sequences of %d tokens%s, budget %s\n",
+		p.Shape.Name, humanCount(p.Params), dtype, st.SeqLen, evalLen, budget)
 	phases := p.phases()
 	row := func(name string, cells []string, note string) {
 		fmt.Fprintf(&b, "  %-19s", name)
@@ -150,6 +160,11 @@ func (p *Plan) Table() string {
 			note = "the go backend assembling the vocabulary projection's gradient"
 		case n == KVCache:
 			note = fmt.Sprintf("%s × %d tokens", plural(p.shownSlots(), "slot"), st.SeqLen)
+			if st.EvalOnly {
+				note += " (the evaluation's context)"
+			}
+		case n == EvalKVCache:
+			note = fmt.Sprintf("%s × %d tokens: the evaluation's context (eval.max_total_tokens), rollout's KV cache freed", plural(max(p.EvalSlots, 1), "slot"), st.Eval.SeqLen)
 		case n == Activations:
 			note = fmt.Sprintf("micro-batch %d", p.shownMicro())
 			if st.GradientCheckpointing {
@@ -189,8 +204,11 @@ func (p *Plan) Table() string {
 			p.KVSlots, asked(st.KVSlots, st.MaxKVSlots), gib(p.Total))
 	} else if p.Fits {
 		prm := ""
+		if st.Eval != nil {
+			prm = fmt.Sprintf(", %d evaluation slots of %d tokens (%s)", p.EvalSlots, st.Eval.SeqLen, asked(0, st.Eval.MaxKVSlots))
+		}
 		if st.PRM != nil {
-			prm = fmt.Sprintf(", %d PRM slots (%s)", p.PRMSlots, asked(st.PRM.KVSlots, st.PRM.MaxKVSlots))
+			prm += fmt.Sprintf(", %d PRM slots (%s)", p.PRMSlots, asked(st.PRM.KVSlots, st.PRM.MaxKVSlots))
 		}
 		fmt.Fprintf(&b, "fits: %d KV slots (%s)%s, micro-batch %d (%s); peak %s in %s\n",
 			p.KVSlots, asked(st.KVSlots, st.MaxKVSlots), prm, p.MicroBatch, asked(st.MicroBatch, st.MaxMicroBatch), gib(p.Total), peak.Name)

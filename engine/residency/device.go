@@ -37,6 +37,10 @@ type Device struct {
 	// then too (nil: the PRM is the reference). Both nil without such a PRM.
 	PRMGen *rollout.Generator
 	PRM    *model.Model
+	// EvalGen is the evaluation's own rollout engine when its context is longer than rollout's
+	// (eval.max_total_tokens), its KV cache held in the eval phase only; nil: evaluation decodes
+	// on Gen.
+	EvalGen *rollout.Generator
 	// SkipSync, when set (tests only), leaves the inference weights of that step stale: the
 	// mis-synced copy the loop's log-prob probe exists to catch.
 	SkipSync func(step int) bool
@@ -215,6 +219,30 @@ func (d *Device) FromPRM(step int) error {
 		if err := referenceToHost(d.PRM); err != nil {
 			return fmt.Errorf("engine: step %d: the PRM's weights: %w", step, err)
 		}
+	}
+	return nil
+}
+
+// ToEval switches the device from rollout to the evaluation's own slots (EvalGen): rollout's
+// KV cache is freed and the evaluation's allocated; the inference weights stay, both decode
+// with them.
+func (d *Device) ToEval(step int) error {
+	if err := d.Gen.ReleaseCache(); err != nil {
+		return fmt.Errorf("engine: step %d: entering the evaluation: %w", step, err)
+	}
+	if err := d.EvalGen.RestoreCache(); err != nil {
+		return fmt.Errorf("engine: step %d: the evaluation's KV cache: %w", step, err)
+	}
+	return nil
+}
+
+// FromEval ends the evaluation's phase: its KV cache is freed and rollout's allocated again.
+func (d *Device) FromEval(step int) error {
+	if err := d.EvalGen.ReleaseCache(); err != nil {
+		return fmt.Errorf("engine: step %d: leaving the evaluation: %w", step, err)
+	}
+	if err := d.Gen.RestoreCache(); err != nil {
+		return fmt.Errorf("engine: step %d: rollout's KV cache after the evaluation: %w", step, err)
 	}
 	return nil
 }

@@ -127,6 +127,7 @@ func (s *Server) chatJob(q *chatRequest) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
+	msgs = withSystem(msgs, s.o.DefaultSystem)
 	if err := q.check(); err != nil {
 		return nil, err
 	}

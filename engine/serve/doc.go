@@ -33,7 +33,9 @@
 // <tool_call> blocks whose JSON parses are returned as tool_calls, content being the text
 // before the first call; required and named choices force nothing (the model may answer
 // without a call). tool_choice none returns the text as it is. Options.CodeTool serves models
-// that write <code>…</code> instead (the built-in one): see there.
+// that write <code>…</code> instead (the built-in one): see there. Options.DefaultSystem puts
+// the system prompt a model was trained with first in a chat that has no system message (the
+// serve command does so for the built-in model, which reads anything else as noise).
 //
 // # Token-exact trajectories
 //

@@ -51,6 +51,21 @@ func readMessages(wire []wireMessage) ([]envs.Message, error) {
 	return out, nil
 }
 
+// withSystem is msgs with a system message of text put first when none of them is one (text ""
+// or a system message there: msgs as they are). Every request of a conversation gets the same
+// one, so a request still extends the previous one.
+func withSystem(msgs []envs.Message, text string) []envs.Message {
+	if text == "" {
+		return msgs
+	}
+	for _, m := range msgs {
+		if m.Role == "system" {
+			return msgs
+		}
+	}
+	return append([]envs.Message{{Role: "system", Content: text}}, msgs...)
+}
+
 // sameMessage says whether two messages render alike: role, content, name, tool call id,
 // reasoning and tool calls (by name and arguments as JSON values; call ids are not rendered).
 func sameMessage(a, b envs.Message) bool {

@@ -54,6 +54,11 @@ type Options struct {
 	// the reply is returned as a call of it with arguments {"code": …}; an assistant message's
 	// call of it renders back as that block.
 	CodeTool string
+	// DefaultSystem, when set, is the system message put first in a chat request that has none
+	// (no system or developer message): the prompt the model was trained with (the built-in
+	// model's ReTool prompt), so that a plain chat reaches the model as its training did rather
+	// than as text it never saw. A request's own system message is kept as it is.
+	DefaultSystem string
 }
 
 // Server is the OpenAI-compatible endpoint on one generator. It is safe for concurrent use.

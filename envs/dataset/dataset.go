@@ -24,6 +24,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"agentrl/envs"
 )
@@ -78,6 +79,34 @@ type Options struct {
 	// Template turns a row's problem into the user turn: every {problem} in it is replaced by
 	// the problem text. Empty uses the problem as it is.
 	Template string
+	// Progress, when not nil, is called about once a second while a file is read (verl's
+	// DAPO-Math-17k is 1.79M rows), and once more when a file it was called for is done.
+	Progress func(Progress)
+	// rowWise reads Parquet files one whole row at a time (tests compare the two readers).
+	rowWise bool
+}
+
+// Progress is how far the read of one file has come.
+type Progress struct {
+	File string
+	// Rows are the rows (JSON Lines: objects) read so far, of Total (0 when not known ahead: a
+	// JSON Lines file).
+	Rows, Total int64
+	Elapsed     time.Duration
+	// Done says the file has been read.
+	Done bool
+}
+
+// String is the line a command prints for p: "reading F: 524288 of 1791700 rows (29%), 3s".
+func (p Progress) String() string {
+	secs := p.Elapsed.Round(100 * time.Millisecond).Seconds()
+	switch {
+	case p.Done:
+		return fmt.Sprintf("read %s: %d rows in %.1fs", p.File, p.Rows, secs)
+	case p.Total > 0:
+		return fmt.Sprintf("reading %s: %d of %d rows (%d%%), %.0fs", p.File, p.Rows, p.Total, p.Rows*100/p.Total, secs)
+	}
+	return fmt.Sprintf("reading %s: %d rows, %.0fs", p.File, p.Rows, secs)
 }
 
 // Placeholder is where a prompt template puts the problem.
@@ -159,7 +188,24 @@ func Read(spec string, o Options) (*Set, error) {
 	same := map[string]bool{}   // prompt and answer of the rows kept
 	multi := len(files) > 1
 	for _, file := range files {
-		err := readRows(file, &o.Fields, func(r row) error {
+		// counted[n] is row n's outcome, for its repeats: 1 it made a task or repeated one, 2
+		// its chat prompt's system message was left out too (0: filtered out by its split).
+		var counted []uint8
+		rd := reading{fields: &o.Fields, split: filterRows, progress: o.Progress, rowWise: o.rowWise}
+		err := readRows(file, rd, func(r row) error {
+			if r.same > 0 {
+				switch counted[r.same] {
+				case 2:
+					set.SystemDropped++
+					fallthrough
+				case 1:
+					set.Repeats++
+				}
+				return nil
+			}
+			for len(counted) <= r.n {
+				counted = append(counted, 0)
+			}
 			if filterRows {
 				s, ok, err := r.pick(o.Fields.Split, defaultSplit, "split")
 				if err != nil {
@@ -181,8 +227,10 @@ func Read(spec string, o Options) (*Set, error) {
 			if len(set.Tasks) == 0 {
 				set.Used, set.Chat = used.Fields, used.chat
 			}
+			counted[r.n] = 1
 			if used.system {
 				set.SystemDropped++
+				counted[r.n] = 2
 			}
 			if same[t.Prompt+"\x00"+t.Answer] {
 				set.Repeats++

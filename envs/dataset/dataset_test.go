@@ -25,9 +25,9 @@ func TestReadSamples(t *testing.T) {
 		promptStart string
 	}{
 		{sampleDir + "/dapo-verl.parquet", 20, Fields{ID: "extra_info.index", Prompt: "prompt", Answer: "reward_model.ground_truth"}, 2,
-			sampleIndex(0), "100", dapoBefore + "Let $x$ and $y$"},
+			DAPOIndex(0), "100", DAPOBefore + "Let $x$ and $y$"},
 		{sampleDir + "/dapo-slime.jsonl", 12, Fields{Prompt: "prompt", Answer: "label"}, 0,
-			"line-1", "720", dapoBefore + "Find the sum of the interior angles"},
+			"line-1", "720", DAPOBefore + "Find the sum of the interior angles"},
 		{sampleDir + "/aime2024", 10, Fields{ID: "ID", Prompt: "Problem", Answer: "Answer"}, 0,
 			"sample-I-1", "130", "Find the number of positive integers less than $1000$"},
 		{sampleDir + "/aime2024:train", 10, Fields{ID: "ID", Prompt: "Problem", Answer: "Answer"}, 0,
@@ -41,7 +41,7 @@ func TestReadSamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if chat := strings.HasPrefix(tt.promptStart, dapoBefore); len(s.Tasks) != tt.tasks || s.Repeats != tt.repeats || s.Used != tt.used || s.Chat != chat {
+			if chat := strings.HasPrefix(tt.promptStart, DAPOBefore); len(s.Tasks) != tt.tasks || s.Repeats != tt.repeats || s.Used != tt.used || s.Chat != chat {
 				t.Errorf("got %d tasks, %d repeats, fields %+v, chat %v; want %d, %d, %+v, %v", len(s.Tasks), s.Repeats, s.Used, s.Chat, tt.tasks, tt.repeats, tt.used, chat)
 			}
 			first := s.Tasks[0]
@@ -187,7 +187,7 @@ func TestLoadShuffleAndSizes(t *testing.T) {
 		return got
 	}
 	plain := load(base)
-	if len(plain.Validation) != 3 || len(plain.Heldout) != 4 || len(plain.Train) != 5 || plain.Validation[0].ID != sampleIndex(0) || plain.Train[0].ID != sampleIndex(7) {
+	if len(plain.Validation) != 3 || len(plain.Heldout) != 4 || len(plain.Train) != 5 || plain.Validation[0].ID != DAPOIndex(0) || plain.Train[0].ID != DAPOIndex(7) {
 		t.Errorf("unshuffled: validation %v, held-out %v, train %v; want 3, 4, 5 in file order", ids(plain.Validation), ids(plain.Heldout), ids(plain.Train))
 	}
 	base.Shuffle, base.Seed = true, 1
@@ -222,7 +222,7 @@ func TestOverlap(t *testing.T) {
 		`{"id": "e3", "problem": "A brand new problem about primes below fifty.", "answer": "15"}`+"\n")
 	p := Plan{Train: sampleDir + "/dapo-verl.parquet", Eval: []recipes.EvalSet{{Name: "mine", Path: eval}}}
 	_, err := Load(&p)
-	if err == nil || !strings.Contains(err.Error(), "2 evaluation problems are also training problems (mine e1 = train "+sampleIndex(7)+", mine e2 = train "+sampleIndex(11)+")") ||
+	if err == nil || !strings.Contains(err.Error(), "2 evaluation problems are also training problems (mine e1 = train "+DAPOIndex(7)+", mine e2 = train "+DAPOIndex(11)+")") ||
 		!strings.Contains(err.Error(), "data.allow_overlap: true") {
 		t.Fatalf("overlap: %v", err)
 	}

@@ -19,6 +19,9 @@ type row struct {
 	lines bool // n counts lines (JSONL), not rows
 	data  map[string]any
 	raw   []byte // a JSONL line as written (nil for a Parquet row)
+	// same, when not 0, says the row holds row same's values in every column a task is read
+	// from, so it reads to the same task (or is filtered out alike); data is then nil.
+	same int
 }
 
 // where names the row in messages: "f.jsonl:3" or "f.parquet: row 3".

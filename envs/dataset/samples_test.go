@@ -75,30 +75,6 @@ var aimeProblems = []struct {
 	{`Find the sum of all positive integers $n<100$ that leave remainder $1$ when divided by $3$ and remainder $2$ when divided by $5$.`, `Such $n$ are $7 \pmod{15}$: $7+22+\cdots+97 = \boxed{364}$.`, 364},
 }
 
-// The DAPO-Math-17k prompt around each problem (slime's JSONL and verl's parquet alike).
-const (
-	dapoBefore = "Solve the following math problem step by step. The last line of your response should be of the form Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n"
-	dapoAfter  = "\n\nRemember to put your answer on its own line after \"Answer:\"."
-)
-
-type verlMessage struct {
-	Content string `parquet:"content"`
-	Role    string `parquet:"role"`
-}
-
-type verlRow struct {
-	DataSource  string        `parquet:"data_source"`
-	Prompt      []verlMessage `parquet:"prompt,list"`
-	Ability     string        `parquet:"ability"`
-	RewardModel struct {
-		GroundTruth string `parquet:"ground_truth"`
-		Style       string `parquet:"style"`
-	} `parquet:"reward_model"`
-	ExtraInfo struct {
-		Index string `parquet:"index"`
-	} `parquet:"extra_info"`
-}
-
 type aimeRow struct {
 	ID       string `parquet:"ID"`
 	Problem  string `parquet:"Problem"`
@@ -115,11 +91,6 @@ type problemAnswer struct {
 	Answer  string `parquet:"answer"`
 }
 
-// sampleIndex is a DAPO-style uuid for problem i.
-func sampleIndex(i int) string {
-	return fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", 0x5a3e0000+i*7919, 0x1000+i*31, i*17%4096, i*13%4096, 0x2b7c0000+i*104729)
-}
-
 // sampleFiles are the sample files by path below testdata/data, as bytes.
 func sampleFiles(t *testing.T) map[string][]byte {
 	t.Helper()
@@ -128,8 +99,8 @@ func sampleFiles(t *testing.T) map[string][]byte {
 		var b bytes.Buffer
 		var err error
 		switch rs := rows.(type) {
-		case []verlRow:
-			err = parquet.Write(&b, rs)
+		case []VerlRow: // the schema named as when the file was first written
+			err = parquet.Write(&b, rs, parquet.NewSchema("verlRow", parquet.SchemaOf(VerlRow{})))
 		case []aimeRow:
 			err = parquet.Write(&b, rs)
 		case []problemOnly:
@@ -144,13 +115,9 @@ func sampleFiles(t *testing.T) map[string][]byte {
 	}
 	// verl's DAPO parquet: each problem twice over for the first two (the real file repeats
 	// each problem about a hundred times).
-	var verl []verlRow
+	var verl []VerlRow
 	for i, p := range dapoProblems {
-		var r verlRow
-		r.DataSource, r.Ability = "math_dapo", "MATH"
-		r.Prompt = []verlMessage{{Content: dapoBefore + p[0] + dapoAfter, Role: "user"}}
-		r.RewardModel.GroundTruth, r.RewardModel.Style = p[1], "rule-lighteval/MATH_v2"
-		r.ExtraInfo.Index = sampleIndex(i)
+		r := DAPORow(p[0], p[1], DAPOIndex(i))
 		verl = append(verl, r)
 		if i < 2 {
 			verl = append(verl, r)
@@ -160,7 +127,7 @@ func sampleFiles(t *testing.T) map[string][]byte {
 	var jl bytes.Buffer
 	for _, p := range slimeProblems {
 		b, _ := json.Marshal(map[string]any{
-			"prompt": []map[string]string{{"role": "user", "content": dapoBefore + p[0] + dapoAfter}},
+			"prompt": []map[string]string{{"role": "user", "content": DAPOBefore + p[0] + DAPOAfter}},
 			"label":  p[1],
 		})
 		jl.Write(append(b, '\n'))
