@@ -10,7 +10,6 @@ import (
 	"agentrl/engine/serve"
 	"agentrl/envs"
 	"agentrl/envs/external"
-	"agentrl/envs/retool"
 	"context"
 )
 
@@ -25,7 +24,7 @@ type Trajectory struct {
 	PromptLen       int
 	Turns           []event.Turn
 	Reward          envs.Reward
-	Summary         retool.Summary
+	Summary         envs.Summary
 	Hint            string
 	HintCut         string // hintShortened or hintDropped when the hinter's text did not fit, else ""
 	Advantages      []float32
