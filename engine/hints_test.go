@@ -113,18 +113,18 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 // tokens are the assistant turns, each closed by <|im_end|>.
 func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []envs.Message, prompt []int32) int {
 	t.Helper()
-	s, err := batch.MaskAssistant(tok, conv, nil)
+	ids, mask, err := batch.MaskAssistant(tok, conv, nil)
 	if err != nil {
 		t.Fatalf("%v does not render: %v", conv, err)
 	}
-	if len(s.Tokens) < len(prompt) || !slices.Equal(s.Tokens[:len(prompt)], prompt) {
-		t.Errorf("the sequence does not open with the rollout's prompt:\n%q\n%q", tok.Decode(s.Tokens, false), tok.Decode(prompt, false))
+	if len(ids) < len(prompt) || !slices.Equal(ids[:len(prompt)], prompt) {
+		t.Errorf("the sequence does not open with the rollout's prompt:\n%q\n%q", tok.Decode(ids, false), tok.Decode(prompt, false))
 	}
 	upToLast, err := tokenizer.RenderChat(conv[:len(conv)-1], nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, whole := tok.Decode(s.Tokens, false), upToLast+conv[len(conv)-1].Content+"<|im_end|>"; got != whole {
+	if got, whole := tok.Decode(ids, false), upToLast+conv[len(conv)-1].Content+"<|im_end|>"; got != whole {
 		t.Errorf("the sequence reads\n%q\nthe chat template renders\n%q", got, whole)
 	}
 	var own string
@@ -134,9 +134,9 @@ func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []envs.Message, pr
 		}
 	}
 	var policy []int32
-	for j, p := range s.LossMask {
+	for j, p := range mask {
 		if p {
-			policy = append(policy, s.Tokens[j])
+			policy = append(policy, ids[j])
 		}
 	}
 	if got := tok.Decode(policy, false); got != own {

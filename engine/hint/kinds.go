@@ -112,17 +112,17 @@ func DemoConversation(system string, t envs.Task, demo []envs.Message, hint stri
 // trajectory (maskAssistant).
 func demoLogProbs(m *model.Model, tok *tokenizer.Tokenizer, system string, t envs.Task, demo []envs.Message, hint string) ([]float32, error) {
 	conv := DemoConversation(system, t, demo, hint)
-	s, err := batch.MaskAssistant(tok, conv, nil)
+	ids, mask, err := batch.MaskAssistant(tok, conv, nil)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: the demonstration does not render: %w", t.ID, err)
 	}
-	sc, err := m.Score([][]int32{s.Tokens})
+	sc, err := m.Score([][]int32{ids})
 	if err != nil {
 		return nil, err
 	}
 	var out []float32
-	for j := 1; j < len(s.Tokens); j++ {
-		if s.LossMask[j] {
+	for j := 1; j < len(ids); j++ {
+		if mask[j] {
 			out = append(out, sc.NextLogProbs[0][j-1])
 		}
 	}

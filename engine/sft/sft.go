@@ -211,9 +211,9 @@ func prepare(ctx context.Context, o *Options) (*demos, error) {
 	}
 	var seqs []train.Sequence
 	for _, conv := range convs {
-		s, err := batch.MaskAssistant(tok, conv, nil)
-		if err == nil && len(s.Tokens) <= r.Rollout.MaxTotalTokens {
-			seqs = append(seqs, s)
+		ids, mask, err := batch.MaskAssistant(tok, conv, nil)
+		if err == nil && len(ids) <= r.Rollout.MaxTotalTokens {
+			seqs = append(seqs, train.Sequence{Tokens: ids, LossMask: mask})
 		}
 	}
 	if len(seqs) == 0 {

@@ -50,17 +50,17 @@ func TestSFTWritesLoadableModel(t *testing.T) {
 	conv := []envs.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 2 + 2?"},
 		{Role: "assistant", Content: "<code>\nprint(2 + 2)\n</code>"}, {Role: "user", Content: "<interpreter>\n4\n</interpreter>"},
 		{Role: "assistant", Content: `\boxed{4}`}}
-	s, _ := batch.MaskAssistant(tok, conv, nil)
+	ids, mask, _ := batch.MaskAssistant(tok, conv, nil)
 	var trained []int32
-	for i, id := range s.Tokens {
-		if s.LossMask[i] {
+	for i, id := range ids {
+		if mask[i] {
 			trained = append(trained, id)
 		}
 	}
 	if got := tok.Decode(trained, false); got != "<code>\nprint(2 + 2)\n</code><|im_end|>\\boxed{4}<|im_end|>" {
 		t.Errorf("trained text %q", got)
 	}
-	if got := tok.Decode(s.Tokens, false); got[len(got)-len(`\boxed{4}<|im_end|>`):] != `\boxed{4}<|im_end|>` {
+	if got := tok.Decode(ids, false); got[len(got)-len(`\boxed{4}<|im_end|>`):] != `\boxed{4}<|im_end|>` {
 		t.Errorf("sequence ends %q", got)
 	}
 }
