@@ -14,6 +14,7 @@ import (
 	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 )
 
 // TestRunHintsWhole runs a step of the Hybrid recipe and checks what reached the teacher: every
@@ -150,7 +151,7 @@ func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []envs.Message, pr
 // turn wrapping the output in <tool_response>).
 func TestDemonstrationLayoutToolResponse(t *testing.T) {
 	tok := testTokenizer(t)
-	tasks, _, err := retool.Synthetic{Levels: []int{0}, Seed: 3}.Split(1, 0)
+	tasks, _, err := synthetic.Tasks{Levels: []int{0}, Seed: 3}.Split(1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

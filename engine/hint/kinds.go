@@ -7,12 +7,12 @@ import (
 	"slices"
 
 	"agentrl/engine/batch"
-	"agentrl/engine/compare"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 )
 
 // KindLift is what one kind of rules hint does for a model as teacher: over tasks, the mean
@@ -24,11 +24,11 @@ type KindLift struct {
 	Lift    float64 `json:"lift"`
 	Tasks   int     `json:"tasks"`
 	Example string  `json:"example"` // the hint written for the first task
-	// Groups splits Lift by kind of task (compare.TaskGroup), in the order the groups first occur.
+	// Groups splits Lift by kind of task (synthetic.TaskGroup), in the order the groups first occur.
 	Groups []GroupLift `json:"groups"`
 }
 
-// GroupLift is a KindLift over the tasks of one compare.TaskGroup.
+// GroupLift is a KindLift over the tasks of one synthetic.TaskGroup.
 type GroupLift struct {
 	Group string  `json:"group"`
 	Lift  float64 `json:"lift"`
@@ -79,7 +79,7 @@ func ProbeKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, t
 			}
 			row.Lift += lift
 			row.Tasks++
-			group := compare.TaskGroup(t)
+			group := synthetic.TaskGroup(t)
 			g := slices.IndexFunc(row.Groups, func(g GroupLift) bool { return g.Group == group })
 			if g < 0 {
 				g = len(row.Groups)

@@ -18,8 +18,8 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs"
-	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 	"agentrl/recipes"
 	"agentrl/store/safetensors"
 )
@@ -207,7 +207,7 @@ func TestSFTContinuesFromInit(t *testing.T) {
 // hinted ones are about half made-up, half taught words; numbers, answer and program stay the
 // task's.
 func TestSFTConversationsNamedOps(t *testing.T) {
-	tasks, _, err := retool.Synthetic{Levels: []int{0, retool.NamedOpLevel}, Seed: 5}.Split(300, 0)
+	tasks, _, err := synthetic.Tasks{Levels: []int{0, synthetic.NamedOpLevel}, Seed: 5}.Split(300, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,10 +229,10 @@ func TestSFTConversationsNamedOps(t *testing.T) {
 			continue
 		}
 		named++
-		var op *retool.NamedOp
-		for i := range retool.NamedOps {
-			if retool.NamedOps[i].Word == word {
-				op = &retool.NamedOps[i]
+		var op *synthetic.NamedOp
+		for i := range synthetic.NamedOps {
+			if synthetic.NamedOps[i].Word == word {
+				op = &synthetic.NamedOps[i]
 			}
 		}
 		hint := strings.HasPrefix(user, "Hint: ")

@@ -12,6 +12,7 @@ import (
 	"agentrl/envs"
 	"agentrl/envs/mathverify"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 )
 
 func TestParse(t *testing.T) {
@@ -489,48 +490,8 @@ func run(t *testing.T, ex sandbox.Executor, code string) sandbox.Result {
 	return s.Run(context.Background(), code)
 }
 
-func TestSyntheticTasks(t *testing.T) {
-	s := Synthetic{Levels: []int{1, 2, 3, 4, 5, NamedOpLevel}, Seed: 7}
-	train, held, err := s.Split(200, 40)
-	if err != nil {
-		t.Fatal(err)
-	}
-	train2, held2, _ := s.Split(200, 40)
-	prompts := map[string]bool{}
-	for i, tk := range train {
-		if tk.Prompt != train2[i].Prompt {
-			t.Fatal("not deterministic for a seed")
-		}
-		prompts[tk.Prompt] = true
-	}
-	for i, tk := range held {
-		if held2[i].Prompt != tk.Prompt {
-			t.Fatal("held-out not deterministic")
-		}
-		if prompts[tk.Prompt] {
-			t.Fatalf("held-out task %q is also in train", tk.Prompt)
-		}
-	}
-	// Every reference solution runs in both executors and prints the answer.
-	st := &sandbox.Starlark{}
-	py, perr := sandbox.NewPython(sandbox.Limits{Timeout: 5 * time.Second}, false)
-	for _, tk := range append(train[:30], held[:10]...) {
-		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer, mathverify.Options{}) {
-			t.Errorf("starlark: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
-		}
-		if perr == nil {
-			if r := run(t, py, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer, mathverify.Options{}) {
-				t.Errorf("python: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
-			}
-		}
-	}
-	if _, _, err := (Synthetic{Levels: []int{9}}).Split(1, 1); err == nil || !strings.Contains(err.Error(), "level 9") {
-		t.Errorf("bad level: %v", err)
-	}
-}
-
 func TestDemonstrations(t *testing.T) {
-	train, _, err := Synthetic{Levels: []int{2, 3}, Seed: 1}.Split(6, 0)
+	train, _, err := synthetic.Tasks{Levels: []int{2, 3}, Seed: 1}.Split(6, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
