@@ -14,6 +14,7 @@ import (
 	"agentrl/engine/device"
 	"agentrl/engine/model"
 	"agentrl/envs/retool"
+	"agentrl/envs/synthetic"
 	"agentrl/recipes"
 )
 
@@ -244,7 +245,7 @@ func TestSFTData(t *testing.T) {
 }
 
 // TestLevelRangeAgrees: a recipe's env.tasks.synthetic.levels and sft's --levels accept the
-// same levels as the task generator, retool.MaxLevel the highest (recipes keeps its own bound
+// same levels as the task generator, synthetic.MaxLevel the highest (recipes keeps its own bound
 // and does not import the environment).
 func TestLevelRangeAgrees(t *testing.T) {
 	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
@@ -254,7 +255,7 @@ func TestLevelRangeAgrees(t *testing.T) {
 	for _, tc := range []struct {
 		level int
 		ok    bool
-	}{{0, true}, {retool.MaxLevel, true}, {retool.MaxLevel + 1, false}, {-1, false}} {
+	}{{0, true}, {synthetic.MaxLevel, true}, {synthetic.MaxLevel + 1, false}, {-1, false}} {
 		c := *r
 		c.Env.Tasks.Synthetic.Levels = []int{tc.level}
 		if err := c.Validate(); (err == nil) != tc.ok {
@@ -263,7 +264,7 @@ func TestLevelRangeAgrees(t *testing.T) {
 		if err := setLevels(&c, []int{tc.level}); (err == nil) != tc.ok {
 			t.Errorf("--levels %d: %v; want ok %v", tc.level, err, tc.ok)
 		}
-		if _, _, err := (retool.Synthetic{Levels: []int{tc.level}}).Split(1, 0); (err == nil) != tc.ok {
+		if _, _, err := (synthetic.Tasks{Levels: []int{tc.level}}).Split(1, 0); (err == nil) != tc.ok {
 			t.Errorf("generator, level %d: %v; want ok %v", tc.level, err, tc.ok)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 	"agentrl/recipes"
 	"agentrl/store"
 	"agentrl/ui"
@@ -364,8 +365,8 @@ func setLevels(r *recipes.Recipe, levels []int) error {
 		return nil
 	}
 	for _, l := range levels {
-		if l < 0 || l > retool.MaxLevel {
-			return fmt.Errorf("--levels %v: level %d is not one of 0 to %d (0-5 by difficulty, 6 named operations)", levels, l, retool.MaxLevel)
+		if l < 0 || l > synthetic.MaxLevel {
+			return fmt.Errorf("--levels %v: level %d is not one of 0 to %d (0-5 by difficulty, 6 named operations)", levels, l, synthetic.MaxLevel)
 		}
 	}
 	r.Env.Tasks.Synthetic.Levels = levels
@@ -416,7 +417,7 @@ taught" and "named, untaught" (the words SFT leaves to RL, where the hint names 
 			if err != nil {
 				return err
 			}
-			syn := retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}
+			syn := synthetic.Tasks{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}
 			train, _, err := syn.Split(tasks, 0)
 			if err != nil {
 				return fmt.Errorf("sft probe: %s: env.tasks: %w", recipe, err)

@@ -19,6 +19,7 @@ import (
 	"agentrl/envs/dataset"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 	"agentrl/recipes"
 	"agentrl/store"
 	"agentrl/store/safetensors"
@@ -356,7 +357,7 @@ func TaskSets(r *recipes.Recipe, log io.Writer) (train, validation, heldout []en
 		v := min(r.Eval.ValidationTasks, (len(all)-n)/2)
 		return all[n+v:], all[n : n+v], all[:n], nil
 	}
-	syn := retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}
+	syn := synthetic.Tasks{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}
 	if train, heldout, err = syn.Split(r.Env.Tasks.TrainSize, r.Env.Tasks.HeldoutSize); err != nil {
 		return nil, nil, nil, err
 	}

@@ -221,7 +221,7 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 			}
 			g := trained{t: tr, seqs: []train.Sequence{seqs[i]}}
 			for j, s := range trajs {
-				if s.IsLaterSegment() && s.Agent.Of == tr {
+				if s.SegmentOf == tr {
 					g.seqs = append(g.seqs, seqs[j])
 				}
 			}
@@ -247,7 +247,7 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 	}
 	imEnd, _ := tok.TokenID("<|im_end|>")
 	for _, g := range got {
-		x := g.t.Agent
+		x := play.AgentRunOf(g.t)
 		name := fmt.Sprintf("%s#%d", g.t.Task.ID, g.t.Sample)
 		// The trainer's sequences are the server's segments, token for token.
 		if len(g.seqs) != len(x.Record.Segments) {
@@ -403,7 +403,7 @@ func TestExternalFaults(t *testing.T) {
 				hinted++
 			}
 			if tr.IsLaterSegment() {
-				lead := tr.Agent.Of
+				lead := tr.SegmentOf
 				// Without a teacher, a sequence's advantage is its trajectory's (with one, the
 				// trajectory's first segment adds the OPD term: TestAgentGroupStatistics).
 				if lead.Task.ID != "train-0003" || tr.Reward != lead.Reward || tr.TeacherLogProbs != nil ||
@@ -414,8 +414,8 @@ func TestExternalFaults(t *testing.T) {
 				continue
 			}
 			trainedTasks = append(trainedTasks, tr.Task.ID)
-			if tr.Agent.Drop != "" {
-				t.Errorf("%s#%d is trained though dropped (%s)", tr.Task.ID, tr.Sample, tr.Agent.Why)
+			if x := play.AgentRunOf(tr); x.Drop != "" {
+				t.Errorf("%s#%d is trained though dropped (%s)", tr.Task.ID, tr.Sample, x.Why)
 			}
 			if (tr.Task.ID == "train-0000" || tr.Task.ID == "train-0001") && tr.TeacherLogProbs == nil {
 				for j, m := range tr.Mask {
@@ -542,17 +542,17 @@ func TestAgentGroupStatistics(t *testing.T) {
 	c := &Controller{recipe: r}
 	mk := func(group int, reward float64, drop external.Drop) *batch.Trajectory {
 		return &batch.Trajectory{Group: group, Tokens: []int32{1, 2, 3}, Mask: []bool{false, true, true}, LogProbs: []float32{0, -1, -1},
-			Reward: envs.Reward{Total: reward}, Agent: &batch.AgentRun{Drop: drop}}
+			Reward: envs.Reward{Total: reward}, Agent: &play.AgentRun{Drop: drop}}
 	}
 	rewrote := mk(0, 1, "")
-	rewrote.Agent.Segments = []*batch.Trajectory{{Group: 0, Tokens: []int32{4, 5}, Mask: []bool{false, true}, LogProbs: []float32{0, -2}, Agent: &batch.AgentRun{Of: rewrote}}}
+	rewrote.LaterSegments = []*batch.Trajectory{{Group: 0, Tokens: []int32{4, 5}, Mask: []bool{false, true}, LogProbs: []float32{0, -2}, SegmentOf: rewrote}}
 	trajs := []*batch.Trajectory{rewrote, mk(0, 0, ""), mk(0, 0, external.DropCrashed), mk(0, 0, ""), mk(1, 1, ""), mk(1, 0, external.DropTimeout)}
 	usable, dropped, err := play.SplitDropped(1, 0, trajs)
 	if err != nil || len(usable) != 4 || len(dropped) != 2 {
 		t.Fatalf("SplitDropped: %d usable, %d dropped, %v; want 4, 2, nil", len(usable), len(dropped), err)
 	}
 	seqs := batch.ExpandSegments(usable)
-	if len(seqs) != 5 || seqs[4] != rewrote.Agent.Segments[0] || seqs[4].Reward != rewrote.Reward {
+	if len(seqs) != 5 || seqs[4] != rewrote.LaterSegments[0] || seqs[4].Reward != rewrote.Reward {
 		t.Fatalf("ExpandSegments: %d sequences; want the 4 trajectories and the later segment, with its trajectory's reward", len(seqs))
 	}
 	if _, err := c.advantages(seqs); err != nil {

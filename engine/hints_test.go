@@ -14,6 +14,7 @@ import (
 	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 )
 
 // TestRunHintsWhole runs a step of the Hybrid recipe and checks what reached the teacher: every
@@ -113,18 +114,18 @@ func checkDemonstrations(t *testing.T, c *Controller) {
 // tokens are the assistant turns, each closed by <|im_end|>.
 func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []envs.Message, prompt []int32) int {
 	t.Helper()
-	s, err := batch.MaskAssistant(tok, conv, nil)
+	ids, mask, err := batch.MaskAssistant(tok, conv, nil)
 	if err != nil {
 		t.Fatalf("%v does not render: %v", conv, err)
 	}
-	if len(s.Tokens) < len(prompt) || !slices.Equal(s.Tokens[:len(prompt)], prompt) {
-		t.Errorf("the sequence does not open with the rollout's prompt:\n%q\n%q", tok.Decode(s.Tokens, false), tok.Decode(prompt, false))
+	if len(ids) < len(prompt) || !slices.Equal(ids[:len(prompt)], prompt) {
+		t.Errorf("the sequence does not open with the rollout's prompt:\n%q\n%q", tok.Decode(ids, false), tok.Decode(prompt, false))
 	}
 	upToLast, err := tokenizer.RenderChat(conv[:len(conv)-1], nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, whole := tok.Decode(s.Tokens, false), upToLast+conv[len(conv)-1].Content+"<|im_end|>"; got != whole {
+	if got, whole := tok.Decode(ids, false), upToLast+conv[len(conv)-1].Content+"<|im_end|>"; got != whole {
 		t.Errorf("the sequence reads\n%q\nthe chat template renders\n%q", got, whole)
 	}
 	var own string
@@ -134,9 +135,9 @@ func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []envs.Message, pr
 		}
 	}
 	var policy []int32
-	for j, p := range s.LossMask {
+	for j, p := range mask {
 		if p {
-			policy = append(policy, s.Tokens[j])
+			policy = append(policy, ids[j])
 		}
 	}
 	if got := tok.Decode(policy, false); got != own {
@@ -150,7 +151,7 @@ func checkLayout(t *testing.T, tok *tokenizer.Tokenizer, conv []envs.Message, pr
 // turn wrapping the output in <tool_response>).
 func TestDemonstrationLayoutToolResponse(t *testing.T) {
 	tok := testTokenizer(t)
-	tasks, _, err := retool.Synthetic{Levels: []int{0}, Seed: 3}.Split(1, 0)
+	tasks, _, err := synthetic.Tasks{Levels: []int{0}, Seed: 3}.Split(1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err erro
 	}
 	for i, t := range trajs {
 		if t.IsLaterSegment() {
-			at[i] = of[t.Agent.Of]
+			at[i] = of[t.SegmentOf]
 		}
 	}
 	est := train.Estimator{Algorithm: a.Name, Baseline: a.Baseline, PassK: a.PassK, StdNormalize: a.StdNormalize}

@@ -1,6 +1,6 @@
 // Package envs defines what an RL environment is to the engine: tasks, the Env interface (opening
-// messages, then one assistant turn in and an observation out), reward parts, task sets, and the
-// unbiased pass@k estimator.
+// messages, then one assistant turn in and an observation out), reward parts, the summary of a
+// trajectory every player reports, task sets, and the unbiased pass@k estimator.
 package envs
 
 import (
@@ -118,6 +118,25 @@ type Step struct {
 	ToolCalls   []Execution `json:"tool_calls,omitempty"`
 	// FormatError says why the turn could not be parsed ("" when it could).
 	FormatError string `json:"format_error,omitempty"`
+}
+
+// Summary collects the facts of one trajectory that every player reports (the ReTool loop from
+// its turns, an external agent's player from its requests and result) and that hinters, process
+// scorers and the step's metrics read: its turns, its tool calls and how they failed, its format
+// errors and its final answer.
+type Summary struct {
+	Turns        int
+	ToolCalls    int
+	ToolErrors   int    // calls that raised
+	Timeouts     int    // calls stopped by the time limit
+	Killed       int    // calls stopped by another limit
+	Recovered    bool   // the last failing call was followed by a successful one
+	LastError    string // last lines of the last failing call's output
+	LastOutput   string // the last successful call's output, trimmed
+	FormatErrors int
+	Answered     bool
+	Answer       string
+	Correct      bool
 }
 
 // Env is one trajectory's environment. Reset starts a task; Step takes each assistant turn.

@@ -1,16 +1,14 @@
 // Package batch is the trajectory every phase of a step passes along: what rollout sampled
 // (tokens, loss mask, behaviour log-probs, turns), what scoring, hindsight and the reference
 // forward added (reward, hint, teacher and reference log-probs), the advantages and value
-// targets the update trains on, and a player's own state across phases (a partial rollout's
-// segments and group, an external agent's run).
+// targets the update trains on, a partial rollout's state across phases (its segments and
+// group), a trajectory's later segments, and a player's own state, which batch carries unread
+// (an external agent's run, engine/play's).
 package batch
 
 import (
 	"agentrl/engine/event"
-	"agentrl/engine/serve"
 	"agentrl/envs"
-	"agentrl/envs/external"
-	"agentrl/envs/retool"
 	"context"
 )
 
@@ -25,7 +23,7 @@ type Trajectory struct {
 	PromptLen       int
 	Turns           []event.Turn
 	Reward          envs.Reward
-	Summary         retool.Summary
+	Summary         envs.Summary
 	Hint            string
 	HintCut         string // hintShortened or hintDropped when the hinter's text did not fit, else ""
 	Advantages      []float32
@@ -39,9 +37,16 @@ type Trajectory struct {
 	// the opening, then the assistant messages and observations, or in env.format retool the
 	// one assistant message holding the response with its <interpreter> blocks. nil for agents.
 	Chat     []envs.Message
-	Versions []int32   // partial rollouts: the policy version (updates applied) of each token's weights
-	Partial  *Partial  // partial rollouts: the trajectory's state across phases; nil otherwise
-	Agent    *AgentRun // an external agent's run; nil for a ReTool trajectory
+	Versions []int32  // partial rollouts: the policy version (updates applied) of each token's weights
+	Partial  *Partial // partial rollouts: the trajectory's state across phases; nil otherwise
+	// LaterSegments are the trajectory's later segments (an external agent's that rewrote its
+	// history) as sequences of their own, which a step trains while it expands them
+	// (ExpandSegments); SegmentOf is set on those: the trajectory they belong to.
+	LaterSegments []*Trajectory
+	SegmentOf     *Trajectory
+	// Agent is an external agent's run, kept by its player (engine/play's AgentRun, read with
+	// play.AgentRunOf); nil for a ReTool trajectory and for a later segment.
+	Agent any
 }
 
 // Segment is the stretch of a trajectory's tokens from start on, sampled in step's rollout phase
@@ -92,17 +97,4 @@ func (t *Trajectory) MinVersion() (v int, ok bool) {
 		}
 	}
 	return v, ok
-}
-
-// AgentRun is what an external agent's run left with its trajectory.
-type AgentRun struct {
-	Result external.Result
-	Record *serve.Trajectory
-	Key    string        // the trajectory's API key, refused since its end
-	Drop   external.Drop // why the trajectory is dropped, "" when usable
-	Why    string        // the reason in a sentence
-	// Segments are the trajectory's later segments as sequences of their own, while a step trains
-	// them (ExpandSegments); Of is set on those: the trajectory they belong to.
-	Segments []*Trajectory
-	Of       *Trajectory
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"agentrl/engine/tokenizer"
-	"agentrl/engine/train"
 	"agentrl/envs"
 )
 
@@ -96,20 +95,20 @@ func assistantPieces(text string) []Piece {
 
 // MaskAssistant tokenizes a conversation piece by piece (TurnPieces, tools in the system turn)
 // and marks the assistant's own tokens (its content outside <interpreter> blocks, its tool calls
-// and the closing <|im_end|>) as trained. The error is TurnPieces': a conversation the chat
-// template cannot render.
-func MaskAssistant(tok *tokenizer.Tokenizer, conv []envs.Message, tools []tokenizer.Tool) (train.Sequence, error) {
+// and the closing <|im_end|>) as trained: ids are the conversation's tokens, mask[i] whether
+// ids[i] is trained (a sequence's loss mask, as a trajectory's Mask is). The error is
+// TurnPieces': a conversation the chat template cannot render.
+func MaskAssistant(tok *tokenizer.Tokenizer, conv []envs.Message, tools []tokenizer.Tool) (ids []int32, mask []bool, err error) {
 	pieces, err := TurnPieces(conv, tools)
 	if err != nil {
-		return train.Sequence{}, err
+		return nil, nil, err
 	}
-	var s train.Sequence
 	for _, p := range pieces {
-		ids := tok.Encode(p.Text)
-		s.Tokens = append(s.Tokens, ids...)
-		for range ids {
-			s.LossMask = append(s.LossMask, p.Policy)
+		piece := tok.Encode(p.Text)
+		ids = append(ids, piece...)
+		for range piece {
+			mask = append(mask, p.Policy)
 		}
 	}
-	return s, nil
+	return ids, mask, nil
 }

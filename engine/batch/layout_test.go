@@ -131,13 +131,13 @@ func TestMaskAssistantReTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := readFormats(t).Conversations[1]
-	s, err := MaskAssistant(tok, c.Messages, c.Tools)
+	ids, mask, err := MaskAssistant(tok, c.Messages, c.Tools)
 	if err != nil {
 		t.Fatalf("not laid out: %v", err)
 	}
 	var masked, trained []int32
-	for i, id := range s.Tokens {
-		if s.LossMask[i] {
+	for i, id := range ids {
+		if mask[i] {
 			trained = append(trained, id)
 		} else {
 			masked = append(masked, id)
@@ -191,13 +191,13 @@ func TestMaskAssistantSFTSamples(t *testing.T) {
 					t.Fatalf("line %d: %v", i+1, err)
 				}
 				conv := append([]envs.Message{{Role: "system", Content: "You are a helpful assistant."}}, row.Messages...)
-				s, err := MaskAssistant(tok, conv, tc.tools)
+				ids, mask, err := MaskAssistant(tok, conv, tc.tools)
 				if err != nil {
 					t.Fatalf("line %d: not laid out: %v", i+1, err)
 				}
 				var trained, masked []int32
-				for j, id := range s.Tokens {
-					if s.LossMask[j] {
+				for j, id := range ids {
+					if mask[j] {
 						trained = append(trained, id)
 					} else {
 						masked = append(masked, id)

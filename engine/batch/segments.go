@@ -7,10 +7,7 @@ package batch
 func ExpandSegments(trajs []*Trajectory) []*Trajectory {
 	out := trajs
 	for _, t := range trajs {
-		if t.Agent == nil {
-			continue
-		}
-		for _, s := range t.Agent.Segments {
+		for _, s := range t.LaterSegments {
 			s.Reward = t.Reward
 			out = append(out, s)
 		}
@@ -30,5 +27,5 @@ func CollapseSegments(trajs []*Trajectory) []*Trajectory {
 	return out
 }
 
-// IsLaterSegment reports whether t is a later segment of an external trajectory.
-func (t *Trajectory) IsLaterSegment() bool { return t.Agent != nil && t.Agent.Of != nil }
+// IsLaterSegment reports whether t is a later segment of a trajectory.
+func (t *Trajectory) IsLaterSegment() bool { return t.SegmentOf != nil }

@@ -1,7 +1,8 @@
 // Package compare sets stored runs' held-out evaluations side by side, the side job behind
 // `agentrl-tui compare`: two runs (Runs), two recipes over several seeds (Seeds), runs kept in
-// several stores (Stores), and a comparison on one kind of task only (GroupSource, TaskGroup). It
-// reads runs through a Source and never imports the engine that made them.
+// several stores (Stores), and a comparison on one kind of task only (GroupSource, of a
+// synthetic.TaskGroup). It reads runs through a Source and never imports the engine that made
+// them.
 package compare
 
 import (

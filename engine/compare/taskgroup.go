@@ -7,33 +7,17 @@ import (
 	"strings"
 
 	"agentrl/envs"
-	"agentrl/envs/retool"
+	"agentrl/envs/synthetic"
 	"agentrl/recipes"
 	"agentrl/store"
 )
 
-// TaskGroup names the kind of a synthetic task: "level N", and for a named-operation problem
-// whether SFT teaches its word ("named, taught") or leaves it to RL ("named, untaught": the
-// problems whose hint carries what the problem does not).
-func TaskGroup(t envs.Task) string {
-	w, named := t.Meta["op_word"]
-	if !named {
-		return "level " + t.Meta["level"]
-	}
-	for _, op := range retool.NamedOps {
-		if op.Word == w && op.Taught {
-			return "named, taught"
-		}
-	}
-	return "named, untaught"
-}
-
-// inGroup reports whether t is of group: its TaskGroup, or its level as "level N".
+// inGroup reports whether t is of group: its synthetic.TaskGroup, or its level as "level N".
 func inGroup(t envs.Task, group string) bool {
-	return TaskGroup(t) == group || "level "+t.Meta["level"] == group
+	return synthetic.TaskGroup(t) == group || "level "+t.Meta["level"] == group
 }
 
-// GroupSource is a Source with every evaluation cut to the held-out tasks of one group (TaskGroup, or
+// GroupSource is a Source with every evaluation cut to the held-out tasks of one group (synthetic.TaskGroup, or
 // "level N"): counts of those tasks only, pass@k over them, and a task fingerprint of its own. A
 // run's held-out tasks are drawn again from its stored recipe and checked against the
 // evaluation's fingerprint, so compare can pair runs on a part of their tasks.
@@ -97,18 +81,18 @@ func storedHeldout(run store.Run) ([]envs.Task, error) {
 	if r.Env.Name != "retool" || r.Env.Tasks.Source != "synthetic" {
 		return nil, fmt.Errorf("run %s: its tasks come from env %s, tasks %s; only synthetic ReTool tasks have groups", run.ID, r.Env.Name, r.Env.Tasks.Source)
 	}
-	_, held, err := retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}.Split(r.Env.Tasks.TrainSize, r.Env.Tasks.HeldoutSize)
+	_, held, err := synthetic.Tasks{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}.Split(r.Env.Tasks.TrainSize, r.Env.Tasks.HeldoutSize)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
 	return held, nil
 }
 
-// groups lists the groups of tasks (TaskGroup) in order of first occurrence, and each level.
+// groups lists the groups of tasks (synthetic.TaskGroup) in order of first occurrence, and each level.
 func groups(tasks []envs.Task) []string {
 	var gs []string
 	for _, t := range tasks {
-		for _, g := range []string{"level " + t.Meta["level"], TaskGroup(t)} {
+		for _, g := range []string{"level " + t.Meta["level"], synthetic.TaskGroup(t)} {
 			if !slices.Contains(gs, g) {
 				gs = append(gs, g)
 			}

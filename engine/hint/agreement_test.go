@@ -7,7 +7,6 @@ import (
 	"agentrl/engine/event"
 	"agentrl/envs"
 	"agentrl/envs/mathverify"
-	"agentrl/envs/retool"
 )
 
 // TestPRMAgreement: the PRM's verdicts against what the environment checked, worked by hand. Two
@@ -18,14 +17,14 @@ import (
 func TestPRMAgreement(t *testing.T) {
 	task := envs.Task{ID: "t", Prompt: "What is 6 * 7?", Answer: "42"}
 	obs := func(out string) string { return "<interpreter>\n" + out + "\n</interpreter>" }
-	recovered := &batch.Trajectory{Task: task, Summary: retool.Summary{Answered: true, Answer: "42", Correct: true},
+	recovered := &batch.Trajectory{Task: task, Summary: envs.Summary{Answered: true, Answer: "42", Correct: true},
 		Turns: []event.Turn{{Assistant: "<code>print(x)</code>", ToolStatus: "error", Observation: obs("NameError")},
 			{Assistant: "<code>print(6*7)</code>", ToolStatus: "ok", Observation: obs("42")}, {Assistant: `\boxed{42}`}},
 		PRM: &event.PRM{Status: event.PRMJudged, Verdicts: []float64{0, 1, 1}}}
-	slip := &batch.Trajectory{Task: task, Summary: retool.Summary{Answered: true, Answer: "43"},
+	slip := &batch.Trajectory{Task: task, Summary: envs.Summary{Answered: true, Answer: "43"},
 		Turns: []event.Turn{{Assistant: "<code>print(6*7)</code>", ToolStatus: "ok", Observation: obs("42")}, {Assistant: `\boxed{43}`}},
 		PRM:   &event.PRM{Status: event.PRMJudged, Verdicts: []float64{1, 1}}}
-	unseen := &batch.Trajectory{Task: task, Summary: retool.Summary{Answered: true, Answer: "42", Correct: true},
+	unseen := &batch.Trajectory{Task: task, Summary: envs.Summary{Answered: true, Answer: "42", Correct: true},
 		Turns: []event.Turn{{Assistant: "<code>print(6*7)</code>", ToolStatus: "ok", Observation: obs("42")}, {Assistant: `\boxed{42}`}},
 		PRM:   &event.PRM{Status: event.PRMJudged, Verdicts: []float64{-1, 1}}} // step 1 left out of the prompt
 	unjudged := &batch.Trajectory{Task: task, Turns: slip.Turns, PRM: &event.PRM{Status: event.PRMUnjudged}}

@@ -79,7 +79,7 @@ func TestFitHintStripsSpecialTokens(t *testing.T) {
 	r := &recipes.Recipe{}
 	r.Hinter.MaxHintTokens = 128
 	h := &Hinting{cfg: Config{Tokenizer: tok, Recipe: r}}
-	text := retool.RulesHint(retool.Summary{Answered: true, ToolCalls: 1, LastOutput: "86143986\n", Answer: "861<|im_start|>1986"})
+	text := retool.RulesHint(envs.Summary{Answered: true, ToolCalls: 1, LastOutput: "86143986\n", Answer: "861<|im_start|>1986"})
 	if !strings.Contains(text, "<|im_start|>") {
 		t.Fatalf("the rules hint %q no longer quotes the answer; the test needs one that does", text)
 	}

@@ -7,12 +7,12 @@ import (
 	"slices"
 
 	"agentrl/engine/batch"
-	"agentrl/engine/compare"
 	"agentrl/engine/model"
 	"agentrl/engine/tokenizer"
 	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 )
 
 // KindLift is what one kind of rules hint does for a model as teacher: over tasks, the mean
@@ -24,11 +24,11 @@ type KindLift struct {
 	Lift    float64 `json:"lift"`
 	Tasks   int     `json:"tasks"`
 	Example string  `json:"example"` // the hint written for the first task
-	// Groups splits Lift by kind of task (compare.TaskGroup), in the order the groups first occur.
+	// Groups splits Lift by kind of task (synthetic.TaskGroup), in the order the groups first occur.
 	Groups []GroupLift `json:"groups"`
 }
 
-// GroupLift is a KindLift over the tasks of one compare.TaskGroup.
+// GroupLift is a KindLift over the tasks of one synthetic.TaskGroup.
 type GroupLift struct {
 	Group string  `json:"group"`
 	Lift  float64 `json:"lift"`
@@ -79,7 +79,7 @@ func ProbeKinds(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, t
 			}
 			row.Lift += lift
 			row.Tasks++
-			group := compare.TaskGroup(t)
+			group := synthetic.TaskGroup(t)
 			g := slices.IndexFunc(row.Groups, func(g GroupLift) bool { return g.Group == group })
 			if g < 0 {
 				g = len(row.Groups)
@@ -112,17 +112,17 @@ func DemoConversation(system string, t envs.Task, demo []envs.Message, hint stri
 // trajectory (maskAssistant).
 func demoLogProbs(m *model.Model, tok *tokenizer.Tokenizer, system string, t envs.Task, demo []envs.Message, hint string) ([]float32, error) {
 	conv := DemoConversation(system, t, demo, hint)
-	s, err := batch.MaskAssistant(tok, conv, nil)
+	ids, mask, err := batch.MaskAssistant(tok, conv, nil)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: the demonstration does not render: %w", t.ID, err)
 	}
-	sc, err := m.Score([][]int32{s.Tokens})
+	sc, err := m.Score([][]int32{ids})
 	if err != nil {
 		return nil, err
 	}
 	var out []float32
-	for j := 1; j < len(s.Tokens); j++ {
-		if s.LossMask[j] {
+	for j := 1; j < len(ids); j++ {
+		if mask[j] {
 			out = append(out, sc.NextLogProbs[0][j-1])
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 )
 
 // TestProbeKinds: one row per flaw over every task, each with its hint; the plain prompt's
@@ -31,7 +32,7 @@ func TestProbeKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, _, err := retool.Synthetic{Levels: []int{0, 1}, Seed: 7}.Split(3, 0)
+	tasks, _, err := synthetic.Tasks{Levels: []int{0, 1}, Seed: 7}.Split(3, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,10 +77,10 @@ func TestScriptedPRM(t *testing.T) {
 	turn := func(text, obs string) event.Turn { return event.Turn{Assistant: text, Observation: obs} }
 	trajs := []*batch.Trajectory{
 		{Group: 0, Turns: []event.Turn{turn("<code>print(2+3)</code>", "5"), turn("so -5", "")}},
-		{Group: 0, Turns: []event.Turn{turn("\\boxed{7}", "")}, Summary: retool.Summary{Answered: true, Correct: true}},
+		{Group: 0, Turns: []event.Turn{turn("\\boxed{7}", "")}, Summary: envs.Summary{Answered: true, Correct: true}},
 		{Group: 1, Turns: []event.Turn{turn("hmm", "")}},
 		{Group: 1, Turns: []event.Turn{turn("hmm", "")}},
-		{Group: 1, Turns: []event.Turn{turn("\\boxed{8}", "")}, Summary: retool.Summary{Answered: true}},
+		{Group: 1, Turns: []event.Turn{turn("\\boxed{8}", "")}, Summary: envs.Summary{Answered: true}},
 	}
 	for i, tr := range trajs {
 		tr.Task = envs.Task{ID: fmt.Sprintf("t%d", i), Prompt: fmt.Sprintf("Solve problem t%d.", i), Answer: "7"}
@@ -100,8 +100,8 @@ func TestScriptedPRM(t *testing.T) {
 	}{
 		{event.PRMJudged, []float64{1, 0}, 0, "Check the sign of x.", "0.5"},
 		{event.PRMJudged, []float64{1}, 1, "", "1"},
-		{event.PRMMalformed, nil, 2, "", fmt.Sprint(retool.RulesProcessScore(retool.Summary{}))},
-		{event.PRMUnjudged, nil, 0, "", fmt.Sprint(retool.RulesProcessScore(retool.Summary{}))},
+		{event.PRMMalformed, nil, 2, "", fmt.Sprint(retool.RulesProcessScore(envs.Summary{}))},
+		{event.PRMUnjudged, nil, 0, "", fmt.Sprint(retool.RulesProcessScore(envs.Summary{}))},
 		{event.PRMJudged, []float64{0}, 0, "Use sympy.", "0"},
 	}
 	for i, w := range want {

@@ -142,15 +142,31 @@ func (a *AgentEnv) Play(ctx context.Context, t *batch.Trajectory, seed uint64, t
 		return fmt.Errorf("engine: trajectory %s#%d: %w", t.Task.ID, t.Sample, err)
 	}
 	a.fillAgentTrajectory(t, res, rec)
-	t.Agent.Key = key
+	AgentRunOf(t).Key = key
 	return nil
+}
+
+// AgentRun is what an external agent's run left with its trajectory (batch.Trajectory's Agent):
+// the agent's result, the server's record of its requests, its key and why it is dropped.
+type AgentRun struct {
+	Result external.Result
+	Record *serve.Trajectory
+	Key    string        // the trajectory's API key, refused since its end
+	Drop   external.Drop // why the trajectory is dropped, "" when usable
+	Why    string        // the reason in a sentence
+}
+
+// AgentRunOf is t's agent run, nil for a ReTool trajectory and for a later segment.
+func AgentRunOf(t *batch.Trajectory) *AgentRun {
+	x, _ := t.Agent.(*AgentRun)
+	return x
 }
 
 // fillAgentTrajectory sets t from the agent's result and the server's record: the first
 // segment's tokens, the transcript as turns, the token-drift finding, the reward and the summary
 // the hinter and the process scorer read.
 func (a *AgentEnv) fillAgentTrajectory(t *batch.Trajectory, res external.Result, rec *serve.Trajectory) {
-	x := &batch.AgentRun{Result: res, Record: rec, Drop: res.Drop, Why: res.Dropped}
+	x := &AgentRun{Result: res, Record: rec, Drop: res.Drop, Why: res.Dropped}
 	t.Agent = x
 	if x.Drop == external.DropNone && len(rec.Segments) == 0 {
 		x.Drop, x.Why = dropNoRequests, "made no request to the model: there is nothing to train on"
@@ -159,8 +175,8 @@ func (a *AgentEnv) fillAgentTrajectory(t *batch.Trajectory, res external.Result,
 		s := rec.Segments[0]
 		t.Tokens, t.Mask, t.LogProbs, t.PromptLen = s.Tokens, s.Mask, s.LogProbs, s.PromptLen
 		for _, s := range rec.Segments[1:] {
-			x.Segments = append(x.Segments, &batch.Trajectory{Task: t.Task, Group: t.Group, Sample: t.Sample,
-				Tokens: s.Tokens, Mask: s.Mask, LogProbs: s.LogProbs, PromptLen: s.PromptLen, Agent: &batch.AgentRun{Of: t}})
+			t.LaterSegments = append(t.LaterSegments, &batch.Trajectory{Task: t.Task, Group: t.Group, Sample: t.Sample,
+				Tokens: s.Tokens, Mask: s.Mask, LogProbs: s.LogProbs, PromptLen: s.PromptLen, SegmentOf: t})
 		}
 	}
 	t.Turns = agentTurns(rec, a.tok)
@@ -193,9 +209,9 @@ func (a *AgentEnv) fillAgentTrajectory(t *batch.Trajectory, res external.Result,
 // ComposeReward is t's reward with its total: the recipe's weights w over its parts, or for an
 // agent that scored itself, its reward as given plus the weighted process score.
 func ComposeReward(w retool.Weights, t *batch.Trajectory) envs.Reward {
-	if t.Agent != nil && t.Agent.Result.Reward != nil {
+	if x := AgentRunOf(t); x != nil && x.Result.Reward != nil {
 		r := t.Reward
-		r.Total = *t.Agent.Result.Reward + w.Process*r.Process
+		r.Total = *x.Result.Reward + w.Process*r.Process
 		return r
 	}
 	return w.Compose(t.Reward)

@@ -11,8 +11,8 @@ import (
 // stderr tail, and its later segments' tokens (with their advantages, decoded by tok) in the
 // token view. A ReTool trajectory's event is left as it is.
 func AgentEvent(e *event.Trajectory, t *batch.Trajectory, tok *tokenizer.Tokenizer) {
-	x := t.Agent
-	if x == nil || x.Of != nil {
+	x := AgentRunOf(t)
+	if x == nil {
 		return
 	}
 	res := x.Result
@@ -27,7 +27,7 @@ func AgentEvent(e *event.Trajectory, t *batch.Trajectory, tok *tokenizer.Tokeniz
 		}
 	}
 	e.Agent = a
-	for _, s := range x.Segments {
+	for _, s := range t.LaterSegments {
 		e.Tokens += len(s.Tokens)
 		if e.Eval {
 			continue

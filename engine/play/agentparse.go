@@ -59,8 +59,8 @@ func agentTurns(rec *serve.Trajectory, tok *tokenizer.Tokenizer) []event.Turn {
 // tool results the agent sent back when they are in the ReTool format (an <interpreter> block
 // in a user message, or a tool message): calls, errors, timeouts, the last output. An agent that
 // shows tool output another way reads as one that called no tool.
-func agentSummary(rec *serve.Trajectory, turns []event.Turn) retool.Summary {
-	var s retool.Summary
+func agentSummary(rec *serve.Trajectory, turns []event.Turn) envs.Summary {
+	var s envs.Summary
 	s.Turns = len(rec.Turns)
 	for _, turn := range turns {
 		if a := retool.Parse(turn.Assistant); a.FormatError != "" || !a.HasAnswer && len(a.Code) == 0 && len(turn.ToolCalls) == 0 {

@@ -23,14 +23,14 @@ const dropNoRequests external.Drop = "no_requests"
 // on; without one the recipe is run again.
 func SplitDropped(step, checkpoint int, trajs []*batch.Trajectory) (usable, dropped []*batch.Trajectory, err error) {
 	for _, t := range trajs {
-		if t.Agent != nil && t.Agent.Drop != external.DropNone {
+		if x := AgentRunOf(t); x != nil && x.Drop != external.DropNone {
 			dropped = append(dropped, t)
 		} else {
 			usable = append(usable, t)
 		}
 	}
 	if len(usable) == 0 && len(dropped) > 0 {
-		x := dropped[0].Agent
+		x := AgentRunOf(dropped[0])
 		msg := fmt.Sprintf("engine: step %d: every one of its %d trajectories was dropped (%s); the first: %s", step, len(dropped), dropCounts(dropped), x.Why)
 		if tail := strings.TrimSpace(x.Result.StderrTail); tail != "" {
 			msg += "; its stderr ends:\n" + stderrExcerpt(tail, 8)
@@ -58,7 +58,7 @@ func stderrExcerpt(tail string, n int) string {
 func dropCounts(dropped []*batch.Trajectory) string {
 	n := map[external.Drop]int{}
 	for _, t := range dropped {
-		n[t.Agent.Drop]++
+		n[AgentRunOf(t).Drop]++
 	}
 	kinds := make([]string, 0, len(n))
 	for k := range n {
@@ -88,6 +88,6 @@ func (a *AgentEnv) DropMetrics(metrics map[event.Metric]float64, dropped []*batc
 		metrics[event.MetricDroppedFor(string(k))] = 0
 	}
 	for _, t := range dropped {
-		metrics[event.MetricDroppedFor(string(t.Agent.Drop))]++
+		metrics[event.MetricDroppedFor(string(AgentRunOf(t).Drop))]++
 	}
 }

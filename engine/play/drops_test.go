@@ -17,11 +17,12 @@ import (
 func TestSplitDroppedNothingUsable(t *testing.T) {
 	mk := func(group int, reward float64, drop external.Drop) *batch.Trajectory {
 		return &batch.Trajectory{Group: group, Tokens: []int32{1, 2, 3}, Mask: []bool{false, true, true}, LogProbs: []float32{0, -1, -1},
-			Reward: envs.Reward{Total: reward}, Agent: &batch.AgentRun{Drop: drop}}
+			Reward: envs.Reward{Total: reward}, Agent: &AgentRun{Drop: drop}}
 	}
 	// Nothing usable: the step stops with the reasons and the first agent's stderr.
 	crashed := mk(0, 0, external.DropCrashed)
-	crashed.Agent.Why, crashed.Agent.Result.StderrTail = "crashed: exit status 1", "Error: connect ECONNREFUSED\n"
+	x := AgentRunOf(crashed)
+	x.Why, x.Result.StderrTail = "crashed: exit status 1", "Error: connect ECONNREFUSED\n"
 	if _, _, err := SplitDropped(3, 0, []*batch.Trajectory{crashed, mk(0, 0, external.DropTimeout)}); err == nil ||
 		!strings.Contains(err.Error(), "every one of its 2 trajectories was dropped (1 crashed, 1 timeout)") || !strings.Contains(err.Error(), "ECONNREFUSED") {
 		t.Errorf("a step with every trajectory dropped: %v; want an error naming the reasons and the stderr", err)
@@ -36,7 +37,7 @@ func TestSplitDroppedNamesTheCause(t *testing.T) {
 	for i := 0; i < 64; i++ {
 		res := external.Result{StderrTail: nodeMissingOpenAI, ExitCode: 1, Drop: external.DropCrashed}
 		res.Dropped = "crashed: exit status 1" // as Run writes it, less the cause, so that the excerpt must show it
-		trajs = append(trajs, &batch.Trajectory{Group: i / 8, Agent: &batch.AgentRun{Result: res, Drop: res.Drop, Why: res.Dropped}})
+		trajs = append(trajs, &batch.Trajectory{Group: i / 8, Agent: &AgentRun{Result: res, Drop: res.Drop, Why: res.Dropped}})
 	}
 	_, _, err := SplitDropped(1, 0, trajs)
 	if err == nil {

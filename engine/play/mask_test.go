@@ -59,7 +59,7 @@ func TestSFTMaskIsTemplateAndRLMask(t *testing.T) {
 	for _, c := range fixture.Conversations {
 		formats[c.Format] = true
 		t.Run(c.Format, func(t *testing.T) {
-			s, err := batch.MaskAssistant(tok, c.Messages, c.Tools)
+			ids, mask, err := batch.MaskAssistant(tok, c.Messages, c.Tools)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestSFTMaskIsTemplateAndRLMask(t *testing.T) {
 				at = to
 			}
 			pos, trained := 0, 0
-			for i, id := range s.Tokens {
+			for i, id := range ids {
 				piece := tok.Decode([]int32{id}, false)
 				if !strings.HasPrefix(full[pos:], piece) {
 					t.Fatalf("token %d (%d, %q) at byte %d: the rendering reads %q there", i, id, piece, pos, full[pos:min(len(full), pos+len(piece)+8)])
@@ -104,8 +104,8 @@ func TestSFTMaskIsTemplateAndRLMask(t *testing.T) {
 						t.Fatalf("token %d %q straddles the boundary of an assistant stretch at byte %d", i, piece, k)
 					}
 				}
-				if s.LossMask[i] != want {
-					t.Errorf("token %d %q at byte %d: trained %v; the template says %v", i, piece, pos, s.LossMask[i], want)
+				if mask[i] != want {
+					t.Errorf("token %d %q at byte %d: trained %v; the template says %v", i, piece, pos, mask[i], want)
 				}
 				if want {
 					trained++
@@ -119,19 +119,19 @@ func TestSFTMaskIsTemplateAndRLMask(t *testing.T) {
 			// The RL view: the conversation played through an episode of the format.
 			for _, cut := range []bool{false, true} {
 				tr, cuts := playFixture(t, tok, imEnd, c.Format, c.Tools, c.Messages, cut)
-				if !slices.Equal(tr.Tokens, s.Tokens) {
-					t.Fatalf("cut %v: the episode's tokens\n%q\nMaskAssistant's\n%q", cut, tok.Decode(tr.Tokens, false), tok.Decode(s.Tokens, false))
+				if !slices.Equal(tr.Tokens, ids) {
+					t.Fatalf("cut %v: the episode's tokens\n%q\nMaskAssistant's\n%q", cut, tok.Decode(tr.Tokens, false), tok.Decode(ids, false))
 				}
 				var differ []int
 				for i := range tr.Mask {
-					if tr.Mask[i] != s.LossMask[i] {
+					if tr.Mask[i] != mask[i] {
 						differ = append(differ, i)
 					}
 				}
 				if !slices.Equal(differ, cuts) {
 					t.Errorf("cut %v: the masks differ at tokens %v; want %v (the <|im_end|> closing turns cut by a stop string)", cut, differ, cuts)
 				}
-				t.Logf("%s, stop strings %v: %d tokens, %d trained by SFT; RL's mask differs at %v", c.Format, cut, len(s.Tokens), trained, differ)
+				t.Logf("%s, stop strings %v: %d tokens, %d trained by SFT; RL's mask differs at %v", c.Format, cut, len(ids), trained, differ)
 			}
 		})
 	}

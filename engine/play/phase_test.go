@@ -36,7 +36,7 @@ func TestAgentTeacherPrompt(t *testing.T) {
 	}
 	task := envs.Task{ID: "t", Prompt: "What is 12 + 30?"}
 	prompt := render("Task: " + task.Prompt)
-	tr := &batch.Trajectory{Task: task, Tokens: append(slices.Clone(prompt), 5, 6), PromptLen: len(prompt), Agent: &batch.AgentRun{}}
+	tr := &batch.Trajectory{Task: task, Tokens: append(slices.Clone(prompt), 5, 6), PromptLen: len(prompt), Agent: &AgentRun{}}
 	ids, ok, err := p.TeacherPrompt(tr, "Add the numbers with code.")
 	if err != nil || !ok {
 		t.Fatalf("TeacherPrompt: %v, %v", ok, err)

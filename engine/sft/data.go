@@ -227,15 +227,15 @@ func Tools(spec string, layout retool.Layout, convs [][]envs.Message) ([]tokeniz
 // counts them.
 func Sequences(tok *tokenizer.Tokenizer, convs [][]envs.Message, tools []tokenizer.Tool, maxLen int) (seqs []train.Sequence, kept [][]envs.Message, dropped int, err error) {
 	for i, conv := range convs {
-		s, err := batch.MaskAssistant(tok, conv, tools)
+		ids, mask, err := batch.MaskAssistant(tok, conv, tools)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("conversation %d: %w", i+1, err)
 		}
-		if maxLen > 0 && len(s.Tokens) > maxLen {
+		if maxLen > 0 && len(ids) > maxLen {
 			dropped++
 			continue
 		}
-		seqs, kept = append(seqs, s), append(kept, conv)
+		seqs, kept = append(seqs, train.Sequence{Tokens: ids, LossMask: mask}), append(kept, conv)
 	}
 	return seqs, kept, dropped, nil
 }

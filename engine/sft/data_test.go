@@ -198,13 +198,13 @@ func TestRunDataLowersLossAndLoads(t *testing.T) {
 	var seqs []train.Sequence
 	tokens, trained := 0, 0
 	for _, conv := range convs {
-		s, err := batch.MaskAssistant(tok, conv, nil)
+		ids, mask, err := batch.MaskAssistant(tok, conv, nil)
 		if err != nil {
 			t.Fatalf("not renderable: %v", err)
 		}
-		seqs = append(seqs, s)
-		tokens += len(s.Tokens)
-		for _, m := range s.LossMask {
+		seqs = append(seqs, train.Sequence{Tokens: ids, LossMask: mask})
+		tokens += len(ids)
+		for _, m := range mask {
 			if m {
 				trained++
 			}

@@ -25,6 +25,7 @@ import (
 	"agentrl/envs"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 	"agentrl/recipes"
 	"agentrl/store/safetensors"
 )
@@ -162,7 +163,7 @@ func prepare(ctx context.Context, o *Options) (*demos, error) {
 	}
 	r := o.Recipe
 	t0 := time.Now()
-	tasks, _, err := retool.Synthetic{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}.Split(o.Examples, 0)
+	tasks, _, err := synthetic.Tasks{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}.Split(o.Examples, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -211,9 +212,9 @@ func prepare(ctx context.Context, o *Options) (*demos, error) {
 	}
 	var seqs []train.Sequence
 	for _, conv := range convs {
-		s, err := batch.MaskAssistant(tok, conv, nil)
-		if err == nil && len(s.Tokens) <= r.Rollout.MaxTotalTokens {
-			seqs = append(seqs, s)
+		ids, mask, err := batch.MaskAssistant(tok, conv, nil)
+		if err == nil && len(ids) <= r.Rollout.MaxTotalTokens {
+			seqs = append(seqs, train.Sequence{Tokens: ids, LossMask: mask})
 		}
 	}
 	if len(seqs) == 0 {
@@ -328,13 +329,13 @@ func withJudging(ctx context.Context, convs [][]envs.Message, tasks []envs.Task,
 // no rewording outside the held-out problems was found.
 func namedOpDemoTask(t envs.Task, hinted bool, rng *rand.Rand) (_ envs.Task, made, ok bool) {
 	made = hinted && rng.IntN(2) == 0
-	taught := slices.DeleteFunc(slices.Clone(retool.NamedOps), func(o retool.NamedOp) bool { return !o.Taught })
+	taught := slices.DeleteFunc(slices.Clone(synthetic.NamedOps), func(o synthetic.NamedOp) bool { return !o.Taught })
 	for range 8 {
 		word := taught[rng.IntN(len(taught))].Word // drawn even when made: the shipped model's stream
 		if made {
-			word = retool.NonceWord(rng)
+			word = synthetic.NonceWord(rng)
 		}
-		if r, ok := retool.Reword(t, word); ok {
+		if r, ok := synthetic.Reword(t, word); ok {
 			return r, made, true
 		}
 	}

@@ -18,8 +18,8 @@ import (
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs"
-	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 	"agentrl/recipes"
 	"agentrl/store/safetensors"
 )
@@ -50,17 +50,17 @@ func TestSFTWritesLoadableModel(t *testing.T) {
 	conv := []envs.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "What is 2 + 2?"},
 		{Role: "assistant", Content: "<code>\nprint(2 + 2)\n</code>"}, {Role: "user", Content: "<interpreter>\n4\n</interpreter>"},
 		{Role: "assistant", Content: `\boxed{4}`}}
-	s, _ := batch.MaskAssistant(tok, conv, nil)
+	ids, mask, _ := batch.MaskAssistant(tok, conv, nil)
 	var trained []int32
-	for i, id := range s.Tokens {
-		if s.LossMask[i] {
+	for i, id := range ids {
+		if mask[i] {
 			trained = append(trained, id)
 		}
 	}
 	if got := tok.Decode(trained, false); got != "<code>\nprint(2 + 2)\n</code><|im_end|>\\boxed{4}<|im_end|>" {
 		t.Errorf("trained text %q", got)
 	}
-	if got := tok.Decode(s.Tokens, false); got[len(got)-len(`\boxed{4}<|im_end|>`):] != `\boxed{4}<|im_end|>` {
+	if got := tok.Decode(ids, false); got[len(got)-len(`\boxed{4}<|im_end|>`):] != `\boxed{4}<|im_end|>` {
 		t.Errorf("sequence ends %q", got)
 	}
 }
@@ -207,7 +207,7 @@ func TestSFTContinuesFromInit(t *testing.T) {
 // hinted ones are about half made-up, half taught words; numbers, answer and program stay the
 // task's.
 func TestSFTConversationsNamedOps(t *testing.T) {
-	tasks, _, err := retool.Synthetic{Levels: []int{0, retool.NamedOpLevel}, Seed: 5}.Split(300, 0)
+	tasks, _, err := synthetic.Tasks{Levels: []int{0, synthetic.NamedOpLevel}, Seed: 5}.Split(300, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,10 +229,10 @@ func TestSFTConversationsNamedOps(t *testing.T) {
 			continue
 		}
 		named++
-		var op *retool.NamedOp
-		for i := range retool.NamedOps {
-			if retool.NamedOps[i].Word == word {
-				op = &retool.NamedOps[i]
+		var op *synthetic.NamedOp
+		for i := range synthetic.NamedOps {
+			if synthetic.NamedOps[i].Word == word {
+				op = &synthetic.NamedOps[i]
 			}
 		}
 		hint := strings.HasPrefix(user, "Hint: ")

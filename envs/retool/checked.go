@@ -23,7 +23,7 @@ type StepFacts struct {
 // its tool run failed, or when it printed something other than the task's answer (the synthetic
 // tasks are one computation, so a run that prints another number computed the wrong thing);
 // a step that ran no tool and was not malformed is correct.
-func CheckedSteps(steps []StepFacts, s Summary, t envs.Task, opts mathverify.Options) []float64 {
+func CheckedSteps(steps []StepFacts, s envs.Summary, t envs.Task, opts mathverify.Options) []float64 {
 	out := make([]float64, len(steps))
 	for i, f := range steps {
 		ok := true

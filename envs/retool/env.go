@@ -183,27 +183,11 @@ func (w Weights) Compose(r envs.Reward) envs.Reward {
 	return r
 }
 
-// Summary collects the per-trajectory facts that hinters and process scorers read.
-type Summary struct {
-	Turns        int
-	ToolCalls    int
-	ToolErrors   int    // calls that raised
-	Timeouts     int    // calls stopped by the time limit
-	Killed       int    // calls stopped by another limit
-	Recovered    bool   // the last failing call was followed by a successful one
-	LastError    string // last lines of the last failing call's output
-	LastOutput   string // the last successful call's output, trimmed
-	FormatErrors int
-	Answered     bool
-	Answer       string
-	Correct      bool
-}
-
 // ToolShaping is the tool-use shaping term in [0, 1]: 0 without a tool call, 1 when the tool
 // was used and every failed call was followed by a successful one, ½ when a failure was left
 // unrecovered. It rewards reaching for the tool, which the outcome alone rarely does early in
 // training; its recipe weight is meant to be small.
-func ToolShaping(s Summary) float64 {
+func ToolShaping(s envs.Summary) float64 {
 	switch {
 	case s.ToolCalls == 0:
 		return 0
@@ -253,7 +237,7 @@ type Env struct {
 	cfg     Config
 	task    envs.Task
 	session sandbox.Session
-	sum     Summary
+	sum     envs.Summary
 	done    bool
 	// tail is the end of the response so far (actions and observations), for cfg.Grader.
 	tail string
@@ -322,7 +306,7 @@ func (e *Env) Reset(_ context.Context, t envs.Task) ([]envs.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.task, e.session, e.sum, e.done, e.tail, e.graded = t, s, Summary{}, false, "", grade.Verdict{}
+	e.task, e.session, e.sum, e.done, e.tail, e.graded = t, s, envs.Summary{}, false, "", grade.Verdict{}
 	return []envs.Message{{Role: "system", Content: e.cfg.System}, {Role: "user", Content: t.Prompt}}, nil
 }
 
@@ -465,7 +449,7 @@ func (e *Env) finish(st envs.Step) envs.Step {
 func (e *Env) Graded() grade.Verdict { return e.graded }
 
 // Summary returns the trajectory's facts so far.
-func (e *Env) Summary() Summary { return e.sum }
+func (e *Env) Summary() envs.Summary { return e.sum }
 
 // Close releases the session (a persistent interpreter).
 func (e *Env) Close() error {

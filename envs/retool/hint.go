@@ -24,7 +24,7 @@ const (
 // feedback, or "" when none is needed (a correct answer reached without unrecovered trouble).
 // It is always available and suits small models: one short corrective sentence, grounded in
 // what actually happened.
-func RulesHint(s Summary) string {
+func RulesHint(s envs.Summary) string {
 	switch {
 	case s.Correct && (s.ToolErrors+s.Timeouts+s.Killed == 0 || s.Recovered):
 		return ""
@@ -81,12 +81,12 @@ const maxQuotedError = 48
 //
 // It judges the printed number with the verifier's default options; Rules.HintFor with the
 // recipe's.
-func RulesHintFor(s Summary, t envs.Task) string {
+func RulesHintFor(s envs.Summary, t envs.Task) string {
 	return Rules{}.HintFor(s, t)
 }
 
 // HintFor is RulesHintFor with the printed number judged by r.Verify.
-func (r Rules) HintFor(s Summary, t envs.Task) string {
+func (r Rules) HintFor(s envs.Summary, t envs.Task) string {
 	h := RulesHint(s)
 	if strings.HasPrefix(h, hintCopySlip) && t.Answer != "" && !Verify(lastLine(s.LastOutput), t.Answer, r.Verify) {
 		h = hintComputedElse
@@ -146,7 +146,7 @@ func clipQuote(line string) string {
 // RulesProcessScore is a process reward in [0, 1] from the trajectory's facts: it credits using
 // the tool, recovering from tool errors, well-formed turns and giving a final answer, whatever
 // the answer's correctness (the outcome reward covers that).
-func RulesProcessScore(s Summary) float64 {
+func RulesProcessScore(s envs.Summary) float64 {
 	score := 0.0
 	if s.ToolCalls > 0 {
 		score += 0.4

@@ -1,9 +1,11 @@
 package retool
 
+import "agentrl/envs"
+
 // RulesHintCases are summaries that trigger every branch of the rules hinter, error messages at
 // and past the quoted length included: the tests of what reaches the teacher (engine/hint, a
 // run's hints) walk them.
-var RulesHintCases = []Summary{
+var RulesHintCases = []envs.Summary{
 	{ToolCalls: 1, Timeouts: 1, LastError: "timeout"},
 	{ToolCalls: 1, Killed: 1},
 	{ToolCalls: 1, ToolErrors: 1, LastError: "Traceback (most recent call last):\n  File \"<code>\", line 3\nNameError: name 'total_sum_of_all_the_values' is not defined"},

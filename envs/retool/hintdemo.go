@@ -34,7 +34,7 @@ var Flaws = []string{"wrong_copy", "computed_else", "guessed", "name_error", "no
 // the named flaw: the Summary such an attempt ends with, through RulesHint. A name error runs the
 // task's code with an undefined name through s, so the hint quotes the interpreter's own message.
 func FlawedAttemptHint(ctx context.Context, t envs.Task, flaw string, s sandbox.Session, rng *rand.Rand) (string, error) {
-	var sum Summary
+	var sum envs.Summary
 	switch flaw {
 	case "wrong_copy": // the code printed the answer, the box holds another number
 		wrong := t.Answer
@@ -43,23 +43,23 @@ func FlawedAttemptHint(ctx context.Context, t envs.Task, flaw string, s sandbox.
 		} else {
 			wrong += "1"
 		}
-		sum = Summary{ToolCalls: 1, Answered: true, Answer: wrong, LastOutput: t.Answer}
+		sum = envs.Summary{ToolCalls: 1, Answered: true, Answer: wrong, LastOutput: t.Answer}
 	case "computed_else": // the box copies the output, the code computed something else
-		sum = Summary{ToolCalls: 1, Answered: true, Answer: "0", LastOutput: "0"}
+		sum = envs.Summary{ToolCalls: 1, Answered: true, Answer: "0", LastOutput: "0"}
 	case "guessed":
-		sum = Summary{Answered: true}
+		sum = envs.Summary{Answered: true}
 	case "name_error":
 		r := s.Run(ctx, "print(undefined_name)")
 		if r.Status != sandbox.StatusError {
 			return "", fmt.Errorf("task %s: code with an undefined name did not fail (%s)", t.ID, r.Status)
 		}
-		sum = Summary{ToolCalls: 1, ToolErrors: 1, LastError: lastLines(r.Output, 2)}
+		sum = envs.Summary{ToolCalls: 1, ToolErrors: 1, LastError: lastLines(r.Output, 2)}
 	case "no_answer":
-		sum = Summary{ToolCalls: 1}
+		sum = envs.Summary{ToolCalls: 1}
 	case "format":
-		sum = Summary{FormatErrors: 1}
+		sum = envs.Summary{FormatErrors: 1}
 	case "timeout":
-		sum = Summary{ToolCalls: 1, Timeouts: 1, LastError: "timeout"}
+		sum = envs.Summary{ToolCalls: 1, Timeouts: 1, LastError: "timeout"}
 	default:
 		return "", fmt.Errorf("flaw %q is not one of %v", flaw, Flaws)
 	}

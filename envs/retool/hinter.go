@@ -13,7 +13,7 @@ type HintRequest struct {
 	// Response is the trajectory after the prompt, as text: the model's turns and the tool
 	// observations, in order.
 	Response string
-	Summary  Summary
+	Summary  envs.Summary
 }
 
 // Hinter writes the hindsight "bridge thought" for a finished trajectory: one short corrective

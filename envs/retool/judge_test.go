@@ -12,13 +12,13 @@ import (
 func TestRulesHinter(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		s       Summary
+		s       envs.Summary
 		hint    string // substring; "" means no hint
 		process float64
 	}{
-		{"clean and correct", Summary{ToolCalls: 1, Answered: true, Correct: true}, "", 1},
-		{"timeout", Summary{ToolCalls: 1, Timeouts: 1, LastError: "timeout"}, "ran too long", 0.5},
-		{"guessed wrong", Summary{Answered: true}, "compute the answer with code", 0.6},
+		{"clean and correct", envs.Summary{ToolCalls: 1, Answered: true, Correct: true}, "", 1},
+		{"timeout", envs.Summary{ToolCalls: 1, Timeouts: 1, LastError: "timeout"}, "ran too long", 0.5},
+		{"guessed wrong", envs.Summary{Answered: true}, "compute the answer with code", 0.6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var h Hinter = Rules{}
@@ -180,27 +180,27 @@ func TestJudgePrompts(t *testing.T) {
 	}{
 		{
 			name:    "wrong",
-			req:     HintRequest{Task: task, Response: "<code>print(6*8)</code>\n<interpreter>48</interpreter>\n\\boxed{48}", Summary: Summary{ToolCalls: 1, Answered: true, Answer: "48"}},
+			req:     HintRequest{Task: task, Response: "<code>print(6*8)</code>\n<interpreter>48</interpreter>\n\\boxed{48}", Summary: envs.Summary{ToolCalls: 1, Answered: true, Answer: "48"}},
 			hint:    []string{"What is 6 times 7?", "print(6*8)", "The final answer is wrong.", "Reference answer (secret", ": 42", `\boxed{-1}`, "ONE short sentence", "Code runs: 1, failed: 0."},
 			notHint: []string{judgeCutMarker},
 			score:   []string{"What is 6 times 7?", "print(6*8)", "The final answer is wrong.", `\boxed{N}`, "0 to 10"},
 		},
 		{
 			name:    "correct",
-			req:     HintRequest{Task: task, Response: `\boxed{42}`, Summary: Summary{Answered: true, Answer: "42", Correct: true}},
+			req:     HintRequest{Task: task, Response: `\boxed{42}`, Summary: envs.Summary{Answered: true, Answer: "42", Correct: true}},
 			hint:    []string{"The final answer is correct.", "The student ran no code."},
 			notHint: []string{"Reference answer", ": 42"},
 			score:   []string{"The final answer is correct."},
 		},
 		{
 			name:  "unanswered with failures",
-			req:   HintRequest{Task: task, Response: "<code>x</code>", Summary: Summary{ToolCalls: 3, ToolErrors: 1, Timeouts: 1}},
+			req:   HintRequest{Task: task, Response: "<code>x</code>", Summary: envs.Summary{ToolCalls: 3, ToolErrors: 1, Timeouts: 1}},
 			hint:  []string{"The attempt gave no final answer.", "Code runs: 3, failed: 2.", "Reference answer"},
 			score: []string{"The attempt gave no final answer."},
 		},
 		{
 			name:    "long attempt cut",
-			req:     HintRequest{Task: task, Response: longResp, Summary: Summary{Answered: true}},
+			req:     HintRequest{Task: task, Response: longResp, Summary: envs.Summary{Answered: true}},
 			hint:    []string{judgeCutMarker, " END"},
 			notHint: []string{"START"},
 			score:   []string{judgeCutMarker, " END"},

@@ -27,7 +27,7 @@ type JudgeDemo struct {
 	Prompt, Reply string
 	Verdicts      []float64
 	Hint          string // "" for \boxed{-1}
-	Summary       Summary
+	Summary       envs.Summary
 }
 
 // JudgeDemonstration plays an attempt of the given kind at t through a real environment (the

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 )
 
 // TestJudgeDemonstration: every kind of attempt gives a judge demonstration whose reply the PRM
@@ -21,7 +22,7 @@ func TestJudgeDemonstration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, _, err := Synthetic{Levels: []int{0, 1, NamedOpLevel}, Seed: 7}.Split(12, 0)
+	tasks, _, err := synthetic.Tasks{Levels: []int{0, 1, synthetic.NamedOpLevel}, Seed: 7}.Split(12, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

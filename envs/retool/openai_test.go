@@ -35,7 +35,7 @@ func reply(status int, body string) http.HandlerFunc {
 var judgeReq = HintRequest{
 	Task:     envs.Task{Prompt: "What is 6 times 7?", Answer: "42"},
 	Response: "<code>print(6*8)</code>\n<interpreter>48</interpreter>\n\\boxed{48}",
-	Summary:  Summary{ToolCalls: 1, Answered: true, Answer: "48"},
+	Summary:  envs.Summary{ToolCalls: 1, Answered: true, Answer: "48"},
 }
 
 type seenRequest struct {

@@ -22,7 +22,7 @@ type PRMCase struct {
 	// Steps are the trajectory's steps in order: each the policy's text of one stretch (up to a
 	// tool call or the end) followed by the tool's output, as the PRM reads them.
 	Steps   []string
-	Summary Summary
+	Summary envs.Summary
 }
 
 // PRMStepText is one step as the PRM reads it: the assistant's text, then the tool's output.

@@ -15,7 +15,7 @@ func words(s string) int { return len(strings.Fields(s)) }
 // middle (after step 1), then step 1, never part of a step; the prompt says which.
 func TestPRMPromptBudget(t *testing.T) {
 	tmpl := "P: {problem} A: {answer} O: {outcome} N: {steps}\n{trajectory}"
-	c := PRMCase{Task: envs.Task{Prompt: "add 2 and 3", Answer: "5"}, Summary: Summary{Answered: true}}
+	c := PRMCase{Task: envs.Task{Prompt: "add 2 and 3", Answer: "5"}, Summary: envs.Summary{Answered: true}}
 	for i := 0; i < 6; i++ {
 		c.Steps = append(c.Steps, PRMStepText(strings.Repeat("w ", 10), "out"))
 	}

@@ -12,6 +12,7 @@ import (
 	"agentrl/envs"
 	"agentrl/envs/mathverify"
 	"agentrl/envs/sandbox"
+	"agentrl/envs/synthetic"
 )
 
 func TestParse(t *testing.T) {
@@ -286,14 +287,14 @@ func TestObservationFormats(t *testing.T) {
 
 func TestToolShaping(t *testing.T) {
 	for _, tc := range []struct {
-		s    Summary
+		s    envs.Summary
 		want float64
 	}{
-		{Summary{}, 0},
-		{Summary{ToolCalls: 1}, 1},
-		{Summary{ToolCalls: 2, ToolErrors: 1, Recovered: true}, 1},
-		{Summary{ToolCalls: 1, Timeouts: 1}, 0.5},
-		{Summary{ToolCalls: 3, ToolErrors: 1, Killed: 1}, 0.5},
+		{envs.Summary{}, 0},
+		{envs.Summary{ToolCalls: 1}, 1},
+		{envs.Summary{ToolCalls: 2, ToolErrors: 1, Recovered: true}, 1},
+		{envs.Summary{ToolCalls: 1, Timeouts: 1}, 0.5},
+		{envs.Summary{ToolCalls: 3, ToolErrors: 1, Killed: 1}, 0.5},
 	} {
 		if got := ToolShaping(tc.s); got != tc.want {
 			t.Errorf("ToolShaping(%+v) = %v; want %v", tc.s, got, tc.want)
@@ -489,48 +490,8 @@ func run(t *testing.T, ex sandbox.Executor, code string) sandbox.Result {
 	return s.Run(context.Background(), code)
 }
 
-func TestSyntheticTasks(t *testing.T) {
-	s := Synthetic{Levels: []int{1, 2, 3, 4, 5, NamedOpLevel}, Seed: 7}
-	train, held, err := s.Split(200, 40)
-	if err != nil {
-		t.Fatal(err)
-	}
-	train2, held2, _ := s.Split(200, 40)
-	prompts := map[string]bool{}
-	for i, tk := range train {
-		if tk.Prompt != train2[i].Prompt {
-			t.Fatal("not deterministic for a seed")
-		}
-		prompts[tk.Prompt] = true
-	}
-	for i, tk := range held {
-		if held2[i].Prompt != tk.Prompt {
-			t.Fatal("held-out not deterministic")
-		}
-		if prompts[tk.Prompt] {
-			t.Fatalf("held-out task %q is also in train", tk.Prompt)
-		}
-	}
-	// Every reference solution runs in both executors and prints the answer.
-	st := &sandbox.Starlark{}
-	py, perr := sandbox.NewPython(sandbox.Limits{Timeout: 5 * time.Second}, false)
-	for _, tk := range append(train[:30], held[:10]...) {
-		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer, mathverify.Options{}) {
-			t.Errorf("starlark: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
-		}
-		if perr == nil {
-			if r := run(t, py, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer, mathverify.Options{}) {
-				t.Errorf("python: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
-			}
-		}
-	}
-	if _, _, err := (Synthetic{Levels: []int{9}}).Split(1, 1); err == nil || !strings.Contains(err.Error(), "level 9") {
-		t.Errorf("bad level: %v", err)
-	}
-}
-
 func TestDemonstrations(t *testing.T) {
-	train, _, err := Synthetic{Levels: []int{2, 3}, Seed: 1}.Split(6, 0)
+	train, _, err := synthetic.Tasks{Levels: []int{2, 3}, Seed: 1}.Split(6, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,22 +564,22 @@ func FuzzVerify(f *testing.F) {
 func TestRulesHintAndProcessScore(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		s       Summary
+		s       envs.Summary
 		hint    string // substring; "" means no hint
 		process float64
 	}{
-		{"clean and correct", Summary{ToolCalls: 1, Answered: true, Correct: true}, "", 1},
-		{"recovered and correct", Summary{ToolCalls: 2, ToolErrors: 1, Recovered: true, Answered: true, Correct: true}, "", 1},
-		{"name error", Summary{ToolCalls: 1, ToolErrors: 1, LastError: "Traceback\nNameError: name 'x' is not defined", Answered: true}, "define every name", 0.7},
-		{"starlark undefined", Summary{ToolCalls: 1, ToolErrors: 1, LastError: "code.py:1:7: undefined: x", Answered: true}, "fix it and run it again", 0.7},
-		{"zero division", Summary{ToolCalls: 1, ToolErrors: 1, LastError: "ZeroDivisionError: division by zero"}, `"ZeroDivisionError: division by zero"`, 0.5},
-		{"timeout", Summary{ToolCalls: 1, Timeouts: 1, LastError: "timeout"}, "ran too long", 0.5},
-		{"killed", Summary{ToolCalls: 1, Killed: 1}, "resource limit", 0.5},
-		{"format", Summary{FormatErrors: 2}, "<code>", 0.3},
-		{"no answer", Summary{ToolCalls: 1}, `\boxed{answer}`, 0.8},
-		{"guessed wrong", Summary{Answered: true}, "compute the answer with code", 0.6},
-		{"wrong after clean run", Summary{ToolCalls: 1, Answered: true, Answer: "22671080", LastOutput: "22671880"}, "copy the printed number, 22671880, into", 1},
-		{"copied a wrong computation", Summary{ToolCalls: 1, Answered: true, Answer: "9802", LastOutput: "9802"}, "exactly its numbers and operation", 1},
+		{"clean and correct", envs.Summary{ToolCalls: 1, Answered: true, Correct: true}, "", 1},
+		{"recovered and correct", envs.Summary{ToolCalls: 2, ToolErrors: 1, Recovered: true, Answered: true, Correct: true}, "", 1},
+		{"name error", envs.Summary{ToolCalls: 1, ToolErrors: 1, LastError: "Traceback\nNameError: name 'x' is not defined", Answered: true}, "define every name", 0.7},
+		{"starlark undefined", envs.Summary{ToolCalls: 1, ToolErrors: 1, LastError: "code.py:1:7: undefined: x", Answered: true}, "fix it and run it again", 0.7},
+		{"zero division", envs.Summary{ToolCalls: 1, ToolErrors: 1, LastError: "ZeroDivisionError: division by zero"}, `"ZeroDivisionError: division by zero"`, 0.5},
+		{"timeout", envs.Summary{ToolCalls: 1, Timeouts: 1, LastError: "timeout"}, "ran too long", 0.5},
+		{"killed", envs.Summary{ToolCalls: 1, Killed: 1}, "resource limit", 0.5},
+		{"format", envs.Summary{FormatErrors: 2}, "<code>", 0.3},
+		{"no answer", envs.Summary{ToolCalls: 1}, `\boxed{answer}`, 0.8},
+		{"guessed wrong", envs.Summary{Answered: true}, "compute the answer with code", 0.6},
+		{"wrong after clean run", envs.Summary{ToolCalls: 1, Answered: true, Answer: "22671080", LastOutput: "22671880"}, "copy the printed number, 22671880, into", 1},
+		{"copied a wrong computation", envs.Summary{ToolCalls: 1, Answered: true, Answer: "9802", LastOutput: "9802"}, "exactly its numbers and operation", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := RulesHint(tc.s)
@@ -642,24 +603,24 @@ func TestRulesHintFor(t *testing.T) {
 	oneLine := task("print(5047 * 4336)")
 	loop := task("s = 0\nfor i in range(3):\n    s += i\nprint(s)")
 	long := task("print(" + strings.Repeat("1 + ", 20) + "1)")
-	guessed := Summary{Answered: true, Answer: "2188"}
-	computedElse := Summary{ToolCalls: 1, Answered: true, Answer: "9802", LastOutput: "9802"}
-	wrongCopy := Summary{ToolCalls: 1, Answered: true, Answer: "21883799", LastOutput: "21883792"}
+	guessed := envs.Summary{Answered: true, Answer: "2188"}
+	computedElse := envs.Summary{ToolCalls: 1, Answered: true, Answer: "9802", LastOutput: "9802"}
+	wrongCopy := envs.Summary{ToolCalls: 1, Answered: true, Answer: "21883799", LastOutput: "21883792"}
 	for _, tc := range []struct {
 		name string
-		s    Summary
+		s    envs.Summary
 		t    envs.Task
 		want string
 	}{
 		{"guessed", guessed, oneLine, "Do not guess: run print(5047 * 4336) first, then give the printed result."},
 		{"computed else", computedElse, oneLine, "The code computed something else than the question asks: run print(5047 * 4336), then copy the printed result."},
 		{"wrong copy keeps its numbers", wrongCopy, oneLine, RulesHint(wrongCopy)},
-		{"wrong copy of a wrong result", Summary{ToolCalls: 1, Answered: true, Answer: "6107020", LastOutput: "6120000"}, oneLine,
+		{"wrong copy of a wrong result", envs.Summary{ToolCalls: 1, Answered: true, Answer: "6107020", LastOutput: "6120000"}, oneLine,
 			"The code computed something else than the question asks: run print(5047 * 4336), then copy the printed result."},
-		{"wrong copy of a wrong result, no program", Summary{ToolCalls: 1, Answered: true, Answer: "6107020", LastOutput: "6120000"},
+		{"wrong copy of a wrong result, no program", envs.Summary{ToolCalls: 1, Answered: true, Answer: "6107020", LastOutput: "6120000"},
 			envs.Task{Prompt: "?", Answer: "21883792"}, hintComputedElse},
 		{"wrong copy, no answer known", wrongCopy, envs.Task{Prompt: "?"}, RulesHint(wrongCopy)},
-		{"correct needs none", Summary{ToolCalls: 1, Answered: true, Correct: true}, oneLine, ""},
+		{"correct needs none", envs.Summary{ToolCalls: 1, Answered: true, Correct: true}, oneLine, ""},
 		{"guessed, program of several lines", guessed, loop, RulesHint(guessed)},
 		{"computed else, program too long", computedElse, long, RulesHint(computedElse)},
 		{"computed else, no program", computedElse, envs.Task{Prompt: "?"}, RulesHint(computedElse)},

@@ -1,7 +1,10 @@
-package retool
+// Package synthetic generates the built-in math tasks whose answers need computation, each with
+// its reference program: levels 0 to 5 by difficulty and the named-operation problems, split into
+// training, held-out and validation tasks, and the kinds of task a comparison can be cut to
+// (TaskGroup).
+package synthetic
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -12,8 +15,6 @@ import (
 	"strings"
 
 	"agentrl/envs"
-	"agentrl/envs/mathverify"
-	"agentrl/envs/sandbox"
 )
 
 // MaxLevel is the highest synthetic level: 0 to 5 rise in difficulty, NamedOpLevel stands apart.
@@ -43,12 +44,12 @@ var NamedOps = []NamedOp{
 // the operations apart.
 const namedOpPrompt = "What is the %s of %d and %d?"
 
-// Synthetic generates math problems whose answers need computation, with a reference solution in
+// Tasks generates math problems whose answers need computation, with a reference solution in
 // code that runs in both executors (Starlark and Python: loops, %, pow(a, b, m), str/int,
 // indexing — Starlark strings are not iterable, so digits are read by index).
 // Train and held-out splits are disjoint by construction: a problem is held out exactly when the
 // hash of its text says so, whatever the seed.
-type Synthetic struct {
+type Tasks struct {
 	Levels []int
 	Seed   uint64
 }
@@ -61,7 +62,7 @@ func heldOut(prompt string) bool {
 }
 
 // Split returns nTrain training and nHeld held-out tasks, deterministic for the seed.
-func (s Synthetic) Split(nTrain, nHeld int) (train, held []envs.Task, err error) {
+func (s Tasks) Split(nTrain, nHeld int) (train, held []envs.Task, err error) {
 	if len(s.Levels) == 0 {
 		s.Levels = []int{1, 2, 3}
 	}
@@ -98,7 +99,7 @@ func (s Synthetic) Split(nTrain, nHeld int) (train, held []envs.Task, err error)
 // Validation returns n validation tasks, disjoint from both splits: drawn from a stream of their
 // own for the seed, from the training side of the hash split (never a held-out problem), skipping
 // every problem in train. Split's lists do not depend on n.
-func (s Synthetic) Validation(n int, train []envs.Task) ([]envs.Task, error) {
+func (s Tasks) Validation(n int, train []envs.Task) ([]envs.Task, error) {
 	if len(s.Levels) == 0 {
 		s.Levels = []int{1, 2, 3}
 	}
@@ -214,7 +215,7 @@ func namedOpValue(op string, a, b int64) int64 {
 	case "//":
 		return a / b // both positive: floor division
 	}
-	panic("retool: named operation " + op)
+	panic("synthetic: named operation " + op)
 }
 
 // Reword is t, a named-operation problem, with its operation called word instead: the same
@@ -269,56 +270,18 @@ func lcm(a, b int64) int64 {
 	return a / x * b
 }
 
-// Demo kinds for supervised warm-up.
-const (
-	DemoTool    = "tool"    // write code, read the output, answer
-	DemoRecover = "recover" // first code fails, fix it, answer
-	DemoDirect  = "direct"  // answer without the tool
-)
-
-// Demonstration writes a reference trajectory for t (the assistant and observation turns after
-// the opening messages), running the code through session s so that observations are real.
-func Demonstration(ctx context.Context, t envs.Task, kind string, s sandbox.Session, format string) ([]envs.Message, error) {
-	code := t.Meta["code"]
-	if code == "" {
-		return nil, fmt.Errorf("task %s has no reference code", t.ID)
+// TaskGroup names the kind of a synthetic task: "level N", and for a named-operation problem
+// whether SFT teaches its word ("named, taught") or leaves it to RL ("named, untaught": the
+// problems whose hint carries what the problem does not).
+func TaskGroup(t envs.Task) string {
+	w, named := t.Meta["op_word"]
+	if !named {
+		return "level " + t.Meta["level"]
 	}
-	role := "user"
-	if format == FormatToolResponse {
-		role = "tool"
+	for _, op := range NamedOps {
+		if op.Word == w && op.Taught {
+			return "named, taught"
+		}
 	}
-	var msgs []envs.Message
-	run := func(c string) (sandbox.Result, error) {
-		r := s.Run(ctx, c)
-		if r.Status == sandbox.StatusTimeout || r.Status == sandbox.StatusKilled {
-			return r, fmt.Errorf("task %s: reference code did not finish: %s", t.ID, r.Detail)
-		}
-		msgs = append(msgs, envs.Message{Role: "assistant", Content: "<code>\n" + c + "\n</code>"}, envs.Message{Role: role, Content: Observe(r, format, 0)})
-		return r, nil
-	}
-	switch kind {
-	case DemoDirect:
-		return []envs.Message{{Role: "assistant", Content: "\\boxed{" + t.Answer + "}"}}, nil
-	case DemoRecover:
-		broken := strings.Replace(code, "print(", "print(undefined_name + ", 1)
-		r, err := run(broken)
-		if err != nil {
-			return nil, err
-		}
-		if r.Status != sandbox.StatusError {
-			return nil, fmt.Errorf("task %s: the broken demonstration code did not fail", t.ID)
-		}
-		fallthrough
-	case DemoTool:
-		r, err := run(code)
-		if err != nil {
-			return nil, err
-		}
-		if r.Status != sandbox.StatusOK || !Verify(r.Output, t.Answer, mathverify.Options{}) {
-			return nil, fmt.Errorf("task %s: reference code printed %q, want %s", t.ID, r.Output, t.Answer)
-		}
-		msgs = append(msgs, envs.Message{Role: "assistant", Content: "\\boxed{" + t.Answer + "}"})
-		return msgs, nil
-	}
-	return nil, fmt.Errorf("demonstration kind %q is not one of tool, recover, direct", kind)
+	return "named, untaught"
 }

@@ -1,4 +1,4 @@
-package retool
+package synthetic
 
 import (
 	"context"
@@ -8,16 +8,58 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
-	"agentrl/envs"
 	"agentrl/envs/mathverify"
 	"agentrl/envs/sandbox"
 )
 
+// TestSyntheticTasks: the splits are deterministic for a seed and disjoint, every reference
+// program prints its task's answer in both executors, and a level past MaxLevel is refused.
+func TestSyntheticTasks(t *testing.T) {
+	s := Tasks{Levels: []int{1, 2, 3, 4, 5, NamedOpLevel}, Seed: 7}
+	train, held, err := s.Split(200, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train2, held2, _ := s.Split(200, 40)
+	prompts := map[string]bool{}
+	for i, tk := range train {
+		if tk.Prompt != train2[i].Prompt {
+			t.Fatal("not deterministic for a seed")
+		}
+		prompts[tk.Prompt] = true
+	}
+	for i, tk := range held {
+		if held2[i].Prompt != tk.Prompt {
+			t.Fatal("held-out not deterministic")
+		}
+		if prompts[tk.Prompt] {
+			t.Fatalf("held-out task %q is also in train", tk.Prompt)
+		}
+	}
+	// Every reference solution runs in both executors and prints the answer.
+	st := &sandbox.Starlark{}
+	py, perr := sandbox.NewPython(sandbox.Limits{Timeout: 5 * time.Second}, false)
+	for _, tk := range append(train[:30], held[:10]...) {
+		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !mathverify.Equal(r.Output, tk.Answer, mathverify.Options{}) {
+			t.Errorf("starlark: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
+		}
+		if perr == nil {
+			if r := run(t, py, tk.Meta["code"]); r.Status != sandbox.StatusOK || !mathverify.Equal(r.Output, tk.Answer, mathverify.Options{}) {
+				t.Errorf("python: %q printed %q (%s); answer %s", tk.Prompt, r.Output, r.Status, tk.Answer)
+			}
+		}
+	}
+	if _, _, err := (Tasks{Levels: []int{9}}).Split(1, 1); err == nil || !strings.Contains(err.Error(), "level 9") {
+		t.Errorf("bad level: %v", err)
+	}
+}
+
 // TestValidationTasks: validation tasks are disjoint from the training and held-out ones,
 // deterministic for the seed, and asking for them leaves both splits as they were.
 func TestValidationTasks(t *testing.T) {
-	s := Synthetic{Levels: []int{0, 1}, Seed: 7}
+	s := Tasks{Levels: []int{0, 1}, Seed: 7}
 	train, held, err := s.Split(512, 128)
 	if err != nil {
 		t.Fatal(err)
@@ -50,34 +92,8 @@ func TestValidationTasks(t *testing.T) {
 	if train2[511].Prompt != train[511].Prompt || held2[127].Prompt != held[127].Prompt {
 		t.Error("the splits changed")
 	}
-	if _, err := (Synthetic{Levels: []int{0}, Seed: 7}).Validation(20000, train); err == nil || !strings.Contains(err.Error(), "lower eval.validation_tasks") {
+	if _, err := (Tasks{Levels: []int{0}, Seed: 7}).Validation(20000, train); err == nil || !strings.Contains(err.Error(), "lower eval.validation_tasks") {
 		t.Errorf("more validation tasks than the levels have: %v", err)
-	}
-}
-
-// TestFlawedAttemptHint: every flaw gets the rules hinter's bridge thought for it, the name error
-// quoting the interpreter's own message, and the hint sits where the controller puts hints.
-func TestFlawedAttemptHint(t *testing.T) {
-	s, err := (&sandbox.Starlark{}).NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	task := envs.Task{ID: "t", Prompt: "What is 77 + 87?", Answer: "164"}
-	rng := rand.New(rand.NewPCG(1, 2))
-	want := map[string]string{"wrong_copy": "copy the printed number, 164,", "computed_else": "computed something else",
-		"guessed": "Do not guess", "name_error": "undefined_name", "no_answer": "Finish by giving", "format": "Write code between",
-		"timeout": "ran too long"}
-	for _, flaw := range Flaws {
-		h, err := FlawedAttemptHint(context.Background(), task, flaw, s, rng)
-		if err != nil || !strings.Contains(h, want[flaw]) {
-			t.Errorf("%s: %q, %v; want a hint containing %q", flaw, h, err, want[flaw])
-		}
-	}
-	if _, err := FlawedAttemptHint(context.Background(), task, "typo", s, rng); err == nil {
-		t.Error("an unknown flaw gave no error")
-	}
-	if got := WithHint("Q?", "Do it."); got != "Hint: Do it.\n\nQ?" {
-		t.Errorf("WithHint: %q", got)
 	}
 }
 
@@ -94,7 +110,7 @@ func TestNamedOpLevel(t *testing.T) {
 			t.Errorf("the %s of 47 and 13 = %s; want %s", op.Word, got, want[op.Word])
 		}
 	}
-	train, held, err := Synthetic{Levels: []int{NamedOpLevel}, Seed: 3}.Split(400, 60)
+	train, held, err := Tasks{Levels: []int{NamedOpLevel}, Seed: 3}.Split(400, 60)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +124,7 @@ func TestNamedOpLevel(t *testing.T) {
 		if n, err := fmt.Sscanf(tk.Prompt, "What is the %s of %d and %d?", &w, &a, &b); n != 3 || err != nil || w != word || a < b || b < 10 || a > 99 {
 			t.Fatalf("%q: %d fields, %v; word %q, operands %d and %d", tk.Prompt, n, err, w, a, b)
 		}
-		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !Verify(r.Output, tk.Answer, mathverify.Options{}) {
+		if r := run(t, st, tk.Meta["code"]); r.Status != sandbox.StatusOK || !mathverify.Equal(r.Output, tk.Answer, mathverify.Options{}) {
 			t.Errorf("%q: %q printed %q; answer %s", tk.Prompt, tk.Meta["code"], r.Output, tk.Answer)
 		}
 		for _, to := range append([]string{"zibo"}, "sum", "remainder") {
@@ -127,7 +143,7 @@ func TestNamedOpLevel(t *testing.T) {
 			t.Errorf("%q drawn %d times in 460 problems; want about 92", op.Word, seen[op.Word])
 		}
 	}
-	arith, _, _ := Synthetic{Levels: []int{0}, Seed: 3}.Split(1, 0)
+	arith, _, _ := Tasks{Levels: []int{0}, Seed: 3}.Split(1, 0)
 	if _, ok := Reword(arith[0], "zibo"); ok {
 		t.Errorf("Reword(%q) took a problem without a named operation", arith[0].Prompt)
 	}
@@ -138,4 +154,15 @@ func TestNamedOpLevel(t *testing.T) {
 			t.Fatalf("NonceWord gave %q", w)
 		}
 	}
+}
+
+// run executes code once in a new session of ex.
+func run(t *testing.T, ex sandbox.Executor, code string) sandbox.Result {
+	t.Helper()
+	s, err := ex.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return s.Run(context.Background(), code)
 }
