@@ -73,10 +73,7 @@ func startInTmux(t *testing.T, name, db string, env ...string) *tmuxSession {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (.ci/run installs it, so CI always runs this test)")
 	}
-	bin := filepath.Join(t.TempDir(), "agentrl-tui")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testBinary(t)
 	// The binary runs this process's matrix kernels (as make test chose them), named in the
 	// environment so that it does not stop to measure them before the workbench appears.
 	env = append(append(device.ActiveKernels(os.Getenv).Env(), "GOMLX_BACKEND="+device.GoConfig), env...)

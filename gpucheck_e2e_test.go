@@ -19,11 +19,7 @@ import (
 // gpuCheckBinary builds the binary the script is given (BIN=...).
 func gpuCheckBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agentrl-tui")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testBinary(t)
 }
 
 // runGPUCheck runs scripts/gpu-check.sh with env added to this process's environment and returns

@@ -18,10 +18,7 @@ import (
 // set's, summed), and a second call answers from the cache without measuring.
 func TestKernelsChoiceEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "agentrl-tui")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testBinary(t)
 	cache := filepath.Join(dir, "cache")
 	var env []string
 	for _, kv := range os.Environ() {

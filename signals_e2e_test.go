@@ -124,11 +124,7 @@ func TestSignalsEndToEnd(t *testing.T) {
 // named so that it does not stop to measure them, on the Go backend.
 func buildForSignals(t *testing.T) (bin string, env []string) {
 	t.Helper()
-	bin = filepath.Join(t.TempDir(), "agentrl-tui")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin, append(append(os.Environ(), device.ActiveKernels(os.Getenv).Env()...), "GOMLX_BACKEND="+device.GoConfig)
+	return testBinary(t), append(append(os.Environ(), device.ActiveKernels(os.Getenv).Env()...), "GOMLX_BACKEND="+device.GoConfig)
 }
 
 // checkStored opens the store read-only and checks the one run in it: its status, reason and end
