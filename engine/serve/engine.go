@@ -236,7 +236,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 	case rollout.StopString:
 		meta.FinishReason = &wire.FinishReason{Type: "stop", Matched: mustJSON(out.res.Matched)}
 	default: // max_new_tokens (0 included) or the context's end
-		meta.FinishReason = &wire.FinishReason{Type: "length", Length: len(out.res.IDs)}
+		n := len(out.res.IDs)
+		meta.FinishReason = &wire.FinishReason{Type: "length", Length: &n}
 	}
 	if q.ReturnLogprob {
 		piece := func(id int32) *string {

@@ -115,7 +115,7 @@ type MetaInfo struct {
 type FinishReason struct {
 	Type    string          `json:"type"`
 	Matched json.RawMessage `json:"matched,omitempty"`
-	Length  int             `json:"length,omitempty"`
+	Length  *int            `json:"length,omitempty"` // with type length: the tokens generated
 	Message string          `json:"message,omitempty"`
 }
 
