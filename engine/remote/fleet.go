@@ -200,6 +200,11 @@ func (s *Session) Generate(ctx context.Context, req rollout.Request) (rollout.Re
 		if err == nil && len(res.IDs) > req.MaxNew && req.MaxNew > 0 {
 			err = fmt.Errorf("it returned %d tokens for max_new_tokens %d", len(res.IDs), req.MaxNew)
 		}
+		var refused *errStatus
+		if errors.As(err, &refused) && refused.status/100 == 4 { // the server is alive and says the request is wrong: so would the others
+			f.done(e, nil)
+			return rollout.Result{}, fmt.Errorf("remote: %s refused a request of %d context tokens: %w", e.name(), len(input), err)
+		}
 		if err != nil {
 			if stalled {
 				err = fmt.Errorf("no reply within %s (stalled)", f.cfg.Timeout)

@@ -514,6 +514,3 @@ func containsID(ids []int32, id int32) bool {
 	}
 	return false
 }
-
-// reloadCount is how many times the weights were reloaded (tests).
-func (s *Server) reloadCount() int64 { return s.reloads.Load() }
