@@ -28,7 +28,7 @@ import (
 type serveFlags struct {
 	bf                                     backendFlags
 	dir, storePath, run, addr, name, dtype string
-	codeTool, system                       string
+	codeTool, system, apiKey               string
 	step, slots, maxTotal, maxNew, topKMax int
 	temperature                            float64
 }
@@ -81,6 +81,7 @@ tool with {"code": …}.`,
 	fl.StringVar(&f.codeTool, "code-tool", "auto", "function tool whose calls the model writes as <code> blocks: auto, none, or a name")
 	fl.StringVar(&f.system, "system-prompt", "auto", "system message a chat request without one gets: auto (the built-in model's ReTool prompt for it and models trained from it, none for others), none, or the text")
 	fl.StringVar(&f.dtype, "dtype", "", "compute dtype (default: bfloat16 on cuda, float32 on go)")
+	fl.StringVar(&f.apiKey, "api-key", "", "the one API key every request must send (default: $AGENTRL_SERVE_API_KEY; none: any key, one conversation per key)")
 	return cmd
 }
 
@@ -161,8 +162,27 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 	case "none":
 		system = ""
 	}
+	apiKey := f.apiKey
+	if apiKey == "" {
+		apiKey = os.Getenv("AGENTRL_SERVE_API_KEY")
+	}
+	modelPath := ""
+	if f.dir != "" {
+		modelPath = f.dir
+	}
 	srv, err := serve.New(gen, tok, serve.Options{ModelName: name, MaxTotalTokens: maxTotal, MaxNewTokens: f.maxNew,
-		Sampling: serve.Sampling{Temperature: float32(f.temperature)}, Open: true, Preempt: true, CodeTool: code, DefaultSystem: system})
+		Sampling: serve.Sampling{Temperature: float32(f.temperature)}, Open: true, Preempt: true, CodeTool: code, DefaultSystem: system,
+		APIKey: apiKey, ModelPath: modelPath,
+		// The engine endpoints (engine/serve/engine.go): prompt log-probs and weight reloads on the
+		// served inference weights.
+		Score: func(ids []int32) ([]float32, error) {
+			sc, err := m.Score([][]int32{ids})
+			if err != nil {
+				return nil, err
+			}
+			return sc.NextLogProbs[0][:len(ids)-1], nil
+		},
+		Reload: m.Params.ReloadFrom})
 	if err != nil {
 		return err
 	}
@@ -171,7 +191,11 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "serving %s (%s) at %s\n", name, dir, base)
-	fmt.Fprintf(env.Stdout, "%d KV slots, contexts up to %d tokens; any API key, one conversation per key", f.slots, maxTotal)
+	keys := "any API key, one conversation per key"
+	if apiKey != "" {
+		keys = "one API key (--api-key), one conversation"
+	}
+	fmt.Fprintf(env.Stdout, "%d KV slots, contexts up to %d tokens; %s", f.slots, maxTotal, keys)
 	if code != "" {
 		fmt.Fprintf(env.Stdout, "; <code> blocks are calls of the tool %q", code)
 	}

@@ -174,6 +174,10 @@ func New(o Options) (*Controller, error) {
 		}
 		c.players.Agent = c.agentEnv.Play // the recipe's agent program plays each trajectory
 	}
+	if err := c.openEngines(); err != nil { // rollout.engines: generation on remote servers
+		c.Close()
+		return nil, err
+	}
 	var prmJudge hint.PRMJudge
 	if r.PRMModel() && r.PRM.Endpoint == "" && o.Eval == nil { // an evaluation judges nothing
 		if prmJudge, err = c.newPRM(); err != nil {

@@ -81,6 +81,9 @@ func (c *Controller) syncWeights(step int, metrics map[event.Metric]float64) err
 		c.emit(event.Alarm{Step: step, Kind: event.AlarmStaleWeights, Value: diff, Threshold: 0,
 			Message: "after the sync the inference weights differ from the cast master weights"})
 	}
+	if err := c.syncEngines(step, metrics); err != nil { // rollout.engines: the push to the remote engines
+		return err
+	}
 	c.phase(step, event.PhaseSync, t0)
 	return nil
 }

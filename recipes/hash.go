@@ -33,6 +33,9 @@ func (r *Recipe) CanonicalJSON() []byte {
 	if c.PRM.Kind != "model" { // unused: left out, so recipes from before prm.kind model hash as they did
 		c.PRM = PRM{Kind: c.PRM.Kind}
 	}
+	if len(c.Rollout.Engines) == 0 { // the local engine: left out, so recipes from before rollout.engines hash as they did
+		c.Rollout.Engines, c.Rollout.Remote = nil, Remote{}
+	}
 	if c.Reward.Grader == "verifier" { // the default: left out, so recipes from before reward.grader hash as they did
 		c.Reward.Grader = ""
 	}

@@ -162,6 +162,14 @@ type Rollout struct {
 	// Partial ends a step's rollout when its groups are complete instead of when its last
 	// trajectory is (see Partial); off by default.
 	Partial Partial `mapstructure:"partial" json:"partial"`
+	// Engines are inference servers the rollout generates on instead of the local engine, each
+	// "KIND URL [KEY_ENV]": KIND sglang, vllm or serve (agentrl-tui serve), URL its base
+	// (http://host:port), KEY_ENV the variable holding its API key (else remote.api_key_env).
+	// Tools, rewards, the PRM, scoring and training stay here. Empty: the local engine (see
+	// docs/engines.md).
+	Engines []string `mapstructure:"engines" json:"engines,omitempty"`
+	// Remote tunes generation on Engines.
+	Remote Remote `mapstructure:"remote" json:"remote,omitzero"`
 }
 
 // Partial is the partial rollout: a step's rollout phase ends as soon as tasks_per_step groups
@@ -737,6 +745,8 @@ func Default() *Recipe {
 			TasksPerStep: 8, GroupSize: 8, MaxTurns: 3, MaxNewTokens: 96, MaxTotalTokens: 512,
 			Temperature: 1.0, TopP: 1.0, TopK: 0, Stop: []string{}, Deterministic: true,
 			Partial: Partial{Enabled: false, OverSample: 2, MaxStaleness: 1},
+			Engines: []string{},
+			Remote:  Remote{APIKeyEnv: "AGENTRL_ENGINE_API_KEY", WeightsDir: "", WeightsDType: "bf16", Timeout: 5 * time.Minute, ProbeTolerance: 0},
 		},
 		Env: Env{
 			Name: "retool", Executor: "starlark", Session: "fresh", Timeout: 5 * time.Second,

@@ -253,6 +253,7 @@ func (c *checker) rollout() {
 		}
 	}
 	c.auto("rollout.tool_return_steps", r.ToolReturnSteps)
+	c.engines()
 	lt := c.r.Env.LongTail
 	c.interval("env.long_tail.share", lt.Share, 0, 1, false, false)
 	c.atLeast("env.long_tail.turns", lt.Turns, 2)

@@ -73,6 +73,14 @@ const (
 	MetricSwitchToRolloutSeconds Metric = "switch_to_rollout_s" // seconds switching the device back to rollout (the sync)
 )
 
+// Remote rollout engines' metrics (rollout.engines).
+const (
+	MetricEngineProbeDiffMax Metric = "engine_probe_diff_max" // max |engine − trainer| log-prob of the probe after the step's weight push
+	MetricEngineFailovers    Metric = "engine_failovers"      // requests moved to another engine after one failed or stalled, in the step
+	MetricEnginesDown        Metric = "engines_down"          // engines out of the rotation after the step's weight push
+	MetricEngineSyncSeconds  Metric = "engine_sync_s"         // seconds writing the weights and reloading and probing the engines
+)
+
 // Partial rollouts' metrics (rollout.partial).
 const (
 	MetricPaused        Metric = "paused"         // trajectories paused at the rollout's end

@@ -295,3 +295,43 @@ func ropeInvFreq(theta float64, headDim int) []float32 {
 	}
 	return out
 }
+
+// ReloadFrom replaces every value with the same-named weight of the HuggingFace folder dir
+// (config.json must describe the same shapes), converted to the dtype each value has now (an
+// inference copy's compute dtype): a served model taking new weights. Nothing may run on the
+// values meanwhile. On an error the values are as they were.
+func (p *Params) ReloadFrom(dir string) error {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return err
+	}
+	specs := ParamShapes(cfg)
+	if len(specs) != len(p.Specs) {
+		return fmt.Errorf("%s: its config.json describes another model than the one served (%d parameters, not %d)", dir, len(specs), len(p.Specs))
+	}
+	for i, s := range specs {
+		if s.Name != p.Specs[i].Name || fmt.Sprint(s.Dims) != fmt.Sprint(p.Specs[i].Dims) {
+			return fmt.Errorf("%s: its config.json describes another model than the one served (parameter %s)", dir, s.Name)
+		}
+	}
+	q, err := LoadParams(dir, p.Config)
+	if err != nil {
+		return err
+	}
+	for i, v := range q.Values {
+		dt := dtypes.Float32
+		if p.Values[i] != nil {
+			dt = p.Values[i].DType()
+		}
+		if q.Values[i], err = toDType(v, dt); err != nil {
+			return fmt.Errorf("%s: parameter %s: %w", dir, p.Specs[i].Name, err)
+		}
+	}
+	for i := range p.Values {
+		if p.Values[i] != nil {
+			p.Values[i].FinalizeAll()
+		}
+		p.Values[i] = q.Values[i]
+	}
+	return nil
+}

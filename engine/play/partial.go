@@ -40,7 +40,10 @@ func NewPartialState(next int) *PartialState { return &PartialState{next: next} 
 
 // open opens t's generator session; when the phase has paused before t got a slot, t pauses
 // until its next phase (ctx becomes that phase's).
-func (p *Phase) open(ctx *context.Context, t *batch.Trajectory) (*rollout.Session, error) {
+func (p *Phase) open(ctx *context.Context, t *batch.Trajectory) (Session, error) {
+	if p.Engine != nil { // remote engines: no phase pauses there (recipes refuse partial rollouts with them)
+		return p.Engine.Open(*ctx)
+	}
 	for {
 		s, err := p.Gen.Open(*ctx)
 		if !errors.Is(err, rollout.ErrPaused) || t.Partial == nil {
@@ -53,7 +56,7 @@ func (p *Phase) open(ctx *context.Context, t *batch.Trajectory) (*rollout.Sessio
 }
 
 // pause settles t as paused in its phase, waits for its next phase and opens a session there.
-func (p *Phase) pause(ctx *context.Context, t *batch.Trajectory) (*rollout.Session, error) {
+func (p *Phase) pause(ctx *context.Context, t *batch.Trajectory) (Session, error) {
 	if t.Partial == nil {
 		return nil, errors.New("engine: the generator paused a trajectory outside a partial rollout")
 	}

@@ -36,7 +36,31 @@ type Phase struct {
 	Partial *PartialState
 	// Agent plays a trajectory with env.name external (AgentEnv.Play); nil: ReTool episodes.
 	Agent func(ctx context.Context, t *batch.Trajectory, seed uint64, temperature float64) error
+	// Engine, when set, is where the ReTool players generate instead of Gen: remote inference
+	// servers (rollout.engines, engine/remote). Gen's tickets, meter and pauses are then unused.
+	Engine Engine
 }
+
+// Engine is what a player generates through: one Session per trajectory, token ids in, token
+// ids out with each sampled token's log-prob. The local generator's sessions are one
+// (rollout.Session); remote servers' another (engine/remote).
+type Engine interface {
+	Open(ctx context.Context) (Session, error)
+}
+
+// Session is one trajectory's context on an Engine, across its turns.
+type Session interface {
+	Generate(ctx context.Context, req rollout.Request) (rollout.Result, error)
+	Close()
+}
+
+// EngineFunc makes a function an Engine.
+type EngineFunc func(ctx context.Context) (Session, error)
+
+// Open calls f.
+func (f EngineFunc) Open(ctx context.Context) (Session, error) { return f(ctx) }
+
+var _ Session = (*rollout.Session)(nil)
 
 // Generation is what a phase measured: the generator's slot use and the time its trajectories
 // queued for a sandbox worker.
@@ -66,6 +90,9 @@ func PromptIDs(tok *tokenizer.Tokenizer, r *recipes.Recipe, problem, hint string
 // Run plays every trajectory of batch concurrently, trajectory i with sampling seed
 // seed+i·7919, calling finished (from the trajectory's goroutine) as each one ends.
 func (p *Phase) Run(ctx context.Context, trajs []*batch.Trajectory, seed uint64, temperature float64, finished func(*batch.Trajectory)) (Generation, error) {
+	if p.Engine != nil {
+		return p.runRemote(ctx, trajs, seed, temperature, finished)
+	}
 	meter := p.Gen.Measure()
 	defer meter.Stop()
 	queued := p.Pool.QueueWait()
@@ -118,4 +145,29 @@ func (p *Phase) TeacherPrompt(t *batch.Trajectory, hint string) (ids []int32, ok
 		return nil, false, nil
 	}
 	return p.Tokenizer.Encode(text[:i] + retool.WithHint(t.Task.Prompt, hint) + text[i+len(t.Task.Prompt):]), true, nil
+}
+
+// runRemote is Run on Engine: every trajectory at once, each with the same seed the local
+// generator would give it; the servers batch them as they come.
+func (p *Phase) runRemote(ctx context.Context, trajs []*batch.Trajectory, seed uint64, temperature float64, finished func(*batch.Trajectory)) (Generation, error) {
+	queued := p.Pool.QueueWait()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(trajs))
+	for i, t := range trajs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.PlayReTool(ctx, t, seed+uint64(i)*7919, temperature); err != nil {
+				errs <- err
+				return
+			}
+			finished(t)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return Generation{}, err
+	}
+	return Generation{ToolQueue: p.Pool.QueueWait() - queued}, nil
 }

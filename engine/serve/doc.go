@@ -23,6 +23,18 @@
 // reply was sampled after; prompt_tokens_details.cached_tokens of it were in the KV cache) and
 // the sampled tokens.
 //
+// # Rollout-engine endpoints
+//
+// A trainer's rollout.engines (engine/remote) use a serve process as SGLang or vLLM: POST
+// /generate (input_ids or text, sampling_params with sampling_seed, return_logprob,
+// logprob_start_len for prompt log-probs), POST /update_weights_from_disk (model_path,
+// weight_version; waits for the requests in flight, then reloads through Options.Reload), GET
+// /get_model_info, GET /health, and vLLM's POST /v1/completions with return_token_ids or
+// prompt_logprobs (token-exact, logprobs 0), POST /collective_rpc reload_weights (from
+// Options.ModelPath) and POST /reset_prefix_cache. These requests are stateless: each takes a
+// KV slot for its own reply only. Bodies follow engine/remote/wire. Options.APIKey, when set, is
+// the one key every request must send (GET /health excepted).
+//
 // # Chat template and tool calls
 //
 // Chats render with tokenizer.RenderChat, Qwen3's chat template (the one in Qwen3's

@@ -39,6 +39,8 @@ func (s *Server) run(ctx context.Context, t *trajectory, j *job, f *feed) (*outc
 		return nil, s.interrupted(ctx, t, err)
 	}
 	defer t.release()
+	s.weights.RLock() // a weight reload waits for this reply
+	defer s.weights.RUnlock()
 	start := time.Now()
 	p, err := j.plan(t)
 	if err != nil {

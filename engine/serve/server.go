@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -59,6 +61,17 @@ type Options struct {
 	// model's ReTool prompt), so that a plain chat reaches the model as its training did rather
 	// than as text it never saw. A request's own system message is kept as it is.
 	DefaultSystem string
+	// APIKey, when set, is the one key every request must send (Authorization: Bearer KEY; GET
+	// /health excepted). With Open, all such requests are then one trajectory.
+	APIKey string
+	// Score, when set, is the served model's next-token log-probs of a sequence (entry j: token
+	// j+1 after tokens 0…j), for prompt log-probs on the engine endpoints; nil refuses them.
+	Score func(ids []int32) ([]float32, error)
+	// Reload, when set, loads a HuggingFace folder's weights into the served model (the engine
+	// endpoints' weight updates; called with no request in flight); nil refuses updates.
+	Reload func(dir string) error
+	// ModelPath is the folder served (vLLM's reload_weights reads it again; "" refuses that).
+	ModelPath string
 }
 
 // Server is the OpenAI-compatible endpoint on one generator. It is safe for concurrent use.
@@ -81,6 +94,10 @@ type Server struct {
 	cancel  context.CancelFunc
 	http    *http.Server
 	serving sync.WaitGroup
+	// weights is held for reading by every request that generates, and for writing by a reload.
+	weights sync.RWMutex
+	version atomic.Value // string: the weight_version of the last update
+	reloads atomic.Int64
 }
 
 // New makes a server on gen, whose sessions it opens for trajectories, and tok, which renders
@@ -124,7 +141,8 @@ func New(gen *rollout.Generator, tok *tokenizer.Tokenizer, o Options) (*Server, 
 	return s, nil
 }
 
-// Handler is the endpoint: /v1/chat/completions, /v1/completions, /v1/models[/{id}].
+// Handler is the endpoint: /v1/chat/completions, /v1/completions, /v1/models[/{id}], and the
+// rollout-engine endpoints (engine.go).
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.route) }
 
 // Start listens on addr ("" or ":0": a free port; a host left out means loopback) and serves
@@ -192,6 +210,33 @@ func (s *Server) Close() error {
 // route dispatches a request by path, then method; an unknown path or method is an error object.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	if path != "/health" {
+		if err := s.checkKey(r); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if method, h := s.engineRoute(path); h != nil {
+		if r.Method != method {
+			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed", Allow: method,
+				Message: fmt.Sprintf("%s takes %s, not %s", path, method, r.Method)})
+			return
+		}
+		h(w, r)
+		return
+	}
+	if path == "/v1/completions" && r.Method == http.MethodPost {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+		if err != nil {
+			writeError(w, badRequest("", "reading the request body: %v", err))
+			return
+		}
+		if engineCompletion(body) {
+			s.engineComplete(w, r, body)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	var allow string
 	var h func(http.ResponseWriter, *http.Request, *trajectory)
 	switch {

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"agentrl/engine/event"
+	"agentrl/engine/play"
+	"agentrl/engine/remote"
+	"agentrl/store/safetensors"
+)
+
+// probeText is the prompt every engine scores after a weight push: its token ids check the
+// tokenizer, its log-probs the weights.
+const probeText = "<|im_start|>user\nWhat is 17 times 23? Write code to check.<|im_end|>\n<|im_start|>assistant\n"
+
+// engines is the rollout on rollout.engines (engine/remote): the fleet the players generate on,
+// the folder the policy is written into for them, and the failovers counted at the last step.
+type engines struct {
+	fleet     *remote.Fleet
+	dir       string
+	failovers int64
+}
+
+// openEngines, with rollout.engines set, makes the players generate on the remote engines:
+// the policy is written for them and each is told to load it, then checked to serve the
+// policy (the probe's token ids and log-probs).
+func (c *Controller) openEngines() error {
+	r := c.recipe
+	specs := r.EngineSpecs()
+	if len(specs) == 0 {
+		return nil
+	}
+	rm := r.Rollout.Remote
+	var eps []remote.Endpoint
+	for _, s := range specs {
+		keyEnv := s.KeyEnv
+		if keyEnv == "" {
+			keyEnv = rm.APIKeyEnv
+		}
+		ep := remote.Endpoint{URL: s.URL, Kind: remote.Kind(s.Kind)}
+		if keyEnv != "" {
+			ep.APIKey = os.Getenv(keyEnv)
+		}
+		eps = append(eps, ep)
+	}
+	fleet, err := remote.New(remote.Config{Endpoints: eps, MaxLen: c.gen.Config().MaxLen, Timeout: rm.Timeout})
+	if err != nil {
+		return err
+	}
+	dir := rm.WeightsDir
+	switch {
+	case dir != "":
+	case c.opts.Store != nil:
+		dir = filepath.Join(filepath.Dir(c.opts.Store.Path()), "engines", c.opts.RunID)
+	default:
+		if dir, err = os.MkdirTemp("", "agentrl-engines-"); err != nil {
+			return fmt.Errorf("engine: a folder for the engines' weights: %w", err)
+		}
+	}
+	c.remote = &engines{fleet: fleet, dir: dir}
+	ctx := context.Background()
+	if err := fleet.ResolveModels(ctx); err != nil {
+		return err
+	}
+	probe, err := c.engineProbe()
+	if err != nil {
+		return err
+	}
+	if err := c.writeEngineWeights(); err != nil {
+		return err
+	}
+	rep := fleet.Push(ctx, dir, c.weightVersion(c.start-1), probe)
+	for _, ch := range rep.Checks {
+		if ch.Err != nil {
+			return fmt.Errorf("engine: rollout.engines: %s: %w", ch.Engine, ch.Err)
+		}
+	}
+	if _, err := fleet.Verify(ctx, probe); err != nil {
+		return fmt.Errorf("engine: rollout.engines: %w", err)
+	}
+	c.players.Engine = play.EngineFunc(func(ctx context.Context) (play.Session, error) {
+		s, err := fleet.Open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+	return nil
+}
+
+// weightVersion labels the weights after step's update.
+func (c *Controller) weightVersion(step int) string {
+	return fmt.Sprintf("%s-step%d", c.opts.RunID, step)
+}
+
+// writeEngineWeights writes the policy into the engines' folder, in rollout.remote.weights_dtype.
+func (c *Controller) writeEngineWeights() error {
+	dt := safetensors.BF16
+	if c.recipe.Rollout.Remote.WeightsDType == "f32" {
+		dt = safetensors.F32
+	}
+	return remote.WriteWeights(c.remote.dir, c.opts.Policy.Params, c.opts.ModelFiles, dt, 4<<30)
+}
+
+// engineProbe is the probe with the trainer's own log-probs: the inference copy's, which the
+// sync has just made equal to the cast master weights.
+func (c *Controller) engineProbe() (remote.Probe, error) {
+	ids := c.opts.Tokenizer.Encode(probeText)
+	sc, err := c.dev.Infer.Model().Score([][]int32{ids})
+	if err != nil {
+		return remote.Probe{}, fmt.Errorf("engine: scoring the engines' probe: %w", err)
+	}
+	lps := []float64{math.NaN()}
+	for _, v := range sc.NextLogProbs[0][:len(ids)-1] {
+		lps = append(lps, float64(v))
+	}
+	return remote.Probe{Text: probeText, IDs: ids, LogProbs: lps, Tolerance: c.recipe.ProbeTolerance()}, nil
+}
+
+// syncEngines is the sync phase's part for rollout.engines: the updated policy written for the
+// engines, each told to load it and probed; a probe past the tolerance raises stale_weights.
+// An engine that fails leaves the rotation (engines_down) and the run goes on with the others.
+func (c *Controller) syncEngines(step int, metrics map[event.Metric]float64) error {
+	if c.remote == nil {
+		return nil
+	}
+	t0 := time.Now()
+	if err := c.writeEngineWeights(); err != nil {
+		return err
+	}
+	probe, err := c.engineProbe()
+	if err != nil {
+		return err
+	}
+	rep := c.remote.fleet.Push(context.Background(), c.remote.dir, c.weightVersion(step), probe)
+	st := c.remote.fleet.Stats()
+	metrics[event.MetricEngineProbeDiffMax] = rep.MaxDiff
+	metrics[event.MetricEnginesDown] = float64(rep.Down)
+	metrics[event.MetricEngineFailovers] = float64(st.Failovers - c.remote.failovers)
+	metrics[event.MetricEngineSyncSeconds] = time.Since(t0).Seconds()
+	c.remote.failovers = st.Failovers
+	if rep.MaxDiff > probe.Tolerance {
+		c.emit(event.Alarm{Step: step, Kind: event.AlarmStaleWeights, Value: rep.MaxDiff, Threshold: probe.Tolerance,
+			Message: "after the weight push an engine's probe log-probs differ from the trainer's: it may serve stale weights"})
+	}
+	for _, ch := range rep.Checks {
+		if ch.Err != nil {
+			c.emit(event.Alarm{Step: step, Kind: event.AlarmStaleWeights, Value: 1, Threshold: 0,
+				Message: fmt.Sprintf("%s left the rotation: %v", ch.Engine, ch.Err)})
+		}
+	}
+	return nil
+}
