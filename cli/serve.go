@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -45,7 +46,8 @@ func serveCommand(env Env) *cobra.Command {
 serves the built-in model. Any API key (or none) is accepted: each distinct key is one trajectory,
 whose conversation keeps its KV cache from request to request while its messages extend the
 previous ones; when every slot is held, a new request takes the slot of the least recently used
-idle key. The server listens on loopback unless --addr names another host.
+idle key. The server listens on loopback unless --addr names another host; the banner prints the
+address it listens on, and a non-loopback one without --api-key gets a warning on stderr.
 
 The built-in model, and a model trained from it (a checkpoint of a run on it, or an export of
 one: its tokenizer.json is the built-in model's), was trained with ReTool's system prompt
@@ -191,6 +193,12 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "serving %s (%s) at %s\n", name, dir, base)
+	listening, warning := listenBanner(srv.Addr(), apiKey != "")
+	fmt.Fprintln(env.Stdout, listening)
+	if warning != "" {
+		fmt.Fprintln(env.Stdout, warning)
+		fmt.Fprintln(env.Stderr, warning)
+	}
 	keys := "any API key, one conversation per key"
 	if apiKey != "" {
 		keys = "one API key (--api-key), one conversation"
@@ -208,6 +216,36 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 	err = srv.Close()
 	fmt.Fprintln(env.Stdout, "stopped")
 	return err
+}
+
+// listenBanner is the banner's line on the address the server really listens on (the port
+// picked for :0; [::] for every interface when --addr 0.0.0.0 gets a dual-stack socket, as on
+// Linux) and who reaches it; keyed says whether requests
+// must send --api-key. warning, for a non-loopback address without a key, says that anyone who
+// reaches it may generate and load other weights into it, and how to close it; "" otherwise.
+func listenBanner(addr net.Addr, keyed bool) (line, warning string) {
+	if addr == nil {
+		return "listening on an unknown address", ""
+	}
+	a := addr.String()
+	host, _, _ := net.SplitHostPort(a)
+	ip := net.ParseIP(host)
+	switch {
+	case ip != nil && ip.IsLoopback():
+		return fmt.Sprintf("listening on %s (loopback: only this machine reaches it)", a), ""
+	case ip != nil && ip.IsUnspecified() && ip.To4() == nil: // Go's dual-stack socket for 0.0.0.0 and [::] alike
+		line = fmt.Sprintf("listening on %s (every interface, IPv4 and IPv6: other machines reach it)", a)
+	case ip == nil || ip.IsUnspecified():
+		line = fmt.Sprintf("listening on %s (every interface: other machines reach it)", a)
+	default:
+		line = fmt.Sprintf("listening on %s (not loopback: other machines on its network reach it)", a)
+	}
+	if keyed {
+		return line + "; every request must send the API key", ""
+	}
+	return line, fmt.Sprintf("WARNING: no API key on %s, which other machines reach: anyone who can connect may generate on this machine "+
+		"and load other weights into the served model (POST /update_weights_from_disk). Set --api-key KEY or $AGENTRL_SERVE_API_KEY "+
+		"(a trainer's rollout.remote.api_key_env names where it reads the same key), or listen on loopback (--addr 127.0.0.1:PORT)", a)
 }
 
 // systemBanner says what system prompt the served model was trained with (builtin: it is the

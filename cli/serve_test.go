@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,10 +25,16 @@ import (
 // it returns the base URL the command printed and its output so far.
 func startServe(t *testing.T, args ...string) (base string, out *syncBuffer, stop func() error) {
 	t.Helper()
+	base, out, _, stop = startServeErr(t, args...)
+	return base, out, stop
+}
+
+// startServeErr is startServe that also returns the command's stderr.
+func startServeErr(t *testing.T, args ...string) (base string, out, errb *syncBuffer, stop func() error) {
+	t.Helper()
 	t.Setenv("GOMLX_BACKEND", device.GoConfig)
-	out = &syncBuffer{}
-	var errb syncBuffer
-	root := newRoot(Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: &errb, Builtin: os.DirFS(filepath.Join("..", model.BuiltinSourceDir))})
+	out, errb = &syncBuffer{}, &syncBuffer{}
+	root := newRoot(Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: errb, Builtin: os.DirFS(filepath.Join("..", model.BuiltinSourceDir))})
 	root.SetArgs(append([]string{"serve", "--addr", "127.0.0.1:0", "--backend", "go"}, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -60,7 +68,7 @@ func startServe(t *testing.T, args ...string) (base string, out *syncBuffer, sto
 		return <-done
 	}
 	t.Cleanup(func() { _ = stop() })
-	return base, out, stop
+	return base, out, errb, stop
 }
 
 // post sends a JSON request with an API key and decodes the reply into v.
@@ -246,6 +254,78 @@ func TestBenchServe(t *testing.T) {
 	}
 	if want := h.TokensPerSec / d.TokensPerSec; r.Ratio != want || r.Overhead != 1-want {
 		t.Errorf("ratio %v, overhead %v; want %v and %v", r.Ratio, r.Overhead, want, 1-want)
+	}
+}
+
+// TestServeListenAddress serves on every interface with a port the system picks: the banner
+// names the address it really listens on (0.0.0.0 or [::], and the port of the URL it printed) and, with
+// no API key, warns on stderr and in the banner; with --api-key it does not warn.
+func TestServeListenAddress(t *testing.T) {
+	t.Setenv("AGENTRL_SERVE_API_KEY", "")
+	base, out, errb, stop := startServeErr(t, "--slots", "1", "--addr", "0.0.0.0:0")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// 0.0.0.0 listens on a dual-stack socket where the system has IPv6 (Go's "tcp" network):
+	// the address it really listens on is then [::].
+	port := base[strings.LastIndex(base, ":")+1 : len(base)-len("/v1")]
+	addr := "0.0.0.0:" + port
+	if strings.Contains(out.String(), "[::]:"+port) {
+		addr = "[::]:" + port
+	}
+	want := "listening on " + addr + " (every interface"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("banner %q; want the resolved address and port in %q", out, want)
+	}
+	warn := "WARNING: no API key on " + addr
+	if !strings.Contains(errb.String(), warn) || !strings.Contains(errb.String(), "--api-key") {
+		t.Errorf("stderr %q; want %q naming the fix --api-key", errb, warn)
+	}
+	if !strings.Contains(out.String(), warn) {
+		t.Errorf("banner %q; want the warning %q in it too", out, warn)
+	}
+
+	t.Setenv("AGENTRL_SERVE_API_KEY", "sesame")
+	_, out, errb, stop = startServeErr(t, "--slots", "1", "--addr", "0.0.0.0:0")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String()+errb.String(), "WARNING") || !strings.Contains(out.String(), "every request must send the API key") {
+		t.Errorf("with $AGENTRL_SERVE_API_KEY: output %q, stderr %q; want no warning and the key required", out, errb)
+	}
+}
+
+// TestListenBanner: who reaches each kind of address, and the warning only where others reach
+// it without a key.
+func TestListenBanner(t *testing.T) {
+	for _, tc := range []struct {
+		addr     string
+		keyed    bool
+		line     string
+		warnings bool
+	}{
+		{"127.0.0.1:8000", false, "listening on 127.0.0.1:8000 (loopback: only this machine reaches it)", false},
+		{"[::1]:8000", false, "listening on [::1]:8000 (loopback", false},
+		{"0.0.0.0:41234", false, "listening on 0.0.0.0:41234 (every interface", true},
+		{"[::]:41234", false, "listening on [::]:41234 (every interface, IPv4 and IPv6", true},
+		{"10.1.2.3:8000", false, "listening on 10.1.2.3:8000 (not loopback", true},
+		{"0.0.0.0:41234", true, "every request must send the API key", false},
+		{"10.1.2.3:8000", true, "every request must send the API key", false},
+	} {
+		ap, err := netip.ParseAddrPort(tc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, warning := listenBanner(net.TCPAddrFromAddrPort(ap), tc.keyed)
+		if !strings.Contains(line, tc.line) {
+			t.Errorf("%s keyed %v: line %q; want it to say %q", tc.addr, tc.keyed, line, tc.line)
+		}
+		if got := warning != ""; got != tc.warnings {
+			t.Errorf("%s keyed %v: warning %q; want one: %v", tc.addr, tc.keyed, warning, tc.warnings)
+		}
+		if warning != "" && (!strings.Contains(warning, tc.addr) || !strings.Contains(warning, "--api-key") || !strings.Contains(warning, "127.0.0.1")) {
+			t.Errorf("%s: warning %q; want it to name the address and both fixes (--api-key, loopback)", tc.addr, warning)
+		}
 	}
 }
 

@@ -93,6 +93,7 @@ type Server struct {
 	ctx     context.Context // cancelled by Close: every request ends
 	cancel  context.CancelFunc
 	http    *http.Server
+	listen  net.Addr // what Start listens on
 	serving sync.WaitGroup
 	// weights is held for reading by every request that generates, and for writing by a reload.
 	weights sync.RWMutex
@@ -166,6 +167,7 @@ func (s *Server) Start(addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("serve: listening on %s: %w", addr, err)
 	}
+	s.listen = ln.Addr()
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return s.ctx }}
 	s.serving.Add(1)
@@ -178,6 +180,14 @@ func (s *Server) Start(addr string) (string, error) {
 		host = "127.0.0.1" // listening everywhere: loopback reaches it
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/v1", nil
+}
+
+// Addr is the address the server listens on, as the system resolved it (the port picked for
+// port 0, 0.0.0.0 or [::] when listening on every interface); nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listen
 }
 
 // Close stops serving: requests in flight end (their clients get an error), every trajectory's
