@@ -33,7 +33,9 @@ func doctorCommand(env Env) *cobra.Command {
 CUDA version, memory, compute capability), the PJRT CUDA plugin (where it was found, or every place
 searched) and the CUDA libraries it loads, whether bf16 computes right on the backend a run opens,
 a python3 with torch and transformers for the reference benchmarks, the code sandbox's
-prerequisites, and whether RECIPE (default: the default recipe) fits this machine's memory. Each
+prerequisites, whether RECIPE (default: the default recipe) fits this machine's memory, and each
+engine of its rollout.engines (reachable, key accepted, the model it serves, the probe prompt's
+token ids against the policy's tokenizer). Each
 line says OK or what to do. The exit code is 0 when the recipe can run here; with --gpu, only when
 the GPU path (GPU, plugin, CUDA libraries, bf16 on CUDA) is ready too. Nothing is measured unless
 --measure-kernels asks; no GPU, driver or python is needed.`,

@@ -98,3 +98,40 @@ func TestDoctorText(t *testing.T) {
 		t.Errorf("doctor's report has no bf16 line that is OK or WARN:\n%s", out)
 	}
 }
+
+// TestDoctorEngines runs doctor on a recipe whose rollout.engines are a real serve with a key,
+// the same serve under a variable holding another key, and a port nobody listens on: the first
+// passes every step (its model named, the probe tokenised as the policy does), the others fail
+// at their step with their fix, and the recipe cannot run.
+func TestDoctorEngines(t *testing.T) {
+	base, _, _, _ := startServeErr(t, "--slots", "1", "--api-key", "sesame")
+	dead := "http://127.0.0.1:1" // a privileged port nothing of ours listens on
+	t.Setenv("AGENTRL_ENGINE_API_KEY", "sesame")
+	t.Setenv("AGENTRL_TEST_OTHER_KEY", "wrong")
+	path := filepath.Join(t.TempDir(), "engines.yaml")
+	yaml := "rollout:\n  engines:\n    - serve " + base + "\n    - sglang " + dead + "\n    - serve " + base + " AGENTRL_TEST_OTHER_KEY\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd(t, "doctor", path, "--json", "--torch-python", "")
+	if err == nil || !strings.Contains(err.Error(), "engine 2, engine 3") {
+		t.Errorf("doctor: %v; want it to fail on engine 2 and engine 3", err)
+	}
+	var rep doctor.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("doctor --json printed %q: %v", out, err)
+	}
+	for _, tc := range []struct{ name, status, detail, fix string }{
+		{"engine 1", "ok", "reachable, key $AGENTRL_ENGINE_API_KEY accepted, serves agentrl-builtin; tokenises the probe as the policy does", ""},
+		{"engine 2", "fail", "sglang engine " + dead + ": reach failed", "start the server"},
+		{"engine 3", "fail", "key failed: HTTP 401: the server refuses the key sent", "$AGENTRL_TEST_OTHER_KEY holds a key this server refuses"},
+	} {
+		c, ok := rep.Find(tc.name)
+		if !ok || string(c.Status) != tc.status || !strings.Contains(c.Detail, tc.detail) || !strings.Contains(c.Fix, tc.fix) {
+			t.Errorf("%s: %+v (found %v); want %s with %q and the fix %q", tc.name, c, ok, tc.status, tc.detail, tc.fix)
+		}
+		if strings.Contains(c.Detail+c.Fix, "sesame") || strings.Contains(c.Detail+c.Fix, "wrong") {
+			t.Errorf("%s: %+v shows a key", tc.name, c)
+		}
+	}
+}

@@ -14,10 +14,6 @@ import (
 	"agentrl/store/safetensors"
 )
 
-// probeText is the prompt every engine scores after a weight push: its token ids check the
-// tokenizer, its log-probs the weights.
-const probeText = "<|im_start|>user\nWhat is 17 times 23? Write code to check.<|im_end|>\n<|im_start|>assistant\n"
-
 // engines is the rollout on rollout.engines (engine/remote): the fleet the players generate on,
 // the folder the policy is written into for them, and the failovers counted at the last step.
 type engines struct {
@@ -110,7 +106,7 @@ func (c *Controller) writeEngineWeights() error {
 // engineProbe is the probe with the trainer's own log-probs: the inference copy's, which the
 // sync has just made equal to the cast master weights.
 func (c *Controller) engineProbe() (remote.Probe, error) {
-	ids := c.opts.Tokenizer.Encode(probeText)
+	ids := c.opts.Tokenizer.Encode(remote.ProbeText)
 	sc, err := c.dev.Infer.Model().Score([][]int32{ids})
 	if err != nil {
 		return remote.Probe{}, fmt.Errorf("engine: scoring the engines' probe: %w", err)
@@ -119,7 +115,7 @@ func (c *Controller) engineProbe() (remote.Probe, error) {
 	for _, v := range sc.NextLogProbs[0][:len(ids)-1] {
 		lps = append(lps, float64(v))
 	}
-	return remote.Probe{Text: probeText, IDs: ids, LogProbs: lps, Tolerance: c.recipe.ProbeTolerance()}, nil
+	return remote.Probe{Text: remote.ProbeText, IDs: ids, LogProbs: lps, Tolerance: c.recipe.ProbeTolerance()}, nil
 }
 
 // syncEngines is the sync phase's part for rollout.engines: the updated policy written for the

@@ -19,6 +19,7 @@ import (
 
 	"agentrl/engine/device"
 	"agentrl/engine/ledger"
+	"agentrl/engine/remote"
 	"agentrl/recipes"
 )
 
@@ -44,6 +45,7 @@ const (
 	SecPython  = "python"
 	SecSandbox = "sandbox"
 	SecRecipe  = "recipe"
+	SecEngines = "engines"
 )
 
 // Check is one line of the report: what was looked at, the verdict, what was seen and, unless
@@ -153,6 +155,8 @@ type Env struct {
 	Torch   func(ctx context.Context, python string) (string, bool, error)
 	Sandbox func() SandboxInfo
 	Builtin func() (string, error) // the built-in model's folder
+	// Engine checks one engine of rollout.engines (remote.Diagnose); nil skips the engines.
+	Engine func(ctx context.Context, ep remote.Endpoint, ids []int32) remote.Diagnosis
 	// Disk says the free bytes of the file system holding dir (or, when dir does not exist yet, its
 	// nearest existing parent: at names the folder measured); nil skips the disk check.
 	Disk func(dir string) (free int64, at string, err error)
@@ -182,6 +186,7 @@ func Run(ctx context.Context, o Options, env Env) *Report {
 	d.python(ctx)
 	d.sandbox()
 	d.recipe()
+	d.engines(ctx)
 	d.rep.CanRun = len(d.rep.Failed()) == 0
 	return d.rep
 }
@@ -192,6 +197,8 @@ type doc struct {
 	rep *Report
 	// what the GPU checks found, for the later ones
 	pluginOK, libsOK bool
+	// policyDir is the policy's model folder once the recipe checks found it
+	policyDir string
 }
 
 func (d *doc) add(section, name string, st Status, detail, fix string) {
@@ -432,6 +439,7 @@ func (d *doc) recipe() {
 		return
 	}
 	if dir, ok := d.policyModel(r); ok {
+		d.policyDir = dir
 		d.prmModel(r)
 		d.fits(r, dir)
 		return

@@ -9,6 +9,7 @@ import (
 var sectionTitles = map[string]string{
 	SecCPU: "CPU", SecMemory: "Memory", SecGPU: "GPU (NVML, PJRT CUDA plugin, CUDA libraries)", SecBackend: "Backend",
 	SecPython: "Python for the reference benchmarks", SecSandbox: "Code sandbox", SecRecipe: "Recipe",
+	SecEngines: "Rollout engines (rollout.engines)",
 }
 
 // Write prints the report for a person: one line per check under its section, the verdict in

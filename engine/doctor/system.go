@@ -19,6 +19,7 @@ import (
 
 	"agentrl/engine/device"
 	"agentrl/engine/model"
+	"agentrl/engine/remote"
 	"agentrl/engine/torchref"
 	"agentrl/envs/sandbox"
 )
@@ -40,6 +41,9 @@ func SystemEnv(builtin func() (string, error), kernels func() device.KernelChoic
 		Sandbox: systemSandbox,
 		Builtin: builtin,
 		Disk:    diskFree,
+		Engine: func(ctx context.Context, ep remote.Endpoint, ids []int32) remote.Diagnosis {
+			return remote.Diagnose(ctx, ep, ids, nil)
+		},
 	}
 }
 
