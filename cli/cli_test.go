@@ -170,6 +170,24 @@ func TestPlanSet(t *testing.T) {
 	}
 }
 
+// TestPlanRemoteRollout: with rollout.engines the plan's rollout column holds no KV cache or
+// inference copy and a line says the engines generate.
+func TestPlanRemoteRollout(t *testing.T) {
+	out, err := runCmd(t, "plan", recipe("retool.yaml"), "--shape", "qwen3-0.6b", "--vram", "24GiB",
+		"--set", "rollout.engines=serve http://10.0.0.5:8001,sglang http://10.0.0.6:30000")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	for _, want := range []string{"rollout: remote: the 2 engines of rollout.engines generate", "fits: no KV slots (rollout on the engines)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan with rollout.engines:\n%s\nwant %q", out, want)
+		}
+	}
+	if strings.Contains(out, "kv_cache") || strings.Contains(out, "inference_weights") {
+		t.Errorf("plan with rollout.engines:\n%s\nwant no KV cache or inference copy", out)
+	}
+}
+
 // TestPlanDoesNotFitExitsOne: a recipe that does not fit its budget prints the plan and the
 // reason, and exits 1 (with --json too, after the JSON), so scripts can test it; one that fits
 // exits 0.

@@ -33,7 +33,9 @@ disk its store fills at checkpoint.keep_*, without running anything. The exit st
 the recipe fits the device: 0 when it fits, 1 when it does not (after printing the plan, or its
 JSON with --json, and the reason); agentrl-tui doctor RECIPE checks the host figures against this
 machine. With --eval: the plan of an evaluation-only run of the recipe (agentrl-tui eval), which
-builds no trainer: the inference weights, the KV cache and the sampler alone.
+builds no trainer: the inference weights, the KV cache and the sampler alone. With
+rollout.engines the rollout phase is remote: the engines generate, and the device holds no KV
+cache or inference copy for them (unless prm.model: policy or hinter.kind: self generate here).
 
 With --sft (no recipe): the device memory of one supervised step of sft --data on conversations
 of --seq-len tokens in bf16 compute, with every weight trained and, with --lora RANK, with
@@ -78,7 +80,7 @@ its parts. The exit status is 0 when every row fits, 1 otherwise.`,
 				}
 			}
 			p, err := ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, ShapeName: shape, VRAM: vram,
-				BuiltinModelDir: builtin, DetectedVRAM: detected, EvalOnly: evalPlan})
+				BuiltinModelDir: builtin, DetectedVRAM: detected, EvalOnly: evalPlan, RemoteRollout: true})
 			if err != nil {
 				return err
 			}

@@ -28,6 +28,10 @@
 // offloaded moments to the host, rebuilds the inference copy from the master weights and only
 // then moves offloaded master weights to the host, so the sync never holds more than rollout does.
 //
+// Remote rollout (rollout.engines, Settings.RemoteRollout): inference servers generate the
+// rollouts and evaluations, so rollout holds only what waits for the update (and the runtime),
+// with no KV slots, and there is no eval phase; the PRM, reference and train phases are unchanged.
+//
 // 8-bit moments and LoRA change these sizes: see options.go. Peak (Plan.Total) is the largest phase.
 //
 // # Estimates
@@ -155,6 +159,15 @@ type Settings struct {
 	// KeepBest and KeepLast are checkpoint.keep_best and keep_last, and CheckpointsKept the most
 	// checkpoints the store holds at once (CheckpointsKept; 0: one).
 	KeepBest, KeepLast, CheckpointsKept int
+	// RemoteRollout: the rollouts and evaluations are generated on rollout.engines' inference
+	// servers, so the device holds no inference copy, KV cache or sampler workspace for them;
+	// rollout holds what waits for the update (master weights, moments), and there is no eval
+	// phase. The reference, PRM and train phases are as without it. KVSlots is then 0.
+	RemoteRollout bool
+	// Engines is the number of rollout.engines (for display; 0: none), LocalEngine why the local
+	// engine stays beside them ("" when nothing else generates here; see LocalEngineFor).
+	Engines     int
+	LocalEngine string
 	// EvalOnly plans an evaluation-only run (agentrl-tui eval): the model generates and nothing
 	// trains, so there is no master copy, gradient, AdamW moment or activation of an update, no
 	// reference or PRM phase, and a LoRA checkpoint is evaluated merged (a plain model). Only the
@@ -421,6 +434,10 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 	}
 	if st.EvalOnly {
 		st.Reference, st.PRM, st.Eval, st.ValueHead, st.LoRARank, st.LoRATargets = false, nil, nil, false, 0, ""
+		st.RemoteRollout = false
+	}
+	if st.RemoteRollout {
+		st.Eval = nil // evaluations generate on the engines too
 	}
 	z := newSizer(shape, st)
 	p := &Plan{Budget: budget, Shape: shape, Params: z.params, Trainable: z.trainable, Settings: st}
@@ -452,6 +469,9 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 	if st.EvalOnly {
 		maxMicro = 0
 	}
+	if st.RemoteRollout { // the engines hold the KV cache: rollout's phase is what waits for the update
+		maxSlots = 0
+	}
 	if budget == 0 {
 		p.KVSlots, p.MicroBatch = maxSlots, maxMicro
 	} else {
@@ -459,7 +479,11 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 		trainCost := func(n int) int64 { return z.train(n).Bytes }
 		p.KVSlots = most(maxSlots, budget, rolloutCost)
 		p.MicroBatch = most(maxMicro, budget, trainCost)
-		if st.KVSlots > 0 && p.KVSlots < st.KVSlots {
+		if st.RemoteRollout {
+			if r := z.rollout(0, w); r.Bytes > budget {
+				reasons = append(reasons, tooBig(r, budget, "no KV slot (the engines generate)"))
+			}
+		} else if st.KVSlots > 0 && p.KVSlots < st.KVSlots {
 			reasons = append(reasons, tooBig(z.rollout(st.KVSlots, w), budget,
 				fmt.Sprintf("%d KV slots (fixed; %s)", st.KVSlots, fitCount(p.KVSlots, "slot"))))
 			p.KVSlots = 0
@@ -486,7 +510,7 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 
 	// Report components at what was chosen, or at the smallest (or fixed) size that was tried.
 	slots, micro := p.KVSlots, p.MicroBatch
-	if slots == 0 {
+	if slots == 0 && !st.RemoteRollout {
 		slots = max(st.KVSlots, 1)
 	}
 	if micro == 0 {
@@ -499,7 +523,9 @@ func Compute(shape Shape, st Settings, budget int64) (*Plan, error) {
 	p.Total = max(p.Rollout.Bytes, p.Eval.Bytes, p.PRM.Bytes, p.Reference.Bytes, p.Train.Bytes)
 	p.Components = map[string]int64{}
 	for _, n := range componentOrder() {
-		if b := max(p.Rollout.Holds[n], p.Eval.Holds[n], p.PRM.Holds[n], p.Reference.Holds[n], p.Train.Holds[n]); b > 0 || !st.EvalOnly && n != PRMWeights && n != PRMKVCache && n != EvalKVCache {
+		remoteOnly := st.RemoteRollout && (n == InferenceWeights || n == KVCache || n == SamplerWorkspace) // held on the engines
+		if b := max(p.Rollout.Holds[n], p.Eval.Holds[n], p.PRM.Holds[n], p.Reference.Holds[n], p.Train.Holds[n]); b > 0 ||
+			!st.EvalOnly && !remoteOnly && n != PRMWeights && n != PRMKVCache && n != EvalKVCache {
 			p.Components[n] = b
 		}
 	}

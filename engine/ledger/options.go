@@ -247,9 +247,11 @@ func newPhase(name string) Phase {
 
 func (z sizer) rollout(slots int, w where) Phase {
 	p := newPhase("rollout")
-	p.Holds[InferenceWeights] = z.inference()
-	p.Holds[KVCache] = z.kvCache(slots)
-	p.Holds[SamplerWorkspace] = z.sampler(slots)
+	if !z.st.RemoteRollout {
+		p.Holds[InferenceWeights] = z.inference()
+		p.Holds[KVCache] = z.kvCache(slots)
+		p.Holds[SamplerWorkspace] = z.sampler(slots)
+	}
 	z.waiting(&p, w)
 	z.addBase(&p)
 	return p.summed()

@@ -85,6 +85,11 @@ type Request struct {
 	DetectedVRAM int64
 	// EvalOnly plans an evaluation-only run (see Settings.EvalOnly).
 	EvalOnly bool
+	// RemoteRollout plans rollout.engines as remote generation (Settings.RemoteRollout): no
+	// inference copy or KV cache here, unless something else generates on the local engine
+	// (LocalEngineFor). Without it the plan counts the local engine, engines or not, as a run of
+	// this build still builds it (docs/engines.md).
+	RemoteRollout bool
 }
 
 // PlanFor resolves the shape and budget of a request and computes its plan. With it the plan
@@ -114,7 +119,24 @@ func PlanFor(req Request) (*Plan, error) {
 		// An evaluation-only run's one generator is sized for the evaluation's context.
 		st.SeqLen = r.EvalTotalTokens()
 	}
+	if n := len(r.Rollout.Engines); n > 0 && req.RemoteRollout && !req.EvalOnly {
+		st.Engines, st.LocalEngine = n, LocalEngineFor(r)
+		st.RemoteRollout = st.LocalEngine == ""
+	}
 	return Compute(shape, st, budget)
+}
+
+// LocalEngineFor says what still generates on the local engine of a run with rollout.engines,
+// which then keeps its inference copy and KV cache: "" when nothing does.
+func LocalEngineFor(r *recipes.Recipe) string {
+	var why []string
+	if r.PRMModel() && r.PRM.Endpoint == "" && r.PRM.Model == "policy" {
+		why = append(why, "prm.model: policy (the PRM's verdicts)")
+	}
+	if r.Hinter.Kind == "self" {
+		why = append(why, "hinter.kind: self (the hints)")
+	}
+	return strings.Join(why, " and ")
 }
 
 // EvalSettingsFor is the eval phase's settings of r: nil when evaluation decodes in rollout's

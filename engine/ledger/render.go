@@ -17,7 +17,9 @@ func gib(b int64) string { return recipes.FormatGiB(b) }
 // "host" (host memory and disk: "ram", "step", "load", "components", "checkpoint_bytes",
 // "checkpoints", "disk").
 // "phases" has "reference" only when the recipe needs a reference model, "eval" only when the
-// evaluation's context is longer than rollout's (then "eval_slots" are its KV slots).
+// evaluation's context is longer than rollout's (then "eval_slots" are its KV slots). With
+// rollout.engines planned remote, "engines" is their number and "remote_rollout" whether the
+// device holds no rollout engine (kv_slots 0), "local_engine" why it still does.
 func (p *Plan) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Fits          bool             `json:"fits"`
@@ -37,11 +39,14 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Host          hostJSON         `json:"host"`
 		PRMSlots      int              `json:"prm_slots,omitempty"`
 		EvalSlots     int              `json:"eval_slots,omitempty"`
+		Engines       int              `json:"engines,omitempty"`
+		RemoteRollout bool             `json:"remote_rollout,omitempty"`
+		LocalEngine   string           `json:"local_engine,omitempty"`
 	}{
 		p.Fits, p.KVSlots, p.MicroBatch, p.Components, p.Total, p.Budget,
 		p.phaseBytes(), p.Params, p.Trainable, p.MomentsOnHost, p.MasterOnHost, p.HostBytes, p.Reason, p.Shape.Name,
 		hostJSON{p.Host.RAM, p.Host.Step, p.Host.Load, p.Host.Components, p.Host.CheckpointBytes, p.Host.Checkpoints, p.Host.Disk},
-		p.PRMSlots, p.EvalSlots,
+		p.PRMSlots, p.EvalSlots, p.Settings.Engines, p.Settings.RemoteRollout, p.Settings.LocalEngine,
 	})
 }
 
@@ -136,7 +141,7 @@ func (p *Plan) Table() string {
 			_, h := ph.Host[n]
 			held = held || d || h
 		}
-		if !held && n != KVCache && (n != Activations || st.EvalOnly) {
+		if !held && (n != KVCache || st.RemoteRollout) && (n != Activations || st.EvalOnly) {
 			continue
 		}
 		note := ""
@@ -185,6 +190,14 @@ func (p *Plan) Table() string {
 		}), note)
 	}
 	row("total", cells(func(ph Phase) string { return gib(ph.Bytes) }), "")
+	switch {
+	case st.RemoteRollout:
+		fmt.Fprintf(&b, "rollout: remote: the %s of rollout.engines generate the rollouts and evaluations; this device holds no KV cache, inference copy or sampler for them, its rollout column is what waits for the update\n",
+			plural(st.Engines, "engine"))
+	case st.Engines > 0:
+		fmt.Fprintf(&b, "rollout: the %s of rollout.engines generate, but the local engine stays for %s: its inference copy and KV cache are counted\n",
+			plural(st.Engines, "engine"), st.LocalEngine)
+	}
 	if p.HostBytes > 0 {
 		fmt.Fprintf(&b, "host memory during rollout: %s\n", gib(p.HostBytes))
 	}
@@ -210,8 +223,12 @@ func (p *Plan) Table() string {
 		if st.PRM != nil {
 			prm += fmt.Sprintf(", %d PRM slots (%s)", p.PRMSlots, asked(st.PRM.KVSlots, st.PRM.MaxKVSlots))
 		}
-		fmt.Fprintf(&b, "fits: %d KV slots (%s)%s, micro-batch %d (%s); peak %s in %s\n",
-			p.KVSlots, asked(st.KVSlots, st.MaxKVSlots), prm, p.MicroBatch, asked(st.MicroBatch, st.MaxMicroBatch), gib(p.Total), peak.Name)
+		slots := fmt.Sprintf("%d KV slots (%s)", p.KVSlots, asked(st.KVSlots, st.MaxKVSlots))
+		if st.RemoteRollout {
+			slots = "no KV slots (rollout on the engines)"
+		}
+		fmt.Fprintf(&b, "fits: %s%s, micro-batch %d (%s); peak %s in %s\n",
+			slots, prm, p.MicroBatch, asked(st.MicroBatch, st.MaxMicroBatch), gib(p.Total), peak.Name)
 	} else {
 		fmt.Fprintf(&b, "does not fit: %s\n", p.Reason)
 	}
