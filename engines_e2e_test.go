@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,7 +69,8 @@ func stepMetrics(t *testing.T, db string) (string, map[int]map[string]float64) {
 // processes as its rollout engines (issue #50): trajectories, rewards and training as with the
 // local engine; after each update both servers' probe log-probs equal the trainer's (f32
 // weights: within 1e-3); one server is killed (SIGKILL) in the middle of step 2's rollout and
-// the step finishes on the other, the moved requests counted. Then one engine of this project
+// the step finishes on the other, the moved requests counted (in the metrics and the engines'
+// state after each push). Then one engine of this project
 // and the local engine, same seed: the same trajectories (tokens, hence rewards).
 func TestRemoteEnginesEndToEnd(t *testing.T) {
 	bin, env := buildForSignals(t)
@@ -124,6 +126,25 @@ func TestRemoteEnginesEndToEnd(t *testing.T) {
 	if m[2]["engines_down"] != 1 || m[2]["engine_failovers"] < 1 {
 		t.Errorf("step 2: failovers %g, down %g; want the killed server's requests moved (≥ 1) and it out of the rotation (1)",
 			m[2]["engine_failovers"], m[2]["engines_down"])
+	}
+	// The engines' state after each push, as the log shows it: both up after step 1; after step
+	// 2 the killed one down with its requests moved, the other up; each answered requests.
+	a, bURL := "serve "+strings.TrimSuffix(urlA, "/v1"), "serve "+strings.TrimSuffix(urlB, "/v1")
+	pushed := map[int]string{}
+	for _, l := range lines {
+		for step := 1; step <= 2; step++ {
+			if rest, ok := strings.CutPrefix(l, fmt.Sprintf("step %d  engines after the push: ", step)); ok {
+				pushed[step] = rest
+			}
+		}
+	}
+	answered := regexp.MustCompile(`up, \d+ in flight, [1-9]\d* done, `)
+	if p := pushed[1]; !strings.Contains(p, a+" up,") || !strings.Contains(p, bURL+" up,") || len(answered.FindAllString(p, -1)) != 2 {
+		t.Errorf("engines after step 1's push: %q; want both up, each with requests done", p)
+	}
+	moved := regexp.MustCompile(regexp.QuoteMeta(bURL) + ` DOWN \(.*\), 0 in flight, \d+ done, .* tok/s, [1-9]\d* failovers?`)
+	if p := pushed[2]; !strings.Contains(p, a+" up,") || !moved.MatchString(p) {
+		t.Errorf("engines after step 2's push: %q; want %s up and %s DOWN with its failovers", p, a, bURL)
 	}
 	for _, l := range lines {
 		if strings.Contains(l, "ALARM stale_weights") && !strings.Contains(l, "left the rotation") {

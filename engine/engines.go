@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"agentrl/engine/event"
@@ -20,6 +22,59 @@ type engines struct {
 	fleet     *remote.Fleet
 	dir       string
 	failovers int64
+	// weights is the step whose update the engines were last given.
+	weights atomic.Int64
+
+	// mu guards the engines event's state: when the last went out, each engine's counters then
+	// and the rate it showed.
+	mu   sync.Mutex
+	last time.Time
+	prev []remote.EngineStats
+	rate []float64
+}
+
+// enginesTick is the most often an engines event goes out while trajectories generate.
+const enginesTick = 2 * time.Second
+
+// state is the engines event for phase, each engine's rate over its busy time since the last
+// event (over the run when that was under a second: the rate shown stays until one is measured).
+func (e *engines) state(phase string) event.Engines {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.fleet.Engines()
+	if e.rate == nil {
+		e.rate, e.prev = make([]float64, len(now)), make([]remote.EngineStats, len(now))
+	}
+	ev := event.Engines{Weights: int(e.weights.Load()), Phase: phase}
+	for i, s := range now {
+		if busy := s.Busy - e.prev[i].Busy; busy >= time.Second {
+			e.rate[i] = float64(s.Tokens-e.prev[i].Tokens) / busy.Seconds()
+			e.prev[i] = s
+		} else if e.rate[i] == 0 && s.Busy > 0 {
+			e.rate[i] = float64(s.Tokens) / s.Busy.Seconds()
+		}
+		st := event.EngineState{URL: s.URL, Kind: string(s.Kind), Up: s.Down == nil, InFlight: s.InFlight, Done: s.Done, Tokens: s.Tokens,
+			TokensPerSec: e.rate[i], Failovers: s.Failovers, Errors: s.Errors}
+		if s.Down != nil {
+			st.Down = s.Down.Error()
+		}
+		ev.Engines = append(ev.Engines, st)
+	}
+	e.last = time.Now()
+	return ev
+}
+
+// tickEngines emits the engines event while trajectories generate: as the first request ends,
+// then at most every enginesTick (the fleet calls it as each request ends). (None goes out while
+// the controller is built: nothing reads its events yet.)
+func (c *Controller) tickEngines() {
+	e := c.remote
+	e.mu.Lock()
+	due := time.Since(e.last) >= enginesTick
+	e.mu.Unlock()
+	if due {
+		c.emit(e.state(event.EnginesGenerate))
+	}
 }
 
 // openEngines, with rollout.engines set, makes the players generate on the remote engines:
@@ -44,7 +99,8 @@ func (c *Controller) openEngines() error {
 		}
 		eps = append(eps, ep)
 	}
-	fleet, err := remote.New(remote.Config{Endpoints: eps, MaxLen: c.gen.Config().MaxLen, Timeout: rm.Timeout})
+	fleet, err := remote.New(remote.Config{Endpoints: eps, MaxLen: c.gen.Config().MaxLen, Timeout: rm.Timeout,
+		Observe: c.tickEngines}) // c.remote is set below, before any request
 	if err != nil {
 		return err
 	}
@@ -59,6 +115,7 @@ func (c *Controller) openEngines() error {
 		}
 	}
 	c.remote = &engines{fleet: fleet, dir: dir}
+	c.remote.weights.Store(int64(c.start - 1))
 	ctx := context.Background()
 	if err := fleet.ResolveModels(ctx); err != nil {
 		return err
@@ -134,6 +191,8 @@ func (c *Controller) syncEngines(step int, metrics map[event.Metric]float64) err
 		return err
 	}
 	rep := c.remote.fleet.Push(context.Background(), c.remote.dir, c.weightVersion(step), probe)
+	c.remote.weights.Store(int64(step))
+	c.emit(c.remote.state(event.EnginesSync))
 	st := c.remote.fleet.Stats()
 	metrics[event.MetricEngineProbeDiffMax] = rep.MaxDiff
 	metrics[event.MetricEnginesDown] = float64(rep.Down)

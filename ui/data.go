@@ -20,6 +20,7 @@ const (
 	chAlarm
 	chError
 	chControl // paused, stopping, best override: the user's own commands
+	chEngines // rollout.engines' state
 )
 
 // alarm is one kind of correctness alarm as listed until acknowledged; repeats of the same kind
@@ -63,6 +64,7 @@ type runData struct {
 	ckpts      []event.Checkpoint
 	ledger     *event.Ledger
 	ledgerHist []ledgerSample
+	engines    *event.Engines // the latest state of rollout.engines, nil without them
 	alarms     []alarm
 	errs       []string
 
@@ -186,6 +188,9 @@ func (d *runData) apply(e event.Event) change {
 			d.ledgerHist = d.ledgerHist[len(d.ledgerHist)-histLen:]
 		}
 		return chLedger
+	case event.Engines:
+		d.engines = &v
+		return chEngines
 	case event.Alarm:
 		for i := range d.alarms {
 			if a := &d.alarms[i]; a.Kind == v.Kind && !a.Acked {

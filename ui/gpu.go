@@ -44,7 +44,7 @@ func cpuBackend(l *event.Ledger) bool {
 
 // gpuPane is the GPU pane: the engine's memory ledger as a bar stacked by component, next to
 // NVML's used/total and utilisation, with a short history; on the CPU backend, the process's
-// own memory instead of the device's.
+// own memory instead of the device's. With rollout.engines, the inference servers first.
 type gpuPane struct {
 	paneBase
 	keyHelp
@@ -62,7 +62,7 @@ func newGPUPane(sh *shared) *gpuPane {
 func (p *gpuPane) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case dataMsg:
-		if msg.ch&(chLedger|chRun) != 0 {
+		if msg.ch&(chLedger|chRun|chEngines) != 0 {
 			p.dirty = true
 		}
 	case tea.KeyMsg:
@@ -118,7 +118,23 @@ func partGlyph(i int) string {
 	return string(rune('a' + (i-len(partGlyphs))%26))
 }
 
+// render draws the pane: with rollout.engines, the engines the rollout generates on first
+// (where its GPUs are), then this device's memory.
 func (p *gpuPane) render(w int) []string {
+	d, t := p.sh.data, p.sh.theme
+	var out []string
+	if d.engines != nil {
+		for _, l := range wrap(enginesTitle(d.engines), w) {
+			out = append(out, t.Bold.Render(l))
+		}
+		out = append(out, enginesRows(d.engines, t, w)...)
+		out = append(out, "", t.Bold.Render("This device"))
+	}
+	return append(out, p.renderMemory(w)...)
+}
+
+// renderMemory draws the ledger, NVML's memory and utilisation, or the process's memory.
+func (p *gpuPane) renderMemory(w int) []string {
 	d, t := p.sh.data, p.sh.theme
 	var out []string
 	add := func(s ...string) { out = append(out, s...) }

@@ -204,6 +204,11 @@ func PlainLine(e event.Event) string {
 			line += fmt.Sprintf("; device %s of %s used, %d%% busy", fmtBytes(float64(v.DeviceUsed)), fmtBytes(float64(v.DeviceTotal)), v.UtilPct)
 		}
 		return line
+	case event.Engines:
+		if v.Phase != event.EnginesSync { // every few seconds while generating: the TUI's, not a log's
+			return ""
+		}
+		return fmt.Sprintf("step %d  engines after the push: %s", v.Weights, enginesLine(v))
 	case event.RunEnd:
 		return EndLine(v)
 	case event.Error:

@@ -519,6 +519,10 @@ func (p *statusPane) renderAs(w int, setupBelow bool) (out []string, phasesEnd i
 		}
 		phasesEnd = len(out)
 	}
+	if d.engines != nil {
+		head(enginesTitle(d.engines))
+		out = append(out, enginesRows(d.engines, t, w)...)
+	}
 	if setupBelow {
 		head("Setup")
 		setup()

@@ -465,6 +465,43 @@ type Ledger struct {
 	UtilPct     uint32           `json:"util_pct,omitempty"`
 }
 
+// Engines is the state of the inference servers of rollout.engines (engine/remote), one entry
+// each in the recipe's order: emitted every few seconds while trajectories generate on them,
+// and after each step's weight push.
+type Engines struct {
+	// Weights is the step whose update the engines were last given (the start's: the step
+	// before the run's first).
+	Weights int           `json:"weights"`
+	Phase   string        `json:"phase"` // EnginesGenerate or EnginesSync
+	Engines []EngineState `json:"engines"`
+}
+
+// Engines phases: when the state was taken.
+const (
+	EnginesGenerate = "generate" // while trajectories generate (rollout, evaluation)
+	EnginesSync     = "sync"     // after a step's weight push and probe
+)
+
+// EngineState is one engine: whether it is in the rotation, and its counters since the run
+// started.
+type EngineState struct {
+	URL  string `json:"url"`
+	Kind string `json:"kind"` // sglang | vllm | serve
+	Up   bool   `json:"up"`
+	// Down is why it left the rotation ("" while up).
+	Down     string `json:"down,omitempty"`
+	InFlight int    `json:"in_flight"` // generation requests in flight
+	Done     int64  `json:"done"`      // generation requests answered
+	Tokens   int64  `json:"tokens"`    // tokens generated
+	// TokensPerSec is its rate while it had requests in flight, over the time since the
+	// previous Engines event (over the run when that time is too short to measure).
+	TokensPerSec float64 `json:"tokens_per_s"`
+	// Failovers are requests that failed here and went to another engine; Errors, requests it
+	// refused and weight pushes or probes that failed on it.
+	Failovers int64 `json:"failovers"`
+	Errors    int64 `json:"errors"`
+}
+
 // Alarm kinds raised by the correctness probes.
 const (
 	AlarmLogProbMismatch = "logprob_mismatch"
@@ -563,6 +600,7 @@ func (Generation) Type() string  { return "generation" }
 func (Eval) Type() string        { return "eval" }
 func (Checkpoint) Type() string  { return "checkpoint" }
 func (Ledger) Type() string      { return "ledger" }
+func (Engines) Type() string     { return "engines" }
 func (Alarm) Type() string       { return "alarm" }
 func (Progress) Type() string    { return "progress" }
 func (Stopping) Type() string    { return "stopping" }
@@ -611,6 +649,8 @@ func Unmarshal(line []byte) (Event, error) {
 		e = &Checkpoint{}
 	case "ledger":
 		e = &Ledger{}
+	case "engines":
+		e = &Engines{}
 	case "alarm":
 		e = &Alarm{}
 	case "progress":
@@ -632,7 +672,7 @@ func Unmarshal(line []byte) (Event, error) {
 	return deref(e), nil
 }
 
-const typeList = "run_start, phase, trajectory, metrics, generation, eval, checkpoint, ledger, alarm, progress, stopping, run_end, error"
+const typeList = "run_start, phase, trajectory, metrics, generation, eval, checkpoint, ledger, engines, alarm, progress, stopping, run_end, error"
 
 func deref(e Event) Event {
 	switch v := e.(type) {
@@ -651,6 +691,8 @@ func deref(e Event) Event {
 	case *Checkpoint:
 		return *v
 	case *Ledger:
+		return *v
+	case *Engines:
 		return *v
 	case *Alarm:
 		return *v

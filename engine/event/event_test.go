@@ -25,6 +25,9 @@ func TestRoundTrip(t *testing.T) {
 		Checkpoint{Step: 2, ID: "r1/2", Bytes: 100, Metrics: map[string]float64{"best": 0.77}, Best: true},
 		Ledger{Backend: "go", Components: map[string]int64{"kv_cache": 10}, Budget: 100},
 		Ledger{Backend: "cuda", Components: map[string]int64{"weights": 10, "kv_cache": 20}, Budget: 100, DeviceUsed: 60, DeviceTotal: 80, UtilPct: 93},
+		Engines{Weights: 2, Phase: EnginesSync, Engines: []EngineState{
+			{URL: "http://10.0.0.5:30000", Kind: "sglang", Up: true, InFlight: 3, Done: 412, Tokens: 91000, TokensPerSec: 1250.5, Failovers: 1},
+			{URL: "http://10.0.0.6:8000", Kind: "vllm", Down: "no reply within 5m0s (stalled)", Done: 12, Tokens: 3000, Failovers: 2, Errors: 1}}},
 		Alarm{Step: 3, Kind: AlarmLogProbMismatch, Value: 0.2, Threshold: 0.05, Message: "m"},
 		Progress{Step: 1, Phase: "rollout", Done: 3, Total: 64},
 		Progress{Step: 0, Phase: "eval", Done: 40, Total: 64, ETA: 12.5, RunETA: 300, RunETAAtLeast: true, Tasks: 8, TasksDone: 5,
@@ -140,5 +143,14 @@ func TestAgentTurnJSON(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back.Turns[0].Sent, tr.Turns[0].Sent) || !reflect.DeepEqual(back.Agent.Opening, tr.Agent.Opening) {
 		t.Errorf("messages read back as %+v, %+v", back.Turns[0].Sent, back.Agent.Opening)
+	}
+}
+
+// TestEnginesJSONShape: an engines event's JSON, field by field (the json UI mode prints it).
+func TestEnginesJSONShape(t *testing.T) {
+	line, _ := Marshal(Engines{Weights: 3, Phase: EnginesGenerate, Engines: []EngineState{{URL: "http://h:1", Kind: "serve", Up: true, InFlight: 2, Done: 5, Tokens: 80, TokensPerSec: 40, Failovers: 1, Errors: 0}}})
+	want := `{"type":"engines","weights":3,"phase":"generate","engines":[{"url":"http://h:1","kind":"serve","up":true,"in_flight":2,"done":5,"tokens":80,"tokens_per_s":40,"failovers":1,"errors":0}]}`
+	if string(line) != want {
+		t.Errorf("got  %s\nwant %s", line, want)
 	}
 }

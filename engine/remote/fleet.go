@@ -23,6 +23,9 @@ type Config struct {
 	Timeout time.Duration
 	// HTTP is the client used (nil: one without a global timeout; requests carry their own).
 	HTTP *http.Client
+	// Observe, when set, is called after each generation request ends, on the goroutine that
+	// sent it, outside the fleet's lock (a caller reads Engines there, e.g. to report them).
+	Observe func()
 }
 
 // Stats are a fleet's counters since New.
@@ -51,6 +54,43 @@ type engine struct {
 	c        *client
 	inflight int
 	down     error // why it left the rotation; nil while in it
+	// the counters of EngineStats; busySince is when inflight last rose from 0
+	done, tokens, failovers, errors int64
+	busy                            time.Duration
+	busySince                       time.Time
+}
+
+// EngineStats is one engine's state and counters since New.
+type EngineStats struct {
+	URL  string // base URL, without /v1
+	Kind Kind
+	// Down is why it is out of the rotation; nil while in it.
+	Down     error
+	InFlight int           // generation requests in flight now
+	Done     int64         // generation requests it answered
+	Tokens   int64         // tokens it generated
+	Busy     time.Duration // time with at least one request in flight: Tokens ÷ Busy is its rate while working
+	// Failovers are requests that failed here (refused connection, 5xx, stall, malformed reply)
+	// and went to another engine; Errors, requests it refused (4xx) and weight pushes or probes
+	// that failed on it.
+	Failovers, Errors int64
+}
+
+// Engines returns each engine's state and counters, in Config.Endpoints' order.
+func (f *Fleet) Engines() []EngineStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	out := make([]EngineStats, len(f.engines))
+	for i, e := range f.engines {
+		busy := e.busy
+		if e.inflight > 0 {
+			busy += now.Sub(e.busySince)
+		}
+		out[i] = EngineStats{URL: e.c.ep.URL, Kind: e.c.ep.Kind, Down: e.down, InFlight: e.inflight, Done: e.done, Tokens: e.tokens,
+			Busy: busy, Failovers: e.failovers, Errors: e.errors}
+	}
+	return out
 }
 
 // New checks cfg and makes the fleet; nothing is sent yet (see Check).
@@ -113,24 +153,47 @@ func (f *Fleet) pick(prefer *engine) *engine {
 		}
 	}
 	if best != nil {
+		if best.inflight == 0 {
+			best.busySince = time.Now()
+		}
 		best.inflight++
 	}
 	return best
 }
 
-// done ends a request on e; err non-nil takes e out of the rotation.
-func (f *Fleet) done(e *engine, err error) {
+// Outcomes of a request on an engine (done).
+const (
+	answered  = iota // it answered: tokens generated
+	refused          // it refused the request (4xx): counted as its error, it stays in the rotation
+	failed           // it failed: out of the rotation, the request goes elsewhere
+	abandoned        // the caller gave up: nothing counted
+)
+
+// done ends a request on e with its outcome; failed takes e out of the rotation for err.
+func (f *Fleet) done(e *engine, outcome int, tokens int, err error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	e.inflight--
-	if err == nil {
+	if e.inflight == 0 {
+		e.busy += time.Since(e.busySince)
+	}
+	switch outcome {
+	case answered:
 		f.stats.Requests++
-		return
+		e.done++
+		e.tokens += int64(tokens)
+	case refused:
+		e.errors++
+	case failed:
+		if e.down == nil {
+			e.down = err
+		}
+		f.stats.Failovers++
+		e.failovers++
 	}
-	if e.down == nil {
-		e.down = err
+	f.mu.Unlock()
+	if f.cfg.Observe != nil {
+		f.cfg.Observe()
 	}
-	f.stats.Failovers++
 }
 
 // downReasons says why each engine left the rotation.
@@ -194,26 +257,26 @@ func (s *Session) Generate(ctx context.Context, req rollout.Request) (rollout.Re
 		stalled := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
 		if err != nil && ctx.Err() != nil { // the caller gave up: the engine did nothing wrong
-			f.done(e, nil)
+			f.done(e, abandoned, 0, nil)
 			return rollout.Result{}, ctx.Err()
 		}
 		if err == nil && len(res.IDs) > req.MaxNew && req.MaxNew > 0 {
 			err = fmt.Errorf("it returned %d tokens for max_new_tokens %d", len(res.IDs), req.MaxNew)
 		}
-		var refused *errStatus
-		if errors.As(err, &refused) && refused.status/100 == 4 { // the server is alive and says the request is wrong: so would the others
-			f.done(e, nil)
+		var refusal *errStatus
+		if errors.As(err, &refusal) && refusal.status/100 == 4 { // the server is alive and says the request is wrong: so would the others
+			f.done(e, refused, 0, nil)
 			return rollout.Result{}, fmt.Errorf("remote: %s refused a request of %d context tokens: %w", e.name(), len(input), err)
 		}
 		if err != nil {
 			if stalled {
 				err = fmt.Errorf("no reply within %s (stalled)", f.cfg.Timeout)
 			}
-			f.done(e, err)
+			f.done(e, failed, 0, err)
 			s.eng = nil
 			continue
 		}
-		f.done(e, nil)
+		f.done(e, answered, len(res.IDs), nil)
 		s.eng = e
 		if req.OnToken != nil {
 			for i, id := range res.IDs {

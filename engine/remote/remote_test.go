@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,16 +222,20 @@ func TestFailoverAndStall(t *testing.T) {
 	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
 	defer stall.Close()
 	defer close(release)
-	f, _ := New(Config{Endpoints: []Endpoint{{URL: deadURL, Kind: Serve}, {URL: stall.URL, Kind: SGLang}, {URL: live, Kind: Serve}}, MaxLen: 256, Timeout: 2 * time.Second})
+	var observed atomic.Int64
+	f, _ := New(Config{Endpoints: []Endpoint{{URL: deadURL, Kind: Serve}, {URL: stall.URL, Kind: SGLang}, {URL: live, Kind: Serve}}, MaxLen: 256, Timeout: 2 * time.Second,
+		Observe: func() { observed.Add(1) }})
 	prompt := tok.Encode(probeText)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
+	var tokens atomic.Int64
 	for i := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			s, _ := f.Open(context.Background())
-			_, err := s.Generate(context.Background(), rollout.Request{Append: prompt, MaxNew: 8, StopIDs: tok.ChatStopIDs(), Sampling: rollout.Sampling{Temperature: 1, Seed: uint64(i)}})
+			res, err := s.Generate(context.Background(), rollout.Request{Append: prompt, MaxNew: 8, StopIDs: tok.ChatStopIDs(), Sampling: rollout.Sampling{Temperature: 1, Seed: uint64(i)}})
+			tokens.Add(int64(len(res.IDs)))
 			errs <- err
 		}()
 	}
@@ -245,8 +250,30 @@ func TestFailoverAndStall(t *testing.T) {
 	if st.Requests != 4 || st.Failovers < 2 || st.Down != 2 {
 		t.Errorf("stats %+v; want 4 answered, at least 2 failovers (the dead and the stalled engine), 2 down", st)
 	}
+	// Each engine's own counters: the dead and the stalled one failed over and are down; the
+	// live one answered all four, its tokens those returned, busy while it worked.
+	es := f.Engines()
+	if want := 4 + st.Failovers; observed.Load() != want {
+		t.Errorf("Observe called %d times; want %d (every request's end on an engine)", observed.Load(), want)
+	}
+	for i, e := range es[:2] {
+		if e.Down == nil || e.Failovers < 1 || e.Done != 0 || e.InFlight != 0 {
+			t.Errorf("engine %d (%s): %+v; want down with a failover, nothing answered", i, e.URL, e)
+		}
+	}
+	if e := es[2]; e.Down != nil || e.Done != 4 || e.Tokens != tokens.Load() || e.Tokens == 0 || e.Busy <= 0 || e.InFlight != 0 || e.Failovers != 0 || e.Errors != 0 {
+		t.Errorf("live engine: %+v; want up, 4 answered, %d tokens, busy > 0, no failover or error", e, tokens.Load())
+	}
+	// A request the server refuses (4xx) is its error, not a failover: it stays in the rotation.
+	s, _ := f.Open(context.Background())
+	if _, err := s.Generate(context.Background(), rollout.Request{Append: []int32{1 << 30}, MaxNew: 4}); err == nil {
+		t.Fatal("a token id past the vocabulary: no error")
+	}
+	if e := f.Engines()[2]; e.Errors != 1 || e.Down != nil || e.Failovers != 0 {
+		t.Errorf("after a refused request: %+v; want 1 error, still up, no failover", e)
+	}
 	f2, _ := New(Config{Endpoints: []Endpoint{{URL: deadURL, Kind: VLLM, Model: "x"}}, MaxLen: 256})
-	s, _ := f2.Open(context.Background())
+	s, _ = f2.Open(context.Background())
 	if _, err := s.Generate(context.Background(), rollout.Request{Append: prompt, MaxNew: 4}); err == nil {
 		t.Error("every engine down: no error")
 	}

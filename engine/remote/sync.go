@@ -151,6 +151,7 @@ func (f *Fleet) Push(ctx context.Context, dir, version string, p Probe) SyncRepo
 		e := f.engines[i]
 		if c.Err != nil {
 			e.down = c.Err
+			e.errors++
 			r.Down++
 			continue
 		}
