@@ -17,6 +17,7 @@ import (
 	"agentrl/engine/batch"
 	"agentrl/engine/compiles"
 	"agentrl/engine/device"
+	"agentrl/engine/eta"
 	"agentrl/engine/event"
 	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
@@ -126,7 +127,7 @@ type Controller struct {
 	finishWithin time.Duration  // how much of an update a stop waits for (finishWithin; tests change it)
 	outside      sync.WaitGroup // Stop calls emitting from other goroutines
 	end          event.RunEnd   // the run's end, once Run returned
-	clock        clock          // step and evaluation times, for the ETA
+	clock        eta.Clock      // step and evaluation times, for the ETA
 	evals        int            // evaluations finished (a resumed run's stored ones too)
 	compiles     *compiles.Counter
 	compiled     compiles.Snapshot // the counter at the last step's metrics

@@ -85,7 +85,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 		return ev, err
 	}
 	c.phase(step, event.PhaseEval, t0)
-	c.clock.evalDone(time.Since(t0).Seconds())
+	c.clock.EvalDone(time.Since(t0).Seconds())
 	c.evals++
 	return ev, nil
 }

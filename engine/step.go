@@ -95,7 +95,7 @@ func (c *Controller) step(ctx context.Context, step int) error {
 		return err
 	}
 	recorded := time.Since(t0)
-	c.clock.stepDone(c.stepSeconds(step) + recorded.Seconds())
+	c.clock.StepDone(c.stepSeconds(step) + recorded.Seconds())
 	if c.recipe.Eval.Every > 0 && step%c.recipe.Eval.Every == 0 && c.enter(step, event.PhaseEval) {
 		if _, err := c.evaluate(ctx, step); err != nil && !errors.Is(err, errStop) {
 			return err

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -219,39 +218,5 @@ func TestEndWithoutEvaluations(t *testing.T) {
 	}
 	if end.Status != "finished" || end.Evaluations != 0 || end.BestStep != 0 || end.Checkpoint != 1 || end.Step != 1 {
 		t.Errorf("end %+v; want finished, no evaluation, no best step, checkpoint 1", end)
-	}
-}
-
-// TestClockLeft: the run's ETA from the steps and evaluations still to come.
-func TestClockLeft(t *testing.T) {
-	s := shape{maxSteps: 30, evalEvery: 15, stepTrajs: 64, evalTrajs: 2048}
-	for _, tc := range []struct {
-		name        string
-		k           *clock
-		step        int
-		phase       string
-		left, all   float64
-		want        float64
-		wantAtLeast bool
-	}{
-		// the start evaluation, nothing timed: its rest, 30 rollouts and 2 evaluations at its pace
-		{name: "start evaluation", k: &clock{perTraj: 0.05}, step: 0, phase: event.PhaseEval, left: 90, all: 102.4,
-			want: 90 + 30*64*0.05 + 2*102.4, wantAtLeast: true},
-		// mid-run rollout of step 16: the rest of the step, 14 steps, the evaluation of step 30
-		{name: "rollout", k: &clock{steps: []float64{10, 12, 10, 12, 10, 20}, evalSecs: 100, perTraj: 0.05}, step: 16, phase: event.PhaseRollout,
-			left: 1, all: 3, want: 1 + (12.8 - 3) + 14*12.8 + 100},
-		// the evaluation of step 15: 15 steps and one evaluation left
-		{name: "evaluation", k: &clock{steps: []float64{10}, evalSecs: 100, perTraj: 0.05}, step: 15, phase: event.PhaseEval,
-			left: 50, all: 100, want: 50 + 15*10 + 100},
-		// the rollout of step 15 counts that step's own evaluation
-		{name: "rollout before an evaluation", k: &clock{steps: []float64{10}, evalSecs: 100}, step: 15, phase: event.PhaseRollout,
-			left: 1, all: 3, want: 1 + 7 + 15*10 + 2*100},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, atLeast := tc.k.left(s, tc.step, tc.phase, tc.left, tc.all)
-			if math.Abs(got-tc.want) > 1e-9 || atLeast != tc.wantAtLeast {
-				t.Errorf("got %v (at least %v); want %v (%v)", got, atLeast, tc.want, tc.wantAtLeast)
-			}
-		})
 	}
 }
