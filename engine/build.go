@@ -7,6 +7,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"agentrl/engine/attention"
 	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
@@ -56,11 +57,10 @@ func New(o Options) (*Controller, error) {
 			return nil, fmt.Errorf("engine: tokenizer id %d is outside the model's vocabulary (%d): model and tokenizer do not match", id, o.Policy.Config.VocabSize)
 		}
 	}
-	attention, err := o.chooseAttention()
-	if err != nil {
+	var err error
+	if c.attention, err = attention.Choose(r.Model.Attention, r.Rollout.MaxTotalTokens, o.Policy, o.Reference, o.fusedProbe); err != nil {
 		return nil, err
 	}
-	c.attention = attention
 	lim := sandbox.Limits{Timeout: r.Env.Timeout, MaxOutputBytes: r.Env.Limits.MaxOutputBytes, MaxSteps: uint64(r.Env.Limits.MaxSteps), MaxMemoryMB: r.Env.Limits.MaxMemoryMB}
 	// A nil module list means the default modules; an empty one (modules: []) means none.
 	sb := sandbox.Config{Isolation: r.Env.Sandbox.Isolation, Python: r.Env.Sandbox.Python,

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"agentrl/engine/attention"
 	"agentrl/engine/batch"
 	"agentrl/engine/compiles"
 	"agentrl/engine/device"
@@ -72,8 +73,8 @@ type Options struct {
 	// Log receives the lines a user should see while the run is set up: how far a long dataset
 	// read has come (nil: none).
 	Log io.Writer
-	// fusedProbe replaces the check of fused attention (tests); nil: the backend's (probeFused)
-	fusedProbe fusedProbe
+	// fusedProbe replaces the check of fused attention (tests); nil: the backend's (attention.ProbeFused)
+	fusedProbe attention.Probe
 }
 
 // Controller runs one recipe.
