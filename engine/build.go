@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -16,11 +15,9 @@ import (
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/train"
-	"agentrl/envs"
 	"agentrl/envs/dataset"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
-	"agentrl/envs/synthetic"
 	"agentrl/recipes"
 	"agentrl/store"
 	"agentrl/store/safetensors"
@@ -72,7 +69,7 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err // strict isolation the machine cannot give: the refusal says what to enable
 	}
-	if c.train, c.validation, c.heldout, err = TaskSets(r, o.Log); err != nil {
+	if c.train, c.validation, c.heldout, err = dataset.TaskSets(r, o.Log); err != nil {
 		return nil, err
 	}
 	weights := retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
@@ -325,44 +322,4 @@ func gradAccumulation(r *recipes.Recipe, micro int) int {
 	}
 	n := (r.BatchSize() + micro - 1) / micro
 	return max(1, (n+u-1)/u)
-}
-
-// TaskSets builds r's training, validation and held-out tasks as a run of r does: from data.train's
-// dataset files, env.tasks' JSONL file, or the synthetic generator seeded by the recipe. A
-// dataset file that takes more than a second to read says how far it has come on log (nil: not).
-func TaskSets(r *recipes.Recipe, log io.Writer) (train, validation, heldout []envs.Task, err error) {
-	plan, err := dataset.PlanOf(r)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	switch {
-	case plan != nil: // data.train: the dataset files, the evaluation sets held out
-		if log != nil {
-			plan.Progress = func(p dataset.Progress) { fmt.Fprintln(log, "data:", p) }
-		}
-		d, err := dataset.Load(plan)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if len(plan.Eval) > 0 && len(d.Heldout) > r.Eval.HeldoutTasks {
-			return nil, nil, nil, fmt.Errorf("engine: the data.eval sets hold %d tasks, more than the %d of eval.heldout_tasks; raise eval.heldout_tasks or give the sets a size", len(d.Heldout), r.Eval.HeldoutTasks)
-		}
-		return d.Train, d.Validation, d.Heldout, nil
-	case r.Env.Tasks.Source == "jsonl":
-		all, err := envs.LoadJSONL(r.Env.Tasks.JSONL.Path, envs.Fields{ID: r.Env.Tasks.JSONL.IDField, Prompt: r.Env.Tasks.JSONL.PromptField, Answer: r.Env.Tasks.JSONL.AnswerField})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		n := min(r.Env.Tasks.HeldoutSize, len(all)/2)
-		v := min(r.Eval.ValidationTasks, (len(all)-n)/2)
-		return all[n+v:], all[n : n+v], all[:n], nil
-	}
-	syn := synthetic.Tasks{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}
-	if train, heldout, err = syn.Split(r.Env.Tasks.TrainSize, r.Env.Tasks.HeldoutSize); err != nil {
-		return nil, nil, nil, err
-	}
-	if validation, err = syn.Validation(r.Eval.ValidationTasks, train); err != nil {
-		return nil, nil, nil, err
-	}
-	return train, validation, heldout, nil
 }
