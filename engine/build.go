@@ -14,6 +14,7 @@ import (
 	"agentrl/engine/record"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
+	"agentrl/engine/stopping"
 	"agentrl/engine/train"
 	"agentrl/envs/dataset"
 	"agentrl/envs/retool"
@@ -39,7 +40,7 @@ func New(o Options) (*Controller, error) {
 	if o.LogProbAlarm == 0 {
 		o.LogProbAlarm = 1e-3
 	}
-	c := &Controller{opts: o, recipe: r, best: -1, start: 1, finishWithin: finishWithin, rec: record.New(o.Store, o.RunID, r.Rollout.GroupSize)}
+	c := &Controller{opts: o, recipe: r, best: -1, start: 1, stop: stopping.New(o.Eval != nil), rec: record.New(o.Store, o.RunID, r.Rollout.GroupSize)}
 	c.countCompiles()
 	var ok bool
 	if c.imEnd, ok = o.Tokenizer.TokenID("<|im_end|>"); !ok {
@@ -180,8 +181,8 @@ func New(o Options) (*Controller, error) {
 	}
 	c.hints, err = hint.New(hint.Config{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Stops: c.stops, Reference: o.Reference, PRM: prmJudge,
 		Exec: exec, TeacherPrompt: c.teacherPrompt, Interrupt: func() error {
-			if c.stopping() {
-				return errStop
+			if c.stop.Stopping() {
+				return stopping.ErrStop
 			}
 			return nil
 		}})
@@ -268,7 +269,7 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 	c.start = cp.Step + 1
 	c.best, c.bestStep, c.sinceBest = cp.Metrics["best"], int(cp.Metrics["best_step"]), int(cp.Metrics["since_best"])
 	c.lastSaved = cp.Step
-	c.stop.trained, c.stop.saved = cp.Step, cp.Step
+	c.stop.Resumed(cp.Step)
 	if c.opts.Store != nil {
 		evals, err := c.opts.Store.Evals(c.opts.RunID)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 // save writes a checkpoint of the policy (and, when asked, optimizer state) and applies retention.
-// It first checks that the store's disk has room for it (diskspace.go): too little stops the run
+// It first checks that the store's disk has room for it (engine/diskspace): too little stops the run
 // before anything is written; a write the disk fails stops it too, the last checkpoint intact.
 func (c *Controller) save(_ context.Context, step int, final bool) error {
 	if c.opts.Store == nil || step <= 0 || step == c.lastSaved {
@@ -54,9 +54,7 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	}
 	weights := *weightBytes
 	all += weights
-	c.stopMu.Lock()
-	c.stop.saved = step
-	c.stopMu.Unlock()
+	c.stop.NoteSaved(step)
 	c.emit(event.Checkpoint{Step: step, Bytes: all, WeightBytes: weights, Best: step == c.bestStep})
 	if !final && c.recipe.Checkpoint.KeepLast > 0 {
 		var pinned []int

@@ -27,6 +27,7 @@ import (
 	"agentrl/engine/record"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
+	"agentrl/engine/stopping"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs"
@@ -121,17 +122,12 @@ type Controller struct {
 	// the sequences the update is about to train on.
 	onTrain func(step int, trajs []*batch.Trajectory, seqs []train.Sequence)
 
-	// the stopping model (stop.go): where the run is, the stop asked for and what it keeps
-	stopMu       sync.Mutex
-	stop         stopState
-	discard      atomic.Bool    // the update in progress is to be discarded
-	finishWithin time.Duration  // how much of an update a stop waits for (finishWithin; tests change it)
-	outside      sync.WaitGroup // Stop calls emitting from other goroutines
-	end          event.RunEnd   // the run's end, once Run returned
-	clock        eta.Clock      // step and evaluation times, for the ETA
-	evals        int            // evaluations finished (a resumed run's stored ones too)
-	compiles     *compiles.Counter
-	compiled     compiles.Snapshot // the counter at the last step's metrics
+	stop     *stopping.Stopper // the stopping model: where the run is, the stop asked for and what it keeps
+	end      event.RunEnd      // the run's end, once Run returned
+	clock    eta.Clock         // step and evaluation times, for the ETA
+	evals    int               // evaluations finished (a resumed run's stored ones too)
+	compiles *compiles.Counter
+	compiled compiles.Snapshot // the counter at the last step's metrics
 }
 
 // Close releases the generator, the inference weights and the trainer's graphs and moments.
@@ -284,7 +280,7 @@ func (c *Controller) emit(e event.Event) {
 
 // Run executes the recipe until max_steps, early stopping, Stop or ctx's end (which stops the
 // run as Stop("interrupted") does). Whatever ends it, the run saves its last trained step and
-// records its end; see stop.go for what a stop keeps.
+// records its end; see engine/stopping for what a stop keeps.
 func (c *Controller) Run(ctx context.Context) (err error) {
 	if c.opts.Eval != nil {
 		return c.runEval(ctx)
@@ -314,16 +310,13 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	// Generation runs under work, which a stop cancels when its plan drops what is in progress.
 	work, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c.stopMu.Lock()
-	c.stop.cancel = cancel
-	c.stop.trained = c.start - 1
-	c.stopMu.Unlock()
+	c.stop.Begin(cancel)
 	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
 	c.emit(start)
-	defer func() { err = c.storeFailure(err); c.finish(err) }() // a store write the disk failed: one line (diskspace.go)
+	defer func() { err = c.storeFailure(err); c.finish(err) }() // a store write the disk failed: one line (engine/diskspace)
 	c.emit(c.ledger())
-	if r.Eval.AtStart && c.opts.Resume == nil && c.enter(0, event.PhaseEval) {
-		if _, err := c.evaluate(work, 0); err != nil && !errors.Is(err, errStop) {
+	if r.Eval.AtStart && c.opts.Resume == nil && c.stop.Enter(0, event.PhaseEval) {
+		if _, err := c.evaluate(work, 0); err != nil && !errors.Is(err, stopping.ErrStop) {
 			return err
 		}
 		if err := c.storePhases(0); err != nil {
@@ -331,18 +324,18 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		}
 	}
 	for step := c.start; step <= r.Run.MaxSteps; step++ {
-		c.pass(step-1, "")
+		c.stop.Pass(step-1, "")
 		c.waitIfPaused(work)
-		if c.stopping() {
+		if c.stop.Stopping() {
 			break
 		}
-		if err := c.step(work, step); err != nil && !errors.Is(err, errStop) {
+		if err := c.step(work, step); err != nil && !errors.Is(err, stopping.ErrStop) {
 			return err
 		}
 		c.emit(c.ledger())
-		c.pass(step, "")
+		c.stop.Pass(step, "")
 		switch {
-		case c.stopping():
+		case c.stop.Stopping():
 		case c.dropped != "":
 			c.decide(c.dropped, false)
 		case r.EarlyStop.Patience > 0 && c.sinceBest >= r.EarlyStop.Patience:
@@ -350,13 +343,10 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		case step == r.Run.MaxSteps:
 			c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true)
 		}
-		if c.stopping() {
+		if c.stop.Stopping() {
 			break
 		}
 	}
 	c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true) // a resumed run with no step left
-	c.stopMu.Lock()
-	trained := c.stop.trained
-	c.stopMu.Unlock()
-	return c.save(context.Background(), trained, true) // the final weights are always kept
+	return c.save(context.Background(), c.stop.Trained(), true)      // the final weights are always kept
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"agentrl/engine/event"
+	"agentrl/engine/stopping"
 	"agentrl/envs"
 	"agentrl/store"
 )
@@ -115,17 +116,15 @@ func (c *Controller) runEval(ctx context.Context) (err error) {
 	}
 	work, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c.stopMu.Lock()
-	c.stop.cancel = cancel
-	c.stopMu.Unlock()
+	c.stop.Begin(cancel)
 	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
 	c.emit(start)
 	defer func() { c.finish(err) }()
 	c.emit(c.ledger())
-	if !c.enter(e.Step, event.PhaseEval) {
+	if !c.stop.Enter(e.Step, event.PhaseEval) {
 		return nil
 	}
-	if _, err := c.evaluate(work, e.Step); err != nil && !errors.Is(err, errStop) {
+	if _, err := c.evaluate(work, e.Step); err != nil && !errors.Is(err, stopping.ErrStop) {
 		return err
 	}
 	return c.storePhases(e.Step)

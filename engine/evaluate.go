@@ -7,13 +7,14 @@ import (
 
 	"agentrl/engine/batch"
 	"agentrl/engine/event"
+	"agentrl/engine/stopping"
 	"agentrl/envs"
 	"agentrl/envs/dataset"
 	"agentrl/store"
 )
 
 // evaluate runs pass@k on the held-out tasks (an evaluation-only run's: on its set's, see
-// EvalOnly). A stop during it drops it (errStop): nothing of it is emitted but its trajectories
+// EvalOnly). A stop during it drops it (stopping.ErrStop): nothing of it is emitted but its trajectories
 // and progress, and nothing is stored. With eval.store_trajectories its trajectories are stored
 // with its pass@k, marked as an evaluation's of step.
 func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error) {
@@ -32,13 +33,13 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 			trajs = append(trajs, &batch.Trajectory{Task: task, Group: i, Sample: s})
 		}
 	}
-	c.noteEval(0, len(tasks))
+	c.stop.NoteEval(0, len(tasks))
 	val, err := c.evalRollouts(ctx, step, trajs)
 	if err != nil {
 		return event.Eval{}, c.stopOr(ctx, err)
 	}
-	if !c.enter(step, event.PhaseEval) { // a stop came as the last trajectory finished: dropped as announced
-		return event.Eval{}, errStop
+	if !c.stop.Enter(step, event.PhaseEval) { // a stop came as the last trajectory finished: dropped as announced
+		return event.Eval{}, stopping.ErrStop
 	}
 	counts := make([][2]int, len(tasks))
 	for _, t := range trajs {

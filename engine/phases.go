@@ -3,6 +3,7 @@ package engine
 import (
 	"agentrl/engine/batch"
 	"agentrl/engine/hint"
+	"agentrl/engine/stopping"
 	"agentrl/engine/train"
 )
 
@@ -13,12 +14,12 @@ const opdClip = 1.0
 // referenceForward runs the frozen reference model over the step's trajectories: as the OPD
 // teacher on [prompt + hint + response] for every hinted trajectory, and on the trajectory itself
 // when the recipe has a KL term (loss or reward penalty). A stop ends it between trajectories
-// (errStop): nothing is trained yet.
+// (stopping.ErrStop): nothing is trained yet.
 func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 	kl := c.recipe.Algorithm.KLCoef > 0
 	for _, t := range trajs {
-		if c.stopping() {
-			return errStop
+		if c.stop.Stopping() {
+			return stopping.ErrStop
 		}
 		if kl {
 			s, err := c.opts.Reference.Score([][]int32{t.Tokens})

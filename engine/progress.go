@@ -79,7 +79,7 @@ func (tk *tracker) finished(t *batch.Trajectory) {
 					tk.sums[k] += v
 				}
 			}
-			c.noteEval(tk.tasksDone, len(tk.counts))
+			c.stop.NoteEval(tk.tasksDone, len(tk.counts))
 		}
 		p.Tasks, p.TasksDone = len(tk.counts), tk.tasksDone
 		if tk.tasksDone > 0 {

@@ -10,52 +10,6 @@ import (
 	"agentrl/engine/event"
 )
 
-// TestStopPlan: what a stop announces and keeps, from where the run is when it is asked for.
-func TestStopPlan(t *testing.T) {
-	ago := func(s float64) time.Time { return time.Now().Add(-time.Duration(s * float64(time.Second))) }
-	for _, tc := range []struct {
-		name    string
-		st      stopState
-		want    string
-		save    int
-		drop    bool
-		discard bool
-	}{
-		{name: "start evaluation", st: stopState{at: stage{0, event.PhaseEval}, evalDone: 12, evalTasks: 128},
-			want: "stopping now: the evaluation of step 0 is dropped (12 of 128 tasks done); no step is trained yet, so there is no checkpoint to save", drop: true},
-		{name: "evaluation after a step", st: stopState{at: stage{15, event.PhaseEval}, trained: 15, saved: 10, evalDone: 3, evalTasks: 4},
-			want: "stopping now: the evaluation of step 15 is dropped (3 of 4 tasks done); saving step 15", save: 15, drop: true},
-		{name: "rollout", st: stopState{at: stage{12, event.PhaseRollout}, trained: 11, saved: 11},
-			want: "stopping now: step 12's rollout is dropped; the checkpoint of step 11 is kept", save: 11, drop: true},
-		{name: "reference", st: stopState{at: stage{3, event.PhaseReference}, trained: 2},
-			want: "stopping: step 3 is dropped before its update; saving step 2", save: 2},
-		{name: "update with much to go", st: stopState{at: stage{12, event.PhaseTrain}, trained: 11, canDrop: true, updDone: 1, updTotal: 8, updStart: ago(1)},
-			want: "stopping now: the update of step 12 is discarded (the weights go back to step 11); saving step 11", save: 11, discard: true},
-		{name: "update nearly done", st: stopState{at: stage{12, event.PhaseTrain}, trained: 11, canDrop: true, updDone: 7, updTotal: 8, updStart: ago(7)},
-			want: "stopping: finishing the update of step 12 (about 1s), then saving step 12", save: 12},
-		{name: "update without a snapshot", st: stopState{at: stage{12, event.PhaseTrain}, trained: 11, updDone: 1, updTotal: 8, updStart: ago(1)},
-			want: "stopping: finishing the update of step 12 (about 7s), then saving step 12", save: 12},
-		{name: "update not timed yet", st: stopState{at: stage{1, event.PhaseTrain}, canDrop: true, updStart: time.Now()},
-			want: "stopping now: the update of step 1 is discarded (the weights go back to step 0); no step is trained yet, so there is no checkpoint to save", discard: true},
-		{name: "sync", st: stopState{at: stage{12, event.PhaseSync}, trained: 12, saved: 10},
-			want: "stopping: step 12 is trained; saving step 12", save: 12},
-		{name: "between steps", st: stopState{at: stage{4, ""}, trained: 4, saved: 4},
-			want: "stopping: the checkpoint of step 4 is kept", save: 4},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &Controller{finishWithin: finishWithin, stop: tc.st}
-			s, drop := c.planLocked("terminated (SIGTERM)")
-			if s.Message != tc.want || s.Save != tc.save || drop != tc.drop || c.discard.Load() != tc.discard {
-				t.Errorf("got %q, save %d, drop %v, discard %v;\nwant %q, save %d, drop %v, discard %v",
-					s.Message, s.Save, drop, c.discard.Load(), tc.want, tc.save, tc.drop, tc.discard)
-			}
-			if s.Step != tc.st.at.step || s.Phase != tc.st.at.phase || s.Reason != "terminated (SIGTERM)" {
-				t.Errorf("announced %+v", s)
-			}
-		})
-	}
-}
-
 // TestStopWhereTheRunIs stops tiny runs at each kind of point (on the run's own goroutine, as an
 // event goes out or an update's micro-batch is about to run, so the point is exact) and checks
 // the announcement, the run's end event, and the store: status, reason and detail, what was
@@ -106,14 +60,14 @@ func TestStopWhereTheRunIs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, st, events := tinyRun(t, tc.over)
 			if tc.finishWithin > 0 {
-				c.finishWithin = tc.finishWithin
+				c.stop.FinishWithin = tc.finishWithin
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stop := func() {
 				if tc.cancel {
 					cancel()
-					for !c.stopping() { // the context's stop runs on a goroutine of its own
+					for !c.stop.Stopping() { // the context's stop runs on a goroutine of its own
 						time.Sleep(time.Millisecond)
 					}
 					return
