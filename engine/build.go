@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gomlx/gomlx/core/tensors"
-
 	"agentrl/engine/attention"
 	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
@@ -21,7 +19,6 @@ import (
 	"agentrl/envs/sandbox"
 	"agentrl/recipes"
 	"agentrl/store"
-	"agentrl/store/safetensors"
 )
 
 // New prepares the generator, trainer, executor and task sets.
@@ -232,37 +229,11 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 	if err := residency.SetWeights(c.opts.Policy, cp.Weights, src); err != nil {
 		return err
 	}
-	byName := map[string]*safetensors.Tensor{}
-	for _, t := range cp.Moments {
-		byName[t.Name] = t
-	}
-	// The model's moments are there when the checkpoint saved the optimizer (ppo's value head
-	// is kept in the same file, so the file alone says nothing).
-	if _, saved := byName["m."+c.trainer.TrainedSpecs()[0].Name]; saved {
-		var m, v []*tensors.Tensor
-		for _, spec := range c.trainer.TrainedSpecs() { // a LoRA run's: the adapters
-			for _, pre := range []string{"m.", "v."} {
-				t, ok := byName[pre+spec.Name]
-				if !ok {
-					return fmt.Errorf("%s: optimizer moment %s%s is missing", src, pre, spec.Name)
-				}
-				tt, err := residency.MomentFrom(t, spec.Dims, src)
-				if err != nil {
-					return err
-				}
-				if pre == "m." {
-					m = append(m, tt)
-				} else {
-					v = append(v, tt)
-				}
-			}
-		}
-		if err := c.trainer.SetMoments(m, v, int(cp.Metrics["adam_step"])); err != nil {
-			return err
-		}
+	if err := residency.RestoreMoments(c.trainer, cp.Moments, int(cp.Metrics["adam_step"]), src); err != nil {
+		return err
 	}
 	if valueCoef(c.recipe) > 0 {
-		if err := c.restoreValueHead(cp, src); err != nil {
+		if err := residency.RestoreValueHead(c.trainer, cp.Moments, src); err != nil {
 			return err
 		}
 	}
