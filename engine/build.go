@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"agentrl/engine/attention"
+	"agentrl/engine/best"
 	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
@@ -37,7 +38,7 @@ func New(o Options) (*Controller, error) {
 	if o.LogProbAlarm == 0 {
 		o.LogProbAlarm = 1e-3
 	}
-	c := &Controller{opts: o, recipe: r, best: -1, start: 1, stop: stopping.New(o.Eval != nil), rec: record.New(o.Store, o.RunID, r.Rollout.GroupSize)}
+	c := &Controller{opts: o, recipe: r, best: best.New(r.EarlyStop.Metric, r.EarlyStop.MaxDrop, r.EarlyStop.Patience), start: 1, stop: stopping.New(o.Eval != nil), rec: record.New(o.Store, o.RunID, r.Rollout.GroupSize)}
 	c.countCompiles()
 	var ok bool
 	if c.imEnd, ok = o.Tokenizer.TokenID("<|im_end|>"); !ok {
@@ -238,7 +239,7 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 		}
 	}
 	c.start = cp.Step + 1
-	c.best, c.bestStep, c.sinceBest = cp.Metrics["best"], int(cp.Metrics["best_step"]), int(cp.Metrics["since_best"])
+	c.best.Restore(cp.Metrics)
 	c.lastSaved = cp.Step
 	c.stop.Resumed(cp.Step)
 	if c.opts.Store != nil {

@@ -23,9 +23,10 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	}
 	c.lastSaved = step
 	_, _, adamStep := c.trainer.Moments()
+	metrics := c.best.Metrics()
+	metrics["adam_step"] = float64(adamStep)
 	man := store.Manifest{Run: c.opts.RunID, Step: step, RecipeHash: c.recipe.Hash(),
-		DataPosition: int64(step * c.recipe.Rollout.TasksPerStep),
-		Metrics:      map[string]float64{"best": c.best, "best_step": float64(c.bestStep), "since_best": float64(c.sinceBest), "adam_step": float64(adamStep)}}
+		DataPosition: int64(step * c.recipe.Rollout.TasksPerStep), Metrics: metrics}
 	// The tensors are made one at a time as the store asks for them: the host holds one tensor
 	// (and the store's 64 MiB of chunks waiting for their transaction), not the whole checkpoint.
 	var all int64
@@ -54,11 +55,11 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	weights := *weightBytes
 	all += weights
 	c.stop.NoteSaved(step)
-	c.emit(event.Checkpoint{Step: step, Bytes: all, WeightBytes: weights, Best: step == c.bestStep})
+	c.emit(event.Checkpoint{Step: step, Bytes: all, WeightBytes: weights, Best: step == c.best.Step()})
 	if !final && c.recipe.Checkpoint.KeepLast > 0 {
 		var pinned []int
-		if m := c.manualBest.Load(); m > 0 {
-			pinned = append(pinned, int(m))
+		if m := c.best.Marked(); m > 0 {
+			pinned = append(pinned, m)
 		}
 		if _, err := c.opts.Store.Retain(c.opts.RunID, "best", c.recipe.Checkpoint.KeepBest, c.recipe.Checkpoint.KeepLast, pinned...); err != nil {
 			return err

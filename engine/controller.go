@@ -11,11 +11,11 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"agentrl/engine/attention"
 	"agentrl/engine/batch"
+	"agentrl/engine/best"
 	"agentrl/engine/compiles"
 	"agentrl/engine/device"
 	"agentrl/engine/eta"
@@ -99,14 +99,10 @@ type Controller struct {
 	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them
 	pauseMu    sync.Mutex
 	paused     chan struct{} // non-nil while paused; closed on resume
-	manualBest atomic.Int64  // the step the user marked best, 0 = automatic
 	runMu      sync.Mutex    // serialises read-modify-write of the stored run record
 	imEnd      int32
 	stops      []int32
-	best       float64
-	bestStep   int
-	sinceBest  int
-	dropped    string // why the metric's fall below its best stops the run ("" = it does not)
+	best       *best.Tracker // the best checkpoint: the automatic choice, early stopping, the user's mark
 	// first is the run's first evaluation, which later ones are compared with task by task.
 	first     *store.Eval
 	lastSaved int
@@ -192,7 +188,7 @@ func (c *Controller) MarkBest(step int) error {
 	if _, err := c.opts.Store.Manifest(c.opts.RunID, step); err != nil {
 		return fmt.Errorf("mark best: step %d has no checkpoint: %w", step, err)
 	}
-	c.manualBest.Store(int64(step))
+	c.best.Mark(step)
 	return c.updateRun(func(r *store.Run) { r.BestStep, r.BestPinned = step, true })
 }
 
@@ -260,14 +256,6 @@ func (c *Controller) updateRun(fn func(*store.Run)) error {
 	return c.opts.Store.PutRun(run)
 }
 
-// bestChoice is the run's best step: the user's choice if they made one, else the automatic one.
-func (c *Controller) bestChoice() int {
-	if m := c.manualBest.Load(); m > 0 {
-		return int(m)
-	}
-	return c.bestStep
-}
-
 func (c *Controller) emit(e event.Event) {
 	c.rec.Observe(e)
 	if c.onEmit != nil {
@@ -295,7 +283,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		}
 		run.Status, run.StopReason, run.StopDetail, run.Ended = "running", "", "", time.Time{}
 		if run.BestPinned {
-			c.manualBest.Store(int64(run.BestStep))
+			c.best.Mark(run.BestStep)
 			start.MarkedBest = run.BestStep
 		}
 		if err := c.opts.Store.PutRun(run); err != nil {
@@ -334,12 +322,10 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		}
 		c.emit(c.ledger())
 		c.stop.Pass(step, "")
-		switch {
+		switch early := c.best.EarlyStop(); {
 		case c.stop.Stopping():
-		case c.dropped != "":
-			c.decide(c.dropped, false)
-		case r.EarlyStop.Patience > 0 && c.sinceBest >= r.EarlyStop.Patience:
-			c.decide(fmt.Sprintf("early stop: %s did not improve for %d evaluations", r.EarlyStop.Metric, c.sinceBest), false)
+		case early != "":
+			c.decide(early, false)
 		case step == r.Run.MaxSteps:
 			c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true)
 		}

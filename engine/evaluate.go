@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"agentrl/engine/batch"
@@ -63,17 +62,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	if val != nil {
 		ev.Validation, choose = val, val
 	}
-	var k int
-	if _, err := fmt.Sscanf(r.EarlyStop.Metric, "pass@%d", &k); err == nil {
-		if v := choose[k]; v > c.best {
-			c.best, c.bestStep, c.sinceBest, ev.Best = v, step, 0, true
-		} else {
-			c.sinceBest++
-			if r.EarlyStop.MaxDrop > 0 && c.best-v > r.EarlyStop.MaxDrop {
-				c.dropped = fmt.Sprintf("early stop: %s fell to %.3f, more than %.3g below its best %.3f at step %d", r.EarlyStop.Metric, v, r.EarlyStop.MaxDrop, c.best, c.bestStep)
-			}
-		}
-	}
+	ev.Best = c.best.Observe(step, choose)
 	ev.Counts, ev.Tasks = counts, fp
 	c.emit(ev)
 	kept := []event.Event{ev}

@@ -88,7 +88,7 @@ func (c *Controller) finish(err error) {
 		finished = fmt.Sprintf("evaluated %s on %s", e.Of, e.Set)
 	}
 	status, reason := st.Outcome(finished, err)
-	end := event.RunEnd{Status: status, Reason: reason, BestStep: c.bestChoice(), Marked: c.manualBest.Load() > 0,
+	end := event.RunEnd{Status: status, Reason: reason, BestStep: c.best.Choice(), Marked: c.best.Marked() > 0,
 		Detail: st.Detail(), Step: st.Trained(), Checkpoint: st.Saved(), Evaluations: c.evals, EvalOnly: c.opts.Eval != nil}
 	if c.opts.Store != nil {
 		_ = c.updateRun(func(run *store.Run) {
