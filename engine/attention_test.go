@@ -49,7 +49,7 @@ func attentionRun(t *testing.T, asked string, probe attention.Probe) (*Controlle
 	t.Cleanup(func() { st.Close() })
 	events := make(chan event.Event, 1024)
 	c, err := New(Options{Recipe: r, RecipePath: "retool.yaml", RunID: "attention", Policy: policy, Reference: reference,
-		Tokenizer: tok, Store: st, Events: events, Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte("{}")}, fusedProbe: probe})
+		Tokenizer: tok, Store: st, Events: events, Backend: "go", ModelFiles: map[string][]byte{"config.json": []byte("{}")}, hooks: hooks{fusedProbe: probe}})
 	if err == nil {
 		t.Cleanup(c.Close)
 	}

@@ -54,7 +54,7 @@ func New(o Options) (*Controller, error) {
 		}
 	}
 	var err error
-	if c.attention, err = attention.Choose(r.Model.Attention, r.Rollout.MaxTotalTokens, o.Policy, o.Reference, o.fusedProbe); err != nil {
+	if c.attention, err = attention.Choose(r.Model.Attention, r.Rollout.MaxTotalTokens, o.Policy, o.Reference, o.hooks.fusedProbe); err != nil {
 		return nil, err
 	}
 	lim := sandbox.Limits{Timeout: r.Env.Timeout, MaxOutputBytes: r.Env.Limits.MaxOutputBytes, MaxSteps: uint64(r.Env.Limits.MaxSteps), MaxMemoryMB: r.Env.Limits.MaxMemoryMB}

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"agentrl/engine/attention"
-	"agentrl/engine/batch"
 	"agentrl/engine/best"
 	"agentrl/engine/compiles"
 	"agentrl/engine/device"
@@ -74,8 +72,8 @@ type Options struct {
 	// Log receives the lines a user should see while the run is set up: how far a long dataset
 	// read has come (nil: none).
 	Log io.Writer
-	// fusedProbe replaces the check of fused attention (tests); nil: the backend's (attention.ProbeFused)
-	fusedProbe attention.Probe
+	// hooks are what tests replace or watch in the run (nothing: the run's own behaviour).
+	hooks hooks
 }
 
 // Controller runs one recipe.
@@ -110,13 +108,6 @@ type Controller struct {
 	// phases holds the seconds each phase of step phasesStep took, stored with the step.
 	phases     map[string]float64
 	phasesStep int
-	// onEmit and onUpdate (tests only) see each event as it is emitted, on the emitting goroutine,
-	// and each micro-batch of an update as it is about to run: a test stops the run there.
-	onEmit   func(event.Event)
-	onUpdate func(done, total int)
-	// onTrain (tests only) sees a step's trajectories (an agent's later segments included) and
-	// the sequences the update is about to train on.
-	onTrain func(step int, trajs []*batch.Trajectory, seqs []train.Sequence)
 
 	stop     *stopping.Stopper // the stopping model: where the run is, the stop asked for and what it keeps
 	end      event.RunEnd      // the run's end, once Run returned
@@ -258,9 +249,7 @@ func (c *Controller) updateRun(fn func(*store.Run)) error {
 
 func (c *Controller) emit(e event.Event) {
 	c.rec.Observe(e)
-	if c.onEmit != nil {
-		c.onEmit(e)
-	}
+	c.opts.hooks.emitted(e)
 	if c.opts.Events != nil {
 		c.opts.Events <- e
 	}

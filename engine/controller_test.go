@@ -203,7 +203,7 @@ func TestControllerEndToEnd(t *testing.T) {
 // returns each step's metrics.
 func runStoppedAfter(t *testing.T, c *Controller, events chan event.Event, stopAfter int, see func(event.Event)) map[int]map[event.Metric]float64 {
 	t.Helper()
-	c.onEmit = func(e event.Event) {
+	c.opts.hooks.onEmit = func(e event.Event) {
 		if m, ok := e.(event.StepMetrics); ok && m.Step == stopAfter {
 			c.Stop("stopped by the user")
 		}
@@ -301,7 +301,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 // its checkpoint can then be marked best and exported as a loadable folder.
 func TestPauseStopMarkBestExport(t *testing.T) {
 	c, st, events := tinyRun(t, map[string]string{"run.max_steps": "3"})
-	c.onEmit = func(e event.Event) { // on the run's goroutine: it pauses before step 2
+	c.opts.hooks.onEmit = func(e event.Event) { // on the run's goroutine: it pauses before step 2
 		if m, ok := e.(event.StepMetrics); ok && m.Step == 1 {
 			c.Pause()
 		}

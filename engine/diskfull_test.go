@@ -87,14 +87,11 @@ func drained(ch chan event.Event) []event.Event {
 	}
 }
 
-// playDisk makes the space check see a disk with free bytes (nothing inside the store file)
-// until the test ends.
-func playDisk(t *testing.T, free int64) {
-	old := storeSpace
-	storeSpace = func(s *store.Store) (store.Space, error) {
+// playDisk makes c's space check see a disk with free bytes (nothing inside the store file).
+func playDisk(c *Controller, free int64) {
+	c.opts.hooks.space = func(s *store.Store) (store.Space, error) {
 		return store.Space{Dir: filepath.Dir(s.Path()), Disk: free}, nil
 	}
-	t.Cleanup(func() { storeSpace = old })
 }
 
 // allocated is the bytes the file at path takes on its disk (st_blocks: bbolt grows its file
@@ -182,7 +179,7 @@ func TestCheckpointRefusedWithoutRoom(t *testing.T) {
 	drained(events)
 	blobs, _ := st.BlobCount()
 	need := c.checkpointNeed(true)
-	playDisk(t, need-1)
+	playDisk(c, need-1)
 	err := c.save(context.Background(), 2, true)
 	var we *store.WriteError
 	if !errors.As(err, &we) || !we.Refused || we.Need != need || we.Space.Free() != need-1 || we.Last != 1 || we.Step != 2 {
@@ -213,7 +210,7 @@ func TestCheckpointRefusedWithoutRoom(t *testing.T) {
 		}
 	}
 
-	playDisk(t, need+diskspace.Margin(need)/2)
+	playDisk(c, need+diskspace.Margin(need)/2)
 	if err := c.save(context.Background(), 2, true); err != nil {
 		t.Fatalf("with room for the checkpoint but not its margin: %v", err)
 	}

@@ -4,11 +4,7 @@ import (
 	"agentrl/engine/diskspace"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
-	"agentrl/store"
 )
-
-// storeSpace measures a store's room; a test replaces it to play a disk of any size.
-var storeSpace diskspace.Measure = (*store.Store).Space
 
 // checkpointNeed estimates the room the next checkpoint takes in the store at its peak
 // (diskspace.Need): the policy's weights as float32 (a LoRA run's frozen base only while the run
@@ -56,7 +52,7 @@ func (c *Controller) checkpointNeed(stored bool) int64 {
 // (diskspace.Check): nil when it fits, after a warning (an event.Error line) when it leaves less
 // than the margin, else the refusal.
 func (c *Controller) checkRoom(step int, need int64) error {
-	warning, err := diskspace.Check(c.opts.Store, storeSpace, c.opts.RunID, step, need)
+	warning, err := diskspace.Check(c.opts.Store, c.opts.hooks.space, c.opts.RunID, step, need)
 	if warning != "" {
 		c.emit(event.Error{Message: warning})
 	}

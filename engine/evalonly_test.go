@@ -227,7 +227,7 @@ func TestEvalOnlyStop(t *testing.T) {
 	c, events := tinyRunWith(t, st, nil, func(o *Options) { o.RunID, o.Eval = "eval-run", &EvalOnly{Set: SetHeldout, Of: "model tiny"} })
 	var said string
 	var etas []event.Progress
-	c.onEmit = func(e event.Event) {
+	c.opts.hooks.onEmit = func(e event.Event) {
 		if p, ok := e.(event.Progress); ok && p.Phase == event.PhaseEval {
 			etas = append(etas, p)
 			if p.Done == 1 {

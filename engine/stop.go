@@ -59,9 +59,7 @@ func (c *Controller) update(step int, run func(stop func(done, total int) bool) 
 	}
 	err := run(func(done, total int) bool {
 		c.stop.UpdateProgress(done, total)
-		if c.onUpdate != nil {
-			c.onUpdate(done, total)
-		}
+		c.opts.hooks.updating(done, total)
 		return c.stop.Discarding()
 	})
 	if err != nil && !errors.Is(err, train.ErrStopped) {

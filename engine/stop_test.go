@@ -75,7 +75,7 @@ func TestStopWhereTheRunIs(t *testing.T) {
 				c.Stop("terminated (SIGTERM)")
 			}
 			steps := 0
-			c.onEmit = func(e event.Event) {
+			c.opts.hooks.onEmit = func(e event.Event) {
 				switch v := e.(type) {
 				case event.StepMetrics:
 					steps = v.Step
@@ -85,7 +85,7 @@ func TestStopWhereTheRunIs(t *testing.T) {
 					}
 				}
 			}
-			c.onUpdate = func(done, _ int) {
+			c.opts.hooks.onUpdate = func(done, _ int) {
 				if tc.at.update[0] == steps+1 && tc.at.update[1] == done {
 					stop()
 				}
