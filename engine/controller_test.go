@@ -23,7 +23,6 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/play"
 	"agentrl/engine/tokenizer"
-	"agentrl/envs"
 	"agentrl/recipes"
 	"agentrl/store"
 )
@@ -630,26 +629,6 @@ func tensorFloats(t *testing.T, x *tensors.Tensor) []float32 {
 		t.Fatal(err)
 	}
 	return v
-}
-
-func TestPassAtKByLevel(t *testing.T) {
-	lv := func(l string) envs.Task { return envs.Task{Meta: map[string]string{"level": l}} }
-	tasks := []envs.Task{lv("0"), lv("0"), lv("1"), lv("1")}
-	counts := [][2]int{{2, 1}, {2, 2}, {2, 0}, {2, 0}}
-	ev, err := passAtK(3, tasks, counts, []int{1, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// pass@1 is the mean success rate per task, pass@2 with n = 2 is "any of the two".
-	want := event.Eval{Step: 3, PassAtK: map[int]float64{1: 0.375, 2: 0.5},
-		ByLevel: map[string]map[int]float64{"0": {1: 0.75, 2: 1}, "1": {1: 0, 2: 0}}}
-	if !reflect.DeepEqual(ev, want) {
-		t.Errorf("got %+v\nwant %+v", ev, want)
-	}
-	ev, _ = passAtK(3, []envs.Task{{}}, [][2]int{{2, 1}}, []int{1})
-	if ev.ByLevel != nil {
-		t.Errorf("tasks without a level gave ByLevel %v", ev.ByLevel)
-	}
 }
 
 // TestSameSeedSameRun runs the same one-step recipe twice — with the self judge as hinter and PRM,

@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"agentrl/engine/batch"
+	"agentrl/engine/evalset"
 	"agentrl/engine/event"
 	"agentrl/engine/stopping"
 	"agentrl/envs"
-	"agentrl/envs/dataset"
 	"agentrl/store"
 )
 
@@ -47,7 +47,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 			counts[t.Group][1]++
 		}
 	}
-	ev, err := passAtK(step, tasks, counts, r.Eval.Ks)
+	ev, err := evalset.PassAtK(step, tasks, counts, r.Eval.Ks)
 	if err != nil {
 		return ev, err
 	}
@@ -136,52 +136,4 @@ func (c *Controller) validate(ctx context.Context, step int) (map[int]float64, e
 		out[k] = v
 	}
 	return out, nil
-}
-
-// passAtK is the eval event for per-task (samples, correct) counts: pass@k over all tasks, over
-// the tasks of each level when the tasks carry one, and over each evaluation set (data.eval)
-// when there is more than one.
-func passAtK(step int, tasks []envs.Task, counts [][2]int, ks []int) (event.Eval, error) {
-	levels, sets := map[string][][2]int{}, map[string][][2]int{}
-	for i, t := range tasks {
-		if l, ok := t.Meta["level"]; ok {
-			levels[l] = append(levels[l], counts[i])
-		}
-		if s, ok := t.Meta[dataset.MetaSet]; ok {
-			sets[s] = append(sets[s], counts[i])
-		}
-	}
-	mean := func(counts [][2]int) (map[int]float64, error) {
-		p := make(map[int]float64, len(ks))
-		for _, k := range ks {
-			v, err := envs.MeanPassAtK(counts, k)
-			if err != nil {
-				return nil, err
-			}
-			p[k] = v
-		}
-		return p, nil
-	}
-	ev := event.Eval{Step: step}
-	var err error
-	if ev.PassAtK, err = mean(counts); err != nil {
-		return ev, err
-	}
-	for l, lc := range levels {
-		if ev.ByLevel == nil {
-			ev.ByLevel = map[string]map[int]float64{}
-		}
-		if ev.ByLevel[l], err = mean(lc); err != nil {
-			return ev, err
-		}
-	}
-	if len(sets) > 1 {
-		ev.BySet = make(map[string]map[int]float64, len(sets))
-		for name, sc := range sets {
-			if ev.BySet[name], err = mean(sc); err != nil {
-				return ev, err
-			}
-		}
-	}
-	return ev, nil
 }
