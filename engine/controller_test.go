@@ -17,7 +17,6 @@ import (
 	_ "github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"agentrl/engine/batch"
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
@@ -645,42 +644,6 @@ func TestSameSeedSameRun(t *testing.T) {
 		t.Fatalf("%d trajectories; want 1 step × 4 and evals", len(p1.trajs))
 	}
 	sameRun(t, p1, run())
-}
-
-// TestAdvantagesPassK: with algorithm.pass_k the controller's advantages are best-of-k ones
-// (one correct of 8, k = 4: +1 and −1/7, the paper's closed form), and without it GRPO's.
-func TestAdvantagesPassK(t *testing.T) {
-	for _, tc := range []struct {
-		passK         int
-		right, wrongs float64
-	}{{4, 1, -1.0 / 7}, {0, math.Sqrt(7), -1 / math.Sqrt(7)}} {
-		r, err := recipes.Load(filepath.Join("..", "recipes", "retool-baseline.yaml"), recipes.Options{IgnoreEnv: true,
-			Overrides: map[string]string{"algorithm.pass_k": fmt.Sprint(tc.passK)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &Controller{recipe: r}
-		var trajs []*batch.Trajectory
-		for i := range 8 {
-			tr := &batch.Trajectory{Mask: []bool{false, true, true}}
-			if i == 3 {
-				tr.Reward.Total = 1
-			}
-			trajs = append(trajs, tr)
-		}
-		if _, err := c.advantages(trajs); err != nil {
-			t.Fatal(err)
-		}
-		for i, tr := range trajs {
-			want := tc.wrongs
-			if i == 3 {
-				want = tc.right
-			}
-			if tr.Advantages[0] != 0 || math.Abs(float64(tr.Advantages[1])-want) > 1e-5 || tr.Advantages[1] != tr.Advantages[2] {
-				t.Errorf("pass_k %d, sample %d: advantages %v; want 0 on the prompt, %.5f on the response", tc.passK, i, tr.Advantages, want)
-			}
-		}
-	}
 }
 
 func TestGradAccumulation(t *testing.T) {
