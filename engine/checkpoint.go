@@ -57,13 +57,18 @@ func (c *Controller) save(_ context.Context, step int, final bool) error {
 	c.stop.NoteSaved(step)
 	c.emit(event.Checkpoint{Step: step, Bytes: all, WeightBytes: weights, Best: step == c.best.Step()})
 	if !final && c.recipe.Checkpoint.KeepLast > 0 {
-		var pinned []int
-		if m := c.best.Marked(); m > 0 {
-			pinned = append(pinned, m)
-		}
-		if _, err := c.opts.Store.Retain(c.opts.RunID, "best", c.recipe.Checkpoint.KeepBest, c.recipe.Checkpoint.KeepLast, pinned...); err != nil {
-			return err
-		}
+		return c.retain()
 	}
 	return nil
+}
+
+// retain applies checkpoint retention (keep_last, keep_best), never deleting the step the user
+// marked best.
+func (c *Controller) retain() error {
+	var pinned []int
+	if m := c.best.Marked(); m > 0 {
+		pinned = append(pinned, m)
+	}
+	_, err := c.opts.Store.Retain(c.opts.RunID, "best", c.recipe.Checkpoint.KeepBest, c.recipe.Checkpoint.KeepLast, pinned...)
+	return err
 }

@@ -265,24 +265,8 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.recipe
 	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels, Reward: RewardWeightsOf(r),
 		Attention: c.attention, Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}
-	if c.opts.Store != nil && c.opts.Resume != nil {
-		run, err := c.opts.Store.GetRun(c.opts.RunID)
-		if err != nil {
-			return err
-		}
-		run.Status, run.StopReason, run.StopDetail, run.Ended = "running", "", "", time.Time{}
-		if run.BestPinned {
-			c.best.Mark(run.BestStep)
-			start.MarkedBest = run.BestStep
-		}
-		if err := c.opts.Store.PutRun(run); err != nil {
-			return err
-		}
-	} else if c.opts.Store != nil {
-		yaml, _ := json.Marshal(r)
-		if err := c.opts.Store.PutRun(store.Run{ID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps, Grader: GraderOf(r)}); err != nil {
-			return err
-		}
+	if err := c.recordStart(&start); err != nil {
+		return err
 	}
 	// Generation runs under work, which a stop cancels when its plan drops what is in progress.
 	work, cancel := context.WithCancel(context.Background())
@@ -324,4 +308,30 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	}
 	c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true) // a resumed run with no step left
 	return c.save(context.Background(), c.stop.Trained(), true)      // the final weights are always kept
+}
+
+// recordStart stores the run record of a run starting (a resumed one's marked running again, its
+// pinned best step kept, and said in start).
+func (c *Controller) recordStart(start *event.RunStart) error {
+	r := c.recipe
+	if c.opts.Store != nil && c.opts.Resume != nil {
+		run, err := c.opts.Store.GetRun(c.opts.RunID)
+		if err != nil {
+			return err
+		}
+		run.Status, run.StopReason, run.StopDetail, run.Ended = "running", "", "", time.Time{}
+		if run.BestPinned {
+			c.best.Mark(run.BestStep)
+			start.MarkedBest = run.BestStep
+		}
+		if err := c.opts.Store.PutRun(run); err != nil {
+			return err
+		}
+	} else if c.opts.Store != nil {
+		yaml, _ := json.Marshal(r)
+		if err := c.opts.Store.PutRun(store.Run{ID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, RecipeYAML: string(yaml), RecipeHash: r.Hash(), Created: time.Now(), Status: "running", TotalSteps: r.Run.MaxSteps, Grader: GraderOf(r)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -40,6 +40,31 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	if !c.stop.Enter(step, event.PhaseEval) { // a stop came as the last trajectory finished: dropped as announced
 		return event.Eval{}, stopping.ErrStop
 	}
+	ev, err := c.evalEvent(step, tasks, trajs, val)
+	if err != nil {
+		return ev, err
+	}
+	c.emit(ev)
+	kept := []event.Event{ev}
+	if r.Eval.StoreTrajectories {
+		for _, t := range trajs {
+			kept = append(kept, c.trajectoryEvent(step, t, true))
+		}
+	}
+	if err := c.rec.Record(kept...); err != nil {
+		return ev, err
+	}
+	c.phase(step, event.PhaseEval, t0)
+	c.clock.EvalDone(time.Since(t0).Seconds())
+	c.evals++
+	return ev, nil
+}
+
+// evalEvent is the evaluation of step as it goes out: pass@k of its trajectories on tasks (and
+// the validation's, val, when there is one), its change since the run's first evaluation of the
+// same tasks, and whether it is the best so far.
+func (c *Controller) evalEvent(step int, tasks []envs.Task, trajs []*batch.Trajectory, val map[int]float64) (event.Eval, error) {
+	r := c.recipe
 	counts := make([][2]int, len(tasks))
 	for _, t := range trajs {
 		counts[t.Group][0]++
@@ -64,19 +89,6 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	}
 	ev.Best = c.best.Observe(step, choose)
 	ev.Counts, ev.Tasks = counts, fp
-	c.emit(ev)
-	kept := []event.Event{ev}
-	if r.Eval.StoreTrajectories {
-		for _, t := range trajs {
-			kept = append(kept, c.trajectoryEvent(step, t, true))
-		}
-	}
-	if err := c.rec.Record(kept...); err != nil {
-		return ev, err
-	}
-	c.phase(step, event.PhaseEval, t0)
-	c.clock.EvalDone(time.Since(t0).Seconds())
-	c.evals++
 	return ev, nil
 }
 
