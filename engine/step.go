@@ -77,7 +77,12 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	}
 	c.batchMetrics(step, trajs, dropped, hinted, metrics)
 	c.emit(event.StepMetrics{Step: step, Metrics: metrics, Compiles: c.compileMetrics(metrics)})
+	return c.keep(ctx, step, trajs, dropped, metrics)
+}
 
+// keep is the rest of a trained step: its metrics and trajectories stored (dropped ones and, with
+// partial rollouts, paused ones too), its evaluation when one is due, and its checkpoint.
+func (c *Controller) keep(ctx context.Context, step int, trajs, dropped []*batch.Trajectory, metrics map[event.Metric]float64) error {
 	// The step is trained: its metrics and trajectories are kept whatever comes next (part of
 	// the save phase's time).
 	t0 := time.Now()
@@ -230,8 +235,6 @@ func (c *Controller) trajectoryEvent(step int, t *batch.Trajectory, eval bool) e
 		}
 	}
 	play.AgentEvent(&e, t, c.opts.Tokenizer) // an external agent's run, and its later segments' tokens
-	if t.Partial != nil {
-		e.Paused, e.Segments = t.Partial.State == play.PartialPaused, segments(t)
-	}
+	play.PartialEvent(&e, t)                 // a partial rollout's state and its stretches by phase
 	return e
 }
