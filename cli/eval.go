@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentrl/engine"
+	"agentrl/engine/evalset"
 	"agentrl/recipes"
 	"agentrl/store"
 )
@@ -57,9 +58,9 @@ validation (the eval.validation_tasks validation tasks).`,
 				return err
 			}
 			err = execute(env, l, "")
-			// The sets are the tasks' own (engine.EvalSets until tasks name others): the
+			// The sets are the tasks' own (evalset.Names until tasks name others): the
 			// engine knows them once the tasks are loaded, before anything is evaluated or stored.
-			if use := (*engine.UnknownSetError)(nil); errors.As(err, &use) {
+			if use := (*evalset.UnknownError)(nil); errors.As(err, &use) {
 				return usagef(cmd, "eval: --eval-set %q is not an evaluation set of this recipe; give one of %s, e.g. --eval-set %s", use.Name, strings.Join(use.Sets, ", "), use.Sets[0])
 			}
 			return err
@@ -70,7 +71,7 @@ validation (the eval.validation_tasks validation tasks).`,
 	fl.StringVar(&f.storePath, "store", "", "the store file: where --run's checkpoint is read and the evaluation run is written (default: the recipe's run.store)")
 	fl.StringVar(&f.run, "run", "", "evaluate a checkpoint of this stored run (agentrl-tui runs lists them); needs --step")
 	fl.IntVar(&f.step, "step", -1, "the checkpoint step of --run to evaluate")
-	fl.StringVar(&f.set, "eval-set", engine.SetHeldout, "the evaluation set: "+strings.Join(engine.EvalSets(), ", ")+" or a data.eval set's name")
+	fl.StringVar(&f.set, "eval-set", evalset.Heldout, "the evaluation set: "+strings.Join(evalset.Names(), ", ")+" or a data.eval set's name")
 	fl.IntVar(&f.samples, "samples", 0, "samples per task (override eval.n_samples; eval.ks above it are left out)")
 	fl.StringVar(&f.ui, "ui", "", "override ui.mode: auto, tui, plain, json")
 	fl.StringVar(&f.backend, "backend", "", "override backend.kind: auto, go, cuda")

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentrl/engine"
+	"agentrl/engine/regrade"
 	"agentrl/store"
 )
 
@@ -33,7 +33,7 @@ same run. The store is opened read-only.`,
 				return err
 			}
 			defer st.Close()
-			n, changed, err := engine.Regrade(st, args[0], grader)
+			n, changed, err := regrade.Run(st, args[0], grader)
 			if err != nil {
 				return err
 			}

@@ -3,10 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"io"
 
-	"github.com/gomlx/gomlx/core/tensors"
-
+	"agentrl/engine/attention"
+	"agentrl/engine/best"
 	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
@@ -14,26 +13,51 @@ import (
 	"agentrl/engine/record"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
+	"agentrl/engine/stopping"
 	"agentrl/engine/train"
-	"agentrl/envs"
 	"agentrl/envs/dataset"
 	"agentrl/envs/retool"
 	"agentrl/envs/sandbox"
-	"agentrl/envs/synthetic"
 	"agentrl/recipes"
 	"agentrl/store"
-	"agentrl/store/safetensors"
 )
 
 // New prepares the generator, trainer, executor and task sets.
 func New(o Options) (*Controller, error) {
+	if err := o.settle(); err != nil {
+		return nil, err
+	}
 	r := o.Recipe
-	if r == nil || o.Policy == nil || o.Tokenizer == nil {
-		return nil, errors.New("engine: a recipe, a policy model and a tokenizer are required")
+	c := &Controller{opts: o, recipe: r, best: best.New(r.EarlyStop.Metric, r.EarlyStop.MaxDrop, r.EarlyStop.Patience), start: 1, stop: stopping.New(o.Eval != nil), rec: record.New(o.Store, o.RunID, r.Rollout.GroupSize)}
+	c.countCompiles()
+	b := &builder{c: c, o: o, r: r}
+	// Until the generator exists each step releases what it built when it fails; from there on
+	// Close releases all of it.
+	for _, step := range []func() error{b.stopTokens, b.chooseAttention, b.executor, b.tasks, b.sizes, b.trainer, b.inference, b.generators} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	// What waits during rollout leaves the device now: offloaded moments and master weights (the
+	// inference copy is built) and the reference copy, which comes in only for the reference forward.
+	c.dev.Gen, c.dev.Trainer = c.gen, c.trainer
+	for _, step := range []func() error{c.dev.Settle, b.players, c.openEngines, b.hints} { // openEngines: rollout.engines, generation on remote servers
+		if err := step(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// settle checks that o names what a run needs and fills in its defaults.
+func (o *Options) settle() error {
+	if o.Recipe == nil || o.Policy == nil || o.Tokenizer == nil {
+		return errors.New("engine: a recipe, a policy model and a tokenizer are required")
 	}
 	// An evaluation-only run scores nothing against a reference and teaches nothing: it has none.
 	if o.Reference == nil && o.Eval == nil {
-		return nil, errors.New("engine: a training run needs a reference model (the frozen copy its KL and the teacher use)")
+		return errors.New("engine: a training run needs a reference model (the frozen copy its KL and the teacher use)")
 	}
 	if o.Eval != nil {
 		o.Reference = nil
@@ -41,11 +65,25 @@ func New(o Options) (*Controller, error) {
 	if o.LogProbAlarm == 0 {
 		o.LogProbAlarm = 1e-3
 	}
-	c := &Controller{opts: o, recipe: r, best: -1, start: 1, finishWithin: finishWithin, rec: record.New(o.Store, o.RunID, r.Rollout.GroupSize)}
-	c.countCompiles()
+	return nil
+}
+
+// builder builds a Controller in New's named steps, carrying what one step leaves for the next.
+type builder struct {
+	c            *Controller
+	o            Options
+	r            *recipes.Recipe
+	exec         sandbox.Executor
+	sb           sandbox.Config
+	slots, micro int
+}
+
+// stopTokens finds the chat tokens that end a turn, which must be in the model's vocabulary.
+func (b *builder) stopTokens() error {
+	c, o := b.c, b.o
 	var ok bool
 	if c.imEnd, ok = o.Tokenizer.TokenID("<|im_end|>"); !ok {
-		return nil, errors.New("engine: the tokenizer has no <|im_end|> token (a Qwen chat tokenizer is needed)")
+		return errors.New("engine: the tokenizer has no <|im_end|> token (a Qwen chat tokenizer is needed)")
 	}
 	c.stops = []int32{c.imEnd}
 	if id, ok := o.Tokenizer.TokenID("<|endoftext|>"); ok {
@@ -53,14 +91,22 @@ func New(o Options) (*Controller, error) {
 	}
 	for _, id := range c.stops {
 		if int(id) >= o.Policy.Config.VocabSize {
-			return nil, fmt.Errorf("engine: tokenizer id %d is outside the model's vocabulary (%d): model and tokenizer do not match", id, o.Policy.Config.VocabSize)
+			return fmt.Errorf("engine: tokenizer id %d is outside the model's vocabulary (%d): model and tokenizer do not match", id, o.Policy.Config.VocabSize)
 		}
 	}
-	attention, err := o.chooseAttention()
-	if err != nil {
-		return nil, err
-	}
-	c.attention = attention
+	return nil
+}
+
+// chooseAttention chooses the attention path (engine/attention) and sets it on the models.
+func (b *builder) chooseAttention() (err error) {
+	r, o := b.r, b.o
+	b.c.attention, err = attention.Choose(r.Model.Attention, r.Rollout.MaxTotalTokens, o.Policy, o.Reference, o.hooks.fusedProbe)
+	return err
+}
+
+// executor makes the executor model-written code runs in, under the recipe's sandbox.
+func (b *builder) executor() (err error) {
+	r := b.r
 	lim := sandbox.Limits{Timeout: r.Env.Timeout, MaxOutputBytes: r.Env.Limits.MaxOutputBytes, MaxSteps: uint64(r.Env.Limits.MaxSteps), MaxMemoryMB: r.Env.Limits.MaxMemoryMB}
 	// A nil module list means the default modules; an empty one (modules: []) means none.
 	sb := sandbox.Config{Isolation: r.Env.Sandbox.Isolation, Python: r.Env.Sandbox.Python,
@@ -68,23 +114,28 @@ func New(o Options) (*Controller, error) {
 	if sb.Modules != nil {
 		sb.Modules = append([]string{}, sb.Modules...)
 	}
-	exec, err := sandbox.NewExecutorWith(r.Env.Executor, lim, r.Env.Session, sb)
-	if err != nil {
-		return nil, err // strict isolation the machine cannot give: the refusal says what to enable
-	}
-	if c.train, c.validation, c.heldout, err = TaskSets(r, o.Log); err != nil {
-		return nil, err
-	}
-	weights := retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
-	if r.Algorithm.Estimator == "step_wise" { // reward.process weighs the verdicts per step instead (advantages)
-		weights.Process = 0
-	}
+	b.sb = sb
+	b.exec, err = sandbox.NewExecutorWith(r.Env.Executor, lim, r.Env.Session, sb)
+	return err // strict isolation the machine cannot give: the refusal says what to enable
+}
+
+// tasks loads the run's training, validation and held-out tasks.
+func (b *builder) tasks() (err error) {
+	c := b.c
+	c.train, c.validation, c.heldout, err = dataset.TaskSets(b.r, b.o.Log)
+	return err
+}
+
+// sizes decides the KV slots, the training micro-batch and where the waiting weights and moments
+// are: as the memory plan says when it has a budget, else as the recipe says or the CPU's defaults.
+func (b *builder) sizes() error {
+	c, o, r := b.c, b.o, b.r
 	slots, micro := int(r.Memory.KVSlots), int(r.Train.MicroBatch)
 	c.dev = &residency.Device{Reference: o.Reference, SharedReference: r.Train.LoRA.Rank > 0,
 		MomentsOnHost: r.Memory.OptimizerOffload == "host", MasterOnHost: r.Memory.MasterOffload == "host"}
 	if p := o.Plan; p != nil && p.Budget > 0 {
 		if !p.Fits {
-			return nil, fmt.Errorf("engine: the recipe does not fit the device's %s: %s (see agentrl-tui plan)", recipes.FormatGiB(p.Budget), p.Reason)
+			return fmt.Errorf("engine: the recipe does not fit the device's %s: %s (see agentrl-tui plan)", recipes.FormatGiB(p.Budget), p.Reason)
 		}
 		slots, micro, c.dev.MomentsOnHost, c.dev.MasterOnHost = p.KVSlots, p.MicroBatch, p.MomentsOnHost, p.MasterOnHost
 	}
@@ -96,8 +147,14 @@ func New(o Options) (*Controller, error) {
 	if micro <= 0 {
 		micro = min(8, r.BatchSize())
 	}
-	// An evaluation-only run trains nothing: no trainer, so no master copy or AdamW moments (on a
-	// GPU, twice the weights' size in float32) beside the inference weights.
+	b.slots, b.micro = slots, micro
+	return nil
+}
+
+// trainer makes the trainer. An evaluation-only run trains nothing: no trainer, so no master copy
+// or AdamW moments (on a GPU, twice the weights' size in float32) beside the inference weights.
+func (b *builder) trainer() (err error) {
+	c, o, r, micro := b.c, b.o, b.r, b.micro
 	if o.Eval == nil {
 		c.trainer, err = train.New(o.Policy, train.Config{
 			ClipLow: r.Algorithm.ClipLow, ClipHigh: r.Algorithm.ClipHigh, KLCoef: klLoss(r), KLEstimator: r.Algorithm.KLEstimator,
@@ -109,30 +166,43 @@ func New(o Options) (*Controller, error) {
 			Compiles:      c.compiles,
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// inference restores a resumed run's checkpoint and builds the inference copy of the weights.
+func (b *builder) inference() (err error) {
+	c, o := b.c, b.o
 	if o.Resume != nil {
 		if err := c.restore(o.Resume); err != nil {
 			c.trainer.Close()
-			return nil, err
+			return err
 		}
 	}
 	if c.dev.Infer, err = residency.NewInferenceCopy(o.Policy, c.compiles); err != nil {
 		c.trainer.Close()
-		return nil, err
+		return err
 	}
 	if o.Eval != nil { // nothing updates the master weights: the inference copy is the model
 		c.dev.Infer.DropMaster()
 	}
+	return nil
+}
+
+// generators makes rollout's generator and, when the evaluation's context is longer, the
+// evaluation's own.
+func (b *builder) generators() (err error) {
+	c, o, r := b.c, b.o, b.r
 	// The python executor's calls queue for the sandbox's workers, so the deterministic schedule
 	// models them; a Starlark call takes microseconds and never makes another wait.
 	toolWorkers := 0
 	if r.Env.Executor == "python" {
-		toolWorkers = sb.WorkerCount()
+		toolWorkers = b.sb.WorkerCount()
 	}
 	genCfg := rollout.Config{
-		Slots: slots, MaxLen: model.Bucket(r.Rollout.MaxTotalTokens),
+		Slots: b.slots, MaxLen: model.Bucket(r.Rollout.MaxTotalTokens),
 		Truncation:      r.Rollout.TopK > 0 || r.Rollout.TopP < 1,
 		Decode:          func(ids []int32) string { return o.Tokenizer.Decode(ids, false) },
 		Lockstep:        r.Rollout.Deterministic,
@@ -146,57 +216,56 @@ func New(o Options) (*Controller, error) {
 	if c.gen, err = rollout.New(c.dev.Infer.Model(), genCfg); err != nil {
 		c.dev.Infer.Close()
 		c.trainer.Close()
-		return nil, err
+		return err
 	}
 	if r.EvalSlotsOwn() && o.Eval == nil {
 		if err := c.newEvalGen(genCfg); err != nil {
 			c.gen.Close()
 			c.dev.Infer.Close()
 			c.trainer.Close()
-			return nil, err
+			return err
 		}
 	}
-	// What waits during rollout leaves the device now: offloaded moments and master weights (the
-	// inference copy is built) and the reference copy, which comes in only for the reference forward.
-	c.dev.Gen, c.dev.Trainer = c.gen, c.trainer
-	if err := c.dev.Settle(); err != nil {
-		c.Close()
-		return nil, err
+	return nil
+}
+
+// players makes the generation phases: the ReTool player, partial rollouts, an external agent.
+func (b *builder) players() (err error) {
+	c, o, r := b.c, b.o, b.r
+	weights := retool.Weights{Outcome: r.Reward.Outcome, Process: r.Reward.Process, Shaping: r.Reward.Shaping, FormatPenalty: r.Reward.FormatPenalty}
+	if r.Algorithm.Estimator == "step_wise" { // reward.process weighs the verdicts per step instead (advantages)
+		weights.Process = 0
 	}
-	c.players = &play.Phase{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Exec: exec, Pool: sandbox.NewPool(sb.WorkerCount()), Weights: weights, Stops: c.stops}
+	c.players = &play.Phase{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Exec: b.exec, Pool: sandbox.NewPool(b.sb.WorkerCount()), Weights: weights, Stops: c.stops}
 	if r.Rollout.Partial.Enabled { // a resumed run starts its groups where the checkpoint's data position is
 		c.players.Partial = play.NewPartialState((c.start - 1) * r.Rollout.TasksPerStep)
 	}
 	if r.Env.Name == "external" {
 		if c.agentEnv, err = play.NewAgentEnv(r, c.gen, o.Tokenizer, c.stops, o.AgentBin, weights); err != nil {
-			c.Close()
-			return nil, err
+			return err
 		}
 		c.players.Agent = c.agentEnv.Play // the recipe's agent program plays each trajectory
 	}
-	if err := c.openEngines(); err != nil { // rollout.engines: generation on remote servers
-		c.Close()
-		return nil, err
-	}
+	return nil
+}
+
+// hints makes the hinter, the process scorer and the hint probes, with prm.kind model's judge.
+func (b *builder) hints() (err error) {
+	c, o, r := b.c, b.o, b.r
 	var prmJudge hint.PRMJudge
 	if r.PRMModel() && r.PRM.Endpoint == "" && o.Eval == nil { // an evaluation judges nothing
 		if prmJudge, err = c.newPRM(); err != nil {
-			c.Close()
-			return nil, err
+			return err
 		}
 	}
 	c.hints, err = hint.New(hint.Config{Recipe: r, Tokenizer: o.Tokenizer, Gen: c.gen, Stops: c.stops, Reference: o.Reference, PRM: prmJudge,
-		Exec: exec, TeacherPrompt: c.teacherPrompt, Interrupt: func() error {
-			if c.stopping() {
-				return errStop
+		Exec: b.exec, TeacherPrompt: c.teacherPrompt, Interrupt: func() error {
+			if c.stop.Stopping() {
+				return stopping.ErrStop
 			}
 			return nil
 		}})
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
+	return err
 }
 
 // newEvalGen makes the evaluation's own generator (eval.max_total_tokens longer than rollout's:
@@ -238,44 +307,18 @@ func (c *Controller) restore(cp *store.Checkpoint) error {
 	if err := residency.SetWeights(c.opts.Policy, cp.Weights, src); err != nil {
 		return err
 	}
-	byName := map[string]*safetensors.Tensor{}
-	for _, t := range cp.Moments {
-		byName[t.Name] = t
-	}
-	// The model's moments are there when the checkpoint saved the optimizer (ppo's value head
-	// is kept in the same file, so the file alone says nothing).
-	if _, saved := byName["m."+c.trainer.TrainedSpecs()[0].Name]; saved {
-		var m, v []*tensors.Tensor
-		for _, spec := range c.trainer.TrainedSpecs() { // a LoRA run's: the adapters
-			for _, pre := range []string{"m.", "v."} {
-				t, ok := byName[pre+spec.Name]
-				if !ok {
-					return fmt.Errorf("%s: optimizer moment %s%s is missing", src, pre, spec.Name)
-				}
-				tt, err := residency.MomentFrom(t, spec.Dims, src)
-				if err != nil {
-					return err
-				}
-				if pre == "m." {
-					m = append(m, tt)
-				} else {
-					v = append(v, tt)
-				}
-			}
-		}
-		if err := c.trainer.SetMoments(m, v, int(cp.Metrics["adam_step"])); err != nil {
-			return err
-		}
+	if err := residency.RestoreMoments(c.trainer, cp.Moments, int(cp.Metrics["adam_step"]), src); err != nil {
+		return err
 	}
 	if valueCoef(c.recipe) > 0 {
-		if err := c.restoreValueHead(cp, src); err != nil {
+		if err := residency.RestoreValueHead(c.trainer, cp.Moments, src); err != nil {
 			return err
 		}
 	}
 	c.start = cp.Step + 1
-	c.best, c.bestStep, c.sinceBest = cp.Metrics["best"], int(cp.Metrics["best_step"]), int(cp.Metrics["since_best"])
+	c.best.Restore(cp.Metrics)
 	c.lastSaved = cp.Step
-	c.stop.trained, c.stop.saved = cp.Step, cp.Step
+	c.stop.Resumed(cp.Step)
 	if c.opts.Store != nil {
 		evals, err := c.opts.Store.Evals(c.opts.RunID)
 		if err != nil {
@@ -329,44 +372,4 @@ func gradAccumulation(r *recipes.Recipe, micro int) int {
 	}
 	n := (r.BatchSize() + micro - 1) / micro
 	return max(1, (n+u-1)/u)
-}
-
-// TaskSets builds r's training, validation and held-out tasks as a run of r does: from data.train's
-// dataset files, env.tasks' JSONL file, or the synthetic generator seeded by the recipe. A
-// dataset file that takes more than a second to read says how far it has come on log (nil: not).
-func TaskSets(r *recipes.Recipe, log io.Writer) (train, validation, heldout []envs.Task, err error) {
-	plan, err := dataset.PlanOf(r)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	switch {
-	case plan != nil: // data.train: the dataset files, the evaluation sets held out
-		if log != nil {
-			plan.Progress = func(p dataset.Progress) { fmt.Fprintln(log, "data:", p) }
-		}
-		d, err := dataset.Load(plan)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if len(plan.Eval) > 0 && len(d.Heldout) > r.Eval.HeldoutTasks {
-			return nil, nil, nil, fmt.Errorf("engine: the data.eval sets hold %d tasks, more than the %d of eval.heldout_tasks; raise eval.heldout_tasks or give the sets a size", len(d.Heldout), r.Eval.HeldoutTasks)
-		}
-		return d.Train, d.Validation, d.Heldout, nil
-	case r.Env.Tasks.Source == "jsonl":
-		all, err := envs.LoadJSONL(r.Env.Tasks.JSONL.Path, envs.Fields{ID: r.Env.Tasks.JSONL.IDField, Prompt: r.Env.Tasks.JSONL.PromptField, Answer: r.Env.Tasks.JSONL.AnswerField})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		n := min(r.Env.Tasks.HeldoutSize, len(all)/2)
-		v := min(r.Eval.ValidationTasks, (len(all)-n)/2)
-		return all[n+v:], all[n : n+v], all[:n], nil
-	}
-	syn := synthetic.Tasks{Levels: r.Env.Tasks.Synthetic.Levels, Seed: uint64(r.Env.Tasks.Synthetic.Seed)}
-	if train, heldout, err = syn.Split(r.Env.Tasks.TrainSize, r.Env.Tasks.HeldoutSize); err != nil {
-		return nil, nil, nil, err
-	}
-	if validation, err = syn.Validation(r.Eval.ValidationTasks, train); err != nil {
-		return nil, nil, nil, err
-	}
-	return train, validation, heldout, nil
 }

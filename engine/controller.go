@@ -11,12 +11,12 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"agentrl/engine/batch"
+	"agentrl/engine/best"
 	"agentrl/engine/compiles"
 	"agentrl/engine/device"
+	"agentrl/engine/eta"
 	"agentrl/engine/event"
 	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
@@ -25,6 +25,7 @@ import (
 	"agentrl/engine/record"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
+	"agentrl/engine/stopping"
 	"agentrl/engine/tokenizer"
 	"agentrl/engine/train"
 	"agentrl/envs"
@@ -71,8 +72,8 @@ type Options struct {
 	// Log receives the lines a user should see while the run is set up: how far a long dataset
 	// read has come (nil: none).
 	Log io.Writer
-	// fusedProbe replaces the check of fused attention (tests); nil: the backend's (probeFused)
-	fusedProbe fusedProbe
+	// hooks are what tests replace or watch in the run (nothing: the run's own behaviour).
+	hooks hooks
 }
 
 // Controller runs one recipe.
@@ -97,14 +98,10 @@ type Controller struct {
 	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them
 	pauseMu    sync.Mutex
 	paused     chan struct{} // non-nil while paused; closed on resume
-	manualBest atomic.Int64  // the step the user marked best, 0 = automatic
 	runMu      sync.Mutex    // serialises read-modify-write of the stored run record
 	imEnd      int32
 	stops      []int32
-	best       float64
-	bestStep   int
-	sinceBest  int
-	dropped    string // why the metric's fall below its best stops the run ("" = it does not)
+	best       *best.Tracker // the best checkpoint: the automatic choice, early stopping, the user's mark
 	// first is the run's first evaluation, which later ones are compared with task by task.
 	first     *store.Eval
 	lastSaved int
@@ -112,25 +109,13 @@ type Controller struct {
 	// phases holds the seconds each phase of step phasesStep took, stored with the step.
 	phases     map[string]float64
 	phasesStep int
-	// onEmit and onUpdate (tests only) see each event as it is emitted, on the emitting goroutine,
-	// and each micro-batch of an update as it is about to run: a test stops the run there.
-	onEmit   func(event.Event)
-	onUpdate func(done, total int)
-	// onTrain (tests only) sees a step's trajectories (an agent's later segments included) and
-	// the sequences the update is about to train on.
-	onTrain func(step int, trajs []*batch.Trajectory, seqs []train.Sequence)
 
-	// the stopping model (stop.go): where the run is, the stop asked for and what it keeps
-	stopMu       sync.Mutex
-	stop         stopState
-	discard      atomic.Bool    // the update in progress is to be discarded
-	finishWithin time.Duration  // how much of an update a stop waits for (finishWithin; tests change it)
-	outside      sync.WaitGroup // Stop calls emitting from other goroutines
-	end          event.RunEnd   // the run's end, once Run returned
-	clock        clock          // step and evaluation times, for the ETA
-	evals        int            // evaluations finished (a resumed run's stored ones too)
-	compiles     *compiles.Counter
-	compiled     compiles.Snapshot // the counter at the last step's metrics
+	stop     *stopping.Stopper // the stopping model: where the run is, the stop asked for and what it keeps
+	end      event.RunEnd      // the run's end, once Run returned
+	clock    eta.Clock         // step and evaluation times, for the ETA
+	evals    int               // evaluations finished (a resumed run's stored ones too)
+	compiles *compiles.Counter
+	compiled compiles.Snapshot // the counter at the last step's metrics
 }
 
 // Close releases the generator, the inference weights and the trainer's graphs and moments.
@@ -195,7 +180,7 @@ func (c *Controller) MarkBest(step int) error {
 	if _, err := c.opts.Store.Manifest(c.opts.RunID, step); err != nil {
 		return fmt.Errorf("mark best: step %d has no checkpoint: %w", step, err)
 	}
-	c.manualBest.Store(int64(step))
+	c.best.Mark(step)
 	return c.updateRun(func(r *store.Run) { r.BestStep, r.BestPinned = step, true })
 }
 
@@ -263,19 +248,9 @@ func (c *Controller) updateRun(fn func(*store.Run)) error {
 	return c.opts.Store.PutRun(run)
 }
 
-// bestChoice is the run's best step: the user's choice if they made one, else the automatic one.
-func (c *Controller) bestChoice() int {
-	if m := c.manualBest.Load(); m > 0 {
-		return int(m)
-	}
-	return c.bestStep
-}
-
 func (c *Controller) emit(e event.Event) {
 	c.rec.Observe(e)
-	if c.onEmit != nil {
-		c.onEmit(e)
-	}
+	c.opts.hooks.emitted(e)
 	if c.opts.Events != nil {
 		c.opts.Events <- e
 	}
@@ -283,7 +258,7 @@ func (c *Controller) emit(e event.Event) {
 
 // Run executes the recipe until max_steps, early stopping, Stop or ctx's end (which stops the
 // run as Stop("interrupted") does). Whatever ends it, the run saves its last trained step and
-// records its end; see stop.go for what a stop keeps.
+// records its end; see engine/stopping for what a stop keeps.
 func (c *Controller) Run(ctx context.Context) (err error) {
 	if c.opts.Eval != nil {
 		return c.runEval(ctx)
@@ -291,6 +266,55 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	r := c.recipe
 	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels, Reward: RewardWeightsOf(r),
 		Attention: c.attention, Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}
+	if err := c.recordStart(&start); err != nil {
+		return err
+	}
+	// Generation runs under work, which a stop cancels when its plan drops what is in progress.
+	work, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.stop.Begin(cancel)
+	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
+	c.emit(start)
+	defer func() { err = c.storeFailure(err); c.finish(err) }() // a store write the disk failed: one line (engine/diskspace)
+	c.emit(c.ledger())
+	if r.Eval.AtStart && c.opts.Resume == nil && c.stop.Enter(0, event.PhaseEval) {
+		if _, err := c.evaluate(work, 0); err != nil && !errors.Is(err, stopping.ErrStop) {
+			return err
+		}
+		if err := c.storePhases(0); err != nil {
+			return err
+		}
+	}
+	for step := c.start; step <= r.Run.MaxSteps; step++ {
+		c.stop.Pass(step-1, "")
+		c.waitIfPaused(work)
+		if c.stop.Stopping() {
+			break
+		}
+		if err := c.step(work, step); err != nil && !errors.Is(err, stopping.ErrStop) {
+			return err
+		}
+		c.emit(c.ledger())
+		c.stop.Pass(step, "")
+		switch early := c.best.EarlyStop(); {
+		case c.stop.Stopping():
+		case early != "":
+			c.decide(early, false)
+		case step == r.Run.MaxSteps:
+			c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true)
+		}
+		if c.stop.Stopping() {
+			break
+		}
+	}
+	c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true) // a resumed run with no step left
+	return c.save(context.Background(), c.stop.Trained(), true)      // the final weights are always kept
+}
+
+// recordStart stores the run record of a run starting (a resumed one's marked running again, its
+// pinned best step kept, and said in start).
+func (c *Controller) recordStart(start *event.RunStart) error {
+	r := c.recipe
 	if c.opts.Store != nil && c.opts.Resume != nil {
 		run, err := c.opts.Store.GetRun(c.opts.RunID)
 		if err != nil {
@@ -298,7 +322,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 		}
 		run.Status, run.StopReason, run.StopDetail, run.Ended = "running", "", "", time.Time{}
 		if run.BestPinned {
-			c.manualBest.Store(int64(run.BestStep))
+			c.best.Mark(run.BestStep)
 			start.MarkedBest = run.BestStep
 		}
 		if err := c.opts.Store.PutRun(run); err != nil {
@@ -310,52 +334,5 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	// Generation runs under work, which a stop cancels when its plan drops what is in progress.
-	work, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.stopMu.Lock()
-	c.stop.cancel = cancel
-	c.stop.trained = c.start - 1
-	c.stopMu.Unlock()
-	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
-	c.emit(start)
-	defer func() { err = c.storeFailure(err); c.finish(err) }() // a store write the disk failed: one line (diskspace.go)
-	c.emit(c.ledger())
-	if r.Eval.AtStart && c.opts.Resume == nil && c.enter(0, event.PhaseEval) {
-		if _, err := c.evaluate(work, 0); err != nil && !errors.Is(err, errStop) {
-			return err
-		}
-		if err := c.storePhases(0); err != nil {
-			return err
-		}
-	}
-	for step := c.start; step <= r.Run.MaxSteps; step++ {
-		c.pass(step-1, "")
-		c.waitIfPaused(work)
-		if c.stopping() {
-			break
-		}
-		if err := c.step(work, step); err != nil && !errors.Is(err, errStop) {
-			return err
-		}
-		c.emit(c.ledger())
-		c.pass(step, "")
-		switch {
-		case c.stopping():
-		case c.dropped != "":
-			c.decide(c.dropped, false)
-		case r.EarlyStop.Patience > 0 && c.sinceBest >= r.EarlyStop.Patience:
-			c.decide(fmt.Sprintf("early stop: %s did not improve for %d evaluations", r.EarlyStop.Metric, c.sinceBest), false)
-		case step == r.Run.MaxSteps:
-			c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true)
-		}
-		if c.stopping() {
-			break
-		}
-	}
-	c.decide(fmt.Sprintf("all %d steps done", r.Run.MaxSteps), true) // a resumed run with no step left
-	c.stopMu.Lock()
-	trained := c.stop.trained
-	c.stopMu.Unlock()
-	return c.save(context.Background(), trained, true) // the final weights are always kept
+	return nil
 }

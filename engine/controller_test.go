@@ -17,13 +17,11 @@ import (
 	_ "github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/gomlx/core/tensors"
 
-	"agentrl/engine/batch"
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/engine/play"
 	"agentrl/engine/tokenizer"
-	"agentrl/envs"
 	"agentrl/recipes"
 	"agentrl/store"
 )
@@ -203,7 +201,7 @@ func TestControllerEndToEnd(t *testing.T) {
 // returns each step's metrics.
 func runStoppedAfter(t *testing.T, c *Controller, events chan event.Event, stopAfter int, see func(event.Event)) map[int]map[event.Metric]float64 {
 	t.Helper()
-	c.onEmit = func(e event.Event) {
+	c.opts.hooks.onEmit = func(e event.Event) {
 		if m, ok := e.(event.StepMetrics); ok && m.Step == stopAfter {
 			c.Stop("stopped by the user")
 		}
@@ -301,7 +299,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 // its checkpoint can then be marked best and exported as a loadable folder.
 func TestPauseStopMarkBestExport(t *testing.T) {
 	c, st, events := tinyRun(t, map[string]string{"run.max_steps": "3"})
-	c.onEmit = func(e event.Event) { // on the run's goroutine: it pauses before step 2
+	c.opts.hooks.onEmit = func(e event.Event) { // on the run's goroutine: it pauses before step 2
 		if m, ok := e.(event.StepMetrics); ok && m.Step == 1 {
 			c.Pause()
 		}
@@ -632,26 +630,6 @@ func tensorFloats(t *testing.T, x *tensors.Tensor) []float32 {
 	return v
 }
 
-func TestPassAtKByLevel(t *testing.T) {
-	lv := func(l string) envs.Task { return envs.Task{Meta: map[string]string{"level": l}} }
-	tasks := []envs.Task{lv("0"), lv("0"), lv("1"), lv("1")}
-	counts := [][2]int{{2, 1}, {2, 2}, {2, 0}, {2, 0}}
-	ev, err := passAtK(3, tasks, counts, []int{1, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// pass@1 is the mean success rate per task, pass@2 with n = 2 is "any of the two".
-	want := event.Eval{Step: 3, PassAtK: map[int]float64{1: 0.375, 2: 0.5},
-		ByLevel: map[string]map[int]float64{"0": {1: 0.75, 2: 1}, "1": {1: 0, 2: 0}}}
-	if !reflect.DeepEqual(ev, want) {
-		t.Errorf("got %+v\nwant %+v", ev, want)
-	}
-	ev, _ = passAtK(3, []envs.Task{{}}, [][2]int{{2, 1}}, []int{1})
-	if ev.ByLevel != nil {
-		t.Errorf("tasks without a level gave ByLevel %v", ev.ByLevel)
-	}
-}
-
 // TestSameSeedSameRun runs the same one-step recipe twice — with the self judge as hinter and PRM,
 // so that rollout, judge and eval requests all share the generator — and checks that the runs
 // sample the same trajectories and compute the same metrics, bit for bit, as
@@ -666,42 +644,6 @@ func TestSameSeedSameRun(t *testing.T) {
 		t.Fatalf("%d trajectories; want 1 step × 4 and evals", len(p1.trajs))
 	}
 	sameRun(t, p1, run())
-}
-
-// TestAdvantagesPassK: with algorithm.pass_k the controller's advantages are best-of-k ones
-// (one correct of 8, k = 4: +1 and −1/7, the paper's closed form), and without it GRPO's.
-func TestAdvantagesPassK(t *testing.T) {
-	for _, tc := range []struct {
-		passK         int
-		right, wrongs float64
-	}{{4, 1, -1.0 / 7}, {0, math.Sqrt(7), -1 / math.Sqrt(7)}} {
-		r, err := recipes.Load(filepath.Join("..", "recipes", "retool-baseline.yaml"), recipes.Options{IgnoreEnv: true,
-			Overrides: map[string]string{"algorithm.pass_k": fmt.Sprint(tc.passK)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &Controller{recipe: r}
-		var trajs []*batch.Trajectory
-		for i := range 8 {
-			tr := &batch.Trajectory{Mask: []bool{false, true, true}}
-			if i == 3 {
-				tr.Reward.Total = 1
-			}
-			trajs = append(trajs, tr)
-		}
-		if _, err := c.advantages(trajs); err != nil {
-			t.Fatal(err)
-		}
-		for i, tr := range trajs {
-			want := tc.wrongs
-			if i == 3 {
-				want = tc.right
-			}
-			if tr.Advantages[0] != 0 || math.Abs(float64(tr.Advantages[1])-want) > 1e-5 || tr.Advantages[1] != tr.Advantages[2] {
-				t.Errorf("pass_k %d, sample %d: advantages %v; want 0 on the prompt, %.5f on the response", tc.passK, i, tr.Advantages, want)
-			}
-		}
-	}
 }
 
 func TestGradAccumulation(t *testing.T) {

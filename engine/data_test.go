@@ -1,13 +1,10 @@
 package engine
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
 	"agentrl/engine/event"
-	"agentrl/envs"
-	"agentrl/envs/dataset"
 )
 
 // TestDataRunEndToEnd runs two steps with the tasks from the sample files: training on the
@@ -73,20 +70,5 @@ func TestDataRunBuiltin(t *testing.T) {
 	}
 	if steps != 2 || trajs != 8 {
 		t.Errorf("%d steps, %d trajectories; want 2 and 8", steps, trajs)
-	}
-}
-
-// Per-set pass@k comes with more than one set; one set is the overall figure alone.
-func TestPassAtKBySet(t *testing.T) {
-	set := func(s string) envs.Task { return envs.Task{Meta: map[string]string{dataset.MetaSet: s}} }
-	ev, err := passAtK(1, []envs.Task{set("a"), set("a"), set("b")}, [][2]int{{2, 2}, {2, 0}, {2, 1}}, []int{1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := map[string]map[int]float64{"a": {1: 0.5}, "b": {1: 0.5}}; !reflect.DeepEqual(ev.BySet, want) || ev.PassAtK[1] != 0.5 {
-		t.Errorf("by set %v, overall %v; want %v and 0.5", ev.BySet, ev.PassAtK, want)
-	}
-	if ev, _ = passAtK(1, []envs.Task{set("a")}, [][2]int{{2, 1}}, []int{1}); ev.BySet != nil {
-		t.Errorf("one set gave BySet %v", ev.BySet)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"agentrl/engine/device"
+	"agentrl/engine/diskspace"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/recipes"
@@ -86,14 +87,11 @@ func drained(ch chan event.Event) []event.Event {
 	}
 }
 
-// playDisk makes the space check see a disk with free bytes (nothing inside the store file)
-// until the test ends.
-func playDisk(t *testing.T, free int64) {
-	old := storeSpace
-	storeSpace = func(s *store.Store) (store.Space, error) {
+// playDisk makes c's space check see a disk with free bytes (nothing inside the store file).
+func playDisk(c *Controller, free int64) {
+	c.opts.hooks.space = func(s *store.Store) (store.Space, error) {
 		return store.Space{Dir: filepath.Dir(s.Path()), Disk: free}, nil
 	}
-	t.Cleanup(func() { storeSpace = old })
 }
 
 // allocated is the bytes the file at path takes on its disk (st_blocks: bbolt grows its file
@@ -105,53 +103,6 @@ func allocated(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Sys().(*syscall.Stat_t).Blocks * 512
-}
-
-// TestRoomFor is the space check's verdict at the edges: under the checkpoint refuses it, under
-// the checkpoint and its margin warns, else it goes ahead; the pages free inside the store file
-// count as free.
-func TestRoomFor(t *testing.T) {
-	const need = 100 << 20
-	margin := checkpointMargin(need)
-	if margin != need/10+64<<20 {
-		t.Fatalf("margin %d", margin)
-	}
-	for _, c := range []struct {
-		sp   store.Space
-		want room
-	}{
-		{store.Space{Disk: need - 1}, roomNone},
-		{store.Space{Disk: need/2 - 1, InFile: need / 2}, roomNone},
-		{store.Space{Disk: need}, roomLow},
-		{store.Space{Disk: need / 2, InFile: need / 2}, roomLow},
-		{store.Space{Disk: need + margin - 1}, roomLow},
-		{store.Space{Disk: need + margin}, roomOK},
-		{store.Space{Disk: 0, InFile: need + margin}, roomOK},
-	} {
-		if got := roomFor(need, c.sp); got != c.want {
-			t.Errorf("roomFor(%d, %+v) = %d; want %d", need, c.sp, got, c.want)
-		}
-	}
-	if n := storedBytes([]int64{0, 1, store.ChunkSize, store.ChunkSize + 1}); n != 2*store.ChunkSize+2+5*(bboltPage+72)+4*256 {
-		t.Errorf("storedBytes = %d", n)
-	}
-	const mib = 1 << 20
-	for _, c := range []struct {
-		sizes  []int64
-		stored int
-		bytes  int64
-		want   int64
-	}{
-		{[]int64{mib}, 0, 0, 0},                                       // nothing stored: nothing to rewrite
-		{[]int64{mib, mib, mib}, 10, 100 * mib, 3 * 2 * 10 * mib},     // three chunks, each next to two of 10 MiB
-		{[]int64{mib, mib, mib}, 2, 4 * mib, 4 * mib},                 // at most what is stored
-		{[]int64{40 * store.ChunkSize}, 100, 400 * mib, 16 * 8 * mib}, // 4 MiB chunks: 16 in the largest transaction
-		{[]int64{16 * mib, 1000}, 100, 400 * mib, 5 * 8 * mib},        // 4 chunks and one of 1000 bytes
-	} {
-		if got := rewriteBytes(c.sizes, c.stored, c.bytes); got != c.want {
-			t.Errorf("rewriteBytes(%v, %d, %d) = %d; want %d", c.sizes, c.stored, c.bytes, got, c.want)
-		}
-	}
 }
 
 // TestCheckpointNeedCoversWhatIsWritten: the estimate of a checkpoint (weights, AdamW moments, the
@@ -201,7 +152,7 @@ func TestCheckpointNeedCoversWhatIsWritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		need := storedBytes(sizes) + rewriteBytes(sizes, n, bytes) + 1<<20
+		need := diskspace.Need(sizes, n, bytes)
 		before, _ := st.Space()
 		blocks := allocated(t, st.Path())
 		if err := st.SaveCheckpoint(&store.Checkpoint{Manifest: store.Manifest{Run: "noise", Step: step}, Weights: noise}); err != nil {
@@ -209,7 +160,7 @@ func TestCheckpointNeedCoversWhatIsWritten(t *testing.T) {
 		}
 		grew := allocated(t, st.Path()) - blocks
 		t.Logf("checkpoint %d of noise, %s of tensors, %d chunks stored before: estimated %s; the file grew %s, %s free in it before",
-			step, store.HumanBytes(storedBytes(sizes)), n, store.Bytes(need), store.Bytes(grew), store.HumanBytes(before.InFile))
+			step, store.HumanBytes(diskspace.StoredBytes(sizes)), n, store.Bytes(need), store.Bytes(grew), store.HumanBytes(before.InFile))
 		if need < grew+before.InFile || need > 2*(grew+before.InFile)+2<<20 {
 			t.Errorf("checkpoint %d of noise: estimated %d bytes; the file grew %d with %d free in it (want the estimate between that and twice it)", step, need, grew, before.InFile)
 		}
@@ -228,7 +179,7 @@ func TestCheckpointRefusedWithoutRoom(t *testing.T) {
 	drained(events)
 	blobs, _ := st.BlobCount()
 	need := c.checkpointNeed(true)
-	playDisk(t, need-1)
+	playDisk(c, need-1)
 	err := c.save(context.Background(), 2, true)
 	var we *store.WriteError
 	if !errors.As(err, &we) || !we.Refused || we.Need != need || we.Space.Free() != need-1 || we.Last != 1 || we.Step != 2 {
@@ -259,7 +210,7 @@ func TestCheckpointRefusedWithoutRoom(t *testing.T) {
 		}
 	}
 
-	playDisk(t, need+checkpointMargin(need)/2)
+	playDisk(c, need+diskspace.Margin(need)/2)
 	if err := c.save(context.Background(), 2, true); err != nil {
 		t.Fatalf("with room for the checkpoint but not its margin: %v", err)
 	}

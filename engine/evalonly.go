@@ -4,21 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
+	"agentrl/engine/evalset"
 	"agentrl/engine/event"
+	"agentrl/engine/stopping"
 	"agentrl/envs"
 	"agentrl/store"
-)
-
-// The evaluation sets every recipe has: the held-out tasks (eval.heldout_tasks of them) and the
-// validation tasks (eval.validation_tasks).
-const (
-	SetHeldout    = "heldout"
-	SetValidation = "validation"
 )
 
 // EvalOnly makes a run an evaluation-only one (agentrl-tui eval): the controller loads the model
@@ -27,7 +19,8 @@ const (
 // by construction: the same evaluate, the same tasks and the same seed (run.seed and the step).
 type EvalOnly struct {
 	// Set names the evaluation set: the tasks whose Meta["set"] is Set, the held-out tasks
-	// without one being in SetHeldout and the validation tasks without one in SetValidation.
+	// without one being in evalset.Heldout and the validation tasks without one in
+	// evalset.Validation.
 	Set string
 	// Store, Run and Step name a stored checkpoint to evaluate; Run "" evaluates the recipe's
 	// model (model.path, or the built-in model). The evaluation is kept at Step, so that it
@@ -39,60 +32,10 @@ type EvalOnly struct {
 	Of string
 }
 
-// UnknownSetError is an evaluation set name no task carries.
-type UnknownSetError struct {
-	Name string
-	Sets []string // the sets there are, sorted
-}
-
-func (e *UnknownSetError) Error() string {
-	return fmt.Sprintf("unknown evaluation set %q; the sets are %s", e.Name, strings.Join(e.Sets, ", "))
-}
-
-// EvalSets are the evaluation set names a recipe's tasks can carry before they are loaded:
-// SetHeldout and SetValidation.
-func EvalSets() []string { return []string{SetHeldout, SetValidation} }
-
-// evalTasks is the tasks of evaluation set name, in the order evaluations score them: of the
-// held-out tasks the first eval.heldout_tasks, then the validation tasks, each in the set its
-// Meta["set"] names (SetHeldout, SetValidation when it names none). SetHeldout is all the
-// held-out tasks, of every data.eval set: those a training run's evaluations score.
+// evalTasks is the tasks of evaluation set name, in the order evaluations score them (see
+// evalset.Tasks).
 func (c *Controller) evalTasks(name string) ([]envs.Task, error) {
-	pools := []struct {
-		tasks []envs.Task
-		set   string
-	}{{c.heldout[:min(c.recipe.Eval.HeldoutTasks, len(c.heldout))], SetHeldout}, {c.validation, SetValidation}}
-	sets := map[string]bool{}
-	for _, s := range EvalSets() {
-		sets[s] = true
-	}
-	var out []envs.Task
-	for _, p := range pools {
-		for _, t := range p.tasks {
-			set := p.set
-			if s := t.Meta["set"]; s != "" {
-				set = s
-			}
-			sets[set] = true
-			// heldout is every held-out task, of whichever data.eval set, as a training run's
-			// evaluations score them; a set's name picks its own.
-			if set == name || (name == SetHeldout && p.set == SetHeldout) {
-				out = append(out, t)
-			}
-		}
-	}
-	if !sets[name] {
-		names := make([]string, 0, len(sets))
-		for s := range sets {
-			names = append(names, s)
-		}
-		slices.Sort(names)
-		return nil, &UnknownSetError{Name: name, Sets: names}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("evaluation set %q has no tasks in this recipe (eval.heldout_tasks %d, eval.validation_tasks %d)", name, c.recipe.Eval.HeldoutTasks, c.recipe.Eval.ValidationTasks)
-	}
-	return out, nil
+	return evalset.Tasks(name, c.recipe, c.heldout, c.validation)
 }
 
 // runEval is Run for an evaluation-only run: the run record (kind eval, naming what it
@@ -115,17 +58,15 @@ func (c *Controller) runEval(ctx context.Context) (err error) {
 	}
 	work, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c.stopMu.Lock()
-	c.stop.cancel = cancel
-	c.stopMu.Unlock()
+	c.stop.Begin(cancel)
 	defer context.AfterFunc(ctx, func() { c.Stop("interrupted") })()
 	c.emit(start)
 	defer func() { c.finish(err) }()
 	c.emit(c.ledger())
-	if !c.enter(e.Step, event.PhaseEval) {
+	if !c.stop.Enter(e.Step, event.PhaseEval) {
 		return nil
 	}
-	if _, err := c.evaluate(work, e.Step); err != nil && !errors.Is(err, errStop) {
+	if _, err := c.evaluate(work, e.Step); err != nil && !errors.Is(err, stopping.ErrStop) {
 		return err
 	}
 	return c.storePhases(e.Step)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -9,10 +8,9 @@ import (
 	"testing"
 
 	"agentrl/engine/compare"
+	"agentrl/engine/evalset"
 	"agentrl/engine/event"
 	"agentrl/engine/record"
-	"agentrl/envs"
-	"agentrl/recipes"
 	"agentrl/store"
 )
 
@@ -50,7 +48,7 @@ func TestEvalOnlyMatchesTrainingEvaluation(t *testing.T) {
 	trainEvs := runEvents(t, c, events)
 
 	ec, eevents := tinyRunWith(t, st, map[string]string{"run.max_steps": "1"}, func(o *Options) {
-		o.RunID, o.Eval = "eval-run", &EvalOnly{Set: SetHeldout, Of: "model tiny"}
+		o.RunID, o.Eval = "eval-run", &EvalOnly{Set: evalset.Heldout, Of: "model tiny"}
 	})
 	evalEvs := runEvents(t, ec, eevents)
 
@@ -75,7 +73,7 @@ func TestEvalOnlyMatchesTrainingEvaluation(t *testing.T) {
 	}
 
 	run, err := st.GetRun("eval-run")
-	if err != nil || run.Kind != store.KindEval || run.Evaluated != "model tiny" || run.EvalSet != SetHeldout || run.Status != "finished" {
+	if err != nil || run.Kind != store.KindEval || run.Evaluated != "model tiny" || run.EvalSet != evalset.Heldout || run.Status != "finished" {
 		t.Errorf("evaluation run record %+v (%v); want kind eval, model tiny, heldout, finished", run, err)
 	}
 	var end event.RunEnd
@@ -168,53 +166,6 @@ func TestEvalOnlyMatchesTrainingEvaluation(t *testing.T) {
 	}
 }
 
-// TestEvalTasks: an evaluation set is the tasks that carry its name (the held-out and validation
-// tasks, without a name of their own, theirs); an unknown name lists the sets there are.
-func TestEvalTasks(t *testing.T) {
-	task := func(id, set string) envs.Task {
-		tk := envs.Task{ID: id, Prompt: id}
-		if set != "" {
-			tk.Meta = map[string]string{"set": set}
-		}
-		return tk
-	}
-	r := recipes.Default()
-	r.Eval.HeldoutTasks = 3
-	c := &Controller{recipe: r,
-		heldout:    []envs.Task{task("h1", ""), task("h2", ""), task("a1", "aime"), task("h4", "")}, // h4 is past eval.heldout_tasks
-		validation: []envs.Task{task("v1", ""), task("v2", "")}}
-	ids := func(ts []envs.Task) []string {
-		var out []string
-		for _, t := range ts {
-			out = append(out, t.ID)
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		set  string
-		want []string
-		sets []string // an unknown set: the sets the error lists
-	}{
-		{set: SetHeldout, want: []string{"h1", "h2", "a1"}}, // every held-out task, of any data.eval set,
-		{set: SetValidation, want: []string{"v1", "v2"}},
-		{set: "aime", want: []string{"a1"}},
-		{set: "gsm8k", sets: []string{"aime", "heldout", "validation"}},
-	} {
-		got, err := c.evalTasks(tc.set)
-		var unknown *UnknownSetError
-		switch {
-		case tc.sets != nil && (!errors.As(err, &unknown) || !reflect.DeepEqual(unknown.Sets, tc.sets)):
-			t.Errorf("%s: error %v; want an unknown set listing %v", tc.set, err, tc.sets)
-		case tc.sets == nil && (err != nil || !reflect.DeepEqual(ids(got), tc.want)):
-			t.Errorf("%s: got %v (%v); want %v", tc.set, ids(got), err, tc.want)
-		}
-	}
-	c.validation = nil
-	if _, err := c.evalTasks(SetValidation); err == nil {
-		t.Error("validation without validation tasks: no error")
-	}
-}
-
 // TestEvalOnlyStop: a stop during an evaluation run drops its evaluation, says so without
 // speaking of steps or checkpoints, and records the run as stopped with nothing else kept; its
 // ETA is the evaluation's own.
@@ -224,10 +175,10 @@ func TestEvalOnlyStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c, events := tinyRunWith(t, st, nil, func(o *Options) { o.RunID, o.Eval = "eval-run", &EvalOnly{Set: SetHeldout, Of: "model tiny"} })
+	c, events := tinyRunWith(t, st, nil, func(o *Options) { o.RunID, o.Eval = "eval-run", &EvalOnly{Set: evalset.Heldout, Of: "model tiny"} })
 	var said string
 	var etas []event.Progress
-	c.onEmit = func(e event.Event) {
+	c.opts.hooks.onEmit = func(e event.Event) {
 		if p, ok := e.(event.Progress); ok && p.Phase == event.PhaseEval {
 			etas = append(etas, p)
 			if p.Done == 1 {

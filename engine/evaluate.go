@@ -2,18 +2,18 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"agentrl/engine/batch"
+	"agentrl/engine/evalset"
 	"agentrl/engine/event"
+	"agentrl/engine/stopping"
 	"agentrl/envs"
-	"agentrl/envs/dataset"
 	"agentrl/store"
 )
 
 // evaluate runs pass@k on the held-out tasks (an evaluation-only run's: on its set's, see
-// EvalOnly). A stop during it drops it (errStop): nothing of it is emitted but its trajectories
+// EvalOnly). A stop during it drops it (stopping.ErrStop): nothing of it is emitted but its trajectories
 // and progress, and nothing is stored. With eval.store_trajectories its trajectories are stored
 // with its pass@k, marked as an evaluation's of step.
 func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error) {
@@ -32,14 +32,39 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 			trajs = append(trajs, &batch.Trajectory{Task: task, Group: i, Sample: s})
 		}
 	}
-	c.noteEval(0, len(tasks))
+	c.stop.NoteEval(0, len(tasks))
 	val, err := c.evalRollouts(ctx, step, trajs)
 	if err != nil {
 		return event.Eval{}, c.stopOr(ctx, err)
 	}
-	if !c.enter(step, event.PhaseEval) { // a stop came as the last trajectory finished: dropped as announced
-		return event.Eval{}, errStop
+	if !c.stop.Enter(step, event.PhaseEval) { // a stop came as the last trajectory finished: dropped as announced
+		return event.Eval{}, stopping.ErrStop
 	}
+	ev, err := c.evalEvent(step, tasks, trajs, val)
+	if err != nil {
+		return ev, err
+	}
+	c.emit(ev)
+	kept := []event.Event{ev}
+	if r.Eval.StoreTrajectories {
+		for _, t := range trajs {
+			kept = append(kept, c.trajectoryEvent(step, t, true))
+		}
+	}
+	if err := c.rec.Record(kept...); err != nil {
+		return ev, err
+	}
+	c.phase(step, event.PhaseEval, t0)
+	c.clock.EvalDone(time.Since(t0).Seconds())
+	c.evals++
+	return ev, nil
+}
+
+// evalEvent is the evaluation of step as it goes out: pass@k of its trajectories on tasks (and
+// the validation's, val, when there is one), its change since the run's first evaluation of the
+// same tasks, and whether it is the best so far.
+func (c *Controller) evalEvent(step int, tasks []envs.Task, trajs []*batch.Trajectory, val map[int]float64) (event.Eval, error) {
+	r := c.recipe
 	counts := make([][2]int, len(tasks))
 	for _, t := range trajs {
 		counts[t.Group][0]++
@@ -47,7 +72,7 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 			counts[t.Group][1]++
 		}
 	}
-	ev, err := passAtK(step, tasks, counts, r.Eval.Ks)
+	ev, err := evalset.PassAtK(step, tasks, counts, r.Eval.Ks)
 	if err != nil {
 		return ev, err
 	}
@@ -62,31 +87,8 @@ func (c *Controller) evaluate(ctx context.Context, step int) (event.Eval, error)
 	if val != nil {
 		ev.Validation, choose = val, val
 	}
-	var k int
-	if _, err := fmt.Sscanf(r.EarlyStop.Metric, "pass@%d", &k); err == nil {
-		if v := choose[k]; v > c.best {
-			c.best, c.bestStep, c.sinceBest, ev.Best = v, step, 0, true
-		} else {
-			c.sinceBest++
-			if r.EarlyStop.MaxDrop > 0 && c.best-v > r.EarlyStop.MaxDrop {
-				c.dropped = fmt.Sprintf("early stop: %s fell to %.3f, more than %.3g below its best %.3f at step %d", r.EarlyStop.Metric, v, r.EarlyStop.MaxDrop, c.best, c.bestStep)
-			}
-		}
-	}
+	ev.Best = c.best.Observe(step, choose)
 	ev.Counts, ev.Tasks = counts, fp
-	c.emit(ev)
-	kept := []event.Event{ev}
-	if r.Eval.StoreTrajectories {
-		for _, t := range trajs {
-			kept = append(kept, c.trajectoryEvent(step, t, true))
-		}
-	}
-	if err := c.rec.Record(kept...); err != nil {
-		return ev, err
-	}
-	c.phase(step, event.PhaseEval, t0)
-	c.clock.evalDone(time.Since(t0).Seconds())
-	c.evals++
 	return ev, nil
 }
 
@@ -146,52 +148,4 @@ func (c *Controller) validate(ctx context.Context, step int) (map[int]float64, e
 		out[k] = v
 	}
 	return out, nil
-}
-
-// passAtK is the eval event for per-task (samples, correct) counts: pass@k over all tasks, over
-// the tasks of each level when the tasks carry one, and over each evaluation set (data.eval)
-// when there is more than one.
-func passAtK(step int, tasks []envs.Task, counts [][2]int, ks []int) (event.Eval, error) {
-	levels, sets := map[string][][2]int{}, map[string][][2]int{}
-	for i, t := range tasks {
-		if l, ok := t.Meta["level"]; ok {
-			levels[l] = append(levels[l], counts[i])
-		}
-		if s, ok := t.Meta[dataset.MetaSet]; ok {
-			sets[s] = append(sets[s], counts[i])
-		}
-	}
-	mean := func(counts [][2]int) (map[int]float64, error) {
-		p := make(map[int]float64, len(ks))
-		for _, k := range ks {
-			v, err := envs.MeanPassAtK(counts, k)
-			if err != nil {
-				return nil, err
-			}
-			p[k] = v
-		}
-		return p, nil
-	}
-	ev := event.Eval{Step: step}
-	var err error
-	if ev.PassAtK, err = mean(counts); err != nil {
-		return ev, err
-	}
-	for l, lc := range levels {
-		if ev.ByLevel == nil {
-			ev.ByLevel = map[string]map[int]float64{}
-		}
-		if ev.ByLevel[l], err = mean(lc); err != nil {
-			return ev, err
-		}
-	}
-	if len(sets) > 1 {
-		ev.BySet = make(map[string]map[int]float64, len(sets))
-		for name, sc := range sets {
-			if ev.BySet[name], err = mean(sc); err != nil {
-				return ev, err
-			}
-		}
-	}
-	return ev, nil
 }

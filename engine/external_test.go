@@ -214,7 +214,7 @@ func TestExternalTrainsSampledTokens(t *testing.T) {
 		seqs []train.Sequence
 	}
 	var got []trained
-	c.onTrain = func(step int, trajs []*batch.Trajectory, seqs []train.Sequence) {
+	c.opts.hooks.onTrain = func(step int, trajs []*batch.Trajectory, seqs []train.Sequence) {
 		for i, tr := range trajs {
 			if tr.IsLaterSegment() {
 				continue
@@ -397,7 +397,7 @@ func TestExternalFaults(t *testing.T) {
 	})
 	var trainedTasks []string
 	hinted := 0
-	c.onTrain = func(_ int, trajs []*batch.Trajectory, seqs []train.Sequence) {
+	c.opts.hooks.onTrain = func(_ int, trajs []*batch.Trajectory, seqs []train.Sequence) {
 		for _, tr := range trajs {
 			if tr.Hint != "" && tr.TeacherLogProbs != nil {
 				hinted++

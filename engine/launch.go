@@ -62,22 +62,104 @@ func (s *Session) Close() {
 // is exported to a temporary HuggingFace folder (a LoRA run's with its adapters merged), which
 // is loaded as model.path would be and removed once loaded.
 func Open(l Launch) (sess *Session, err error) {
-	r := l.Recipe
-	dir := r.Model.Path
-	var eval *EvalOnly
-	if l.Eval != nil {
-		e := *l.Eval
-		eval = &e
+	r, eval := l.Recipe, l.Eval.clone()
+	dir, done, err := modelDir(l, eval)
+	defer done()
+	if err != nil {
+		return nil, err
 	}
+	if err := fitPRM(l, dir, eval); err != nil {
+		return nil, err
+	}
+	choice, err := openBackend(l, dir, eval)
+	if err != nil {
+		return nil, err
+	}
+	m, err := loadModels(r, choice, dir, eval)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(r.Run.Store)
+	if err != nil {
+		return nil, err
+	}
+	mon := device.NewMonitor()
+	defer func() {
+		if err != nil {
+			mon.Close()
+			st.Close()
+		}
+	}()
+	cp, err := runRecord(&l, st)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := memoryPlan(l, choice, mon, dir, eval)
+	if err != nil {
+		return nil, err
+	}
+	c, err := New(Options{Recipe: r, RecipePath: l.RecipePath, RunID: l.RunID, Policy: m.policy, Reference: m.reference,
+		Tokenizer: m.tok, PRM: m.prm, PRMTokenizer: m.prmTok, Store: st, ModelFiles: m.files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan, Eval: eval, Log: l.Log})
+	if err != nil {
+		return nil, err
+	}
+	if eval != nil { // an unknown set is refused before anything is stored
+		if _, err := c.evalTasks(eval.Set); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	fmt.Fprintln(l.Log, "attention: "+c.attention)
+	return &Session{Controller: c, Store: st, mon: mon}, nil
+}
+
+// clone is a copy of e that Open may fill in (nil for nil).
+func (e *EvalOnly) clone() *EvalOnly {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	return &c
+}
+
+// fitPRM fits prm.kind model's prompt and lengths to the model that judges (FitPRM) and says what
+// it changed; an evaluation (eval) judges nothing.
+func fitPRM(l Launch, dir string, eval *EvalOnly) error {
+	if eval != nil {
+		return nil
+	}
+	said, err := FitPRM(l.Recipe, dir)
+	if err != nil {
+		return recipes.WithLine(l.RecipePath, "prm.model", l.Recipe.PRM.Model, err)
+	}
+	for _, line := range said {
+		fmt.Fprintln(l.Log, line)
+	}
+	return nil
+}
+
+// openStore opens the store at path for a live run, making its folder first.
+func openStore(path string) (*store.Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("store folder: %w", err)
+	}
+	return store.Open(path, store.Options{Live: true})
+}
+
+// modelDir is the folder the run loads its model from: model.path, the built-in model's, or for
+// an evaluation of a stored checkpoint a temporary one it is exported to, which done removes.
+// It fills in what an evaluation evaluates (EvalOnly.Of) when eval leaves it "".
+func modelDir(l Launch, eval *EvalOnly) (dir string, done func(), err error) {
+	dir, done = l.Recipe.Model.Path, func() {}
 	switch {
 	case eval != nil && eval.Run != "":
 		tmp, err := os.MkdirTemp("", "agentrl-eval-")
 		if err != nil {
-			return nil, err
+			return "", done, err
 		}
-		defer os.RemoveAll(tmp)
+		done = func() { os.RemoveAll(tmp) }
 		if err := exportCheckpoint(eval.Store, eval.Run, eval.Step, tmp); err != nil {
-			return nil, err
+			return "", done, err
 		}
 		dir = tmp
 		if eval.Of == "" {
@@ -85,7 +167,7 @@ func Open(l Launch) (sess *Session, err error) {
 		}
 	case dir == "":
 		if dir, err = l.Builtin(); err != nil {
-			return nil, err
+			return "", done, err
 		}
 		if eval != nil && eval.Of == "" {
 			eval.Of = "model built-in"
@@ -93,15 +175,13 @@ func Open(l Launch) (sess *Session, err error) {
 	case eval != nil && eval.Of == "":
 		eval.Of = "model " + dir
 	}
-	if eval == nil {
-		said, err := FitPRM(r, dir)
-		if err != nil {
-			return nil, recipes.WithLine(l.RecipePath, "prm.model", r.PRM.Model, err)
-		}
-		for _, line := range said {
-			fmt.Fprintln(l.Log, line)
-		}
-	}
+	return dir, done, nil
+}
+
+// openBackend opens the backend the recipe asks for, for the model in dir; a real model on the
+// CPU keeps the collector's heap near the plan's host memory.
+func openBackend(l Launch, dir string, eval *EvalOnly) (*device.Choice, error) {
+	r := l.Recipe
 	var params int64 // picks the Go backend's op scheduler; an unreadable config is reported by the load below
 	if sh, err := ledger.ReadShape(dir); err == nil {
 		params = sh.Params()
@@ -122,105 +202,97 @@ func Open(l Launch) (sess *Session, err error) {
 			}
 		}
 	}
+	return choice, nil
+}
+
+// models are what a run loads from its model folders.
+type models struct {
+	tok               *tokenizer.Tokenizer
+	policy, reference *model.Model
+	prm               *model.Model // prm.model DIR's; nil otherwise
+	prmTok            *tokenizer.Tokenizer
+	files             map[string][]byte // config.json and the tokenizer's files, saved with checkpoints
+}
+
+// loadModels loads the tokenizer, the policy and the reference from dir (an evaluation: the
+// policy alone), and prm.model DIR's own model, in the recipe's dtype for the backend.
+func loadModels(r *recipes.Recipe, choice *device.Choice, dir string, eval *EvalOnly) (m models, err error) {
 	dt := dtypes.Float32
 	if r.Model.DType == "bf16" || (r.Model.DType == "auto" && choice.Kind == device.CUDA) {
 		dt = dtypes.BFloat16
 	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, err
+	if m.tok, err = tokenizer.Load(dir); err != nil {
+		return m, err
 	}
-	var policy, reference *model.Model
 	if eval != nil {
 		// An evaluation loads the model once: no reference (nothing is scored against it) and no
 		// LoRA adapters (a checkpoint is exported merged, and fresh adapters would be zero).
-		policy, err = model.Load(choice.Backend, dir, model.Options{Compute: dt})
+		m.policy, err = model.Load(choice.Backend, dir, model.Options{Compute: dt})
 	} else {
-		policy, reference, err = residency.LoadPolicy(choice.Backend, dir, dt, r)
+		m.policy, m.reference, err = residency.LoadPolicy(choice.Backend, dir, dt, r)
 	}
 	if err != nil {
-		return nil, err
+		return m, err
 	}
 	// prm.model DIR: the PRM's own weights, in host memory but for its phase.
-	var prm *model.Model
-	var prmTok *tokenizer.Tokenizer
 	if r.PRMPhase() && r.PRM.Model != "reference" && eval == nil { // an evaluation judges nothing
-		if prmTok, err = tokenizer.Load(r.PRM.Model); err != nil {
-			return nil, fmt.Errorf("prm.model %q: %w (give a HuggingFace model folder, or reference, policy)", r.PRM.Model, err)
+		if m.prmTok, err = tokenizer.Load(r.PRM.Model); err != nil {
+			return m, fmt.Errorf("prm.model %q: %w (give a HuggingFace model folder, or reference, policy)", r.PRM.Model, err)
 		}
-		if prm, err = model.Load(choice.Backend, r.PRM.Model, model.Options{Compute: dt}); err != nil {
-			return nil, fmt.Errorf("prm.model %q: %w", r.PRM.Model, err)
+		if m.prm, err = model.Load(choice.Backend, r.PRM.Model, model.Options{Compute: dt}); err != nil {
+			return m, fmt.Errorf("prm.model %q: %w", r.PRM.Model, err)
 		}
 	}
-	files := map[string][]byte{}
+	m.files = map[string][]byte{}
 	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
 		if data, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
-			files[name] = data
+			m.files[name] = data
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(r.Run.Store), 0o755); err != nil {
-		return nil, fmt.Errorf("store folder: %w", err)
-	}
-	st, err := store.Open(r.Run.Store, store.Options{Live: true})
-	if err != nil {
-		return nil, err
-	}
-	mon := device.NewMonitor()
-	defer func() {
-		if err != nil {
-			mon.Close()
-			st.Close()
-		}
-	}()
+	return m, nil
+}
+
+// runRecord settles the run's id in st: a new run's first free one from l.RunID, or, to resume,
+// l.RunID itself and its latest checkpoint (returned).
+func runRecord(l *Launch, st *store.Store) (cp *store.Checkpoint, err error) {
 	if !l.Resume { // a run started in the same second as one already stored gets an id of its own
-		if l.RunID, err = st.FreeRunID(l.RunID); err != nil {
-			return nil, err
-		}
+		l.RunID, err = st.FreeRunID(l.RunID)
+		return nil, err
 	}
-	var cp *store.Checkpoint
-	if l.Resume {
-		m, err := st.LatestCheckpoint(l.RunID)
-		if err != nil {
-			return nil, err
-		}
-		if cp, err = st.LoadCheckpoint(l.RunID, m.Step); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(l.Log, "resuming run %s from step %d\n", l.RunID, m.Step)
-	}
-	// On a GPU the memory ledger sizes what the recipe leaves on auto (KV slots, micro-batch,
-	// where the AdamW moments wait) from the device's free memory or memory.vram.
-	var plan *ledger.Plan
-	if choice.Kind == device.CUDA {
-		var free int64
-		if rd, ok := mon.Read(); ok {
-			free = int64(rd.TotalBytes - rd.UsedBytes)
-		}
-		// An evaluation-only run builds no trainer (see build.go): its plan holds the inference
-		// weights, the KV cache and the sampler alone, so a model that could not train on this
-		// device can still be evaluated on it.
-		if plan, err = ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, DetectedVRAM: free, EvalOnly: eval != nil}); err != nil {
-			return nil, err
-		}
-		if eval != nil {
-			fmt.Fprintf(l.Log, "memory plan (evaluation only): %d KV slots, peak %s of %s\n", plan.KVSlots, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
-		} else {
-			fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
-		}
-	}
-	c, err := New(Options{Recipe: r, RecipePath: l.RecipePath, RunID: l.RunID, Policy: policy, Reference: reference,
-		Tokenizer: tok, PRM: prm, PRMTokenizer: prmTok, Store: st, ModelFiles: files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan, Eval: eval, Log: l.Log})
+	m, err := st.LatestCheckpoint(l.RunID)
 	if err != nil {
 		return nil, err
 	}
-	if eval != nil { // an unknown set is refused before anything is stored
-		if _, err := c.evalTasks(eval.Set); err != nil {
-			c.Close()
-			return nil, err
-		}
+	if cp, err = st.LoadCheckpoint(l.RunID, m.Step); err != nil {
+		return nil, err
 	}
-	fmt.Fprintln(l.Log, "attention: "+c.attention)
-	return &Session{Controller: c, Store: st, mon: mon}, nil
+	fmt.Fprintf(l.Log, "resuming run %s from step %d\n", l.RunID, m.Step)
+	return cp, nil
+}
+
+// memoryPlan is the memory ledger's plan on a GPU, which sizes what the recipe leaves on auto
+// (KV slots, micro-batch, where the AdamW moments wait) from the device's free memory or
+// memory.vram; nil on the CPU.
+func memoryPlan(l Launch, choice *device.Choice, mon *device.Monitor, dir string, eval *EvalOnly) (plan *ledger.Plan, err error) {
+	if choice.Kind != device.CUDA {
+		return nil, nil
+	}
+	var free int64
+	if rd, ok := mon.Read(); ok {
+		free = int64(rd.TotalBytes - rd.UsedBytes)
+	}
+	// An evaluation-only run builds no trainer (see build.go): its plan holds the inference
+	// weights, the KV cache and the sampler alone, so a model that could not train on this
+	// device can still be evaluated on it.
+	if plan, err = ledger.PlanFor(ledger.Request{Recipe: l.Recipe, ModelDir: dir, DetectedVRAM: free, EvalOnly: eval != nil}); err != nil {
+		return nil, err
+	}
+	if eval != nil {
+		fmt.Fprintf(l.Log, "memory plan (evaluation only): %d KV slots, peak %s of %s\n", plan.KVSlots, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
+	} else {
+		fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
+	}
+	return plan, nil
 }
 
 // StoredRecipe reads the recipe a stored run started with (what resume continues with) and

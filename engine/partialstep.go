@@ -30,7 +30,7 @@ func (c *Controller) rolloutPartial(ctx context.Context, step int, seed uint64) 
 	if err != nil {
 		return nil, event.Generation{}, err
 	}
-	ev := generationEvent(step, event.PhaseRollout, g.Stats, g.ToolQueue)
+	ev := g.Event(step, event.PhaseRollout)
 	c.emit(ev)
 	trained, paused := c.players.CollectPartial(version, &st)
 	c.partial = partialStep{stats: st, paused: paused}
@@ -84,23 +84,4 @@ func (c *Controller) decouple(step int, trajs []*batch.Trajectory, seqs []train.
 		}
 	}
 	return nil
-}
-
-// segments is t's response stretches by phase for its event (nil for a trajectory sampled in
-// one phase): each segment's first response token and its step and policy version.
-func segments(t *batch.Trajectory) []event.Segment {
-	if t.Partial == nil || len(t.Partial.Segments) < 2 {
-		return nil
-	}
-	var out []event.Segment
-	for _, s := range t.Partial.Segments {
-		from := 0
-		for j := t.PromptLen; j < min(s.Start, len(t.Mask)); j++ {
-			if t.Mask[j] {
-				from++
-			}
-		}
-		out = append(out, event.Segment{From: from, Step: s.Step, Version: s.Version})
-	}
-	return out
 }

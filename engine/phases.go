@@ -1,24 +1,20 @@
 package engine
 
 import (
+	"agentrl/engine/advantage"
 	"agentrl/engine/batch"
-	"agentrl/engine/hint"
-	"agentrl/engine/train"
+	"agentrl/engine/stopping"
 )
-
-// opdClip bounds each token's centred OPD advantage (see train.CenterClip): a teacher that is
-// unsure of a digit must not outweigh the outcome, whose GRPO advantage is about ±1 to ±3.
-const opdClip = 1.0
 
 // referenceForward runs the frozen reference model over the step's trajectories: as the OPD
 // teacher on [prompt + hint + response] for every hinted trajectory, and on the trajectory itself
 // when the recipe has a KL term (loss or reward penalty). A stop ends it between trajectories
-// (errStop): nothing is trained yet.
+// (stopping.ErrStop): nothing is trained yet.
 func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 	kl := c.recipe.Algorithm.KLCoef > 0
 	for _, t := range trajs {
-		if c.stopping() {
-			return errStop
+		if c.stop.Stopping() {
+			return stopping.ErrStop
 		}
 		if kl {
 			s, err := c.opts.Reference.Score([][]int32{t.Tokens})
@@ -57,107 +53,8 @@ func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 	return err
 }
 
-// advantages sets each trajectory's per-token advantages from the recipe's algorithm: the group
-// baseline (mean or leave-one-out, optionally ÷ group std) on every policy token, plus
-// opd_lambda × the centred, clipped OPD advantage on hinted trajectories (hybrid, or alone for
-// opd), minus kl_coef × KL per token when the KL is a reward penalty. It returns how many
-// trajectories had a teacher.
+// advantages sets each trajectory's per-token advantages from the recipe's algorithm (see
+// engine/advantage) and returns how many trajectories had a teacher.
 func (c *Controller) advantages(trajs []*batch.Trajectory) (hinted int, err error) {
-	a := c.recipe.Algorithm
-	if a.Name == "ppo" {
-		return 0, c.gaeAdvantages(trajs)
-	}
-	// One reward per trajectory: an external agent's later segments (external.go) take their
-	// trajectory's sequence advantage and do not count again in the group's statistics.
-	rewards := make([]float64, 0, len(trajs))
-	groups := make([]int, 0, len(trajs))
-	at := make([]int, len(trajs)) // sequence i's trajectory, an index into rewards
-	of := map[*batch.Trajectory]int{}
-	for i, t := range trajs {
-		if !t.IsLaterSegment() {
-			at[i], of[t] = len(rewards), len(rewards)
-			rewards, groups = append(rewards, t.Reward.Total), append(groups, t.Group)
-		}
-	}
-	for i, t := range trajs {
-		if t.IsLaterSegment() {
-			at[i] = of[t.SegmentOf]
-		}
-	}
-	est := train.Estimator{Algorithm: a.Name, Baseline: a.Baseline, PassK: a.PassK, StdNormalize: a.StdNormalize}
-	seqAdv, err := est.SequenceAdvantages(rewards, groups)
-	if err != nil {
-		return 0, err
-	}
-	// step_wise: each step's process advantage from the PRM's verdicts (train.StepWise), added
-	// with weight reward.process on that step's tokens. An agent's later segments get none.
-	var proc [][]float64
-	if a.Estimator == "step_wise" {
-		steps := make([][]float64, len(rewards))
-		for i, t := range trajs {
-			if !t.IsLaterSegment() {
-				steps[at[i]] = hint.StepRewards(t)
-			}
-		}
-		if proc, err = train.StepWise(steps, groups, a.StdNormalize, 1e-6); err != nil {
-			return 0, err
-		}
-	}
-	for i, t := range trajs {
-		var opd []float64
-		if t.TeacherLogProbs != nil {
-			hinted++
-			if opd, err = train.OPD(t.TeacherLogProbs, t.LogProbs, t.Mask); err != nil {
-				return 0, err
-			}
-			opd = train.CenterClip(opd, t.Mask, opdClip)
-		}
-		adv := train.Hybrid(seqAdv[at[i]], opd, t.Mask, a.OPDLambda)
-		if proc != nil && !t.IsLaterSegment() {
-			train.StepTokens(adv, proc[at[i]], t.Mask, c.recipe.Reward.Process)
-		}
-		if a.KLCoef > 0 && a.KLMode == "reward" {
-			if adv, err = train.KLRewardPenalty(adv, t.LogProbs, t.RefLogProbs, t.Mask, a.KLCoef, a.KLEstimator); err != nil {
-				return 0, err
-			}
-		}
-		t.Advantages = train.Float32s(adv)
-	}
-	return hinted, nil
-}
-
-// gaeAdvantages is ppo's: the value head predicts V before each policy token, GAE over the
-// policy tokens (observations are not actions) turns the outcome reward — and the per-token KL
-// penalty when the KL is a reward — into advantages and value targets; with std_normalize the
-// advantages are whitened over every policy token of the step.
-func (c *Controller) gaeAdvantages(trajs []*batch.Trajectory) error {
-	a := c.recipe.Algorithm
-	seqs := make([]train.Sequence, len(trajs))
-	for i, t := range trajs {
-		seqs[i] = train.Sequence{Tokens: t.Tokens, LossMask: t.Mask}
-	}
-	values, err := c.trainer.Values(seqs)
-	if err != nil {
-		return err
-	}
-	for i, t := range trajs {
-		var perToken []float64
-		if a.KLCoef > 0 && a.KLMode == "reward" {
-			if perToken, err = train.TokenRewards(0, t.LogProbs, t.RefLogProbs, t.Mask, a.KLCoef, a.KLEstimator); err != nil {
-				return err
-			}
-		}
-		if t.Advantages, t.Returns, err = train.TokenGAE(t.Mask, values[i], t.Reward.Total, perToken, a.GAEGamma, a.GAELambda); err != nil {
-			return err
-		}
-		t.OldValues = values[i]
-	}
-	if !a.StdNormalize {
-		return nil
-	}
-	adv, masks := make([][]float32, len(trajs)), make([][]bool, len(trajs))
-	for i, t := range trajs {
-		adv[i], masks[i] = t.Advantages, t.Mask
-	}
-	return train.Whiten(adv, masks)
+	return advantage.Of(c.recipe, trajs, c.trainer.Values)
 }

@@ -7,14 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"agentrl/engine/batch"
 	"agentrl/engine/device"
 	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/serve"
 	"agentrl/engine/serve/servetest"
-	"agentrl/recipes"
 )
 
 // A short PRM prompt for the built-in model, whose context is 1,024 tokens of a small vocabulary
@@ -126,44 +124,6 @@ func TestPRMEndpointKilledMidStep(t *testing.T) {
 			answered, m[event.MetricPRMJudged], m[event.MetricPRMMalformed], m[event.MetricPRMUnjudged], unjudged)
 	}
 	t.Logf("step done in %s with the PRM killed after 2 replies", time.Since(start).Round(time.Millisecond))
-}
-
-// The step_wise estimator in the advantage phase, against values worked out by hand: the group
-// advantage of the outcome (±1 for rewards 1 and 0) plus reward.process (0.5) × the step's
-// process advantage. Step rewards 1,0 (A) and 1,1 (B): mean 0.75, std √3/4, so correct →
-// +1/√3 and wrong → −√3; A: P = [1/√3 − √3, −√3], B: P = [2/√3, 1/√3].
-func TestStepWiseAdvantages(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: map[string]string{
-		"algorithm.name": "grpo", "algorithm.estimator": "step_wise", "reward.process": "0.5", "hinter.kind": "none",
-		"prm.kind": "model", "prm.model": "policy"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &Controller{recipe: r}
-	a := &batch.Trajectory{Mask: []bool{false, true, true, false, true}, PRM: &event.PRM{Status: event.PRMJudged, Verdicts: []float64{1, 0}}}
-	a.Reward.Total = 1
-	b := &batch.Trajectory{Mask: []bool{false, true, false, true}, PRM: &event.PRM{Status: event.PRMJudged, Verdicts: []float64{1, 1}}}
-	u := &batch.Trajectory{Mask: []bool{false, true}, PRM: &event.PRM{Status: event.PRMUnjudged}, Group: 1}
-	if _, err := c.advantages([]*batch.Trajectory{a, b, u}); err != nil {
-		t.Fatal(err)
-	}
-	s3 := math.Sqrt(3)
-	for _, tc := range []struct {
-		name string
-		got  []float32
-		want []float64
-	}{
-		{"A", a.Advantages, []float64{0, 1 + 0.5*(1/s3-s3), 1 + 0.5*(1/s3-s3), 0, 1 - 0.5*s3}},
-		{"B", b.Advantages, []float64{0, -1 + 0.5*2/s3, 0, -1 + 0.5/s3}},
-		{"unjudged, alone in its group", u.Advantages, []float64{0, 0}},
-	} {
-		for j := range tc.want {
-			if math.Abs(float64(tc.got[j])-tc.want[j]) > 1e-4 {
-				t.Errorf("%s: advantages %v; want %v", tc.name, tc.got, tc.want)
-				break
-			}
-		}
-	}
 }
 
 // TestFolderPRMRuns: prm.model naming a folder judges with weights and a tokenizer of its own

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"agentrl/engine/batch"
+	"agentrl/engine/eta"
 	"agentrl/engine/event"
 	"agentrl/envs"
 )
@@ -43,13 +44,13 @@ func (c *Controller) newTracker(step int, phase string, trajs []*batch.Trajector
 }
 
 // shape is what the recipe has the run do, for the ETA.
-func (c *Controller) shape() shape {
+func (c *Controller) shape() eta.Shape {
 	r := c.recipe
 	if c.opts.Eval != nil {
-		return shape{evalOnly: true}
+		return eta.Shape{EvalOnly: true}
 	}
-	return shape{maxSteps: r.Run.MaxSteps, evalEvery: r.Eval.Every, stepTrajs: r.BatchSize(),
-		evalTrajs: min(r.Eval.HeldoutTasks, len(c.heldout))*r.Eval.NSamples + len(c.validation)*r.Eval.ValidationSamples}
+	return eta.Shape{MaxSteps: r.Run.MaxSteps, EvalEvery: r.Eval.Every, StepTrajs: r.BatchSize(),
+		EvalTrajs: min(r.Eval.HeldoutTasks, len(c.heldout))*r.Eval.NSamples + len(c.validation)*r.Eval.ValidationSamples}
 }
 
 // finished reports trajectory t done.
@@ -59,12 +60,12 @@ func (tk *tracker) finished(t *batch.Trajectory) {
 	c := tk.c
 	tk.done++
 	elapsed := time.Since(tk.start).Seconds()
-	c.clock.pace(elapsed, tk.done)
+	c.clock.Pace(elapsed, tk.done)
 	p := event.Progress{Step: tk.step, Phase: tk.phase, Done: tk.done, Total: tk.total}
 	perTraj := elapsed / float64(tk.done)
 	phaseTotal := perTraj * float64(tk.total)
 	p.ETA = perTraj * float64(tk.total-tk.done)
-	p.RunETA, p.RunETAAtLeast = c.clock.left(c.shape(), tk.step, tk.phase, p.ETA, phaseTotal)
+	p.RunETA, p.RunETAAtLeast = c.clock.Left(c.shape(), tk.step, tk.phase, p.ETA, phaseTotal)
 	if tk.counts != nil {
 		n := &tk.counts[t.Group]
 		n[0]++
@@ -78,7 +79,7 @@ func (tk *tracker) finished(t *batch.Trajectory) {
 					tk.sums[k] += v
 				}
 			}
-			c.noteEval(tk.tasksDone, len(tk.counts))
+			c.stop.NoteEval(tk.tasksDone, len(tk.counts))
 		}
 		p.Tasks, p.TasksDone = len(tk.counts), tk.tasksDone
 		if tk.tasksDone > 0 {

@@ -9,6 +9,7 @@ import (
 	"agentrl/engine/batch"
 	"agentrl/engine/event"
 	"agentrl/engine/play"
+	"agentrl/engine/stopping"
 )
 
 // phase records that step's phase name took the time since start: an event.Phase, and the sum
@@ -22,12 +23,12 @@ func (c *Controller) phase(step int, name string, start time.Time) {
 	c.phases[name] += s
 }
 
-// inPhase runs fn as step's phase name: entered only while no stop is pending (else errStop),
+// inPhase runs fn as step's phase name: entered only while no stop is pending (else stopping.ErrStop),
 // timed and recorded (phase) once fn returns without error.
 func (c *Controller) inPhase(step int, name string, fn func() error) error {
 	t0 := time.Now()
-	if !c.enter(step, name) {
-		return errStop
+	if !c.stop.Enter(step, name) {
+		return stopping.ErrStop
 	}
 	if err := fn(); err != nil {
 		return err
@@ -40,7 +41,7 @@ func (c *Controller) inPhase(step int, name string, fn func() error) error {
 func (c *Controller) storePhases(step int) error { return c.rec.Phases(step) }
 
 // step is one training step, its phases in order. Each phase is entered only while no stop is
-// pending; a stop cuts the step short with errStop (see stop.go for what it keeps).
+// pending; a stop cuts the step short with stopping.ErrStop (see engine/stopping for what it keeps).
 func (c *Controller) step(ctx context.Context, step int) error {
 	trajs, dropped, gen, err := c.rolloutStep(ctx, step)
 	if err != nil {
@@ -76,11 +77,16 @@ func (c *Controller) step(ctx context.Context, step int) error {
 	}
 	c.batchMetrics(step, trajs, dropped, hinted, metrics)
 	c.emit(event.StepMetrics{Step: step, Metrics: metrics, Compiles: c.compileMetrics(metrics)})
+	return c.keep(ctx, step, trajs, dropped, metrics)
+}
 
+// keep is the rest of a trained step: its metrics and trajectories stored (dropped ones and, with
+// partial rollouts, paused ones too), its evaluation when one is due, and its checkpoint.
+func (c *Controller) keep(ctx context.Context, step int, trajs, dropped []*batch.Trajectory, metrics map[event.Metric]float64) error {
 	// The step is trained: its metrics and trajectories are kept whatever comes next (part of
 	// the save phase's time).
 	t0 := time.Now()
-	c.pass(step, event.PhaseSave)
+	c.stop.Pass(step, event.PhaseSave)
 	trajs = append(trajs, dropped...)
 	if c.players.Partial != nil {
 		trajs = append(trajs, c.partial.paused...)
@@ -95,14 +101,14 @@ func (c *Controller) step(ctx context.Context, step int) error {
 		return err
 	}
 	recorded := time.Since(t0)
-	c.clock.stepDone(c.stepSeconds(step) + recorded.Seconds())
-	if c.recipe.Eval.Every > 0 && step%c.recipe.Eval.Every == 0 && c.enter(step, event.PhaseEval) {
-		if _, err := c.evaluate(ctx, step); err != nil && !errors.Is(err, errStop) {
+	c.clock.StepDone(c.stepSeconds(step) + recorded.Seconds())
+	if c.recipe.Eval.Every > 0 && step%c.recipe.Eval.Every == 0 && c.stop.Enter(step, event.PhaseEval) {
+		if _, err := c.evaluate(ctx, step); err != nil && !errors.Is(err, stopping.ErrStop) {
 			return err
 		}
 	}
 	t0 = time.Now().Add(-recorded)
-	c.pass(step, event.PhaseSave)
+	c.stop.Pass(step, event.PhaseSave)
 	if c.opts.Store != nil && c.recipe.Checkpoint.Every > 0 && step%c.recipe.Checkpoint.Every == 0 {
 		if err := c.save(ctx, step, false); err != nil {
 			return err
@@ -134,10 +140,7 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped 
 		if gen, err = c.rollout(ctx, step, event.PhaseRollout, trajs, rng.Uint64(), r.Rollout.Temperature); err != nil {
 			return c.stopOr(ctx, err)
 		}
-		c.stopMu.Lock()
-		saved := c.stop.saved
-		c.stopMu.Unlock()
-		trajs, dropped, err = play.SplitDropped(step, saved, trajs)
+		trajs, dropped, err = play.SplitDropped(step, c.stop.LastSaved(), trajs)
 		return err
 	})
 	if err != nil {
@@ -192,11 +195,11 @@ func (c *Controller) reference(step int, trajs []*batch.Trajectory) (switchToTra
 	return switchToTrain, err
 }
 
-// stopOr is errStop when a stop abandoned (cancelled ctx, the generation's) the work that failed
+// stopOr is stopping.ErrStop when a stop abandoned (cancelled ctx, the generation's) the work that failed
 // with err, else err.
 func (c *Controller) stopOr(ctx context.Context, err error) error {
-	if errors.Is(err, errStop) || (ctx.Err() != nil && c.stopping()) {
-		return errStop
+	if errors.Is(err, stopping.ErrStop) || (ctx.Err() != nil && c.stop.Stopping()) {
+		return stopping.ErrStop
 	}
 	return err
 }
@@ -232,8 +235,6 @@ func (c *Controller) trajectoryEvent(step int, t *batch.Trajectory, eval bool) e
 		}
 	}
 	play.AgentEvent(&e, t, c.opts.Tokenizer) // an external agent's run, and its later segments' tokens
-	if t.Partial != nil {
-		e.Paused, e.Segments = t.Partial.State == play.PartialPaused, segments(t)
-	}
+	play.PartialEvent(&e, t)                 // a partial rollout's state and its stretches by phase
 	return e
 }

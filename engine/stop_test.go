@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -10,52 +9,6 @@ import (
 
 	"agentrl/engine/event"
 )
-
-// TestStopPlan: what a stop announces and keeps, from where the run is when it is asked for.
-func TestStopPlan(t *testing.T) {
-	ago := func(s float64) time.Time { return time.Now().Add(-time.Duration(s * float64(time.Second))) }
-	for _, tc := range []struct {
-		name    string
-		st      stopState
-		want    string
-		save    int
-		drop    bool
-		discard bool
-	}{
-		{name: "start evaluation", st: stopState{at: stage{0, event.PhaseEval}, evalDone: 12, evalTasks: 128},
-			want: "stopping now: the evaluation of step 0 is dropped (12 of 128 tasks done); no step is trained yet, so there is no checkpoint to save", drop: true},
-		{name: "evaluation after a step", st: stopState{at: stage{15, event.PhaseEval}, trained: 15, saved: 10, evalDone: 3, evalTasks: 4},
-			want: "stopping now: the evaluation of step 15 is dropped (3 of 4 tasks done); saving step 15", save: 15, drop: true},
-		{name: "rollout", st: stopState{at: stage{12, event.PhaseRollout}, trained: 11, saved: 11},
-			want: "stopping now: step 12's rollout is dropped; the checkpoint of step 11 is kept", save: 11, drop: true},
-		{name: "reference", st: stopState{at: stage{3, event.PhaseReference}, trained: 2},
-			want: "stopping: step 3 is dropped before its update; saving step 2", save: 2},
-		{name: "update with much to go", st: stopState{at: stage{12, event.PhaseTrain}, trained: 11, canDrop: true, updDone: 1, updTotal: 8, updStart: ago(1)},
-			want: "stopping now: the update of step 12 is discarded (the weights go back to step 11); saving step 11", save: 11, discard: true},
-		{name: "update nearly done", st: stopState{at: stage{12, event.PhaseTrain}, trained: 11, canDrop: true, updDone: 7, updTotal: 8, updStart: ago(7)},
-			want: "stopping: finishing the update of step 12 (about 1s), then saving step 12", save: 12},
-		{name: "update without a snapshot", st: stopState{at: stage{12, event.PhaseTrain}, trained: 11, updDone: 1, updTotal: 8, updStart: ago(1)},
-			want: "stopping: finishing the update of step 12 (about 7s), then saving step 12", save: 12},
-		{name: "update not timed yet", st: stopState{at: stage{1, event.PhaseTrain}, canDrop: true, updStart: time.Now()},
-			want: "stopping now: the update of step 1 is discarded (the weights go back to step 0); no step is trained yet, so there is no checkpoint to save", discard: true},
-		{name: "sync", st: stopState{at: stage{12, event.PhaseSync}, trained: 12, saved: 10},
-			want: "stopping: step 12 is trained; saving step 12", save: 12},
-		{name: "between steps", st: stopState{at: stage{4, ""}, trained: 4, saved: 4},
-			want: "stopping: the checkpoint of step 4 is kept", save: 4},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &Controller{finishWithin: finishWithin, stop: tc.st}
-			s, drop := c.planLocked("terminated (SIGTERM)")
-			if s.Message != tc.want || s.Save != tc.save || drop != tc.drop || c.discard.Load() != tc.discard {
-				t.Errorf("got %q, save %d, drop %v, discard %v;\nwant %q, save %d, drop %v, discard %v",
-					s.Message, s.Save, drop, c.discard.Load(), tc.want, tc.save, tc.drop, tc.discard)
-			}
-			if s.Step != tc.st.at.step || s.Phase != tc.st.at.phase || s.Reason != "terminated (SIGTERM)" {
-				t.Errorf("announced %+v", s)
-			}
-		})
-	}
-}
 
 // TestStopWhereTheRunIs stops tiny runs at each kind of point (on the run's own goroutine, as an
 // event goes out or an update's micro-batch is about to run, so the point is exact) and checks
@@ -107,14 +60,14 @@ func TestStopWhereTheRunIs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, st, events := tinyRun(t, tc.over)
 			if tc.finishWithin > 0 {
-				c.finishWithin = tc.finishWithin
+				c.stop.FinishWithin = tc.finishWithin
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stop := func() {
 				if tc.cancel {
 					cancel()
-					for !c.stopping() { // the context's stop runs on a goroutine of its own
+					for !c.stop.Stopping() { // the context's stop runs on a goroutine of its own
 						time.Sleep(time.Millisecond)
 					}
 					return
@@ -122,7 +75,7 @@ func TestStopWhereTheRunIs(t *testing.T) {
 				c.Stop("terminated (SIGTERM)")
 			}
 			steps := 0
-			c.onEmit = func(e event.Event) {
+			c.opts.hooks.onEmit = func(e event.Event) {
 				switch v := e.(type) {
 				case event.StepMetrics:
 					steps = v.Step
@@ -132,7 +85,7 @@ func TestStopWhereTheRunIs(t *testing.T) {
 					}
 				}
 			}
-			c.onUpdate = func(done, _ int) {
+			c.opts.hooks.onUpdate = func(done, _ int) {
 				if tc.at.update[0] == steps+1 && tc.at.update[1] == done {
 					stop()
 				}
@@ -219,39 +172,5 @@ func TestEndWithoutEvaluations(t *testing.T) {
 	}
 	if end.Status != "finished" || end.Evaluations != 0 || end.BestStep != 0 || end.Checkpoint != 1 || end.Step != 1 {
 		t.Errorf("end %+v; want finished, no evaluation, no best step, checkpoint 1", end)
-	}
-}
-
-// TestClockLeft: the run's ETA from the steps and evaluations still to come.
-func TestClockLeft(t *testing.T) {
-	s := shape{maxSteps: 30, evalEvery: 15, stepTrajs: 64, evalTrajs: 2048}
-	for _, tc := range []struct {
-		name        string
-		k           *clock
-		step        int
-		phase       string
-		left, all   float64
-		want        float64
-		wantAtLeast bool
-	}{
-		// the start evaluation, nothing timed: its rest, 30 rollouts and 2 evaluations at its pace
-		{name: "start evaluation", k: &clock{perTraj: 0.05}, step: 0, phase: event.PhaseEval, left: 90, all: 102.4,
-			want: 90 + 30*64*0.05 + 2*102.4, wantAtLeast: true},
-		// mid-run rollout of step 16: the rest of the step, 14 steps, the evaluation of step 30
-		{name: "rollout", k: &clock{steps: []float64{10, 12, 10, 12, 10, 20}, evalSecs: 100, perTraj: 0.05}, step: 16, phase: event.PhaseRollout,
-			left: 1, all: 3, want: 1 + (12.8 - 3) + 14*12.8 + 100},
-		// the evaluation of step 15: 15 steps and one evaluation left
-		{name: "evaluation", k: &clock{steps: []float64{10}, evalSecs: 100, perTraj: 0.05}, step: 15, phase: event.PhaseEval,
-			left: 50, all: 100, want: 50 + 15*10 + 100},
-		// the rollout of step 15 counts that step's own evaluation
-		{name: "rollout before an evaluation", k: &clock{steps: []float64{10}, evalSecs: 100}, step: 15, phase: event.PhaseRollout,
-			left: 1, all: 3, want: 1 + 7 + 15*10 + 2*100},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, atLeast := tc.k.left(s, tc.step, tc.phase, tc.left, tc.all)
-			if math.Abs(got-tc.want) > 1e-9 || atLeast != tc.wantAtLeast {
-				t.Errorf("got %v (at least %v); want %v (%v)", got, atLeast, tc.want, tc.wantAtLeast)
-			}
-		})
 	}
 }

@@ -31,9 +31,7 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 		}
 		metrics[event.MetricProximalSeconds] = time.Since(t1).Seconds() // the proximal log-probs' forward pass
 	}
-	if c.onTrain != nil {
-		c.onTrain(step, trajs, seqs)
-	}
+	c.opts.hooks.training(step, trajs, seqs)
 	var loss, probeMax float64
 	err := c.update(step, func(stop func(done, total int) bool) error { // finished, or discarded by a stop
 		for epoch := 0; epoch < max(r.Train.EpochsPerStep, 1); epoch++ {

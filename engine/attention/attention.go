@@ -1,4 +1,7 @@
-package engine
+// Package attention chooses the attention path a run's whole-sequence forwards take (the
+// recipe's model.attention: auto, fused, chunked or dense) from what the backend offers, and says
+// which and why in a line a user can act on.
+package attention
 
 import (
 	"fmt"
@@ -10,36 +13,36 @@ import (
 	"agentrl/engine/model"
 )
 
-// fusedProbe says whether fused attention serves a run on backend b for cfg's heads in dtype dt:
+// Probe says whether fused attention serves a run on backend b for cfg's heads in dtype dt:
 // why not, in words a user can act on ("" when the backend has it), and otherwise what building,
 // compiling and running its program for one seqLen-token sequence gave (nil: it ran).
-type fusedProbe func(b compute.Backend, cfg *model.Config, dt dtypes.DType, seqLen int) (unavailable string, compileErr error)
+type Probe func(b compute.Backend, cfg *model.Config, dt dtypes.DType, seqLen int) (unavailable string, compileErr error)
 
-// probeFused is the real fusedProbe: the backend's capabilities, then the program compiled.
-func probeFused(b compute.Backend, cfg *model.Config, dt dtypes.DType, seqLen int) (string, error) {
+// ProbeFused is the real Probe: the backend's capabilities, then the program compiled.
+func ProbeFused(b compute.Backend, cfg *model.Config, dt dtypes.DType, seqLen int) (string, error) {
 	if why := model.FusedAttentionUnavailable(b, dt, cfg.HeadDim); why != "" {
 		return why, nil
 	}
 	return "", model.CompileFusedAttention(b, cfg, dt, seqLen)
 }
 
-// chooseAttention resolves the recipe's model.attention for this run's models, sets it on the
-// policy and the reference (before any of their programs is built) and returns the line that says
-// which path the run takes and why (event.RunStart.Attention). fused where the backend lacks the op,
-// or where its program does not compile, is refused with the reason; auto there falls back to
-// chunked and says why.
-func (o Options) chooseAttention() (string, error) {
-	probe := o.fusedProbe
+// Choose resolves model.attention asked for a run's models, policy and reference (nil for an
+// evaluation-only run), whose training sequences are up to seqLen tokens, sets it on both (before
+// any of their programs is built) and returns the line that says which path the run takes and
+// why (event.RunStart.Attention). probe checks fused attention (nil: ProbeFused). fused where
+// the backend lacks the op, or where its program does not compile, is refused with the reason;
+// auto there falls back to chunked and says why.
+func Choose(asked string, seqLen int, policy, reference *model.Model, probe Probe) (string, error) {
 	if probe == nil {
-		probe = probeFused
+		probe = ProbeFused
 	}
-	p := o.Policy
-	dt, seqLen, block := p.Options().Compute, o.Recipe.Rollout.MaxTotalTokens, p.Options().AttentionBlock
-	kind, line, err := resolveAttention(o.Recipe.Model.Attention, func() (string, error) { return probe(p.Backend, p.Config, dt, seqLen) }, seqLen, block)
+	p := policy
+	dt, block := p.Options().Compute, p.Options().AttentionBlock
+	kind, line, err := Resolve(asked, func() (string, error) { return probe(p.Backend, p.Config, dt, seqLen) }, seqLen, block)
 	if err != nil {
 		return "", err
 	}
-	for _, m := range []*model.Model{o.Policy, o.Reference} {
+	for _, m := range []*model.Model{policy, reference} {
 		if m == nil { // an evaluation-only run has no reference
 			continue
 		}
@@ -50,10 +53,10 @@ func (o Options) chooseAttention() (string, error) {
 	return line, nil
 }
 
-// resolveAttention is chooseAttention's decision for model.attention asked, where probe says
-// whether fused attention serves the run (see fusedProbe) and training sequences are up to seqLen
+// Resolve is Choose's decision for model.attention asked, where probe says whether fused
+// attention serves the run (see Probe) and training sequences are up to seqLen
 // tokens, attended in blocks of block queries on the chunked path.
-func resolveAttention(asked string, probe func() (string, error), seqLen, block int) (model.AttentionKind, string, error) {
+func Resolve(asked string, probe func() (string, error), seqLen, block int) (model.AttentionKind, string, error) {
 	switch model.AttentionKind(asked) {
 	case model.AttentionDense:
 		return model.AttentionDense, "dense (model.attention: dense): every query's scores at once", nil

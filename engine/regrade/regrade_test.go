@@ -1,4 +1,4 @@
-package engine
+package regrade
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"agentrl/engine/event"
+	"agentrl/envs/dataset"
 	"agentrl/recipes"
 	"agentrl/store"
 )
@@ -14,11 +15,11 @@ import (
 // exactly those whose recorded verdict differs are returned (a training and an evaluation one),
 // under the verifier and under math_dapo, which wants the truth's exact string in the last box.
 func TestRegrade(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	train, _, heldout, err := TaskSets(r, nil)
+	train, _, heldout, err := dataset.TaskSets(r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestRegrade(t *testing.T) {
 		grader  string
 		changed []int // the records whose verdict changes
 	}{{"", []int{1, 3}}, {"verifier", []int{1, 3}}, {"math_dapo", []int{1, 2, 3}}} {
-		n, changed, err := Regrade(st, "run", tc.grader)
+		n, changed, err := Run(st, "run", tc.grader)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +65,7 @@ func TestRegrade(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := Regrade(st, "run", "nope"); err == nil {
+	if _, _, err := Run(st, "run", "nope"); err == nil {
 		t.Error("an unknown grader was accepted")
 	}
 }

@@ -1,4 +1,6 @@
-package engine
+// Package regrade judges a stored run's trajectories again with a grader (a verifier change,
+// another experiment's grader) and reports the verdicts that change.
+package regrade
 
 import (
 	"encoding/json"
@@ -7,6 +9,7 @@ import (
 	"agentrl/engine/event"
 	"agentrl/engine/play"
 	"agentrl/envs"
+	"agentrl/envs/dataset"
 	"agentrl/envs/grade"
 	"agentrl/envs/mathverify"
 	"agentrl/envs/retool"
@@ -14,8 +17,8 @@ import (
 	"agentrl/store"
 )
 
-// Regraded is a stored trajectory whose verdict a grader gives differently from the run's.
-type Regraded struct {
+// Changed is a stored trajectory whose verdict a grader gives differently from the run's.
+type Changed struct {
 	Step    int    `json:"step"`
 	TaskID  string `json:"task_id"`
 	Sample  int    `json:"sample"`
@@ -27,13 +30,13 @@ type Regraded struct {
 	Details string `json:"details"`
 }
 
-// Regrade judges every stored trajectory of a run again, training and evaluation ones, with the
+// Run judges every stored trajectory of a run again, training and evaluation ones, with the
 // named grader (envs/grade; "" the run's own reward.grader), and returns how many it judged and
 // those whose verdict changed: the effect of a verifier or grader change on a run's rewards and
 // pass@k, trajectory by trajectory. The verifier judges the final turn's answer as the run's
 // parser read it (retool.ParseAs with the run's layout), as the loop does; another grader the
-// whole final turn. The task's truth comes from the run's own task sets (TaskSets).
-func Regrade(st *store.Store, runID, grader string) (int, []Regraded, error) {
+// whole final turn. The task's truth comes from the run's own task sets (dataset.TaskSets).
+func Run(st *store.Store, runID, grader string) (int, []Changed, error) {
 	run, err := st.GetRun(runID)
 	if err != nil {
 		return 0, nil, err
@@ -50,7 +53,7 @@ func Regrade(st *store.Store, runID, grader string) (int, []Regraded, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("regrade: %w", err)
 	}
-	train, validation, heldout, err := TaskSets(&r, nil)
+	train, validation, heldout, err := dataset.TaskSets(&r, nil)
 	if err != nil {
 		return 0, nil, fmt.Errorf("regrade: the tasks of run %s: %w", runID, err)
 	}
@@ -70,7 +73,7 @@ func Regrade(st *store.Store, runID, grader string) (int, []Regraded, error) {
 		recs = append(recs, got...)
 	}
 	n := 0
-	var changed []Regraded
+	var changed []Changed
 	for _, rec := range recs {
 		var tr event.Trajectory
 		if err := json.Unmarshal(rec.Data, &tr); err != nil {
@@ -93,7 +96,7 @@ func Regrade(st *store.Store, runID, grader string) (int, []Regraded, error) {
 		}
 		n++
 		if now != rec.Correct {
-			changed = append(changed, Regraded{Step: rec.Step, TaskID: rec.TaskID, Sample: rec.Sample, Eval: rec.Eval, Truth: ans,
+			changed = append(changed, Changed{Step: rec.Step, TaskID: rec.TaskID, Sample: rec.Sample, Eval: rec.Eval, Truth: ans,
 				Answer: a.Answer, Stored: rec.Correct, Now: now, Details: details})
 		}
 	}
