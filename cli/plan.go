@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"agentrl/engine"
 	"agentrl/engine/device"
+	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/recipes"
@@ -75,7 +75,7 @@ its parts. The exit status is 0 when every row fits, 1 otherwise.`,
 				}
 			}
 			if md := cmp.Or(dir, r.Model.Path, builtin); md != "" && shape == "" { // the PRM's prompt and lengths as a run would fit them
-				if _, err := engine.FitPRM(r, md); err != nil {
+				if _, err := hint.FitPRM(r, md); err != nil {
 					return recipes.WithLine(args[0], "prm.model", r.PRM.Model, err)
 				}
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -144,7 +145,7 @@ func resumeCommand(env Env) *cobra.Command {
 					return resumeSFT(env, storePath, args[0], uiMode, tensorboard)
 				}
 			}
-			r, path, err := engine.StoredRecipe(storePath, args[0])
+			r, path, err := storedRecipe(storePath, args[0])
 			if err != nil {
 				return err
 			}
@@ -300,4 +301,27 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// storedRecipe reads the recipe a stored run started with (what resume continues with) and
+// points it at that store: the recipe, and the path the run was started from.
+func storedRecipe(storePath, runID string) (*recipes.Recipe, string, error) {
+	st, err := store.Open(storePath, store.Options{ReadOnly: true})
+	if err != nil {
+		return nil, "", err
+	}
+	run, err := st.GetRun(runID)
+	st.Close()
+	if err != nil {
+		return nil, "", err
+	}
+	var r recipes.Recipe
+	if err := json.Unmarshal([]byte(run.RecipeYAML), &r); err != nil {
+		return nil, "", fmt.Errorf("resume: the stored recipe of run %s is unreadable: %w", runID, err)
+	}
+	if err := r.Validate(); err != nil {
+		return nil, "", fmt.Errorf("resume: the stored recipe of run %s: %w", runID, err)
+	}
+	r.Run.Store = storePath
+	return &r, run.Recipe, nil
 }

@@ -23,6 +23,7 @@ import (
 	"agentrl/engine/model"
 	"agentrl/engine/play"
 	"agentrl/engine/record"
+	"agentrl/engine/remote"
 	"agentrl/engine/residency"
 	"agentrl/engine/rollout"
 	"agentrl/engine/stopping"
@@ -89,7 +90,7 @@ type Controller struct {
 	hints      *hint.Hinting     // the hinter, the process scorer and the hint probes
 	probe      hint.Probe        // the step's hint-usefulness probe (reference phase)
 	players    *play.Phase       // the generation phases: trajectories, tickets, tools
-	remote     *engines          // rollout.engines: the remote engines the rollout generates on (engines.go); nil: the local engine
+	remote     *remote.Link      // rollout.engines: the remote engines the rollout generates on (engines.go); nil: the local engine
 	rec        *record.Recorder  // what the store keeps of the events emitted (nil: no store)
 	attention  string            // the attention path whole-sequence forwards take and why (event.RunStart.Attention)
 	partial    partialStep       // the step's partial rollout (rollout.partial), for its metrics and events

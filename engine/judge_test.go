@@ -8,6 +8,7 @@ import (
 
 	"agentrl/engine/device"
 	"agentrl/engine/event"
+	"agentrl/engine/hint"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/serve"
@@ -29,7 +30,7 @@ func judgeStep(extra map[string]string) map[string]string {
 // fitBuiltinPRM applies FitPRM to a test controller's recipe, as a run's launch does.
 func fitBuiltinPRM(t *testing.T) func(*Options) {
 	return func(o *Options) {
-		if _, err := FitPRM(o.Recipe, filepath.Join("..", model.BuiltinSourceDir)); err != nil {
+		if _, err := hint.FitPRM(o.Recipe, filepath.Join("..", model.BuiltinSourceDir)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,17 +1,16 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 
 	"agentrl/engine/device"
 	"agentrl/engine/event"
+	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
 	"agentrl/engine/residency"
@@ -128,7 +127,7 @@ func fitPRM(l Launch, dir string, eval *EvalOnly) error {
 	if eval != nil {
 		return nil
 	}
-	said, err := FitPRM(l.Recipe, dir)
+	said, err := hint.FitPRM(l.Recipe, dir)
 	if err != nil {
 		return recipes.WithLine(l.RecipePath, "prm.model", l.Recipe.PRM.Model, err)
 	}
@@ -158,8 +157,8 @@ func modelDir(l Launch, eval *EvalOnly) (dir string, done func(), err error) {
 			return "", done, err
 		}
 		done = func() { os.RemoveAll(tmp) }
-		if err := exportCheckpoint(eval.Store, eval.Run, eval.Step, tmp); err != nil {
-			return "", done, err
+		if err := store.ExportFrom(eval.Store, eval.Run, eval.Step, tmp); err != nil {
+			return "", done, fmt.Errorf("eval: %w", err)
 		}
 		dir = tmp
 		if eval.Of == "" {
@@ -293,53 +292,4 @@ func memoryPlan(l Launch, choice *device.Choice, mon *device.Monitor, dir string
 		fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
 	}
 	return plan, nil
-}
-
-// StoredRecipe reads the recipe a stored run started with (what resume continues with) and
-// points it at that store: the recipe, and the path the run was started from.
-func StoredRecipe(storePath, runID string) (*recipes.Recipe, string, error) {
-	st, err := store.Open(storePath, store.Options{ReadOnly: true})
-	if err != nil {
-		return nil, "", err
-	}
-	run, err := st.GetRun(runID)
-	st.Close()
-	if err != nil {
-		return nil, "", err
-	}
-	var r recipes.Recipe
-	if err := json.Unmarshal([]byte(run.RecipeYAML), &r); err != nil {
-		return nil, "", fmt.Errorf("resume: the stored recipe of run %s is unreadable: %w", runID, err)
-	}
-	if err := r.Validate(); err != nil {
-		return nil, "", fmt.Errorf("resume: the stored recipe of run %s: %w", runID, err)
-	}
-	r.Run.Store = storePath
-	return &r, run.Recipe, nil
-}
-
-// exportCheckpoint writes the checkpoint of run at step in the store at path to dir as a
-// HuggingFace folder, reading the store read-only.
-func exportCheckpoint(path, run string, step int, dir string) error {
-	st, err := store.Open(path, store.Options{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.GetRun(run); err != nil {
-		return fmt.Errorf("eval: %w (agentrl-tui runs --store %s lists the runs)", err, path)
-	}
-	if _, err := st.Manifest(run, step); err != nil {
-		var steps []string
-		if cps, cerr := st.Checkpoints(run); cerr == nil {
-			for _, m := range cps {
-				steps = append(steps, fmt.Sprint(m.Step))
-			}
-		}
-		if len(steps) == 0 {
-			return fmt.Errorf("eval: run %s has no checkpoint to evaluate", run)
-		}
-		return fmt.Errorf("eval: run %s has no checkpoint at step %d; its checkpoints are at steps %s", run, step, strings.Join(steps, ", "))
-	}
-	return st.Export(run, step, dir)
 }

@@ -83,6 +83,10 @@ type ropeParameters struct {
 	Type      string  `json:"type"`
 }
 
+// PRMPromptFile is the file a model folder keeps the PRM prompt it was taught to judge in (sft
+// --judge-share writes it); a run whose prm.prompt is "" reads it (hint.FitPRM).
+const PRMPromptFile = "prm_prompt.txt"
+
 // ReadConfig reads DIR/config.json (or the file itself when path names a file).
 func ReadConfig(path string) (*Config, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {

@@ -100,9 +100,8 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
-// PRMPromptFile is the file a model folder keeps the PRM prompt it was taught to judge in; a
-// run whose prm.prompt is "" reads it (engine.FitPRM).
-const PRMPromptFile = "prm_prompt.txt"
+// PRMPromptFile is model.PRMPromptFile, the file a model folder keeps its PRM prompt in.
+const PRMPromptFile = model.PRMPromptFile
 
 // writePRMPrompt writes the PRM prompt the model was taught to judge in beside it: the judge
 // examples' template, else --init's, so that the folder judges as typed.

@@ -1,4 +1,4 @@
-package engine
+package hint
 
 import (
 	"os"
@@ -34,7 +34,7 @@ func TestFitPRM(t *testing.T) {
 		for k, v := range set {
 			over[k] = v
 		}
-		r, err := recipes.Load(filepath.Join("..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: over})
+		r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: over})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,11 +81,11 @@ func TestFitPRM(t *testing.T) {
 
 // TestBuiltinPRMPrompt: the built-in model keeps the PRM prompt make builtin teaches it to judge in.
 func TestBuiltinPRMPrompt(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "recipes", "prm-builtin.txt"))
+	src, err := os.ReadFile(filepath.Join("..", "..", "recipes", "prm-builtin.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	shipped, err := os.ReadFile(filepath.Join("..", "testdata", "builtin", "prm_prompt.txt"))
+	shipped, err := os.ReadFile(filepath.Join("..", "..", "testdata", "builtin", "prm_prompt.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
