@@ -154,19 +154,28 @@ func (c *client) generate(ctx context.Context, input []int32, req rollout.Reques
 	if f == nil {
 		return rollout.Result{}, errors.New("the reply has no finish_reason")
 	}
-	switch f.Type {
-	case "stop":
-		if s, ok := f.MatchedString(); ok {
-			res.Stop, res.Matched = rollout.StopString, s
-		} else {
-			res.Stop = rollout.StopToken
-		}
-	case "length":
-		res.Stop = rollout.StopMaxNew
-	default:
+	matched, isString := f.MatchedString()
+	var ok bool
+	if res.Stop, res.Matched, ok = stopOf(f.Type, matched, isString); !ok {
 		return rollout.Result{}, fmt.Errorf("the request ended with finish_reason %s: %s", f.Type, f.Message)
 	}
 	return res, nil
+}
+
+// stopOf is the generator's stop reason for a server's finish reason: "stop" at a stop string
+// (isString, the string matched) or at a stop token, "length" at the new-token bound; ok false
+// for any other.
+func stopOf(reason, matched string, isString bool) (rollout.StopReason, string, bool) {
+	switch reason {
+	case "stop":
+		if isString {
+			return rollout.StopString, matched, true
+		}
+		return rollout.StopToken, "", true
+	case "length":
+		return rollout.StopMaxNew, "", true
+	}
+	return "", "", false
 }
 
 // generateVLLM is generate on vLLM's /v1/completions: a token-id prompt, the sampled ids
@@ -209,16 +218,9 @@ func (c *client) generateVLLM(ctx context.Context, input []int32, req rollout.Re
 	if ch.FinishReason != nil {
 		finish = *ch.FinishReason
 	}
-	switch finish {
-	case "stop":
-		if s, ok := ch.StopString(); ok {
-			res.Stop, res.Matched = rollout.StopString, s
-		} else {
-			res.Stop = rollout.StopToken
-		}
-	case "length":
-		res.Stop = rollout.StopMaxNew
-	default:
+	matched, isString := ch.StopString()
+	var ok bool
+	if res.Stop, res.Matched, ok = stopOf(finish, matched, isString); !ok {
 		return rollout.Result{}, fmt.Errorf("the request ended with finish_reason %q", finish)
 	}
 	return res, nil
