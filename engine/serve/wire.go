@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 
+	"agentrl/engine/remote/wire"
 	"agentrl/envs"
 )
 
@@ -18,12 +19,12 @@ const maxBody = 32 << 20
 
 // sampling is the part of a request that chooses how tokens are drawn; nil = not given.
 type sampling struct {
-	Temperature *float32 `json:"temperature"`
-	TopP        *float32 `json:"top_p"`
-	TopK        *int     `json:"top_k"` // vLLM's extension
-	Seed        *int64   `json:"seed"`
-	N           *int     `json:"n"`
-	Stop        stopList `json:"stop"`
+	Temperature *float32  `json:"temperature"`
+	TopP        *float32  `json:"top_p"`
+	TopK        *int      `json:"top_k"` // vLLM's extension
+	Seed        *int64    `json:"seed"`
+	N           *int      `json:"n"`
+	Stop        wire.Stop `json:"stop"`
 	// IgnoreEOS (vLLM's extension) generates past the end-of-turn tokens, up to max_tokens.
 	IgnoreEOS bool `json:"ignore_eos"`
 	// Accepted for compatibility; a value that would change the result is refused (refused).
@@ -129,27 +130,6 @@ func toWire(m envs.Message, indexed bool) replyMessage {
 		w.ToolCalls = append(w.ToolCalls, wc)
 	}
 	return w
-}
-
-// stopList is OpenAI's stop: a string, a list of strings, or null.
-type stopList []string
-
-func (s *stopList) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*s = nil
-		return nil
-	}
-	var one string
-	if err := json.Unmarshal(data, &one); err == nil {
-		*s = stopList{one}
-		return nil
-	}
-	var many []string
-	if err := json.Unmarshal(data, &many); err != nil {
-		return &json.UnmarshalTypeError{Value: "stop", Type: nil, Field: "stop"}
-	}
-	*s = many
-	return nil
 }
 
 // decodeBody reads a JSON request body into v, refusing unknown fields by name.

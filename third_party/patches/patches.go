@@ -13,14 +13,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 //go:embed compute/UPSTREAM compute/*.patch
 var series embed.FS
 
 // Version is "RELEASE+series.N.HASH": the upstream release, the number of patches and the first 12
-// hex digits of the SHA-256 over the release's name and every patch, in order.
-func Version() string {
+// hex digits of the SHA-256 over the release's name and every patch, in order (hashed once per
+// process).
+var Version = sync.OnceValue(version)
+
+func version() string {
 	up, err := series.ReadFile("compute/UPSTREAM")
 	if err != nil {
 		return "unknown"

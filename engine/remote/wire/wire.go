@@ -33,7 +33,7 @@ type GenerateRequest struct {
 // SamplingParams is SGLang's sampling_params (sampling_params.py SamplingParams).
 type SamplingParams struct {
 	MaxNewTokens *int     `json:"max_new_tokens,omitempty"` // SGLang's default 128
-	Stop         []string `json:"stop,omitempty"`           // a string or a list on the wire
+	Stop         Stop     `json:"stop,omitempty"`           // a string or a list on the wire
 	StopTokenIDs []int32  `json:"stop_token_ids,omitempty"`
 	Temperature  *float32 `json:"temperature,omitempty"`
 	TopP         *float32 `json:"top_p,omitempty"`
@@ -52,39 +52,42 @@ type SamplingParams struct {
 	SamplingSeed *uint64 `json:"sampling_seed,omitempty"`
 }
 
-// UnmarshalJSON takes stop as a string or a list of strings, as SGLang does.
+// UnmarshalJSON refuses unknown fields, as the server does.
 func (p *SamplingParams) UnmarshalJSON(b []byte) error {
 	type plain SamplingParams
-	var q struct {
-		plain
-		Stop json.RawMessage `json:"stop"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&q); err != nil {
+	if err := strict(b, (*plain)(p)); err != nil {
 		return fmt.Errorf("sampling_params: %w", err)
 	}
-	*p = SamplingParams(q.plain)
-	stop, err := stringOrList(q.Stop, "sampling_params.stop")
-	p.Stop = stop
-	return err
+	return nil
 }
 
-// stringOrList reads a JSON string, a list of strings or null.
-func stringOrList(raw json.RawMessage, field string) ([]string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+// Stop is a request's stop: a JSON string, a list of strings, or null (OpenAI's, SGLang's and
+// vLLM's form); anything else is a json.UnmarshalTypeError on the field stop.
+type Stop []string
+
+func (s *Stop) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		*s = nil
+		return nil
 	}
 	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		return []string{one}, nil
+	if err := json.Unmarshal(data, &one); err == nil {
+		*s = Stop{one}
+		return nil
 	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("%s must be a string or a list of strings", field)
+	var many []string
+	if err := json.Unmarshal(data, &many); err != nil {
+		return &json.UnmarshalTypeError{Value: "stop", Field: "stop"}
 	}
-	return list, nil
+	*s = many
+	return nil
+}
+
+// strict decodes b into v, refusing unknown fields.
+func strict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // GenerateResponse is SGLang's /generate reply for one prompt.
@@ -203,7 +206,7 @@ type CompletionRequest struct {
 	TopK                   *int            `json:"top_k,omitempty"` // −1 or 0: off
 	Seed                   *int64          `json:"seed,omitempty"`
 	N                      *int            `json:"n,omitempty"`
-	Stop                   []string        `json:"stop,omitempty"`
+	Stop                   Stop            `json:"stop,omitempty"`
 	StopTokenIDs           []int32         `json:"stop_token_ids,omitempty"`
 	IncludeStopStrInOutput bool            `json:"include_stop_str_in_output,omitempty"`
 	IgnoreEOS              bool            `json:"ignore_eos,omitempty"`
@@ -226,22 +229,10 @@ type CompletionRequest struct {
 	MinP                   *float32        `json:"min_p,omitempty"`
 }
 
-// UnmarshalJSON takes stop as a string or a list of strings, as vLLM does.
+// UnmarshalJSON refuses unknown fields, as the server does.
 func (r *CompletionRequest) UnmarshalJSON(b []byte) error {
 	type plain CompletionRequest
-	var q struct {
-		plain
-		Stop json.RawMessage `json:"stop"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&q); err != nil {
-		return err
-	}
-	*r = CompletionRequest(q.plain)
-	stop, err := stringOrList(q.Stop, "stop")
-	r.Stop = stop
-	return err
+	return strict(b, (*plain)(r))
 }
 
 // PromptIDs reads a token-id prompt (one list, or a list of one list); ok false for a text one.

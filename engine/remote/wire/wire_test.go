@@ -66,7 +66,7 @@ func TestFixturesRoundTrip(t *testing.T) {
 // a [logprob, token_id] pair, a prompt as a list of one list — and the finish reasons' parts.
 func TestWireForms(t *testing.T) {
 	var sp SamplingParams
-	if err := json.Unmarshal([]byte(`{"stop": "</code>", "max_new_tokens": 8}`), &sp); err != nil || !reflect.DeepEqual(sp.Stop, []string{"</code>"}) {
+	if err := json.Unmarshal([]byte(`{"stop": "</code>", "max_new_tokens": 8}`), &sp); err != nil || !reflect.DeepEqual([]string(sp.Stop), []string{"</code>"}) {
 		t.Errorf("stop as a string: %v %v", sp.Stop, err)
 	}
 	if err := json.Unmarshal([]byte(`{"stop_words": ["x"]}`), &sp); err == nil {
@@ -80,7 +80,7 @@ func TestWireForms(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"model": "m", "prompt": [[1, 2, 3]], "stop": "\n"}`), &q); err != nil {
 		t.Fatal(err)
 	}
-	if ids, ok := q.PromptIDs(); !ok || !reflect.DeepEqual(ids, []int32{1, 2, 3}) || !reflect.DeepEqual(q.Stop, []string{"\n"}) {
+	if ids, ok := q.PromptIDs(); !ok || !reflect.DeepEqual(ids, []int32{1, 2, 3}) || !reflect.DeepEqual([]string(q.Stop), []string{"\n"}) {
 		t.Errorf("prompt %v %v, stop %v", ids, ok, q.Stop)
 	}
 	f := FinishReason{Type: "stop", Matched: json.RawMessage(`151645`)}
