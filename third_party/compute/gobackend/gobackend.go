@@ -54,3 +54,37 @@ func ResetHeldPeak(b compute.Backend) {
 		g.Held.ResetPeak()
 	}
 }
+
+// DefaultLargePoolBytes is the most bytes of freed large buffers (16 MiB and up) a Go backend
+// keeps for reuse unless SetLargePoolLimit changes it (agentrl patch 25).
+const DefaultLargePoolBytes = gobackend.DefaultLargePoolBytes
+
+// TrimPools drops the freed buffers a Go backend keeps for reuse, so that the garbage collector
+// can free them (between phases whose buffers differ); it does nothing on another backend
+// (agentrl patch 25).
+func TrimPools(b compute.Backend) {
+	if g, ok := b.(*gobackend.Backend); ok {
+		g.TrimPools()
+	}
+}
+
+// LargePoolFree is the bytes of freed large buffers (16 MiB and up) a Go backend keeps for
+// reuse now, at most its bound (1 GiB unless SetLargePoolLimit changed it); ok is false for
+// another backend (agentrl patch 25).
+func LargePoolFree(b compute.Backend) (n int64, ok bool) {
+	g, ok := b.(*gobackend.Backend)
+	if !ok {
+		return 0, false
+	}
+	return g.LargePoolFree(), true
+}
+
+// SetLargePoolLimit bounds the bytes of freed large buffers a Go backend keeps for reuse and
+// returns the previous bound (0, false for another backend) (agentrl patch 25).
+func SetLargePoolLimit(b compute.Backend, n int64) (int64, bool) {
+	g, ok := b.(*gobackend.Backend)
+	if !ok {
+		return 0, false
+	}
+	return g.SetLargePoolLimit(n), true
+}

@@ -123,9 +123,12 @@ func (b *Backend) GetBuffer(shape shapes.Shape) (*Buffer, error) {
 	length := shape.Size()
 	requestedSizeInBytes := dtype.SizeForDimensions(length)
 	bucketedSize := bucketLen(requestedSizeInBytes)
-	pool := b.getBufferPool(bucketedSize)
 	var buf *Buffer
-	if item := pool.Get(); item != nil {
+	if bucketedSize >= fineBucketFrom {
+		if buf = b.large.get(bucketedSize); buf == nil {
+			buf = &Buffer{RawBytes: make([]byte, bucketedSize)}
+		}
+	} else if item := b.getBufferPool(bucketedSize).Get(); item != nil {
 		buf = item.(*Buffer) //nolint:errcheck
 		// fmt.Printf("> Reusing buffer: \t(%s) %s\n", humanize.Bytes(bucketedSize), shape)
 	} else {
@@ -197,6 +200,10 @@ func (b *Backend) PutBuffer(buffer *Buffer) {
 	}
 	buffer.Flat = nil
 	buffer.RawShape = shapes.Invalid()
+	if len(buffer.RawBytes) >= fineBucketFrom {
+		b.large.put(buffer)
+		return
+	}
 	pool := b.getBufferPool(len(buffer.RawBytes))
 	pool.Put(buffer)
 }

@@ -106,6 +106,7 @@ func New(config string) (compute.Backend, error) {
 func newDefaultBackend() *Backend {
 	b := &Backend{}
 	b.Workers = workerspool.New()
+	b.large.limit = DefaultLargePoolBytes
 	return b
 }
 
@@ -129,6 +130,23 @@ type Backend struct {
 
 	// Held counts the bytes of the buffers in use (agentrl patch 20).
 	Held HeldBytes
+
+	// large keeps freed buffers of fineBucketFrom bytes or more, bounded (agentrl patch 25).
+	large largePool
+}
+
+// LargePoolFree is the bytes of freed large buffers the backend keeps for reuse now.
+func (b *Backend) LargePoolFree() int64 { return b.large.free() }
+
+// SetLargePoolLimit bounds the bytes of freed large buffers kept for reuse (0 keeps none) and
+// returns the previous bound.
+func (b *Backend) SetLargePoolLimit(n int64) int64 { return b.large.setLimit(n) }
+
+// TrimPools drops every freed buffer kept for reuse, large and small, so that the collector
+// can free them: between phases whose buffers differ (agentrl patch 25).
+func (b *Backend) TrimPools() {
+	b.large.trimTo(0)
+	b.bufferPools.Clear()
 }
 
 // Compile-time check that the gobackend.Backend implements compute.Backend.
@@ -196,6 +214,7 @@ func notImplementedError(opType compute.OpType) error {
 func (b *Backend) Finalize() {
 	b.isFinalized = true
 	b.bufferPools.Clear()
+	b.large.trimTo(0)
 }
 
 // IsFinalized returns true if the backend has been isFinalized.
