@@ -6,6 +6,7 @@ import (
 
 	"agentrl/engine/attention"
 	"agentrl/engine/best"
+	"agentrl/engine/device"
 	"agentrl/engine/hint"
 	"agentrl/engine/ledger"
 	"agentrl/engine/model"
@@ -134,6 +135,9 @@ func (b *builder) sizes() error {
 	c.dev = &residency.Device{Reference: o.Reference, SharedReference: r.Train.LoRA.Rank > 0,
 		MomentsOnHost: r.Memory.OptimizerOffload == "host", MasterOnHost: r.Memory.MasterOffload == "host"}
 	if p := o.Plan; p != nil && p.Budget > 0 {
+		if !p.Fits && o.Backend == device.Go {
+			return fmt.Errorf("engine: the recipe does not fit the %s of memory the go backend plans in (four fifths of this machine's; memory.vram sets another): %s (see agentrl-tui plan RECIPE --set backend.kind=go)", recipes.FormatGiB(p.Budget), p.Reason)
+		}
 		if !p.Fits {
 			return fmt.Errorf("engine: the recipe does not fit the device's %s: %s (see agentrl-tui plan)", recipes.FormatGiB(p.Budget), p.Reason)
 		}

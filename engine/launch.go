@@ -70,7 +70,7 @@ func Open(l Launch) (sess *Session, err error) {
 	if err := fitPRM(l, dir, eval); err != nil {
 		return nil, err
 	}
-	choice, err := openBackend(l, dir, eval)
+	choice, hostPlan, err := openBackend(l, dir, eval)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func Open(l Launch) (sess *Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := memoryPlan(l, choice, mon, dir, eval)
+	plan, err := memoryPlan(l, choice, hostPlan, mon, dir, eval)
 	if err != nil {
 		return nil, err
 	}
@@ -177,9 +177,13 @@ func modelDir(l Launch, eval *EvalOnly) (dir string, done func(), err error) {
 	return dir, done, nil
 }
 
-// openBackend opens the backend the recipe asks for, for the model in dir; a real model on the
-// CPU keeps the collector's heap near the plan's host memory.
-func openBackend(l Launch, dir string, eval *EvalOnly) (*device.Choice, error) {
+// openBackend opens the backend the recipe asks for, for the model in dir. A real model on the
+// CPU is also planned there, in the machine's memory (memory.vram auto: four fifths of it): the
+// plan sizes its micro-batch and KV slots as on a GPU (memoryPlan), and the collector keeps the
+// heap near the plan's host memory (device.LimitHeap) rather than at twice what was live. The
+// plan is nil for the built-in model (its 8-row micro-batches are where the recipes were measured)
+// and on a GPU, whose plan memoryPlan makes from the device's free memory.
+func openBackend(l Launch, dir string, eval *EvalOnly) (*device.Choice, *ledger.Plan, error) {
 	r := l.Recipe
 	var params int64 // picks the Go backend's op scheduler; an unreadable config is reported by the load below
 	if sh, err := ledger.ReadShape(dir); err == nil {
@@ -187,21 +191,22 @@ func openBackend(l Launch, dir string, eval *EvalOnly) (*device.Choice, error) {
 	}
 	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin, ModelParams: params})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fmt.Fprintln(l.Log, choice.Reason)
-	if choice.Kind == device.Go && params >= device.SequentialOpsFrom {
-		// A real model on the CPU: the collector keeps the heap near the plan's host memory
-		// (device.LimitHeap) rather than at twice what was live.
-		rc := *r
-		rc.Backend.Kind = device.Go
-		if p, err := ledger.PlanFor(ledger.Request{Recipe: &rc, ModelDir: dir, DetectedVRAM: device.HostBudget(), EvalOnly: eval != nil}); err == nil {
-			if _, say := device.LimitHeap(p.Host.RAM); say != "" {
-				fmt.Fprintln(l.Log, say)
-			}
-		}
+	if choice.Kind != device.Go || params < device.SequentialOpsFrom {
+		return choice, nil, nil
 	}
-	return choice, nil
+	rc := *r
+	rc.Backend.Kind = device.Go
+	p, err := ledger.PlanFor(ledger.Request{Recipe: &rc, ModelDir: dir, DetectedVRAM: device.HostBudget(), EvalOnly: eval != nil})
+	if err != nil {
+		return choice, nil, nil // no plan (memory unreadable): the recipe's own sizes, no heap limit
+	}
+	if _, say := device.LimitHeap(p.Host.RAM); say != "" {
+		fmt.Fprintln(l.Log, say)
+	}
+	return choice, p, nil
 }
 
 // models are what a run loads from its model folders.
@@ -269,12 +274,17 @@ func runRecord(l *Launch, st *store.Store) (cp *store.Checkpoint, err error) {
 	return cp, nil
 }
 
-// memoryPlan is the memory ledger's plan on a GPU, which sizes what the recipe leaves on auto
-// (KV slots, micro-batch, where the AdamW moments wait) from the device's free memory or
-// memory.vram; nil on the CPU.
-func memoryPlan(l Launch, choice *device.Choice, mon *device.Monitor, dir string, eval *EvalOnly) (plan *ledger.Plan, err error) {
+// memoryPlan is the memory ledger's plan, which sizes what the recipe leaves on auto (KV slots,
+// micro-batch, where the AdamW moments wait): on a GPU from the device's free memory or
+// memory.vram; on the CPU, hostPlan (openBackend's, for a real model; nil for the built-in one).
+// Before hostPlan sized a CPU run, a Qwen3-0.6B step ran 8-row micro-batches under a heap limit
+// set for the plan's 3 and was killed for memory in its update.
+func memoryPlan(l Launch, choice *device.Choice, hostPlan *ledger.Plan, mon *device.Monitor, dir string, eval *EvalOnly) (plan *ledger.Plan, err error) {
 	if choice.Kind != device.CUDA {
-		return nil, nil
+		if hostPlan != nil {
+			sayPlan(l, hostPlan, eval)
+		}
+		return hostPlan, nil
 	}
 	var free int64
 	if rd, ok := mon.Read(); ok {
@@ -286,10 +296,15 @@ func memoryPlan(l Launch, choice *device.Choice, mon *device.Monitor, dir string
 	if plan, err = ledger.PlanFor(ledger.Request{Recipe: l.Recipe, ModelDir: dir, DetectedVRAM: free, EvalOnly: eval != nil}); err != nil {
 		return nil, err
 	}
+	sayPlan(l, plan, eval)
+	return plan, nil
+}
+
+// sayPlan logs the sizes a plan chose.
+func sayPlan(l Launch, plan *ledger.Plan, eval *EvalOnly) {
 	if eval != nil {
 		fmt.Fprintf(l.Log, "memory plan (evaluation only): %d KV slots, peak %s of %s\n", plan.KVSlots, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
 	} else {
 		fmt.Fprintf(l.Log, "memory plan: %d KV slots, micro-batch %d, peak %s of %s\n", plan.KVSlots, plan.MicroBatch, recipes.FormatGiB(plan.Total), recipes.FormatGiB(plan.Budget))
 	}
-	return plan, nil
 }

@@ -39,6 +39,11 @@ const (
 // 0.5 GiB, the model's part included.
 const HostReserve int64 = 1 << 30
 
+// GoKeptBuffers is the most bytes of freed large buffers the go backend keeps for reuse
+// (gobackend.DefaultLargePoolBytes, third_party/compute patch 25): live to the collector, so host
+// memory counts them in the go backend's device ledger in place of the CUDA runtime's reserve.
+const GoKeptBuffers int64 = 1 << 30
+
 // StorePendingBytes is the most chunk bytes waiting for a bbolt transaction: store.txBytes
 // (64 MiB) and one store.ChunkSize chunk (4 MiB).
 const StorePendingBytes int64 = 68 << 20
@@ -112,14 +117,14 @@ func (z sizer) largestTensor() int64 {
 
 // hostBeside is what host memory holds beside the device phases on the go backend, whose device is
 // that memory (0 elsewhere, and for an evaluation-only run, which holds one model): the reference
-// copy and a folder PRM's weights, which wait there outside their phases, and what writing a
-// checkpoint streams through it (see host). The device phases' runtime reserve stands for the
-// process itself (host counts HostReserve in its place).
+// copy and a folder PRM's weights, which wait there outside their phases, what writing a
+// checkpoint streams through it (see host), and the process itself (HostReserve). The device
+// phases' runtime reserve stands for the buffers the backend keeps for reuse (GoKeptBuffers).
 func (z sizer) hostBeside() int64 {
 	if !z.st.DeviceIsHost || z.st.EvalOnly {
 		return 0
 	}
-	return z.reference() + z.prmOwnWeights() + z.checkpointCopy() + min(StorePendingBytes, z.checkpointBytes())
+	return z.reference() + z.prmOwnWeights() + z.checkpointCopy() + min(StorePendingBytes, z.checkpointBytes()) + HostReserve
 }
 
 // checkpointCopy is the tensor a checkpoint streams through host memory: the largest one's
@@ -130,9 +135,10 @@ func (z sizer) checkpointCopy() int64 { return z.largestTensor() * 4 * 2 }
 func (z sizer) host(p *Plan) HostPlan {
 	h := HostPlan{Components: map[string]int64{}}
 	if z.st.DeviceIsHost {
-		// less the CUDA runtime's reserve, which the go backend does not have (HostProcess
-		// covers the process)
-		h.Components[DeviceLedger] = max(p.Total-RuntimeReserve, 0)
+		// The go backend has no CUDA runtime; its runtime reserve stands for the freed buffers
+		// of 16 MiB and more it keeps for reuse, at most GoKeptBuffers (third_party/compute
+		// patch 25), which the collector counts as live (HostProcess covers the process).
+		h.Components[DeviceLedger] = max(p.Total-RuntimeReserve+GoKeptBuffers, 0)
 	}
 	for n, b := range p.Rollout.Host {
 		h.Components[n] = b
@@ -171,7 +177,7 @@ func (z sizer) host(p *Plan) HostPlan {
 		h.Load += own / z.b * 4
 	}
 	if z.st.DeviceIsHost {
-		h.Load = max(h.Load, p.Total-RuntimeReserve) // the go backend's ledger counts the loaded weights
+		h.Load = max(h.Load, p.Total-RuntimeReserve+GoKeptBuffers) // the go backend's ledger counts the loaded weights
 	}
 	h.Load += HostReserve
 	h.RAM = max(h.Step, h.Load)
@@ -206,7 +212,7 @@ func (p *Plan) HostTable() string {
 		note := ""
 		switch n {
 		case DeviceLedger:
-			note = "the go backend's device memory is the host's"
+			note = "the go backend's device memory is the host's (its runtime reserve: the freed buffers it keeps for reuse)"
 		case MasterWeights, OptimizerMoments:
 			note = "offloaded during rollout"
 		case ReferenceWeights:

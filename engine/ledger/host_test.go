@@ -3,6 +3,8 @@ package ledger
 import (
 	"strings"
 	"testing"
+
+	"github.com/gomlx/compute/gobackend"
 )
 
 func TestCheckpointsKept(t *testing.T) {
@@ -97,8 +99,11 @@ func TestHostPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Host.Components[DeviceLedger] != p.Total-RuntimeReserve || p.Host.Components[DeviceReadCopies] != 0 || p.Host.RAM < p.Total {
-		t.Errorf("go backend: %+v; want the device ledger %d (less the CUDA runtime reserve) in host memory and no device read copies", p.Host.Components, p.Total)
+	if p.Host.Components[DeviceLedger] != p.Total-RuntimeReserve+GoKeptBuffers || p.Host.Components[DeviceReadCopies] != 0 || p.Host.RAM < p.Total {
+		t.Errorf("go backend: %+v; want the device ledger %d (the runtime reserve the backend's kept buffers) in host memory and no device read copies", p.Host.Components, p.Total)
+	}
+	if GoKeptBuffers != gobackend.DefaultLargePoolBytes {
+		t.Errorf("the ledger counts %d bytes of the go backend's kept buffers; the backend keeps up to %d", GoKeptBuffers, gobackend.DefaultLargePoolBytes)
 	}
 	tab := p.Table()
 	for _, want := range []string{"host memory: ", "device_ledger", "the go backend's device memory is the host's",
@@ -142,8 +147,8 @@ func TestGoBackendPlansOneRAM(t *testing.T) {
 	if !cpu.Fits || cpu.Host.RAM > budget {
 		t.Errorf("go backend: host memory %s against a budget of %s (fits %v, %s)", gib(cpu.Host.RAM), gib(budget), cpu.Fits, cpu.Reason)
 	}
-	if cpu.HostBeside != shape.Params()*4+int64(shape.Vocab)*int64(shape.Hidden)*4*2+StorePendingBytes {
-		t.Errorf("host beside the phases %d; want the reference copy, a checkpoint's largest tensor twice and the store's chunks", cpu.HostBeside)
+	if cpu.HostBeside != shape.Params()*4+int64(shape.Vocab)*int64(shape.Hidden)*4*2+StorePendingBytes+HostReserve {
+		t.Errorf("host beside the phases %d; want the reference copy, a checkpoint's largest tensor twice, the store's chunks and the process", cpu.HostBeside)
 	}
 	if cpu.MicroBatch >= gpu.MicroBatch || gpu.HostBeside != 0 {
 		t.Errorf("micro-batch %d on the go backend, %d on a GPU (host beside %d); want fewer on the go backend", cpu.MicroBatch, gpu.MicroBatch, gpu.HostBeside)

@@ -255,9 +255,10 @@ type Plan struct {
 	// Trainable is the number of trained parameters (LoRA: the adapters'; ppo: + the value head).
 	Trainable int64
 	// HostBeside is, on the go backend, what host memory holds beside the device phases (the
-	// reference copy and the PRM's own weights off the device, a checkpoint's tensor and the
-	// store's pending chunks; the runtime reserve stands for the process): the phases are sized
-	// to Budget less it, so that the one RAM holds both. 0 on a GPU.
+	// reference copy and the PRM's own weights off the device, a checkpoint's tensor, the
+	// store's pending chunks and the process; the runtime reserve stands for the buffers the
+	// backend keeps for reuse): the phases are sized to Budget less it, so that the one RAM holds
+	// both. 0 on a GPU.
 	HostBeside int64
 	// Reason explains, when Fits is false, which phase is too big and its largest component.
 	Reason string

@@ -203,7 +203,7 @@ func (p *Plan) Table() string {
 	}
 	fmt.Fprintf(&b, "options: %s\n", p.options())
 	if p.HostBeside > 0 {
-		fmt.Fprintf(&b, "one RAM (the go backend): the phases are sized to %s, the budget less the %s host memory holds beside them (reference or PRM copies off the device, a checkpoint's tensor, store chunks)\n",
+		fmt.Fprintf(&b, "one RAM (the go backend): the phases are sized to %s, the budget less the %s host memory holds beside them (reference or PRM copies off the device, a checkpoint's tensor, store chunks, the process)\n",
 			gib(max(p.Budget-p.HostBeside, 0)), gib(p.HostBeside))
 	}
 	peak := p.Rollout

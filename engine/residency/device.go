@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"agentrl/engine/model"
@@ -83,6 +84,7 @@ func (d *Device) ToReference(step int, usesReference bool) error {
 	if !d.skipsSync(step) {
 		d.Infer.release()
 	}
+	d.trimPools()
 	if usesReference {
 		if err := d.moveReference(true); err != nil {
 			return fmt.Errorf("engine: step %d: %w", step, err)
@@ -91,12 +93,23 @@ func (d *Device) ToReference(step int, usesReference bool) error {
 	return nil
 }
 
+// trimPools lets the collector free the buffers the last phase gave back (on the Go backend,
+// which keeps them for reuse; nothing elsewhere): the next phase's buffers differ (weights and
+// KV cache against activations and logit chunks), and kept ones count as live to the collector,
+// above what the ledger plans for the phase.
+func (d *Device) trimPools() {
+	if d.Infer != nil && d.Infer.master != nil {
+		gobackend.TrimPools(d.Infer.master.Backend)
+	}
+}
+
 // ToTrain switches to the update once the reference forward is done: the reference weights go
 // back to host memory, then offloaded master weights and AdamW moments come onto the device.
 func (d *Device) ToTrain(step int) error {
 	if err := d.moveReference(false); err != nil {
 		return fmt.Errorf("engine: step %d: %w", step, err)
 	}
+	d.trimPools()
 	if d.MasterOnHost {
 		if err := d.Trainer.RestoreMaster(); err != nil {
 			return fmt.Errorf("engine: step %d: entering training: %w", step, err)
@@ -120,6 +133,7 @@ func (d *Device) ToRollout(step int) (float64, error) {
 			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
 		}
 	}
+	d.trimPools()
 	if !d.skipsSync(step) {
 		if err := d.Infer.refresh(); err != nil {
 			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
@@ -195,6 +209,7 @@ func (d *Device) ToPRM(step int) error {
 	if !d.skipsSync(step) {
 		d.Infer.release()
 	}
+	d.trimPools()
 	var err error
 	if d.PRM != nil {
 		err = referenceToDevice(d.PRM)
@@ -220,6 +235,7 @@ func (d *Device) FromPRM(step int) error {
 			return fmt.Errorf("engine: step %d: the PRM's weights: %w", step, err)
 		}
 	}
+	d.trimPools()
 	return nil
 }
 
