@@ -33,7 +33,7 @@ type Launch struct {
 	// it goes in the run's first event. "" on a GPU.
 	Kernels string
 	// Log receives the few lines a user should see before the first event: which backend and why,
-	// the memory plan on a GPU, the step a resumed run starts from.
+	// the memory plan (on a GPU, and on the CPU for a real model), the step a resumed run starts from.
 	Log io.Writer
 	// Eval makes the run an evaluation-only one (agentrl-tui eval; see EvalOnly); nil trains.
 	Eval *EvalOnly
