@@ -177,13 +177,7 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 		APIKey: apiKey, ModelPath: modelPath,
 		// The engine endpoints (engine/serve/engine.go): prompt log-probs and weight reloads on the
 		// served inference weights.
-		Score: func(ids []int32) ([]float32, error) {
-			sc, err := m.Score([][]int32{ids})
-			if err != nil {
-				return nil, err
-			}
-			return sc.NextLogProbs[0][:len(ids)-1], nil
-		},
+		Score:  m.NextLogProbs,
 		Reload: m.Params.ReloadFrom})
 	if err != nil {
 		return err

@@ -52,13 +52,7 @@ func (c *Controller) openEngines() error {
 		Encode: c.opts.Tokenizer.Encode, Tolerance: r.ProbeTolerance(), Emit: func(e event.Engines) { c.emit(e) },
 		// The trainer's own log-probs: the inference copy's, which the sync has just made equal
 		// to the cast master weights.
-		Score: func(ids []int32) ([]float32, error) {
-			sc, err := c.dev.Infer.Model().Score([][]int32{ids})
-			if err != nil {
-				return nil, err
-			}
-			return sc.NextLogProbs[0], nil
-		},
+		Score: func(ids []int32) ([]float32, error) { return c.dev.Infer.Model().NextLogProbs(ids) },
 	})
 	if err != nil {
 		return err

@@ -230,6 +230,16 @@ func (m *Model) Score(seqs [][]int32) (*Score, error) {
 	return res, nil
 }
 
+// NextLogProbs is Score's NextLogProbs of one sequence: entry t is log p(ids[t+1] | ids[..t]).
+// It is the prompt log-probs a server returns and the probe a weight sync is checked with.
+func (m *Model) NextLogProbs(ids []int32) ([]float32, error) {
+	sc, err := m.Score([][]int32{ids})
+	if err != nil {
+		return nil, err
+	}
+	return sc.NextLogProbs[0], nil
+}
+
 // Logits returns the full [T, V] float32 logits of one sequence. It materialises the whole
 // vocabulary projection and is meant for checks against reference outputs, not for large models.
 func (m *Model) Logits(seq []int32) ([][]float32, error) {

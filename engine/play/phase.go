@@ -96,8 +96,6 @@ func (p *Phase) Run(ctx context.Context, trajs []*batch.Trajectory, seed uint64,
 	meter := p.Gen.Measure()
 	defer meter.Stop()
 	queued := p.Pool.QueueWait()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(trajs))
 	// Each trajectory opens its session with its own ticket, so a lockstep generator admits them
 	// in batch order whatever the goroutines' timing; a trajectory that fails before it opens one
 	// gives its ticket up.
@@ -106,12 +104,26 @@ func (p *Phase) Run(ctx context.Context, trajs []*batch.Trajectory, seed uint64,
 	if p.Agent != nil {
 		play = p.Agent
 	}
+	err := playAll(trajs, func(i int, t *batch.Trajectory) error {
+		defer p.Gen.Skip(base + int64(i))
+		return play(rollout.WithTicket(ctx, base+int64(i)), t, seed+uint64(i)*7919, temperature)
+	}, finished)
+	if err != nil {
+		return Generation{}, err
+	}
+	return Generation{Stats: meter.Stop(), ToolQueue: p.Pool.QueueWait() - queued}, nil
+}
+
+// playAll runs play on every trajectory in its own goroutine, calling finished (from that
+// goroutine) as each one ends well, and returns one of the errors once all have returned.
+func playAll(trajs []*batch.Trajectory, play func(i int, t *batch.Trajectory) error, finished func(*batch.Trajectory)) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(trajs))
 	for i, t := range trajs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer p.Gen.Skip(base + int64(i))
-			if err := play(rollout.WithTicket(ctx, base+int64(i)), t, seed+uint64(i)*7919, temperature); err != nil {
+			if err := play(i, t); err != nil {
 				errs <- err
 				return
 			}
@@ -120,10 +132,7 @@ func (p *Phase) Run(ctx context.Context, trajs []*batch.Trajectory, seed uint64,
 	}
 	wg.Wait()
 	close(errs)
-	if err := <-errs; err != nil {
-		return Generation{}, err
-	}
-	return Generation{Stats: meter.Stop(), ToolQueue: p.Pool.QueueWait() - queued}, nil
+	return <-errs
 }
 
 // TeacherPrompt is the prompt the teacher and the hint probe read t's response after, with hint
@@ -151,22 +160,10 @@ func (p *Phase) TeacherPrompt(t *batch.Trajectory, hint string) (ids []int32, ok
 // generator would give it; the servers batch them as they come.
 func (p *Phase) runRemote(ctx context.Context, trajs []*batch.Trajectory, seed uint64, temperature float64, finished func(*batch.Trajectory)) (Generation, error) {
 	queued := p.Pool.QueueWait()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(trajs))
-	for i, t := range trajs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := p.PlayReTool(ctx, t, seed+uint64(i)*7919, temperature); err != nil {
-				errs <- err
-				return
-			}
-			finished(t)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	err := playAll(trajs, func(i int, t *batch.Trajectory) error {
+		return p.PlayReTool(ctx, t, seed+uint64(i)*7919, temperature)
+	}, finished)
+	if err != nil {
 		return Generation{}, err
 	}
 	return Generation{ToolQueue: p.Pool.QueueWait() - queued}, nil

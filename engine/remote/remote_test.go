@@ -54,13 +54,7 @@ func startServe(t testing.TB, m *model.Model, tok *tokenizer.Tokenizer, key stri
 		t.Fatal(err)
 	}
 	srv, err := serve.New(gen, tok, serve.Options{ModelName: "policy", Open: true, Preempt: true, APIKey: key, ModelPath: builtinDir,
-		Score: func(ids []int32) ([]float32, error) {
-			sc, err := m.Score([][]int32{ids})
-			if err != nil {
-				return nil, err
-			}
-			return sc.NextLogProbs[0][:len(ids)-1], nil
-		},
+		Score:  m.NextLogProbs,
 		Reload: m.Params.ReloadFrom})
 	if err != nil {
 		t.Fatal(err)
