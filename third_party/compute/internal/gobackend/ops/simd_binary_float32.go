@@ -46,29 +46,48 @@ func execBinaryFloat32(op binaryOp, generic func(lhs, rhs, output []float32, lhs
 	}
 	switch {
 	case len(rhs) == 1:
-		binaryVectorScalar(op, lhs, rhs[0], output[:len(lhs)])
+		splitLarge(len(lhs), func(lo, hi int) { binaryVectorScalar(op, lhs[lo:hi], rhs[0], output[lo:hi]) })
 	case len(lhs) == 1 && (op == binarySub || op == binaryDiv):
 		// As the generic Sub and Div (Add and Mul get their operands swapped by the caller).
-		binaryScalarVector(op, lhs[0], rhs, output[:len(rhs)])
+		splitLarge(len(rhs), func(lo, hi int) { binaryScalarVector(op, lhs[0], rhs[lo:hi], output[lo:hi]) })
 	case lhsShape.Equal(rhsShape):
-		binaryVectorVector(op, lhs, rhs, output[:len(lhs)])
+		splitLarge(len(lhs), func(lo, hi int) { binaryVectorVector(op, lhs[lo:hi], rhs[lo:hi], output[lo:hi]) })
 	default:
 		lhsStep, rhsStep, runs := gobackend.BroadcastRuns(lhsShape, rhsShape, outputShape)
-		for r := range runs {
-			o := output[r.TgtOff : r.TgtOff+r.N]
-			switch {
-			case lhsStep == 1 && rhsStep == 1:
-				binaryVectorVector(op, lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff:r.RHSOff+r.N], o)
-			case lhsStep == 1:
-				binaryVectorScalar(op, lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff], o)
-			case rhsStep == 1:
-				binaryScalarVector(op, lhs[r.LHSOff], rhs[r.RHSOff:r.RHSOff+r.N], o)
-			default:
-				v := binaryScalar(op, lhs[r.LHSOff], rhs[r.RHSOff])
-				for i := range o {
-					o[i] = v
-				}
+		if len(output) < parallelElementsFrom {
+			for r := range runs {
+				binaryRunFloat32(op, lhs, rhs, output, lhsStep, rhsStep, r)
 			}
+			return
+		}
+		// A large broadcast (a [tokens, vocabulary] tensor and a per-token one) splits its runs
+		// across threads.
+		var all []gobackend.BroadcastRun
+		for r := range runs {
+			all = append(all, r)
+		}
+		splitRange(len(all), 1, func(lo, hi int) {
+			for _, r := range all[lo:hi] {
+				binaryRunFloat32(op, lhs, rhs, output, lhsStep, rhsStep, r)
+			}
+		})
+	}
+}
+
+// binaryRunFloat32 computes one broadcast run of execBinaryFloat32.
+func binaryRunFloat32(op binaryOp, lhs, rhs, output []float32, lhsStep, rhsStep int, r gobackend.BroadcastRun) {
+	o := output[r.TgtOff : r.TgtOff+r.N]
+	switch {
+	case lhsStep == 1 && rhsStep == 1:
+		binaryVectorVector(op, lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff:r.RHSOff+r.N], o)
+	case lhsStep == 1:
+		binaryVectorScalar(op, lhs[r.LHSOff:r.LHSOff+r.N], rhs[r.RHSOff], o)
+	case rhsStep == 1:
+		binaryScalarVector(op, lhs[r.LHSOff], rhs[r.RHSOff:r.RHSOff+r.N], o)
+	default:
+		v := binaryScalar(op, lhs[r.LHSOff], rhs[r.RHSOff])
+		for i := range o {
+			o[i] = v
 		}
 	}
 }

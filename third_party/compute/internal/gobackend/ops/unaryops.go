@@ -483,7 +483,8 @@ func execExp(backend *gobackend.Backend, node *gobackend.Node, inputs []*gobacke
 		// agentrl patch 8 (PATCHES.md): float32 by the vector Cephes exp where the CPU has AVX2
 		// (float64's math.Exp before: within 1e-7 relative of it).
 		if fastmath.HaveVector {
-			fastmath.ExpSlice32(input.Flat.([]float32), output.Flat.([]float32))
+			in, out := input.Flat.([]float32), output.Flat.([]float32)
+			splitLarge(len(in), func(lo, hi int) { fastmath.ExpSlice32(in[lo:hi], out[lo:hi]) }) // patch 26
 		} else {
 			execExpGeneric(input.Flat.([]float32), output.Flat.([]float32))
 		}
