@@ -78,6 +78,11 @@ type Config struct {
 	// LogitsChunk is the number of positions projected onto the vocabulary at once; 0 means
 	// DefaultLogitChunkTokens ÷ rows, so a chunk never holds more than that many tokens' logits.
 	LogitsChunk int
+	// HeadPositions is where the loss projects hidden states onto the vocabulary: HeadAll at
+	// every position of a micro-batch, HeadLoss only at the positions the loss reads (policy
+	// tokens; see head.go), HeadAuto ("", the default) HeadLoss for vocabularies of at least
+	// CompactHeadVocab words and HeadAll below.
+	HeadPositions string
 	// OnPolicy takes the old log-probs of the surrogate from the trained model itself (their
 	// values, with no gradient) instead of the sequences' OldLogProbs: the ratio is exactly 1, and
 	// with advantages 1 the loss's gradient is the log-likelihood's. It is supervised fine-tuning
@@ -146,6 +151,11 @@ func (c *Config) fill() error {
 		if f.v < 0 {
 			return bad(f.name, f.v, "a count ≥ 0 (0 picks the default)")
 		}
+	}
+	switch c.HeadPositions {
+	case HeadAuto, HeadAll, HeadLoss:
+	default:
+		return bad("HeadPositions", fmt.Sprintf("%q", c.HeadPositions), `"all", "loss" or "" (auto)`)
 	}
 	if c.ClipLow == 0 {
 		c.ClipLow = 0.2

@@ -68,9 +68,10 @@ const (
 )
 
 // dataInputs is the number of per-micro-batch graph inputs: ids, positions, targets, mask, old
-// log-probs, advantages, reference log-probs, loss denominator. A trainer with a value head
+// log-probs, advantages, reference log-probs, loss denominator, and the vocabulary projection's
+// positions (headArgs' two). A trainer with a value head
 // appends the returns (and, with value clipping, the old values): see Trainer.dataArgs.
-const dataInputs = 8
+const dataInputs = 10
 
 // Trainer updates float32 master weights with the clipped policy loss and AdamW. It owns the
 // model's parameter tensors: every update replaces m.Params.Values with the new ones and frees
@@ -237,7 +238,7 @@ func (tr *Trainer) lossGraph(params, d []*Node) stepOutputs {
 	}
 	ckpt := tr.cfg.GradientCheckpointing
 	h := forward(net, norm, ids, pos, ckpt)
-	logp, ent := TokenStats(net, h, targets, tr.cfg.chunkFor(ids.Shape().Dim(0)), true, ckpt)
+	logp, ent := tokenStatsAt(net, h, targets, d[8], d[9], tr.cfg.chunkFor(ids.Shape().Dim(0)), true, ckpt)
 	out := stepOutputs{LossOutputs: PolicyLoss(&tr.cfg, LossInputs{LogProbs: logp, Mask: d[3], OldLogProbs: d[4], Advantages: d[5],
 		RefLogProbs: d[6], Entropy: ent, Denom: d[7]})}
 	if tr.nh > 0 {
@@ -354,7 +355,7 @@ func (tr *Trainer) run(e *Exec, args []arg) ([]*tensors.Tensor, error) {
 // dataArgs are the trainer's per-micro-batch graph arguments of b with loss denominator denom:
 // the policy's (the package function), then the value head's.
 func (tr *Trainer) dataArgs(b *Batch, denom float64) []arg {
-	out := dataArgs(b, denom)
+	out := append(dataArgs(b, denom)[:dataInputs-2], tr.headArgs(b)...)
 	if tr.nh > 0 {
 		out = append(out, arg{tensors.FromFlatDataAndDimensions(b.Returns, b.B, b.T), true})
 		if tr.cfg.ValueClip > 0 {
@@ -364,7 +365,8 @@ func (tr *Trainer) dataArgs(b *Batch, denom float64) []arg {
 	return out
 }
 
-// dataArgs are the per-micro-batch policy-loss graph arguments of b with loss denominator denom.
+// dataArgs are the per-micro-batch policy-loss graph arguments of b with loss denominator denom,
+// the vocabulary projected at every position (Trainer.dataArgs replaces the last two).
 func dataArgs(b *Batch, denom float64) []arg {
 	dims := []int{b.B, b.T}
 	ts := []*tensors.Tensor{
@@ -376,6 +378,8 @@ func dataArgs(b *Batch, denom float64) []arg {
 		tensors.FromFlatDataAndDimensions(b.Advantages, dims...),
 		tensors.FromFlatDataAndDimensions(b.RefLPs, dims...),
 		tensors.FromScalar(float32(denom)),
+		tensors.FromFlatDataAndDimensions([]int32{0}, 1),
+		tensors.FromFlatDataAndDimensions([]int32{0}, 1),
 	}
 	out := make([]arg, len(ts))
 	for i, t := range ts {

@@ -582,7 +582,7 @@ func TestNoValueHeadUnchanged(t *testing.T) {
 		h := net.Forward(d[0], d[1])
 		logp, ent := TokenStats(net, h, d[2], c.chunkFor(b.B), true, false)
 		out := PolicyLoss(&c, LossInputs{LogProbs: logp, Mask: d[3], OldLogProbs: d[4], Advantages: d[5], RefLogProbs: d[6], Entropy: ent, Denom: d[7]})
-		newP, newM, newV, _ := AdamW(&c, params, Gradient(out.Loss, params...), mom, vel, d[8], d[9])
+		newP, newM, newV, _ := AdamW(&c, params, Gradient(out.Loss, params...), mom, vel, d[dataInputs], d[dataInputs+1])
 		return append(append(newP, newM...), newV...)
 	})
 	if err != nil {

@@ -1,0 +1,118 @@
+package train
+
+import (
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
+	"github.com/gomlx/gomlx/core/tensors"
+
+	"agentrl/engine/model"
+)
+
+// Where the loss runs the vocabulary projection (Config.HeadPositions).
+const (
+	HeadAuto = ""     // HeadLoss for vocabularies of CompactHeadVocab words or more, else HeadAll
+	HeadAll  = "all"  // at every position of the micro-batch
+	HeadLoss = "loss" // only at the positions the loss reads
+)
+
+// CompactHeadVocab is the smallest vocabulary for which HeadAuto projects only the loss's
+// positions. Every released tokenizer is larger (Qwen3's 151,936 words, Llama 3's 128,256,
+// Mistral's 32,768): there the projection is most of a small model's arithmetic (72 % of a
+// 4-layer model of Qwen3-0.6B's width, 26 % of the whole 0.6B), and a micro-batch's prompts,
+// tool outputs and padding are positions it need not project. Below it (the built-in model's 392
+// words) the saving is too small to be worth more compiled programs, so runs of the built-in
+// model keep their programs and results.
+const CompactHeadVocab = 32768
+
+// headFractions is how finely the compact projection's length is rounded: up to a multiple of
+// an eighth of the micro-batch's positions, so that a micro-batch shape compiles at most seven
+// compact programs besides its full one.
+const headFractions = 8
+
+// compactHead reports whether the trainer projects only the loss's positions.
+func (tr *Trainer) compactHead() bool {
+	switch tr.cfg.HeadPositions {
+	case HeadLoss:
+		return true
+	case HeadAll:
+		return false
+	}
+	return tr.m.Config.VocabSize >= CompactHeadVocab
+}
+
+// headIndex lays out the compact projection of a [rows, t] micro-batch with this mask: idx holds
+// the flat positions (row·t + column) where the mask is set, padded with position 0 to n entries
+// (n a multiple of quantum, at least one quantum), and inv, for each of the rows·t positions, its
+// entry in idx, or n for a position outside the loss. Both are nil when n would not be smaller
+// than rows·t: projecting every position is then as cheap.
+func headIndex(mask []float32, rows, t, quantum int) (idx, inv []int32) {
+	size := rows * t
+	count := 0
+	for _, m := range mask {
+		if m != 0 {
+			count++
+		}
+	}
+	quantum = max(quantum, 1)
+	n := max((count+quantum-1)/quantum, 1) * quantum
+	if n >= size {
+		return nil, nil
+	}
+	idx, inv = make([]int32, n), make([]int32, size)
+	j := 0
+	for k, m := range mask {
+		inv[k] = int32(n)
+		if m != 0 {
+			idx[j], inv[k] = int32(k), int32(j)
+			j++
+		}
+	}
+	return idx, inv
+}
+
+// headQuantum is the rounding of a compact projection's length for a micro-batch of rows × t
+// positions: an eighth of them (rounded up).
+func headQuantum(rows, t int) int {
+	return (rows*t + headFractions - 1) / headFractions
+}
+
+// headArgs are the compact projection's two graph inputs for b: idx [n] and inv [B·T] of
+// headIndex, or one-entry placeholders when every position is projected (lossGraph tells them
+// apart by inv's length).
+func (tr *Trainer) headArgs(b *Batch) []arg {
+	var idx, inv []int32
+	if tr.compactHead() {
+		idx, inv = headIndex(b.Mask, b.B, b.T, headQuantum(b.B, b.T))
+	}
+	if idx == nil {
+		idx, inv = []int32{0}, []int32{0}
+	}
+	return []arg{{tensors.FromFlatDataAndDimensions(idx, len(idx)), true}, {tensors.FromFlatDataAndDimensions(inv, len(inv)), true}}
+}
+
+// tokenStatsAt is TokenStats over the positions the loss reads: with inv of B·T entries, the
+// hidden states and targets at idx are gathered into one row of n positions, projected there
+// (in chunks of rows × chunk positions, as many tokens as a chunk of the full batch holds), and
+// the log-probs and entropies put back in [B, T] by inv, 0 at positions outside the loss. The
+// gathers' gradients carry the loss's gradient back to hidden unchanged: only the projection's
+// work at positions the loss ignores is saved. Otherwise it is TokenStats at every position.
+func tokenStatsAt(net *model.Net, hidden, targets, idx, inv *Node, chunk int, withEntropy, checkpoint bool) (logp, entropy *Node) {
+	b, t, h := hidden.Shape().Dim(0), hidden.Shape().Dim(1), hidden.Shape().Dim(2)
+	if inv.Shape().Dim(0) != b*t || b*t == 1 {
+		return TokenStats(net, hidden, targets, chunk, withEntropy, checkpoint)
+	}
+	n := idx.Shape().Dim(0)
+	at := ExpandAxes(idx, -1) // [n, 1]
+	hc := Reshape(Gather(Reshape(hidden, b*t, h), at), 1, n, h)
+	tc := Reshape(Gather(Reshape(targets, b*t), at), 1, n)
+	lp, ent := TokenStats(net, hc, tc, b*min(chunk, t), withEntropy, checkpoint)
+	back := func(x *Node) *Node {
+		if x == nil {
+			return nil
+		}
+		ext := Concatenate([]*Node{Reshape(x, n), Zeros(x.Graph(), shapes.Make(dtypes.Float32, 1))}, 0)
+		return Reshape(Gather(ext, ExpandAxes(inv, -1)), b, t)
+	}
+	return back(lp), back(ent)
+}

@@ -1,0 +1,93 @@
+package train
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+func TestHeadIndex(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		mask             []float32
+		rows, t, quantum int
+		idx, inv         []int32
+	}{
+		{"two rows, one quantum", []float32{0, 1, 1, 0, 0, 0, 1, 0}, 2, 4, 4,
+			[]int32{1, 2, 6, 0}, []int32{4, 0, 1, 4, 4, 4, 2, 4}},
+		{"rounded up to two quanta", []float32{1, 1, 1, 0, 0, 0, 0, 0}, 1, 8, 2,
+			[]int32{0, 1, 2, 0}, []int32{0, 1, 2, 4, 4, 4, 4, 4}},
+		{"no loss position still projects one quantum", []float32{0, 0, 0, 0}, 1, 4, 2,
+			[]int32{0, 0}, []int32{2, 2, 2, 2}},
+		{"no saving: every position", []float32{1, 1, 1, 0}, 1, 4, 2, nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			idx, inv := headIndex(c.mask, c.rows, c.t, c.quantum)
+			if !slices.Equal(idx, c.idx) || !slices.Equal(inv, c.inv) {
+				t.Errorf("headIndex = %v, %v; want %v, %v", idx, inv, c.idx, c.inv)
+			}
+		})
+	}
+	for _, c := range []struct{ rows, t, want int }{{8, 256, 256}, {1, 512, 64}, {3, 16, 6}, {1, 4, 1}} {
+		if got := headQuantum(c.rows, c.t); got != c.want {
+			t.Errorf("headQuantum(%d, %d) = %d; want %d", c.rows, c.t, got, c.want)
+		}
+	}
+}
+
+// TestCompactHeadSameLoss: projecting only the loss's positions gives the loss, metrics and
+// gradients of projecting every position, for the loss's variants (KL, entropy, seq-mean,
+// checkpointing, a value head).
+func TestCompactHeadSameLoss(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"kl and entropy", Config{KLCoef: 0.05, EntropyCoef: 0.01}},
+		{"seq-mean", Config{Aggregation: SeqMean, EntropyCoef: 0.02}},
+		{"checkpointing", Config{GradientCheckpointing: true, KLCoef: 0.1}},
+		{"one chunk", Config{LogitsChunk: 1024, KLCoef: 0.1}},
+		{"value head", Config{ValueCoef: 0.5}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eval := func(head string) (float64, [][]float32, int) {
+				cfg := c.cfg
+				cfg.HeadPositions = head
+				if cfg.LogitsChunk == 0 {
+					cfg.LogitsChunk = 2
+				}
+				tr, err := New(tinyModel(t, 11), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := gradBatch(t, tr, tinyModel(t, 12))
+				if cfg.ValueCoef > 0 {
+					for k := range b.Returns {
+						b.Returns[k] = float32(k%5) * 0.2
+					}
+					b.HasReturns = true
+				}
+				loss, grads := newLossEval(t, tr, b).eval(t, tr.params())
+				return loss, grads, len(tr.headArgs(b)[1].t.Shape().Dimensions) * tr.headArgs(b)[1].t.Shape().Dim(0)
+			}
+			fullLoss, fullGrads, n := eval(HeadAll)
+			if n != 1 {
+				t.Fatalf("HeadAll passed %d inverse entries; want the 1-entry placeholder", n)
+			}
+			loss, grads, n := eval(HeadLoss)
+			if n != 48 {
+				t.Fatalf("HeadLoss passed %d inverse entries; want 48 (3 rows × 16): the batch was not compacted", n)
+			}
+			if math.Abs(loss-fullLoss) > 1e-6*math.Max(1, math.Abs(fullLoss)) {
+				t.Errorf("loss %.9f; every position gives %.9f", loss, fullLoss)
+			}
+			for i := range grads {
+				for j := range grads[i] {
+					if d := math.Abs(float64(grads[i][j] - fullGrads[i][j])); d > 1e-6+1e-5*math.Abs(float64(fullGrads[i][j])) {
+						t.Fatalf("parameter %d entry %d: gradient %.9g; every position gives %.9g", i, j, grads[i][j], fullGrads[i][j])
+					}
+				}
+			}
+		})
+	}
+}
