@@ -174,3 +174,25 @@ func TestDemonstrationLayoutToolResponse(t *testing.T) {
 	}
 	checkLayout(t, tok, hint.DemoConversation(system, tasks[0], turns, ""), tok.Encode(opening))
 }
+
+// TestHintGateLift runs a step of the Hybrid recipe with the built-in model as the model PRM
+// and hinter.gate lift: every bridge thought is measured against its task's reference
+// demonstration (each task has one), those that do not raise the reference's log-prob of it are
+// dropped, and the probe then reads only the kept ones, so their mean demonstration lift is above
+// zero, where the same step without the gate has hints of both signs.
+func TestHintGateLift(t *testing.T) {
+	open, _ := judgedStep(t, map[string]string{"hinter.gate": "none"}, fitBuiltinPRM(t))
+	gated, _ := judgedStep(t, map[string]string{"hinter.gate": "lift"}, fitBuiltinPRM(t))
+	if _, ok := open["hints_gated"]; ok {
+		t.Errorf("hinter.gate none reported hints_gated %v", open["hints_gated"])
+	}
+	measured, dropped := gated["hints_gate_measured"], gated["hints_gated"]
+	t.Logf("ungated: hint_lift_demo %+.4f over %v; gated: %v of %v measured hints dropped, hint_lift_demo %+.4f over %v",
+		open["hint_lift_demo"], open["hint_lift_demo_probed"], dropped, measured, gated["hint_lift_demo"], gated["hint_lift_demo_probed"])
+	if measured < 1 || dropped < 1 || dropped >= measured {
+		t.Fatalf("hints_gated %v of hints_gate_measured %v; want some of the model's hints kept and some dropped", dropped, measured)
+	}
+	if n := gated["hint_lift_demo_probed"]; !(n > 0 && gated["hint_lift_demo"] > 0) {
+		t.Errorf("the kept hints' mean demonstration lift is %+.4f over %v; every kept hint was measured above zero", gated["hint_lift_demo"], n)
+	}
+}

@@ -12,6 +12,10 @@ import (
 // (stopping.ErrStop): nothing is trained yet.
 func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 	kl := c.recipe.Algorithm.KLCoef > 0
+	gated, measured, err := c.hints.Gate(trajs)
+	if err != nil {
+		return err
+	}
 	for _, t := range trajs {
 		if c.stop.Stopping() {
 			return stopping.ErrStop
@@ -48,8 +52,8 @@ func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 			t.TeacherLogProbs[j] = s.NextLogProbs[0][len(tp)+j-t.PromptLen-1]
 		}
 	}
-	var err error
 	c.probe, err = c.hints.MeasureLift(trajs)
+	c.probe.Gated, c.probe.GateMeasured = gated, measured
 	return err
 }
 

@@ -39,6 +39,9 @@ func (r *Recipe) CanonicalJSON() []byte {
 	if c.Reward.Grader == "verifier" { // the default: left out, so recipes from before reward.grader hash as they did
 		c.Reward.Grader = ""
 	}
+	if c.Hinter.Gate == "none" { // the default: left out, as above
+		c.Hinter.Gate = ""
+	}
 	if c.Algorithm.Estimator == "group" { // the default: left out, as above
 		c.Algorithm.Estimator = ""
 	}

@@ -76,6 +76,8 @@ func TestLoadBadRecipes(t *testing.T) {
 			"bad.yaml:3: env.sandbox.isolaton: unknown field; did you mean env.sandbox.isolation?"},
 		{"value not in enum", "run:\n  seed: 3\nalgorithm:\n  kl_estimator: k2\n",
 			`bad.yaml:4: algorithm.kl_estimator: "k2" is not one of k1, k3`},
+		{"hint gate unknown", "hinter:\n  gate: probe\n",
+			`bad.yaml:2: hinter.gate: "probe" is not one of none, lift`},
 		{"eval context negative", "eval:\n  max_total_tokens: -1\n",
 			"bad.yaml:2: eval.max_total_tokens: -1 is out of range; want 0 to 1048576"},
 		{"eval context shorter than a call", "eval:\n  max_new_tokens: 1024\n  max_total_tokens: 512\n",

@@ -513,6 +513,13 @@ type Hinter struct {
 	APIKeyEnv string `mapstructure:"api_key_env" json:"api_key_env"`
 	// MaxHintTokens bounds the length of one hint, in tokens of the policy's tokenizer; 1 to 256.
 	MaxHintTokens int `mapstructure:"max_hint_tokens" json:"max_hint_tokens"`
+	// Gate is "none" (every hint reaches the teacher) or "lift": a hint reaches the teacher only
+	// where it raises the reference model's log-prob of a known-correct solution of the task (its
+	// reference demonstration when the task has one, else a correct trajectory of the same group)
+	// above the same solution's without it; a hint that lowers it, one the teacher cannot read, is
+	// dropped (hints_gated), and one with nothing to measure against is kept. It applies to every
+	// hinter's hints and to the model PRM's. Each gated hint costs the reference one forward.
+	Gate string `mapstructure:"gate" json:"gate,omitzero"`
 }
 
 // PRM chooses the process reward model.
@@ -770,7 +777,7 @@ func Default() *Recipe {
 			KLCoef: 0, KLEstimator: "k3", KLMode: "loss", EntropyCoef: 0, Aggregation: "token-mean",
 			OPDLambda: 0.5, GAEGamma: 1.0, GAELambda: 0.95, ValueCoef: 0.5,
 		},
-		Hinter: Hinter{Kind: "none", Endpoint: "", Model: "", APIKeyEnv: "OPENAI_API_KEY", MaxHintTokens: 128},
+		Hinter: Hinter{Kind: "none", Endpoint: "", Model: "", APIKeyEnv: "OPENAI_API_KEY", MaxHintTokens: 128, Gate: "none"},
 		PRM: PRM{Kind: "none", Model: "reference", Samples: 1, Temperature: 0.6, MaxNewTokens: 4096,
 			APIKeyEnv: "OPENAI_API_KEY", Timeout: 10 * time.Minute, Retries: 2},
 		Train: Train{

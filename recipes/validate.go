@@ -449,6 +449,7 @@ func (c *checker) hinter() {
 	h := c.r.Hinter
 	c.oneOf("hinter.kind", h.Kind, "none", "rules", "self", "openai")
 	c.between("hinter.max_hint_tokens", h.MaxHintTokens, 1, 256)
+	c.oneOf("hinter.gate", h.Gate, "none", "lift")
 	if k := h.APIKeyEnv; k != "" {
 		switch {
 		case strings.HasPrefix(k, "sk-") || len(k) > 64:

@@ -20,6 +20,8 @@ const (
 	MetricHintedShare        Metric = "hinted_share"          // share of the trained batch whose advantage used a hint
 	MetricHintsShortened     Metric = "hints_shortened"       // hints shortened to fit hinter.max_hint_tokens
 	MetricHintsDropped       Metric = "hints_dropped"         // hints dropped as not even their first sentence fits
+	MetricHintsGated         Metric = "hints_gated"           // hints dropped by hinter.gate lift: no lift of a correct solution
+	MetricHintsGateMeasured  Metric = "hints_gate_measured"   // hints hinter.gate lift measured
 	MetricHintGain           Metric = "hint_gain"             // mean teacher − student log-prob over hinted responses
 	MetricHintLift           Metric = "hint_lift"             // mean lift of a correct sibling's reference log-prob by the hint
 	MetricHintLiftProbed     Metric = "hint_lift_probed"      // hinted trajectories whose hint_lift was measured

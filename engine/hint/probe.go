@@ -24,6 +24,9 @@ type Probe struct {
 	// policy's samples.
 	demoLift   float64
 	demoProbed int
+	// Gated and GateMeasured are hinter.gate lift's count of hints dropped before the teacher
+	// read them and of hints it measured (Gate).
+	Gated, GateMeasured int
 }
 
 // Demo is a task's reference demonstration as the probe scores it: its turns and the reference
@@ -221,6 +224,9 @@ func (h *Hinting) Metrics(step int, trajs []*batch.Trajectory, probe Probe, metr
 		return nil
 	}
 	metrics[event.MetricHintsShortened], metrics[event.MetricHintsDropped] = float64(shortened), float64(dropped)
+	if h.cfg.Recipe.Hinter.Gate == "lift" {
+		metrics[event.MetricHintsGated], metrics[event.MetricHintsGateMeasured] = float64(probe.Gated), float64(probe.GateMeasured)
+	}
 	if hinted == 0 {
 		return nil
 	}
