@@ -49,18 +49,20 @@ func (h *Hinting) hintLift(t *batch.Trajectory, trajs []*batch.Trajectory, plain
 	}
 	u := t
 	if !t.Summary.Correct {
-		u = nil
-		for _, s := range trajs {
-			if s.Group == t.Group && s.Summary.Correct {
-				u = s
-				break
-			}
-		}
+		u = correctSibling(t, trajs)
 	}
 	if u == nil {
 		return 0, false, nil
 	}
-	with, err := h.responseLogProbs(u, t.Hint)
+	return h.responseLift(u, t.Hint, plain)
+}
+
+// responseLift is hint's lift of u's response (u a correct trajectory): the mean over its policy
+// tokens of log p_ref(token | prompt + hint) − log p_ref(token | prompt), the plain log-probs
+// kept in plain for the next hint; ok is false where the hint has nowhere to go or u has no
+// policy token.
+func (h *Hinting) responseLift(u *batch.Trajectory, hint string, plain map[*batch.Trajectory][]float32) (float64, bool, error) {
+	with, err := h.responseLogProbs(u, hint)
 	if err != nil || with == nil {
 		return 0, false, err
 	}
@@ -83,4 +85,14 @@ func (h *Hinting) hintLift(t *batch.Trajectory, trajs []*batch.Trajectory, plain
 		return 0, false, nil
 	}
 	return sum / float64(n), true, nil
+}
+
+// correctSibling is the first correct trajectory of t's group in trajs, nil when none is.
+func correctSibling(t *batch.Trajectory, trajs []*batch.Trajectory) *batch.Trajectory {
+	for _, s := range trajs {
+		if s.Group == t.Group && s.Summary.Correct {
+			return s
+		}
+	}
+	return nil
 }

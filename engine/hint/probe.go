@@ -59,40 +59,16 @@ func (h *Hinting) MeasureLift(trajs []*batch.Trajectory) (Probe, error) {
 		if t.Hint == "" || t.Summary.Correct {
 			continue
 		}
-		var u *batch.Trajectory
-		for _, s := range trajs {
-			if s.Group == t.Group && s.Summary.Correct {
-				u = s
-				break
-			}
-		}
+		u := correctSibling(t, trajs)
 		if u == nil {
 			continue
 		}
-		with, err := h.responseLogProbs(u, t.Hint)
+		lift, ok, err := h.responseLift(u, t.Hint, plain)
 		if err != nil {
 			return p, err
 		}
-		if with == nil {
-			continue
-		}
-		without, ok := plain[u]
-		if !ok {
-			if without, err = h.responseLogProbs(u, ""); err != nil {
-				return p, err
-			}
-			plain[u] = without
-		}
-		var sum float64
-		var n int
-		for j := range with {
-			if u.Mask[u.PromptLen+j] {
-				sum += float64(with[j] - without[j])
-				n++
-			}
-		}
-		if n > 0 {
-			p.lift += sum / float64(n)
+		if ok {
+			p.lift += lift
 			p.probed++
 		}
 	}
