@@ -8,8 +8,9 @@ import (
 
 // referenceForward runs the frozen reference model over the step's trajectories: as the OPD
 // teacher on [prompt + hint + response] for every hinted trajectory, and on the trajectory itself
-// when the recipe has a KL term (loss or reward penalty). A stop ends it between trajectories
-// (stopping.ErrStop): nothing is trained yet.
+// when the recipe has a KL term (loss or reward penalty), after hinter.gate has dropped the hints
+// the teacher cannot read. A stop ends it between trajectories (stopping.ErrStop): nothing is
+// trained yet.
 func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 	kl := c.recipe.Algorithm.KLCoef > 0
 	gated, measured, err := c.hints.Gate(trajs)
@@ -21,14 +22,11 @@ func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 			return stopping.ErrStop
 		}
 		if kl {
-			s, err := c.opts.Reference.Score([][]int32{t.Tokens})
-			if err != nil {
+			// The response's tokens only: every policy token comes after the prompt (the prompt's
+			// entries stay 0), and with a real vocabulary only their positions are projected.
+			if t.RefLogProbs, err = c.opts.Reference.LogProbsFrom(t.Tokens, t.PromptLen); err != nil {
 				return err
 			}
-			// The log-prob of token j is entry j − 1 of the next-token log-probs; the prompt's
-			// first token has none (it is never a policy token).
-			t.RefLogProbs = make([]float32, len(t.Tokens))
-			copy(t.RefLogProbs[1:], s.NextLogProbs[0][:len(t.Tokens)-1])
 		}
 		if t.Hint == "" {
 			continue
@@ -41,16 +39,14 @@ func (c *Controller) referenceForward(trajs []*batch.Trajectory) error {
 			continue
 		}
 		seq := append(append([]int32{}, tp...), t.Tokens[t.PromptLen:]...)
-		s, err := c.opts.Reference.Score([][]int32{seq})
+		lp, err := c.opts.Reference.LogProbsFrom(seq, len(tp))
 		if err != nil {
 			return err
 		}
-		// Align: the teacher's log-prob of student token j (j ≥ promptLen) is at index
-		// len(tp) + (j − promptLen) − 1 of its next-token log-probs.
+		// Align: the teacher's log-prob of student token j (j ≥ promptLen) is that of token
+		// len(tp) + (j − promptLen) of its sequence.
 		t.TeacherLogProbs = make([]float32, len(t.Tokens))
-		for j := t.PromptLen; j < len(t.Tokens); j++ {
-			t.TeacherLogProbs[j] = s.NextLogProbs[0][len(tp)+j-t.PromptLen-1]
-		}
+		copy(t.TeacherLogProbs[t.PromptLen:], lp[len(tp):])
 	}
 	c.probe, err = c.hints.MeasureLift(trajs)
 	c.probe.Gated, c.probe.GateMeasured = gated, measured

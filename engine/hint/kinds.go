@@ -116,14 +116,21 @@ func demoLogProbs(m *model.Model, tok *tokenizer.Tokenizer, system string, t env
 	if err != nil {
 		return nil, fmt.Errorf("task %s: the demonstration does not render: %w", t.ID, err)
 	}
-	sc, err := m.Score([][]int32{ids})
+	first := len(ids) // the demonstration's first own token: what comes before is not read
+	for j := 1; j < len(ids); j++ {
+		if mask[j] {
+			first = j
+			break
+		}
+	}
+	lp, err := m.LogProbsFrom(ids, first)
 	if err != nil {
 		return nil, err
 	}
 	var out []float32
-	for j := 1; j < len(ids); j++ {
+	for j := first; j < len(ids); j++ {
 		if mask[j] {
-			out = append(out, sc.NextLogProbs[0][j-1])
+			out = append(out, lp[j])
 		}
 	}
 	return out, nil

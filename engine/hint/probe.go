@@ -152,16 +152,11 @@ func (h *Hinting) responseLogProbs(u *batch.Trajectory, hint string) ([]float32,
 	if err != nil || !ok {
 		return nil, err // !ok: an agent's prompt without the problem's text, where no hint goes
 	}
-	resp := u.Tokens[u.PromptLen:]
-	s, err := h.cfg.Reference.Score([][]int32{append(append([]int32{}, tp...), resp...)})
+	lp, err := h.cfg.Reference.LogProbsFrom(append(append([]int32{}, tp...), u.Tokens[u.PromptLen:]...), len(tp))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float32, len(resp))
-	for j := range resp {
-		out[j] = s.NextLogProbs[0][len(tp)+j-1]
-	}
-	return out, nil
+	return lp[len(tp):], nil
 }
 
 // Metrics adds the step's hint figures: how many hints were shortened or dropped to fit

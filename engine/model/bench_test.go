@@ -47,3 +47,44 @@ func envInt(name string, def int) int {
 	}
 	return def
 }
+
+// BenchmarkResponseLogProbs measures a response's log-probs after its prompt as the reference
+// phase takes them: Score over the padded sequence ("score") against LogProbsFrom ("from", the
+// compact projection at a vocabulary of CompactHeadVocab words or more), on the model folder
+// AGENTRL_BENCH_MODEL (the tiny qwen3 fixture by default), for a sequence of AGENTRL_BENCH_SEQ
+// tokens (default 300) whose first AGENTRL_BENCH_PROMPT (default 100) are the prompt.
+func BenchmarkResponseLogProbs(b *testing.B) {
+	dir := os.Getenv("AGENTRL_BENCH_MODEL")
+	if dir == "" {
+		dir = fixtureDir("qwen3-tiny")
+	}
+	m, err := Load(goBackend(b), dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seq := make([]int32, envInt("AGENTRL_BENCH_SEQ", 300))
+	for j := range seq {
+		seq[j] = int32((j*7 + 3) % m.Config.VocabSize)
+	}
+	prompt := envInt("AGENTRL_BENCH_PROMPT", 100)
+	for _, c := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"score", func() error { _, err := m.Score([][]int32{seq}); return err }},
+		{"from", func() error { _, err := m.LogProbsFrom(seq, prompt); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			if err := c.fn(); err != nil { // compile outside the timing
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := c.fn(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(seq)-prompt)*float64(b.N)/b.Elapsed().Seconds(), "response_tokens/s")
+		})
+	}
+}

@@ -34,8 +34,9 @@ type Model struct {
 	Backend compute.Backend
 	opts    Options
 
-	scoreExec  *compiles.Exec
-	logitsExec *compiles.Exec
+	scoreExec   *compiles.Exec
+	scoreAtExec *compiles.Exec // LogProbsFrom's compact projection
+	logitsExec  *compiles.Exec
 }
 
 // Load reads config.json and the safetensors weights of a HuggingFace folder.
@@ -86,6 +87,9 @@ func New(backend compute.Backend, p *Params, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building score graph: %w", err)
 	}
+	if m.scoreAtExec, err = compiles.NewExec(backend, nil, "", m.scoreAt); err != nil {
+		return nil, fmt.Errorf("building compact score graph: %w", err)
+	}
 	m.logitsExec, err = compiles.NewExec(backend, nil, "", func(in []*Node) []*Node {
 		net := m.NewNet(opts.Compute, in[:np])
 		return []*Node{net.Logits(net.Forward(in[np], in[np+1]))}
@@ -121,12 +125,14 @@ func (m *Model) NewNet(compute dtypes.DType, paramNodes []*Node) *Net {
 // none counted, the default).
 func (m *Model) CountCompiles(c *compiles.Counter, kind string) {
 	m.scoreExec.Count(c, kind)
+	m.scoreAtExec.Count(c, kind)
 	m.logitsExec.Count(c, kind)
 }
 
 // Close releases compiled executables.
 func (m *Model) Close() {
 	m.scoreExec.Finalize()
+	m.scoreAtExec.Finalize()
 	m.logitsExec.Finalize()
 }
 

@@ -17,13 +17,10 @@ const (
 )
 
 // CompactHeadVocab is the smallest vocabulary for which HeadAuto projects only the loss's
-// positions. Every released tokenizer is larger (Qwen3's 151,936 words, Llama 3's 128,256,
-// Mistral's 32,768): there the projection is most of a small model's arithmetic (72 % of a
-// 4-layer model of Qwen3-0.6B's width, 26 % of the whole 0.6B), and a micro-batch's prompts,
-// tool outputs and padding are positions it need not project. Below it (the built-in model's 392
-// words) the saving is too small to be worth more compiled programs, so runs of the built-in
-// model keep their programs and results.
-const CompactHeadVocab = 32768
+// positions: model.CompactHeadVocab, the bound the reference's LogProbsFrom uses too (every
+// released tokenizer is larger; the built-in model's 392 words keep the full projection, its
+// programs and its results).
+const CompactHeadVocab = model.CompactHeadVocab
 
 // headFractions is how finely the compact projection's length is rounded: up to a multiple of
 // an eighth of the micro-batch's positions, so that a micro-batch shape compiles at most seven
