@@ -177,7 +177,8 @@ func (p *hintsPane) View() string {
 
 // probeText is a step's hint-usefulness probe for its row: the hint's lift of a correct
 // sample where one was measured, else teacher − student on the hinted responses, then the lift
-// of the tasks' reference demonstrations ("demo"); "" when the step has none of them.
+// of the tasks' reference demonstrations ("demo"), the hints hinter.gate dropped ("gated") and
+// the model PRM's own figures; "" when the step has none of them.
 func probeText(m map[event.Metric]float64) string {
 	var s string
 	if v, ok := m[event.MetricHintLift]; ok {
@@ -187,6 +188,9 @@ func probeText(m map[event.Metric]float64) string {
 	}
 	if v, ok := m[event.MetricHintLiftDemo]; ok {
 		s += fmt.Sprintf("  demo %+.3f", v)
+	}
+	if n, ok := m[event.MetricHintsGateMeasured]; ok { // hinter.gate lift: hints dropped before the teacher read them
+		s += fmt.Sprintf("  gated %.0f of %.0f", m[event.MetricHintsGated], n)
 	}
 	if v, ok := m[event.MetricHintRate]; ok { // the model PRM's own rate, of the trajectories it judged
 		s += fmt.Sprintf("  PRM %.0f%% of %.0f", 100*v, m[event.MetricPRMJudged])
