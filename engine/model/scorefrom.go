@@ -15,8 +15,17 @@ import (
 const CompactHeadVocab = 32768
 
 // headFractions is how finely a compact projection's length is rounded: up to a multiple of an
-// eighth of the padded sequence, so a length bucket compiles at most seven compact programs.
+// eighth of the padded positions, so a shape compiles at most seven compact programs.
 const headFractions = 8
+
+// CompactPositions is how many positions a compact projection of count positions out of total
+// projects: count rounded up to a multiple of an eighth of total (at least one eighth), so that a
+// shape compiles at most seven compact programs besides its full one. At total or more, projecting
+// every position is as cheap.
+func CompactPositions(count, total int) int {
+	q := max((total+headFractions-1)/headFractions, 1)
+	return max((count+q-1)/q, 1) * q
+}
 
 // LogProbsFrom returns, for one sequence, out[j] = log p(seq[j] | seq[:j]) for every j from
 // from on (from at least 1: nothing predicts token 0), 0 before: the log-probs of a response
@@ -31,8 +40,7 @@ func (m *Model) LogProbsFrom(seq []int32, from int) ([]float32, error) {
 		return out, m.checkIDs([][]int32{seq})
 	}
 	l := Bucket(len(seq))
-	q := (l + headFractions - 1) / headFractions
-	n := (len(seq) - from + q - 1) / q * q
+	n := CompactPositions(len(seq)-from, l)
 	if m.Config.VocabSize < CompactHeadVocab || n >= l {
 		s, err := m.Score([][]int32{seq})
 		if err != nil {

@@ -57,3 +57,13 @@ func TestLogProbsFromMatchesScore(t *testing.T) {
 		m.Close()
 	}
 }
+
+func TestCompactPositions(t *testing.T) {
+	for _, c := range []struct{ count, total, want int }{
+		{1280, 2048, 1280}, {1281, 2048, 1536}, {0, 2048, 256}, {200, 512, 256}, {416, 512, 448}, {3, 16, 4}, {1, 4, 1}, {9, 8, 9},
+	} {
+		if got := CompactPositions(c.count, c.total); got != c.want {
+			t.Errorf("CompactPositions(%d, %d) = %d; want %d", c.count, c.total, got, c.want)
+		}
+	}
+}

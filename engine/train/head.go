@@ -22,11 +22,6 @@ const (
 // programs and its results).
 const CompactHeadVocab = model.CompactHeadVocab
 
-// headFractions is how finely the compact projection's length is rounded: up to a multiple of
-// an eighth of the micro-batch's positions, so that a micro-batch shape compiles at most seven
-// compact programs besides its full one.
-const headFractions = 8
-
 // compactHead reports whether the trainer projects only the loss's positions.
 func (tr *Trainer) compactHead() bool {
 	switch tr.cfg.HeadPositions {
@@ -39,11 +34,11 @@ func (tr *Trainer) compactHead() bool {
 }
 
 // headIndex lays out the compact projection of a [rows, t] micro-batch with this mask: idx holds
-// the flat positions (row·t + column) where the mask is set, padded with position 0 to n entries
-// (n a multiple of quantum, at least one quantum), and inv, for each of the rows·t positions, its
-// entry in idx, or n for a position outside the loss. Both are nil when n would not be smaller
-// than rows·t: projecting every position is then as cheap.
-func headIndex(mask []float32, rows, t, quantum int) (idx, inv []int32) {
+// the flat positions (row·t + column) where the mask is set, padded with position 0 to
+// model.CompactPositions of them, and inv, for each of the rows·t positions, its entry in idx, or
+// len(idx) for a position outside the loss. Both are nil when projecting every position is as
+// cheap.
+func headIndex(mask []float32, rows, t int) (idx, inv []int32) {
 	size := rows * t
 	count := 0
 	for _, m := range mask {
@@ -51,8 +46,7 @@ func headIndex(mask []float32, rows, t, quantum int) (idx, inv []int32) {
 			count++
 		}
 	}
-	quantum = max(quantum, 1)
-	n := max((count+quantum-1)/quantum, 1) * quantum
+	n := model.CompactPositions(count, size)
 	if n >= size {
 		return nil, nil
 	}
@@ -68,19 +62,13 @@ func headIndex(mask []float32, rows, t, quantum int) (idx, inv []int32) {
 	return idx, inv
 }
 
-// headQuantum is the rounding of a compact projection's length for a micro-batch of rows × t
-// positions: an eighth of them (rounded up).
-func headQuantum(rows, t int) int {
-	return (rows*t + headFractions - 1) / headFractions
-}
-
 // headArgs are the compact projection's two graph inputs for b: idx [n] and inv [B·T] of
 // headIndex, or one-entry placeholders when every position is projected (lossGraph tells them
 // apart by inv's length).
 func (tr *Trainer) headArgs(b *Batch) []arg {
 	var idx, inv []int32
 	if tr.compactHead() {
-		idx, inv = headIndex(b.Mask, b.B, b.T, headQuantum(b.B, b.T))
+		idx, inv = headIndex(b.Mask, b.B, b.T)
 	}
 	if idx == nil {
 		idx, inv = []int32{0}, []int32{0}

@@ -8,30 +8,25 @@ import (
 
 func TestHeadIndex(t *testing.T) {
 	for _, c := range []struct {
-		name             string
-		mask             []float32
-		rows, t, quantum int
-		idx, inv         []int32
+		name     string
+		mask     []float32
+		rows, t  int
+		idx, inv []int32
 	}{
-		{"two rows, one quantum", []float32{0, 1, 1, 0, 0, 0, 1, 0}, 2, 4, 4,
-			[]int32{1, 2, 6, 0}, []int32{4, 0, 1, 4, 4, 4, 2, 4}},
-		{"rounded up to two quanta", []float32{1, 1, 1, 0, 0, 0, 0, 0}, 1, 8, 2,
-			[]int32{0, 1, 2, 0}, []int32{0, 1, 2, 4, 4, 4, 4, 4}},
-		{"no loss position still projects one quantum", []float32{0, 0, 0, 0}, 1, 4, 2,
-			[]int32{0, 0}, []int32{2, 2, 2, 2}},
-		{"no saving: every position", []float32{1, 1, 1, 0}, 1, 4, 2, nil, nil},
+		{"two rows, one eighth", []float32{0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}, 2, 8,
+			[]int32{1, 14}, []int32{2, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 2}},
+		{"rounded up to two eighths", []float32{1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 1, 16,
+			[]int32{0, 1, 2, 0}, []int32{0, 1, 2, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4}},
+		{"no loss position still projects one eighth", make([]float32, 16), 1, 16,
+			[]int32{0, 0}, []int32{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}},
+		{"no saving: every position", []float32{1, 1, 1, 1, 1, 1, 1, 1}, 1, 8, nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			idx, inv := headIndex(c.mask, c.rows, c.t, c.quantum)
+			idx, inv := headIndex(c.mask, c.rows, c.t)
 			if !slices.Equal(idx, c.idx) || !slices.Equal(inv, c.inv) {
 				t.Errorf("headIndex = %v, %v; want %v, %v", idx, inv, c.idx, c.inv)
 			}
 		})
-	}
-	for _, c := range []struct{ rows, t, want int }{{8, 256, 256}, {1, 512, 64}, {3, 16, 6}, {1, 4, 1}} {
-		if got := headQuantum(c.rows, c.t); got != c.want {
-			t.Errorf("headQuantum(%d, %d) = %d; want %d", c.rows, c.t, got, c.want)
-		}
 	}
 }
 
