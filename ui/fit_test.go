@@ -26,7 +26,7 @@ const (
 	hybridAttention = "chunked, blocks of 256 queries (dense for sequences up to 256 tokens) (auto: the go backend has no fused attention op " +
 		"(only XLA's CUDA backend has cuDNN flash attention))"
 	hybridAlarm = "hints do not help the teacher (hint_lift, the hint's effect on the reference's log-prob of a correct sample): " +
-		"the OPD term is noise and the run is GRPO at extra cost"
+		"the OPD term is noise and the run is GRPO at extra cost; hinter.gate: lift keeps only the hints that raise it"
 )
 
 // hybridRun is a finished three-step Hybrid run with the long texts a real one shows: a run id

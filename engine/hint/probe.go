@@ -213,6 +213,9 @@ func (h *Hinting) Metrics(step int, trajs []*batch.Trajectory, probe Probe, metr
 	if value > 0 {
 		return nil
 	}
-	return &event.Alarm{Step: step, Kind: event.AlarmHintUseless, Value: value, Threshold: 0, Below: true,
-		Message: fmt.Sprintf("hints do not help the teacher (%s): the OPD term is noise and the run is GRPO at extra cost", what)}
+	msg := fmt.Sprintf("hints do not help the teacher (%s): the OPD term is noise and the run is GRPO at extra cost", what)
+	if h.cfg.Recipe.Hinter.Gate != "lift" {
+		msg += "; hinter.gate: lift keeps only the hints that raise it"
+	}
+	return &event.Alarm{Step: step, Kind: event.AlarmHintUseless, Value: value, Threshold: 0, Below: true, Message: msg}
 }
