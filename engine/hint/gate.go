@@ -11,6 +11,7 @@ import "agentrl/engine/batch"
 // the trajectory trains as GRPO's. A hint with nothing to measure against is kept. It returns how
 // many hints it dropped and how many it measured.
 func (h *Hinting) Gate(trajs []*batch.Trajectory) (gated, measured int, err error) {
+	clear(h.lifts) // a new step: lifts are kept for one step, not for every task and hint a run meets
 	if h.cfg.Recipe.Hinter.Gate != "lift" {
 		return 0, 0, nil
 	}

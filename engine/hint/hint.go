@@ -104,7 +104,13 @@ type Hinting struct {
 	cfg   Config
 	judge *selfJudge
 	demos map[string]*Demo // each task's reference demonstration as the probe scores it
+	// lifts are this step's demonstration lifts by task and hint (Gate resets them): the gate
+	// and the probe measure the same hints, each once.
+	lifts map[liftKey]float64
 }
+
+// liftKey names a hint's demonstration lift: its task and its text.
+type liftKey struct{ task, hint string }
 
 // Config is what hindsight works with.
 type Config struct {

@@ -104,6 +104,10 @@ func (h *Hinting) MeasureLift(trajs []*batch.Trajectory) (Probe, error) {
 // demonstration's own tokens of log p_ref(token | prompt + t.hint) − log p_ref(token | prompt).
 // ok is false where the task has no demonstration.
 func (h *Hinting) demoLift(t *batch.Trajectory) (lift float64, ok bool, err error) {
+	key := liftKey{t.Task.ID, t.Hint}
+	if lift, ok := h.lifts[key]; ok {
+		return lift, true, nil
+	}
 	d, err := h.demonstration(t)
 	if err != nil || d == nil {
 		return 0, false, err
@@ -112,8 +116,14 @@ func (h *Hinting) demoLift(t *batch.Trajectory) (lift float64, ok bool, err erro
 	if err != nil {
 		return 0, false, err
 	}
-	lift, err = meanLift(t.Task, with, d.Without)
-	return lift, err == nil, err
+	if lift, err = meanLift(t.Task, with, d.Without); err != nil {
+		return 0, false, err
+	}
+	if h.lifts == nil {
+		h.lifts = map[liftKey]float64{}
+	}
+	h.lifts[key] = lift
+	return lift, true, nil
 }
 
 // demonstration returns t's task's reference demonstration, in the run's observation format and

@@ -79,11 +79,17 @@ func (m *Model) scoreAt(in []*Node) []*Node {
 	np := len(m.Params.Specs)
 	net := m.NewNet(m.opts.Compute, in[:np])
 	ids, pos, targets, idx := in[np], in[np+1], in[np+2], in[np+3]
-	l, n := ids.Shape().Dim(1), idx.Shape().Dim(0)
 	hidden := net.Forward(ids, pos) // [1, l, H]
-	at := ExpandAxes(idx, -1)
-	h := Reshape(Gather(Reshape(hidden, l, m.Config.HiddenSize), at), 1, n, m.Config.HiddenSize)
-	t := Reshape(Gather(Reshape(targets, l), at), 1, n)
-	lp, _ := net.TokenLogProbs(h, t, m.opts.LogitsChunk)
-	return []*Node{Reshape(lp, n)}
+	lp, _ := net.TokenLogProbs(AtPositions(hidden, idx), AtPositions(targets, idx), m.opts.LogitsChunk)
+	return []*Node{Reshape(lp, idx.Shape().Dim(0))}
+}
+
+// AtPositions gathers x [B, T, …] at the flat positions idx [n] (row·T + column) into one row:
+// [1, n, …]. Its gradient scatters back into x's positions: the compact projections (here and the
+// trainer's loss) read only the positions they need through it.
+func AtPositions(x, idx *Node) *Node {
+	dims := x.Shape().Dimensions
+	flat := append([]int{dims[0] * dims[1]}, dims[2:]...)
+	out := append([]int{1, idx.Shape().Dim(0)}, dims[2:]...)
+	return Reshape(Gather(Reshape(x, flat...), ExpandAxes(idx, -1)), out...)
 }

@@ -128,7 +128,7 @@ func lossAndGrad(t *testing.T, tr *Trainer, p []*tensors.Tensor, b *Batch) (floa
 	for _, v := range p {
 		args = append(args, v)
 	}
-	for _, a := range dataArgs(b, tr.denominator([]*Batch{b})) {
+	for _, a := range dataArgs(b, tr.denominator([]*Batch{b}), false) {
 		args = append(args, a.t)
 	}
 	out, err := e.Call(args...)

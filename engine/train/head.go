@@ -63,11 +63,11 @@ func headIndex(mask []float32, rows, t int) (idx, inv []int32) {
 }
 
 // headArgs are the compact projection's two graph inputs for b: idx [n] and inv [B·T] of
-// headIndex, or one-entry placeholders when every position is projected (lossGraph tells them
-// apart by inv's length).
-func (tr *Trainer) headArgs(b *Batch) []arg {
+// headIndex when compact and it saves positions, else one-entry placeholders (every position is
+// projected; lossGraph tells them apart by inv's length).
+func headArgs(b *Batch, compact bool) []arg {
 	var idx, inv []int32
-	if tr.compactHead() {
+	if compact {
 		idx, inv = headIndex(b.Mask, b.B, b.T)
 	}
 	if idx == nil {
@@ -83,15 +83,12 @@ func (tr *Trainer) headArgs(b *Batch) []arg {
 // gathers' gradients carry the loss's gradient back to hidden unchanged: only the projection's
 // work at positions the loss ignores is saved. Otherwise it is TokenStats at every position.
 func tokenStatsAt(net *model.Net, hidden, targets, idx, inv *Node, chunk int, withEntropy, checkpoint bool) (logp, entropy *Node) {
-	b, t, h := hidden.Shape().Dim(0), hidden.Shape().Dim(1), hidden.Shape().Dim(2)
+	b, t := hidden.Shape().Dim(0), hidden.Shape().Dim(1)
 	if inv.Shape().Dim(0) != b*t || b*t == 1 {
 		return TokenStats(net, hidden, targets, chunk, withEntropy, checkpoint)
 	}
 	n := idx.Shape().Dim(0)
-	at := ExpandAxes(idx, -1) // [n, 1]
-	hc := Reshape(Gather(Reshape(hidden, b*t, h), at), 1, n, h)
-	tc := Reshape(Gather(Reshape(targets, b*t), at), 1, n)
-	lp, ent := TokenStats(net, hc, tc, b*min(chunk, t), withEntropy, checkpoint)
+	lp, ent := TokenStats(net, model.AtPositions(hidden, idx), model.AtPositions(targets, idx), b*min(chunk, t), withEntropy, checkpoint)
 	back := func(x *Node) *Node {
 		if x == nil {
 			return nil

@@ -63,7 +63,7 @@ func TestCompactHeadSameLoss(t *testing.T) {
 					b.HasReturns = true
 				}
 				loss, grads := newLossEval(t, tr, b).eval(t, tr.params())
-				return loss, grads, len(tr.headArgs(b)[1].t.Shape().Dimensions) * tr.headArgs(b)[1].t.Shape().Dim(0)
+				return loss, grads, headArgs(b, tr.compactHead())[1].t.Shape().Dim(0)
 			}
 			fullLoss, fullGrads, n := eval(HeadAll)
 			if n != 1 {

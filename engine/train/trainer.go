@@ -355,7 +355,7 @@ func (tr *Trainer) run(e *Exec, args []arg) ([]*tensors.Tensor, error) {
 // dataArgs are the trainer's per-micro-batch graph arguments of b with loss denominator denom:
 // the policy's (the package function), then the value head's.
 func (tr *Trainer) dataArgs(b *Batch, denom float64) []arg {
-	out := append(dataArgs(b, denom)[:dataInputs-2], tr.headArgs(b)...)
+	out := dataArgs(b, denom, tr.compactHead())
 	if tr.nh > 0 {
 		out = append(out, arg{tensors.FromFlatDataAndDimensions(b.Returns, b.B, b.T), true})
 		if tr.cfg.ValueClip > 0 {
@@ -366,8 +366,8 @@ func (tr *Trainer) dataArgs(b *Batch, denom float64) []arg {
 }
 
 // dataArgs are the per-micro-batch policy-loss graph arguments of b with loss denominator denom,
-// the vocabulary projected at every position (Trainer.dataArgs replaces the last two).
-func dataArgs(b *Batch, denom float64) []arg {
+// the vocabulary projected only at the loss's positions when compact (headArgs).
+func dataArgs(b *Batch, denom float64, compact bool) []arg {
 	dims := []int{b.B, b.T}
 	ts := []*tensors.Tensor{
 		tensors.FromFlatDataAndDimensions(b.Inputs, dims...),
@@ -378,14 +378,12 @@ func dataArgs(b *Batch, denom float64) []arg {
 		tensors.FromFlatDataAndDimensions(b.Advantages, dims...),
 		tensors.FromFlatDataAndDimensions(b.RefLPs, dims...),
 		tensors.FromScalar(float32(denom)),
-		tensors.FromFlatDataAndDimensions([]int32{0}, 1),
-		tensors.FromFlatDataAndDimensions([]int32{0}, 1),
 	}
 	out := make([]arg, len(ts))
 	for i, t := range ts {
 		out[i] = arg{t, true}
 	}
-	return out
+	return append(out, headArgs(b, compact)...)
 }
 
 func tensorArgs(ts []*tensors.Tensor, donate bool) []arg {

@@ -596,7 +596,7 @@ func TestNoValueHeadUnchanged(t *testing.T) {
 	p = paramArgs(ref.Params)
 	for step := 1; step <= 2; step++ {
 		args := append(append(append([]any{}, p...), mo...), ve...)
-		for _, a := range dataArgs(b, tr.denominator([]*Batch{b})) {
+		for _, a := range dataArgs(b, tr.denominator([]*Batch{b}), false) {
 			args = append(args, a.t)
 		}
 		out, err := e.Call(append(args, float32(1e-2), float32(step))...)
