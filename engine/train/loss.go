@@ -165,14 +165,20 @@ func TokenStats(net *model.Net, hidden, targets *Node, chunk int, withEntropy, c
 
 // chunkedHeadGradient is TokenStats over chunks of a differentiated net, with the same values and
 // the same gradients, assembled without padding. The chunks read hidden through a StopGradient, so
-// autodiff through them reaches the vocabulary projection's weight (as before) but not hidden. The
-// gradient reaching the log-probs and entropies is routed, as in attendChunked, through two slots
-// per position packed beside hidden, x = [hidden | 0 0] in float32: the outputs add (slot − slot),
+// autodiff through them reaches the vocabulary projection's weight but not hidden. The gradient
+// reaching the log-probs and entropies is routed, as in attendChunked, through two slots per
+// position packed beside hidden, x = [hidden | 0 0] in float32: the outputs add (slot − slot),
 // zero in value, so x's custom gradient receives ∂L/∂logp and ∂L/∂entropy in the slots, and returns
 // in hidden's place the concatenation over chunks of each chunk's own gradient with respect to its
-// slice of hidden (GoMLX's gradient of the chunk's graph, the same operations autodiff ran on the
-// slices). What the backward holds for hidden is then one [B, T, H] buffer and its chunks, linear
-// in T; the chunks' logits are kept or recomputed (checkpoint) as before.
+// slice of hidden. What the backward holds for hidden is then one [B, T, H] buffer and its chunks,
+// linear in T.
+//
+// Each chunk's gradient with respect to its logits (chunkStats's closed form) is computed once, in
+// x's custom gradient, which autodiff reaches first (x's identity is built after the chunks), and
+// handed to the chunk's own custom gradient for the projection's weight (headGrad.pending): the
+// backward pass of the product runs twice, once for the hidden states and once for the weight, the
+// softmax's gradient once. With checkpoint the chunk's logits are recomputed there from its hidden
+// states, the only [B, C, V] buffers the backward holds at a time.
 func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withEntropy, checkpoint bool) (logp, entropy *Node) {
 	g := hidden.Graph()
 	b, t, h := hidden.Shape().Dim(0), hidden.Shape().Dim(1), hidden.Shape().Dim(2)
@@ -181,7 +187,8 @@ func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withE
 	hs := ConvertDType(SliceAxis(StopGradient(x), -1, AxisRange(0, h)), dt)
 	type headChunk struct {
 		start, end int
-		h, lp, ent *Node
+		h          *Node
+		grad       *headGrad
 	}
 	var chunks []headChunk
 	var lps, ents []*Node
@@ -192,26 +199,37 @@ func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withE
 		if checkpoint {
 			in = hc.Checkpoint()
 		}
-		lp, ent := chunkStats(net.Logits(in), SliceAxis(targets, 1, AxisRange(start, end)), withEntropy)
+		lp, ent, hg := chunkStatsGrad(net.Logits(in), SliceAxis(targets, 1, AxisRange(start, end)), withEntropy)
 		if checkpoint {
 			lp = lp.StopCheckpoint()
 			if ent != nil {
 				ent = ent.StopCheckpoint()
 			}
 		}
-		chunks = append(chunks, headChunk{start: start, end: end, h: hc, lp: lp, ent: ent})
+		chunks = append(chunks, headChunk{start: start, end: end, h: hc, grad: hg})
 		lps, ents = append(lps, lp), append(ents, ent)
 	}
 	xg := IdentityWithCustomGradient(x, func(_, dx *Node) *Node {
-		dlp := Reshape(SliceAxis(dx, -1, AxisRange(h, h+1)), b, t)
-		dent := Reshape(SliceAxis(dx, -1, AxisRange(h+1, h+2)), b, t)
 		dhs := make([]*Node, len(chunks))
 		for i, c := range chunks {
-			cot := ReduceAllSum(Mul(c.lp, StopGradient(SliceAxis(dlp, 1, AxisRange(c.start, c.end)))))
-			if c.ent != nil {
-				cot = Add(cot, ReduceAllSum(Mul(c.ent, StopGradient(SliceAxis(dent, 1, AxisRange(c.start, c.end))))))
+			at := func(col int) *Node {
+				return Slice(dx, AxisRange(), AxisRange(c.start, c.end), AxisRange(h+col, h+col+1)) // [B, n, 1]
 			}
-			dhs[i] = ConvertDType(Gradient(cot, c.h)[0], dtypes.Float32)
+			logits, st := c.grad.logits, c.grad.fwd
+			if checkpoint {
+				logits = net.Logits(c.h)
+				st = newSoftmaxStats(logits)
+			}
+			var dent *Node
+			if withEntropy {
+				dent = at(1)
+			}
+			dz := c.grad.dLogits(st, at(0), dent)
+			c.grad.pending = dz
+			// The product's gradient for this chunk's hidden states at dz: autodiff of the projection
+			// alone, reached through an identity whose gradient is dz whatever arrives.
+			y := IdentityWithCustomGradient(logits, func(_, _ *Node) *Node { return dz })
+			dhs[i] = ConvertDType(Gradient(ReduceAllSum(y), c.h)[0], dtypes.Float32)
 		}
 		return Concatenate([]*Node{Concatenate(dhs, 1), Zeros(g, shapes.Make(dtypes.Float32, b, t, 2))}, -1)
 	})
@@ -227,18 +245,101 @@ func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withE
 // chunkStats computes, for logits [B, C, V] float32 and targets [B, C], the target log-prob
 // logits[target] − logsumexp(logits) (picked with Gather, never a one-hot product) and
 // optionally the entropy logsumexp − Σ softmax·logits.
+//
+// Their gradient with respect to the logits is written out (headGrad.dLogits) rather than left to
+// autodiff, which differentiates the max, the exponentials, the sums and the gather one by one:
+// about fifteen passes over the [B, C, V] chunk, where the closed form takes three and a scatter
+// of B·C values. The backward pass reaches the logits through a custom gradient; the log-prob's
+// and the entropy's own gradients ride on two columns of the logits, sliced and subtracted from
+// themselves (zero in value), so the custom gradient receives them padded into those columns.
 func chunkStats(logits, targets *Node, withEntropy bool) (logp, entropy *Node) {
-	shape := targets.Shape()
-	idx := Stack([]*Node{Iota(logits.Graph(), shape, 0), Iota(logits.Graph(), shape, 1), ConvertDType(targets, shape.DType)}, -1)
-	maxv := StopGradient(ReduceAndKeep(logits, ReduceMax, -1))
-	shifted := Sub(logits, maxv)            // [B, C, V], ≤ 0
-	lse := Log(ReduceSum(Exp(shifted), -1)) // [B, C], of the shifted logits
-	logp = Sub(Gather(shifted, idx), lse)   // [B, C]
-	if withEntropy {
-		probs := Exp(Sub(shifted, ExpandAxes(lse, -1)))
-		entropy = Sub(lse, ReduceSum(Mul(probs, shifted), -1))
-	}
+	logp, entropy, _ = chunkStatsGrad(logits, targets, withEntropy)
 	return logp, entropy
+}
+
+// headGrad is what one chunk's custom gradient needs: the forward's softmax statistics, the
+// target indices, and a gradient already computed in this backward pass (pending), if any.
+type headGrad struct {
+	logits      *Node // the projection's output, before the custom gradient's identity
+	fwd         softmaxStats
+	idx         *Node
+	withEntropy bool
+	// pending is the chunk's gradient for its logits as chunkedHeadGradient computed it for the
+	// hidden states earlier in the same backward pass; the custom gradient takes it (and clears
+	// it) instead of computing it again. The trainer differentiates each graph once.
+	pending *Node
+}
+
+func chunkStatsGrad(logits, targets *Node, withEntropy bool) (logp, entropy *Node, hg *headGrad) {
+	shape := targets.Shape()
+	hg = &headGrad{logits: logits, withEntropy: withEntropy,
+		idx: Stack([]*Node{Iota(logits.Graph(), shape, 0), Iota(logits.Graph(), shape, 1), ConvertDType(targets, shape.DType)}, -1)}
+	y := IdentityWithCustomGradient(logits, func(z, v *Node) *Node {
+		if dz := hg.pending; dz != nil {
+			hg.pending = nil
+			return dz
+		}
+		st := hg.fwd
+		if z != st.z { // rematerialized by gradient checkpointing: recompute from the new logits
+			st = newSoftmaxStats(z)
+		}
+		var dent *Node
+		if withEntropy {
+			dent = SliceAxis(v, -1, AxisRange(1, 2))
+		}
+		return hg.dLogits(st, SliceAxis(v, -1, AxisRange(0, 1)), dent)
+	})
+	hg.fwd = newSoftmaxStats(y)
+	fwd := &hg.fwd
+	sum := Squeeze(fwd.sum, -1)
+	fwd.lse = Log(sum)                               // [B, C], of the shifted logits
+	logp = Sub(Gather(fwd.shifted, hg.idx), fwd.lse) // [B, C]
+	if withEntropy {
+		// Σ p·shifted = Σ exp(shifted)·shifted ÷ Σ exp(shifted): no second exponential.
+		fwd.entropy = Sub(fwd.lse, Div(ReduceSum(Mul(fwd.exps, fwd.shifted), -1), sum))
+		entropy = fwd.entropy
+	}
+	slots := SliceAxis(y, -1, AxisRange(0, 2))
+	zero := Sub(slots, StopGradient(slots)) // [B, C, 2], zero in value; carries ∂/∂logp, ∂/∂entropy
+	logp = Add(logp, Squeeze(SliceAxis(zero, -1, AxisRange(0, 1)), -1))
+	if withEntropy {
+		entropy = Add(entropy, Squeeze(SliceAxis(zero, -1, AxisRange(1, 2)), -1))
+	}
+	return logp, entropy, hg
+}
+
+// softmaxStats are one chunk's logits z [B, C, V], shifted by their maximum, the exponentials of
+// those, their sum [B, C, 1], and (set by chunkStatsGrad) the log of the sum and the entropy [B, C].
+type softmaxStats struct {
+	z, shifted, exps, sum, lse, entropy *Node
+}
+
+func newSoftmaxStats(z *Node) softmaxStats {
+	zs := StopGradient(z)
+	shifted := Sub(zs, ReduceAndKeep(zs, ReduceMax, -1)) // ≤ 0
+	exps := Exp(shifted)
+	return softmaxStats{z: z, shifted: shifted, exps: exps, sum: ReduceAndKeep(exps, ReduceSum, -1)}
+}
+
+// dLogits is the gradient with respect to the logits of Σ a·logp + Σ b·entropy, for a and b
+// [B, C, 1] (b nil without the entropy), from st (the forward's statistics or recomputed ones; the
+// log-sum and the entropy are always the forward's [B, C] values). With p = softmax(z),
+// log p = shifted − lse and H the entropy:
+//
+//	∂logp/∂z_j = δ(j, target) − p_j,   ∂H/∂z_j = −p_j (log p_j + H),
+//
+// so the gradient is a·δ(j, target) − p_j (c + b·shifted_j) with c = a + b (H − lse): with
+// p_j = exps_j ÷ sum, exps · (shifted · (−b ÷ sum) − c ÷ sum), then a added at each target.
+func (hg *headGrad) dLogits(st softmaxStats, a, b *Node) *Node {
+	inv := Inverse(st.sum)
+	var dz *Node
+	if b != nil {
+		c := Add(a, Mul(b, ExpandAxes(Sub(hg.fwd.entropy, hg.fwd.lse), -1)))
+		dz = Mul(st.exps, Sub(Mul(st.shifted, Neg(Mul(b, inv))), Mul(c, inv)))
+	} else {
+		dz = Mul(st.exps, Neg(Mul(a, inv)))
+	}
+	return ScatterSum(dz, hg.idx, Squeeze(a, -1), false, true)
 }
 
 // forward runs the decoder like net.Forward; with checkpoint it marks each layer's input as a

@@ -238,3 +238,76 @@ func TestPolicyLossMasksBeforeExp(t *testing.T) {
 		t.Errorf("loss %v, gradients %v %v; want −1.02 and zeros on the padding", loss, g, gh)
 	}
 }
+
+// TestChunkStatsGradient: the closed-form gradient chunkStats gives the logits equals GoMLX's
+// autodiff of the plain formulas (log-softmax picked at the target; the entropy through the
+// probabilities) for Σ a·logp + Σ b·entropy, with and without the entropy, on logits spread wide
+// enough that some probabilities underflow; and the values equal the plain formulas'.
+func TestChunkStatsGradient(t *testing.T) {
+	const bs, c, v = 2, 3, 11
+	rng := rand.New(rand.NewPCG(7, 8))
+	logits := make([]float32, bs*c*v)
+	for i := range logits {
+		logits[i] = float32(rng.NormFloat64() * 30)
+	}
+	targets := []int32{0, 10, 5, 3, 3, 7}
+	a, b := make([]float32, bs*c), make([]float32, bs*c)
+	for i := range a {
+		a[i], b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	plain := func(z, tg *Node, withEntropy bool) (lp, ent *Node) {
+		shape := tg.Shape()
+		idx := Stack([]*Node{Iota(z.Graph(), shape, 0), Iota(z.Graph(), shape, 1), tg}, -1)
+		shifted := Sub(z, StopGradient(ReduceAndKeep(z, ReduceMax, -1)))
+		lse := Log(ReduceSum(Exp(shifted), -1))
+		lp = Sub(Gather(shifted, idx), lse)
+		if withEntropy {
+			probs := Exp(Sub(shifted, ExpandAxes(lse, -1)))
+			ent = Sub(lse, ReduceSum(Mul(probs, shifted), -1))
+		}
+		return lp, ent
+	}
+	for _, withEntropy := range []bool{true, false} {
+		run := func(stats func(z, tg *Node, withEntropy bool) (lp, ent *Node)) (lp, ent, grad []float32) {
+			e, err := NewExec(goBackend(t), func(in []*Node) []*Node {
+				z := Mul(in[0], OnesLike(in[0])) // a node to differentiate, not a parameter
+				l, h := stats(z, in[1], withEntropy)
+				loss := ReduceAllSum(Mul(l, in[2]))
+				outs := []*Node{l}
+				if withEntropy {
+					loss = Add(loss, ReduceAllSum(Mul(h, in[3])))
+					outs = append(outs, h)
+				} else {
+					outs = append(outs, ZerosLike(l))
+				}
+				return append(outs, Gradient(loss, z)[0])
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Finalize()
+			out, err := e.Call(tensors.FromFlatDataAndDimensions(logits, bs, c, v), tensors.FromFlatDataAndDimensions(targets, bs, c),
+				tensors.FromFlatDataAndDimensions(a, bs, c), tensors.FromFlatDataAndDimensions(b, bs, c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tensors.MustCopyFlatData[float32](out[0]), tensors.MustCopyFlatData[float32](out[1]), tensors.MustCopyFlatData[float32](out[2])
+		}
+		lp, ent, grad := run(chunkStats)
+		wlp, went, wgrad := run(plain)
+		for i := range lp {
+			if math.Abs(float64(lp[i]-wlp[i])) > 1e-5 || math.Abs(float64(ent[i]-went[i])) > 1e-5 {
+				t.Errorf("entropy %v: position %d: logp %g, entropy %g; the plain formulas give %g, %g", withEntropy, i, lp[i], ent[i], wlp[i], went[i])
+			}
+		}
+		var norm float64
+		for _, g := range wgrad {
+			norm = max(norm, math.Abs(float64(g)))
+		}
+		for i := range grad {
+			if math.Abs(float64(grad[i]-wgrad[i])) > 1e-5*max(1, norm) {
+				t.Errorf("entropy %v: ∂/∂logits[%d] = %g; autodiff of the plain formulas gives %g", withEntropy, i, grad[i], wgrad[i])
+			}
+		}
+	}
+}
