@@ -52,9 +52,9 @@
 // the KV cache are dense.
 //
 // Without gradient checkpointing a micro-batch of T tokens holds T × layers × that, plus the
-// vocabulary projection's shifted logits and their exponentials for every token (2 × T × vocab × 4
-// in float32: each log-prob chunk keeps both for its backward, whose gradient for the logits is
-// written out from them), plus what the backward has in flight: either one layer's worth (the
+// vocabulary projection's shifted logits for every token (T × vocab × 4 in float32: each log-prob
+// chunk keeps them for its backward, whose gradient for the logits is written out from them and
+// their exponentials, computed again), plus what the backward has in flight: either one layer's worth (the
 // gradients of the layer it is in) or the working buffers of one log-prob chunk (two), never both,
 // since the head's backward runs before the layers'; plus the head's gradient for the hidden
 // states, assembled chunk by chunk in float32 (3 × T × H × 4: the packed input, the chunks'
@@ -370,7 +370,7 @@ func (z sizer) activations(m int) int64 {
 	if z.st.GradientCheckpointing {
 		return t*l*int64(z.sh.Hidden)*z.b + 2*t*layer + final + head + 3*chunk + z.attentionTransient(m)
 	}
-	return t*l*layer + max(t*layer, 2*chunk) + final + head + 2*t*int64(z.sh.Vocab)*4 + z.attentionTransient(m)
+	return t*l*layer + max(t*layer, 2*chunk) + final + head + t*int64(z.sh.Vocab)*4 + z.attentionTransient(m)
 }
 
 // sampler is the larger of a decode step over all slots (logits, probabilities and sort buffers

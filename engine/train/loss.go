@@ -248,8 +248,8 @@ func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withE
 //
 // Their gradient with respect to the logits is written out (headGrad.dLogits) rather than left to
 // autodiff, which differentiates the max, the exponentials, the sums and the gather one by one:
-// about fifteen passes over the [B, C, V] chunk, where the closed form takes three and a scatter
-// of B·C values. The backward pass reaches the logits through a custom gradient; the log-prob's
+// about fifteen passes over the [B, C, V] chunk, where the closed form takes four (one of them the
+// exponential again: the backward keeps only the shifted logits) and a scatter of B·C values. The backward pass reaches the logits through a custom gradient; the log-prob's
 // and the entropy's own gradients ride on two columns of the logits, sliced and subtracted from
 // themselves (zero in value), so the custom gradient receives them padded into those columns.
 func chunkStats(logits, targets *Node, withEntropy bool) (logp, entropy *Node) {
@@ -332,12 +332,18 @@ func newSoftmaxStats(z *Node) softmaxStats {
 // p_j = exps_j ÷ sum, exps · (shifted · (−b ÷ sum) − c ÷ sum), then a added at each target.
 func (hg *headGrad) dLogits(st softmaxStats, a, b *Node) *Node {
 	inv := Inverse(st.sum)
+	exps := st.exps
+	if st.z == hg.fwd.z {
+		// The forward's exponentials are not kept for the backward (a second [B, C, V] buffer per
+		// chunk until then): one exponential again, from the shifted logits it keeps.
+		exps = Exp(st.shifted)
+	}
 	var dz *Node
 	if b != nil {
 		c := Add(a, Mul(b, ExpandAxes(Sub(hg.fwd.entropy, hg.fwd.lse), -1)))
-		dz = Mul(st.exps, Sub(Mul(st.shifted, Neg(Mul(b, inv))), Mul(c, inv)))
+		dz = Mul(exps, Sub(Mul(st.shifted, Neg(Mul(b, inv))), Mul(c, inv)))
 	} else {
-		dz = Mul(st.exps, Neg(Mul(a, inv)))
+		dz = Mul(exps, Neg(Mul(a, inv)))
 	}
 	return ScatterSum(dz, hg.idx, Squeeze(a, -1), false, true)
 }
