@@ -249,9 +249,10 @@ func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withE
 // Their gradient with respect to the logits is written out (headGrad.dLogits) rather than left to
 // autodiff, which differentiates the max, the exponentials, the sums and the gather one by one:
 // about fifteen passes over the [B, C, V] chunk, where the closed form takes four (one of them the
-// exponential again: the backward keeps only the shifted logits) and a scatter of B·C values. The backward pass reaches the logits through a custom gradient; the log-prob's
-// and the entropy's own gradients ride on two columns of the logits, sliced and subtracted from
-// themselves (zero in value), so the custom gradient receives them padded into those columns.
+// exponential again: the backward keeps only the shifted logits) and a scatter of B·C values. The
+// backward pass reaches the logits through a custom gradient; the log-prob's and the entropy's own
+// gradients ride on two columns of the logits, sliced and subtracted from themselves (zero in
+// value), so the custom gradient receives them padded into those columns.
 func chunkStats(logits, targets *Node, withEntropy bool) (logp, entropy *Node) {
 	logp, entropy, _ = chunkStatsGrad(logits, targets, withEntropy)
 	return logp, entropy
@@ -260,19 +261,20 @@ func chunkStats(logits, targets *Node, withEntropy bool) (logp, entropy *Node) {
 // headGrad is what one chunk's custom gradient needs: the forward's softmax statistics, the
 // target indices, and a gradient already computed in this backward pass (pending), if any.
 type headGrad struct {
-	logits      *Node // the projection's output, before the custom gradient's identity
-	fwd         softmaxStats
-	idx         *Node
-	withEntropy bool
+	logits *Node // the projection's output, before the custom gradient's identity
+	fwd    softmaxStats
+	idx    *Node // [B, C, 3]: row, position, target
 	// pending is the chunk's gradient for its logits as chunkedHeadGradient computed it for the
 	// hidden states earlier in the same backward pass; the custom gradient takes it (and clears
 	// it) instead of computing it again. The trainer differentiates each graph once.
 	pending *Node
 }
 
+// chunkStatsGrad is chunkStats and the chunk's headGrad, through which chunkedHeadGradient hands
+// the chunk's custom gradient the logits' gradient it computed for the hidden states.
 func chunkStatsGrad(logits, targets *Node, withEntropy bool) (logp, entropy *Node, hg *headGrad) {
 	shape := targets.Shape()
-	hg = &headGrad{logits: logits, withEntropy: withEntropy,
+	hg = &headGrad{logits: logits,
 		idx: Stack([]*Node{Iota(logits.Graph(), shape, 0), Iota(logits.Graph(), shape, 1), ConvertDType(targets, shape.DType)}, -1)}
 	y := IdentityWithCustomGradient(logits, func(z, v *Node) *Node {
 		if dz := hg.pending; dz != nil {
