@@ -54,12 +54,12 @@
 // Without gradient checkpointing a micro-batch of T tokens holds T × layers × that, plus the
 // vocabulary projection's shifted logits for every token (T × vocab × 4 in float32: each log-prob
 // chunk keeps them for its backward, whose gradient for the logits is written out from them and
-// their exponentials, computed again), plus what the backward has in flight: either one layer's worth (the
-// gradients of the layer it is in) or the working buffers of one log-prob chunk (two), never both,
-// since the head's backward runs before the layers'; plus the head's gradient for the hidden
-// states, assembled chunk by chunk in float32 (3 × T × H × 4: the packed input, the chunks'
-// gradients, their concatenation). With checkpointing it holds each layer's input (T × layers × H × b), two
-// layers' worth of the above (the layer being recomputed and its gradients) and three buffers of
+// their exponentials, computed again), plus what the backward has in flight: either one layer's
+// worth (the gradients of the layer it is in) or the working buffers of one log-prob chunk (two),
+// never both, since the head's backward runs before the layers'; plus the head's gradient for the
+// hidden states, assembled chunk by chunk in float32 (3 × T × H × 4: the packed input, the
+// chunks' gradients, their concatenation). With checkpointing it holds each layer's input
+// (T × layers × H × b), two layers' worth of the above (the layer being recomputed and its gradients) and three buffers of
 // one log-prob chunk; checkpointing covers the log-prob head too (each chunk's logits are
 // recomputed in the backward). The trainer must compute log-probs in chunks of at most
 // LogitChunkTokens tokens (micro-batch × positions) for these numbers to hold.

@@ -81,7 +81,7 @@ type Config struct {
 	// HeadPositions is where the loss projects hidden states onto the vocabulary: HeadAll at
 	// every position of a micro-batch, HeadLoss only at the positions the loss reads (policy
 	// tokens; see head.go), HeadAuto ("", the default) HeadLoss for vocabularies of at least
-	// CompactHeadVocab words and HeadAll below.
+	// model.CompactHeadVocab words and HeadAll below.
 	HeadPositions string
 	// OnPolicy takes the old log-probs of the surrogate from the trained model itself (their
 	// values, with no gradient) instead of the sequences' OldLogProbs: the ratio is exactly 1, and

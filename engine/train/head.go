@@ -11,16 +11,10 @@ import (
 
 // Where the loss runs the vocabulary projection (Config.HeadPositions).
 const (
-	HeadAuto = ""     // HeadLoss for vocabularies of CompactHeadVocab words or more, else HeadAll
+	HeadAuto = ""     // HeadLoss for vocabularies of model.CompactHeadVocab words or more, else HeadAll
 	HeadAll  = "all"  // at every position of the micro-batch
 	HeadLoss = "loss" // only at the positions the loss reads
 )
-
-// CompactHeadVocab is the smallest vocabulary for which HeadAuto projects only the loss's
-// positions: model.CompactHeadVocab, the bound the reference's LogProbsFrom uses too (every
-// released tokenizer is larger; the built-in model's 392 words keep the full projection, its
-// programs and its results).
-const CompactHeadVocab = model.CompactHeadVocab
 
 // compactHead reports whether the trainer projects only the loss's positions.
 func (tr *Trainer) compactHead() bool {
@@ -30,7 +24,7 @@ func (tr *Trainer) compactHead() bool {
 	case HeadAll:
 		return false
 	}
-	return tr.m.Config.VocabSize >= CompactHeadVocab
+	return tr.m.Config.VocabSize >= model.CompactHeadVocab
 }
 
 // headIndex lays out the compact projection of a [rows, t] micro-batch with this mask: idx holds
