@@ -80,7 +80,7 @@ its parts. The exit status is 0 when every row fits, 1 otherwise.`,
 				}
 			}
 			p, err := ledger.PlanFor(ledger.Request{Recipe: r, ModelDir: dir, ShapeName: shape, VRAM: vram,
-				BuiltinModelDir: builtin, DetectedVRAM: detected, EvalOnly: evalPlan, RemoteRollout: true})
+				BuiltinModelDir: builtin, DetectedVRAM: detected, EvalOnly: evalPlan})
 			if err != nil {
 				return err
 			}

@@ -39,10 +39,11 @@ func New(o Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	// What waits during rollout leaves the device now: offloaded moments and master weights (the
-	// inference copy is built) and the reference copy, which comes in only for the reference forward.
+	// What waits during rollout leaves the device then: offloaded moments and master weights (the
+	// inference copy is built; rollout.engines have been given the policy, scored on the master
+	// weights) and the reference copy, which comes in only for the reference forward.
 	c.dev.Gen, c.dev.Trainer = c.gen, c.trainer
-	for _, step := range []func() error{c.dev.Settle, b.players, c.openEngines, b.hints} { // openEngines: rollout.engines, generation on remote servers
+	for _, step := range []func() error{b.players, c.openEngines, c.dev.Settle, b.hints} { // openEngines: rollout.engines, generation on remote servers
 		if err := step(); err != nil {
 			c.Close()
 			return nil, err
@@ -132,7 +133,7 @@ func (b *builder) tasks() (err error) {
 func (b *builder) sizes() error {
 	c, o, r := b.c, b.o, b.r
 	slots, micro := int(r.Memory.KVSlots), int(r.Train.MicroBatch)
-	c.dev = &residency.Device{Reference: o.Reference, SharedReference: r.Train.LoRA.Rank > 0,
+	c.dev = &residency.Device{Backend: o.Policy.Backend, Reference: o.Reference, SharedReference: r.Train.LoRA.Rank > 0,
 		MomentsOnHost: r.Memory.OptimizerOffload == "host", MasterOnHost: r.Memory.MasterOffload == "host"}
 	if p := o.Plan; p != nil && p.Budget > 0 {
 		if !p.Fits && o.Backend == device.Go {
@@ -176,7 +177,8 @@ func (b *builder) trainer() (err error) {
 	return nil
 }
 
-// inference restores a resumed run's checkpoint and builds the inference copy of the weights.
+// inference restores a resumed run's checkpoint and builds the inference copy of the weights,
+// which a run generating on rollout.engines alone does without.
 func (b *builder) inference() (err error) {
 	c, o := b.c, b.o
 	if o.Resume != nil {
@@ -184,6 +186,9 @@ func (b *builder) inference() (err error) {
 			c.trainer.Close()
 			return err
 		}
+	}
+	if c.remoteOnly() {
+		return nil
 	}
 	if c.dev.Infer, err = residency.NewInferenceCopy(o.Policy, c.compiles); err != nil {
 		c.trainer.Close()
@@ -196,9 +201,14 @@ func (b *builder) inference() (err error) {
 }
 
 // generators makes rollout's generator and, when the evaluation's context is longer, the
-// evaluation's own.
+// evaluation's own. With rollout.engines the engines generate rollouts and evaluations: the local
+// generator exists only for what still decodes the policy here (ledger.LocalEngineFor), with no
+// evaluation generator of its own.
 func (b *builder) generators() (err error) {
 	c, o, r := b.c, b.o, b.r
+	if c.remoteOnly() {
+		return nil
+	}
 	// The python executor's calls queue for the sandbox's workers, so the deterministic schedule
 	// models them; a Starlark call takes microseconds and never makes another wait.
 	toolWorkers := 0
@@ -222,7 +232,7 @@ func (b *builder) generators() (err error) {
 		c.trainer.Close()
 		return err
 	}
-	if r.EvalSlotsOwn() && o.Eval == nil {
+	if r.EvalSlotsOwn() && o.Eval == nil && len(r.Rollout.Engines) == 0 {
 		if err := c.newEvalGen(genCfg); err != nil {
 			c.gen.Close()
 			c.dev.Infer.Close()
@@ -285,7 +295,7 @@ func (c *Controller) newEvalGen(cfg rollout.Config) (err error) {
 		slots = p.EvalSlots
 	}
 	cfg.Slots, cfg.MaxLen = slots, model.Bucket(es.SeqLen)
-	if err := c.gen.ReleaseCache(); err != nil {
+	if err := c.gen.ReleaseCache(); err != nil { // there is one: without a local engine nothing evaluates here
 		return err
 	}
 	defer func() {

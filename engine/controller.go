@@ -94,6 +94,7 @@ type Controller struct {
 	rec        *record.Recorder  // what the store keeps of the events emitted (nil: no store)
 	attention  string            // the attention path whole-sequence forwards take and why (event.RunStart.Attention)
 	partial    partialStep       // the step's partial rollout (rollout.partial), for its metrics and events
+	remoteTok  int64             // the tokens rollout.engines generated in the step's rollout
 	train      []envs.Task
 	heldout    []envs.Task
 	validation []envs.Task // eval.validation_tasks: early stopping and the best checkpoint are chosen on them
@@ -123,15 +124,26 @@ type Controller struct {
 func (c *Controller) Close() {
 	c.players.DropPaused()
 	c.agentEnv.Close()
-	c.gen.Close()
+	if c.gen != nil {
+		c.gen.Close()
+	}
 	if c.prmGen != nil {
 		c.prmGen.Close()
 	}
 	if c.evalGen != nil {
 		c.evalGen.Close()
 	}
-	c.dev.Infer.Close()
+	if c.dev.Infer != nil {
+		c.dev.Infer.Close()
+	}
 	c.trainer.Close()
+}
+
+// remoteOnly says that nothing decodes the policy on this device: rollout.engines generate the
+// rollouts and evaluations, and no judge generates with the policy here (ledger.LocalEngineFor),
+// so the run builds no inference copy and no local generator, as its memory plan counts.
+func (c *Controller) remoteOnly() bool {
+	return len(c.recipe.Rollout.Engines) > 0 && ledger.LocalEngineFor(c.recipe) == ""
 }
 
 // RunID is the id the run is stored under (the launch's, or the first free one after it: see
@@ -202,11 +214,12 @@ func (c *Controller) Export(step int) (string, error) {
 // whole device when there is one (ok=false on the CPU backend: then only the components count).
 func (c *Controller) ledger() event.Ledger {
 	params, base := residency.ParamBytes(c.opts.Policy)
-	cfg := c.gen.Config()
-	l := event.Ledger{Backend: c.opts.Backend, Components: map[string]int64{
-		"inference weights": c.dev.Infer.Bytes(),
-		"KV cache":          model.CacheBytes(c.opts.Policy.Config, c.opts.Policy.Options().Compute, cfg.Slots, cfg.MaxLen),
-	}}
+	l := event.Ledger{Backend: c.opts.Backend, Components: map[string]int64{}}
+	if c.gen != nil { // none when rollout.engines generate everything
+		cfg := c.gen.Config()
+		l.Components["inference weights"] = c.dev.Infer.Bytes()
+		l.Components["KV cache"] = model.CacheBytes(c.opts.Policy.Config, c.opts.Policy.Options().Compute, cfg.Slots, cfg.MaxLen)
+	}
 	// Where each waiting component is now, from the tensors themselves: "NAME (host)" for the
 	// part in host memory.
 	put := func(name string, onDevice, total int64) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"agentrl/engine/event"
+	"agentrl/engine/model"
 	"agentrl/engine/play"
 	"agentrl/engine/remote"
 	"agentrl/store/safetensors"
@@ -25,7 +26,7 @@ func (c *Controller) openEngines() error {
 	rm := r.Rollout.Remote
 	var eps []remote.Endpoint
 	for _, s := range specs {
-		ep := remote.Endpoint{URL: s.URL, Kind: remote.Kind(s.Kind)}
+		ep := remote.Endpoint{URL: s.URL, Kind: remote.Kind(s.Kind), Upload: rm.Push == "http"}
 		if keyEnv := cmp.Or(s.KeyEnv, rm.APIKeyEnv); keyEnv != "" {
 			ep.APIKey = os.Getenv(keyEnv)
 		}
@@ -47,12 +48,14 @@ func (c *Controller) openEngines() error {
 		dt = safetensors.F32
 	}
 	link, err := remote.Open(remote.LinkConfig{
-		Fleet: remote.Config{Endpoints: eps, MaxLen: c.gen.Config().MaxLen, Timeout: rm.Timeout},
+		// A trajectory's context is bounded as the local generator's slot would be: the
+		// evaluation's when it is longer (the engines evaluate too).
+		Fleet: remote.Config{Endpoints: eps, MaxLen: model.Bucket(max(r.Rollout.MaxTotalTokens, r.EvalTotalTokens())), Timeout: rm.Timeout},
 		Dir:   dir, Policy: c.opts.Policy.Params, ModelFiles: c.opts.ModelFiles, DType: dt, RunID: c.opts.RunID, Start: c.start,
 		Encode: c.opts.Tokenizer.Encode, Tolerance: r.ProbeTolerance(), Emit: func(e event.Engines) { c.emit(e) },
-		// The trainer's own log-probs: the inference copy's, which the sync has just made equal
-		// to the cast master weights.
-		Score: func(ids []int32) ([]float32, error) { return c.dev.Infer.Model().NextLogProbs(ids) },
+		// The trainer's own log-probs, from the master weights the engines were just given
+		// (before the sync sends offloaded ones to host memory).
+		Score: func(ids []int32) ([]float32, error) { return c.opts.Policy.NextLogProbs(ids) },
 	})
 	if err != nil {
 		return err

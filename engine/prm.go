@@ -40,15 +40,18 @@ func (c *Controller) newPRM() (_ hint.PRMJudge, err error) {
 	}
 	tok := judge.Tok
 	// rollout.New allocates its KV cache: on a GPU the PRM's and rollout's do not fit together
-	// (they are planned for different phases), so rollout's is freed while the PRM's exists.
-	if err := c.gen.ReleaseCache(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if rerr := c.gen.RestoreCache(); rerr != nil && err == nil {
-			err = rerr
+	// (they are planned for different phases), so rollout's is freed while the PRM's exists (a
+	// run on rollout.engines alone has none).
+	if c.gen != nil {
+		if err := c.gen.ReleaseCache(); err != nil {
+			return nil, err
 		}
-	}()
+		defer func() {
+			if rerr := c.gen.RestoreCache(); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
 	gen, err := rollout.New(m, rollout.Config{
 		Slots: slots, MaxLen: (r.PRMInputTokens() + p.MaxNewTokens + 15) / 16 * 16,
 		Decode:   func(ids []int32) string { return tok.Decode(ids, false) },

@@ -137,9 +137,11 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped 
 				trajs = append(trajs, &batch.Trajectory{Task: task, Group: i, Sample: s})
 			}
 		}
+		before := c.remote.Generated()
 		if gen, err = c.rollout(ctx, step, event.PhaseRollout, trajs, rng.Uint64(), r.Rollout.Temperature); err != nil {
 			return c.stopOr(ctx, err)
 		}
+		c.remoteTok = c.remote.Generated() - before
 		trajs, dropped, err = play.SplitDropped(step, c.stop.LastSaved(), trajs)
 		return err
 	})

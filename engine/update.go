@@ -65,22 +65,24 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 	return nil
 }
 
-// syncWeights is the sync phase: the inference copy rebuilt from the master weights and checked
-// equal to them (sync_diff_max; above 0 raises stale_weights).
+// syncWeights is the sync phase: with rollout.engines the policy pushed to them (while the master
+// weights the probe is scored on are still on the device), then the inference copy rebuilt from
+// the master weights and checked equal to them (sync_diff_max; above 0 raises stale_weights).
 func (c *Controller) syncWeights(step int, metrics map[event.Metric]float64) error {
 	t0 := time.Now()
+	if err := c.syncEngines(step, metrics); err != nil {
+		return err
+	}
+	t1 := time.Now()
 	diff, err := c.dev.ToRollout(step)
 	if err != nil {
 		return err
 	}
 	metrics[event.MetricSyncDiffMax] = diff
-	metrics[event.MetricSwitchToRolloutSeconds] = time.Since(t0).Seconds()
+	metrics[event.MetricSwitchToRolloutSeconds] = time.Since(t1).Seconds()
 	if diff > 0 {
 		c.emit(event.Alarm{Step: step, Kind: event.AlarmStaleWeights, Value: diff, Threshold: 0,
 			Message: "after the sync the inference weights differ from the cast master weights"})
-	}
-	if err := c.syncEngines(step, metrics); err != nil { // rollout.engines: the push to the remote engines
-		return err
 	}
 	c.phase(step, event.PhaseSync, t0)
 	return nil
@@ -118,6 +120,10 @@ func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, 
 	}
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
 		metrics[event.MetricJudgeUnparsed] = float64(c.hints.Unparsed()) // replies with no usable \boxed{}
+	}
+	if c.gen == nil { // rollout.engines generated the step: their tokens over the rollout phase's time
+		metrics[event.MetricTokensPerSecond] = float64(c.remoteTok) / max(c.phases[event.PhaseRollout], 1e-9)
+		return
 	}
 	st := c.gen.Stats()
 	metrics[event.MetricTokensPerSecond] = float64(st.Tokens) / max(st.StepTime.Seconds(), 1e-9)

@@ -85,11 +85,6 @@ type Request struct {
 	DetectedVRAM int64
 	// EvalOnly plans an evaluation-only run (see Settings.EvalOnly).
 	EvalOnly bool
-	// RemoteRollout plans rollout.engines as remote generation (Settings.RemoteRollout): no
-	// inference copy or KV cache here, unless something else generates on the local engine
-	// (LocalEngineFor). Without it the plan counts the local engine, engines or not, as a run of
-	// this build still builds it (docs/engines.md).
-	RemoteRollout bool
 }
 
 // PlanFor resolves the shape and budget of a request and computes its plan. With it the plan
@@ -119,7 +114,9 @@ func PlanFor(req Request) (*Plan, error) {
 		// An evaluation-only run's one generator is sized for the evaluation's context.
 		st.SeqLen = r.EvalTotalTokens()
 	}
-	if n := len(r.Rollout.Engines); n > 0 && req.RemoteRollout && !req.EvalOnly {
+	// rollout.engines generate remotely: no inference copy or KV cache here, unless something
+	// else decodes the policy on the local engine (LocalEngineFor), as the run builds it.
+	if n := len(r.Rollout.Engines); n > 0 && !req.EvalOnly {
 		st.Engines, st.LocalEngine = n, LocalEngineFor(r)
 		st.RemoteRollout = st.LocalEngine == ""
 	}

@@ -7,41 +7,36 @@ import (
 	"testing"
 )
 
-// TestRemoteRollout: with rollout.engines planned remote the rollout phase holds no inference
-// copy, KV cache or sampler (only what waits for the update), there is no eval phase, and the
-// reference, PRM and train phases are the local plan's; whatever still generates here (a policy
-// PRM, the self hinter) keeps the local engine; without the request's RemoteRollout (a run's own
-// plan) or without engines, nothing changes.
+// TestRemoteRollout: with rollout.engines the rollout phase holds no inference copy, KV cache or
+// sampler (only what waits for the update), there is no eval phase, and the reference, PRM and
+// train phases are the plan's without engines; whatever still generates here (a policy PRM, the
+// self hinter) keeps the local engine, and then the plan is the one without engines.
 func TestRemoteRollout(t *testing.T) {
 	const engines = "serve http://10.0.0.5:8001,serve http://10.0.0.6:8001"
 	for _, tc := range []struct {
-		name   string
-		over   map[string]string
-		remote bool   // Request.RemoteRollout
-		want   bool   // Settings.RemoteRollout
-		local  string // Settings.LocalEngine, a part of it
+		name  string
+		over  map[string]string
+		want  bool   // Settings.RemoteRollout
+		local string // Settings.LocalEngine, a part of it
 	}{
-		{name: "engines, planned remote", over: map[string]string{"rollout.engines": engines}, remote: true, want: true},
-		{name: "engines, a run's own plan", over: map[string]string{"rollout.engines": engines}},
-		{name: "no engines", remote: true},
-		{name: "engines and a longer evaluation", over: map[string]string{"rollout.engines": engines, "eval.max_total_tokens": "2048"}, remote: true, want: true},
-		{name: "engines and a PRM on the reference", over: map[string]string{"rollout.engines": engines, "prm.kind": "model", "prm.model": "reference", "hinter.kind": "none"}, remote: true, want: true},
-		{name: "engines and a PRM on the policy", over: map[string]string{"rollout.engines": engines, "prm.kind": "model", "prm.model": "policy", "hinter.kind": "none"}, remote: true,
+		{name: "engines", over: map[string]string{"rollout.engines": engines}, want: true},
+		{name: "no engines"},
+		{name: "engines and a longer evaluation", over: map[string]string{"rollout.engines": engines, "eval.max_total_tokens": "2048"}, want: true},
+		{name: "engines and a PRM on the reference", over: map[string]string{"rollout.engines": engines, "prm.kind": "model", "prm.model": "reference", "hinter.kind": "none"}, want: true},
+		{name: "engines and a PRM on the policy", over: map[string]string{"rollout.engines": engines, "prm.kind": "model", "prm.model": "policy", "hinter.kind": "none"},
 			local: "prm.model: policy"},
-		{name: "engines and the self hinter", over: map[string]string{"rollout.engines": engines, "hinter.kind": "self"}, remote: true, local: "hinter.kind: self"},
+		{name: "engines and the self hinter", over: map[string]string{"rollout.engines": engines, "hinter.kind": "self"}, local: "hinter.kind: self"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			over := map[string]string{"rollout.max_total_tokens": "1024"}
 			maps.Copy(over, tc.over)
 			r := loadRecipe(t, over)
-			req := Request{Recipe: r, ShapeName: "qwen3-0.6b", VRAM: "24GiB", RemoteRollout: tc.remote}
-			p, err := PlanFor(req)
+			p, err := PlanFor(Request{Recipe: r, ShapeName: "qwen3-0.6b", VRAM: "24GiB"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			local := req
-			local.RemoteRollout = false
-			lp, err := PlanFor(local)
+			delete(over, "rollout.engines")
+			lp, err := PlanFor(Request{Recipe: loadRecipe(t, over), ShapeName: "qwen3-0.6b", VRAM: "24GiB"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +105,7 @@ func TestRemoteRollout(t *testing.T) {
 	}
 	// The line for an engine kept local.
 	r := loadRecipe(t, map[string]string{"rollout.engines": engines, "hinter.kind": "self"})
-	p, err := PlanFor(Request{Recipe: r, ShapeName: "qwen3-0.6b", VRAM: "24GiB", RemoteRollout: true})
+	p, err := PlanFor(Request{Recipe: r, ShapeName: "qwen3-0.6b", VRAM: "24GiB"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,6 +146,19 @@ func (l *Link) Sync(step int) (Synced, error) {
 	return s, nil
 }
 
+// Generated is the tokens the engines have generated for the run so far (0 for a nil Link: the
+// run generates locally).
+func (l *Link) Generated() int64 {
+	if l == nil {
+		return 0
+	}
+	var n int64
+	for _, e := range l.Fleet.Engines() {
+		n += e.Tokens
+	}
+	return n
+}
+
 // State is the engines event for phase, each engine's rate over its busy time since the last
 // event (over the run when that was under a second: the rate shown stays until one is measured).
 func (l *Link) State(phase string) event.Engines {

@@ -22,10 +22,14 @@ import (
 // Device is the time-shared device's residency plan for one run. On the go backend host and
 // device are the same memory, but the moves are the ones a GPU makes.
 type Device struct {
-	Infer     *InferenceCopy     // the generator's weights: the master weights cast, rebuilt by each sync
-	Gen       *rollout.Generator // its KV cache is freed outside rollout
-	Trainer   *train.Trainer     // the master weights and moments
-	Reference *model.Model       // the frozen reference (teacher); nil in an evaluation-only run
+	// Infer is the generator's weights: the master weights cast, rebuilt by each sync. Gen's KV
+	// cache is freed outside rollout. Both are nil when nothing generates on this device
+	// (rollout.engines: the engines hold them).
+	Infer     *InferenceCopy
+	Gen       *rollout.Generator
+	Backend   compute.Backend // the backend the device's tensors live on
+	Trainer   *train.Trainer  // the master weights and moments
+	Reference *model.Model    // the frozen reference (teacher); nil in an evaluation-only run
 	// MomentsOnHost: the AdamW moments wait in host memory during rollout and the reference
 	// forward. MasterOnHost: the float32 master weights do too (the inference copy is built from
 	// them before they leave).
@@ -78,13 +82,9 @@ func (d *Device) Settle() error {
 // and moments that wait on the host stay there: the ledger's reference phase holds the reference
 // copy instead of them.
 func (d *Device) ToReference(step int, usesReference bool) error {
-	if err := d.Gen.ReleaseCache(); err != nil {
+	if err := d.leaveRollout(step); err != nil {
 		return fmt.Errorf("engine: step %d: entering the reference forward: %w", step, err)
 	}
-	if !d.skipsSync(step) {
-		d.Infer.release()
-	}
-	d.trimPools()
 	if usesReference {
 		if err := d.moveReference(true); err != nil {
 			return fmt.Errorf("engine: step %d: %w", step, err)
@@ -93,13 +93,28 @@ func (d *Device) ToReference(step int, usesReference bool) error {
 	return nil
 }
 
+// leaveRollout frees what only rollout holds, the KV cache and the inference weights (a test's
+// skipped sync leaves them stale instead), and trims the pools; nothing without a local engine.
+func (d *Device) leaveRollout(step int) error {
+	if d.Gen != nil {
+		if err := d.Gen.ReleaseCache(); err != nil {
+			return err
+		}
+	}
+	if d.Infer != nil && !d.skipsSync(step) {
+		d.Infer.release()
+	}
+	d.trimPools()
+	return nil
+}
+
 // trimPools lets the collector free the buffers the last phase gave back (on the Go backend,
 // which keeps them for reuse; nothing elsewhere): the next phase's buffers differ (weights and
 // KV cache against activations and logit chunks), and kept ones count as live to the collector,
 // above what the ledger plans for the phase.
 func (d *Device) trimPools() {
-	if d.Infer != nil && d.Infer.master != nil {
-		gobackend.TrimPools(d.Infer.master.Backend)
+	if d.Backend != nil {
+		gobackend.TrimPools(d.Backend)
 	}
 }
 
@@ -126,7 +141,8 @@ func (d *Device) ToTrain(step int) error {
 // ToRollout is the sync after an update: offloaded moments go to host memory, the inference
 // weights are rebuilt from the master weights on the device and checked against them, offloaded
 // master weights then go to host memory, and the KV cache is allocated again. It returns
-// max |inference − cast(master)|, 0 when in sync.
+// max |inference − cast(master)|, 0 when in sync. Without a local engine (rollout.engines) only
+// the offloads remain: there is nothing here to rebuild or check.
 func (d *Device) ToRollout(step int) (float64, error) {
 	if d.MomentsOnHost {
 		if err := d.Trainer.OffloadMoments(); err != nil {
@@ -134,22 +150,27 @@ func (d *Device) ToRollout(step int) (float64, error) {
 		}
 	}
 	d.trimPools()
-	if !d.skipsSync(step) {
-		if err := d.Infer.refresh(); err != nil {
-			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
+	var diff float64
+	if d.Infer != nil {
+		if !d.skipsSync(step) {
+			if err := d.Infer.refresh(); err != nil {
+				return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
+			}
 		}
-	}
-	diff, err := d.Infer.check()
-	if err != nil {
-		return 0, err
+		var err error
+		if diff, err = d.Infer.check(); err != nil {
+			return 0, err
+		}
 	}
 	if d.MasterOnHost {
 		if err := d.Trainer.OffloadMaster(); err != nil {
 			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
 		}
 	}
-	if err := d.Gen.RestoreCache(); err != nil {
-		return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
+	if d.Gen != nil {
+		if err := d.Gen.RestoreCache(); err != nil {
+			return 0, fmt.Errorf("engine: step %d: sync: %w", step, err)
+		}
 	}
 	return diff, nil
 }
@@ -203,13 +224,9 @@ func DeviceBytes(ts []*tensors.Tensor) int64 {
 // forward), the PRM's weights come onto the device (a folder's, PRM; else the reference's,
 // which then stay for the reference forward) and its KV cache is allocated.
 func (d *Device) ToPRM(step int) error {
-	if err := d.Gen.ReleaseCache(); err != nil {
+	if err := d.leaveRollout(step); err != nil {
 		return fmt.Errorf("engine: step %d: entering the PRM phase: %w", step, err)
 	}
-	if !d.skipsSync(step) {
-		d.Infer.release()
-	}
-	d.trimPools()
 	var err error
 	if d.PRM != nil {
 		err = referenceToDevice(d.PRM)
