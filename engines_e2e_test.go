@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -152,9 +153,12 @@ func TestRemoteEnginesEndToEnd(t *testing.T) {
 		}
 	}
 
-	// One engine of this project and the local engine, same seed.
-	_, urlC := startServe(t, bin, env)
-	runs := map[string][]string{"remote": engineRun(filepath.Join(dir, "one.db"), "one", "serve "+urlC), "local": engineRun(filepath.Join(dir, "local.db"), "local")}
+	// One engine of this project, its weights sent over HTTP into a folder of its own, and the
+	// local engine, same seed.
+	up := filepath.Join(dir, "uploads")
+	_, urlC := startServe(t, bin, env, "--upload-dir", up)
+	one := append(engineRun(filepath.Join(dir, "one.db"), "one", "serve "+urlC), "--set", "rollout.remote.push=http")
+	runs := map[string][]string{"remote": one, "local": engineRun(filepath.Join(dir, "local.db"), "local")}
 	got := map[string]map[string]string{}
 	for name, args := range runs {
 		c := exec.Command(bin, args...)
@@ -178,6 +182,14 @@ func TestRemoteEnginesEndToEnd(t *testing.T) {
 	}
 	if differ > 0 {
 		t.Errorf("%d of %d trajectories differ between one serve engine and the local engine", differ, len(got["local"]))
+	}
+	// The engine loaded the last push from its upload folder, which holds that version alone.
+	versions, err := os.ReadDir(up)
+	if err != nil || len(versions) != 1 || !strings.HasSuffix(versions[0].Name(), "-step2") {
+		t.Fatalf("the upload folder holds %v (%v); want step 2's weights alone", versions, err)
+	}
+	if _, err := os.Stat(filepath.Join(up, versions[0].Name(), "model.safetensors")); err != nil {
+		t.Errorf("the uploaded weights: %v", err)
 	}
 }
 

@@ -29,7 +29,7 @@ import (
 type serveFlags struct {
 	bf                                     backendFlags
 	dir, storePath, run, addr, name, dtype string
-	codeTool, system, apiKey               string
+	codeTool, system, apiKey, uploadDir    string
 	step, slots, maxTotal, maxNew, topKMax int
 	temperature                            float64
 }
@@ -72,6 +72,7 @@ tool with {"code": …}.`,
 	fl.StringVar(&f.dir, "model", "", "HuggingFace model folder (default: the built-in model)")
 	fl.StringVar(&f.storePath, "store", "", "serve a checkpoint from this store instead (with --run and --step)")
 	fl.StringVar(&f.run, "run", "", "the checkpoint's run (agentrl-tui runs lists them)")
+	fl.StringVar(&f.uploadDir, "upload-dir", "", "where weights a trainer uploads are kept (rollout.remote.push: http); default: a private temporary folder, removed at exit")
 	fl.IntVar(&f.step, "step", -1, "the checkpoint's step (default: the run's latest)")
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8000", "address to listen on (port 0: a free one)")
 	fl.StringVar(&f.name, "name", "", "the model name clients send (default: the folder's name, RUN-stepS for a checkpoint, agentrl-builtin)")
@@ -174,7 +175,7 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 	}
 	srv, err := serve.New(gen, tok, serve.Options{ModelName: name, MaxTotalTokens: maxTotal, MaxNewTokens: f.maxNew,
 		Sampling: serve.Sampling{Temperature: float32(f.temperature)}, Open: true, Preempt: true, CodeTool: code, DefaultSystem: system,
-		APIKey: apiKey, ModelPath: modelPath,
+		APIKey: apiKey, ModelPath: modelPath, UploadDir: f.uploadDir,
 		// The engine endpoints (engine/serve/engine.go): prompt log-probs and weight reloads on the
 		// served inference weights.
 		Score:  m.NextLogProbs,

@@ -36,6 +36,9 @@ func (r *Recipe) CanonicalJSON() []byte {
 	if len(c.Rollout.Engines) == 0 { // the local engine: left out, so recipes from before rollout.engines hash as they did
 		c.Rollout.Engines, c.Rollout.Remote = nil, Remote{}
 	}
+	if c.Rollout.Remote.Push == "disk" { // the default: left out, so recipes from before push hash as they did
+		c.Rollout.Remote.Push = ""
+	}
 	if c.Reward.Grader == "verifier" { // the default: left out, so recipes from before reward.grader hash as they did
 		c.Reward.Grader = ""
 	}

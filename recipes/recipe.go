@@ -753,7 +753,7 @@ func Default() *Recipe {
 			Temperature: 1.0, TopP: 1.0, TopK: 0, Stop: []string{}, Deterministic: true,
 			Partial: Partial{Enabled: false, OverSample: 2, MaxStaleness: 1},
 			Engines: []string{},
-			Remote:  Remote{APIKeyEnv: "AGENTRL_ENGINE_API_KEY", WeightsDir: "", WeightsDType: "bf16", Timeout: 5 * time.Minute, ProbeTolerance: 0},
+			Remote:  Remote{APIKeyEnv: "AGENTRL_ENGINE_API_KEY", WeightsDir: "", WeightsDType: "bf16", Push: "disk", Timeout: 5 * time.Minute, ProbeTolerance: 0},
 		},
 		Env: Env{
 			Name: "retool", Executor: "starlark", Session: "fresh", Timeout: 5 * time.Second,

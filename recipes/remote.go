@@ -18,6 +18,9 @@ type Remote struct {
 	WeightsDir string `mapstructure:"weights_dir" json:"weights_dir"`
 	// WeightsDType is the dtype the weights are written in: bf16 (what the servers run) or f32.
 	WeightsDType string `mapstructure:"weights_dtype" json:"weights_dtype"`
+	// Push is how the engines get the weights: disk (they read WeightsDir, a folder they share
+	// with the trainer) or http (the files are sent to each engine; serve engines only).
+	Push string `mapstructure:"push" json:"push,omitempty"`
 	// Timeout bounds one generation request or weight reload; an engine past it has stalled and
 	// its trajectories go on elsewhere.
 	Timeout time.Duration `mapstructure:"timeout" json:"timeout"`
@@ -102,6 +105,9 @@ func (c *checker) engines() {
 	if rm.WeightsDType != "bf16" && rm.WeightsDType != "f32" {
 		c.failf("rollout.remote.weights_dtype", "%q is not one of bf16, f32", rm.WeightsDType)
 	}
+	if rm.Push != "disk" && rm.Push != "http" {
+		c.failf("rollout.remote.push", "%q is not one of disk, http", rm.Push)
+	}
 	if rm.Timeout < time.Second || rm.Timeout > time.Hour {
 		c.failf("rollout.remote.timeout", "%s is out of range; want 1s to 1h", rm.Timeout)
 	}
@@ -110,6 +116,13 @@ func (c *checker) engines() {
 	}
 	if len(r.Engines) == 0 {
 		return
+	}
+	if rm.Push == "http" {
+		for i, s := range r.Engines {
+			if e, err := ParseEngine(s); err == nil && e.Kind != "serve" {
+				c.failf("rollout.remote.push", "http: entry %d of rollout.engines is a %s engine, which loads weights only from a folder it can read (SGLang's tensor route takes pickled torch tensors, vLLM has none); use push: disk with a shared weights_dir, or serve engines", i, e.Kind)
+			}
+		}
 	}
 	if r.Partial.Enabled {
 		c.fail([]string{"rollout.engines", "rollout.partial.enabled"}, "partial rollouts pause trajectories inside the local engine; with rollout.engines set rollout.partial.enabled: false")

@@ -37,6 +37,9 @@ type Endpoint struct {
 	// Model is the model name a vLLM server serves (its --served-model-name), sent as model;
 	// "" asks GET /v1/models once.
 	Model string
+	// Upload sends the weights' files over HTTP before each reload (serve only: PUT
+	// /upload_weights), for a server that cannot read the trainer's folder.
+	Upload bool
 }
 
 // probe is what a server answered for a probe: the prompt's token ids as it tokenised them
@@ -62,6 +65,19 @@ type errStatus struct {
 
 func (e *errStatus) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.msg) }
 
+// statusError is a reply's error status with its message (the error object's, else the body's).
+func statusError(status int, data []byte) *errStatus {
+	var e wire.ErrorResponse
+	msg := strings.TrimSpace(string(data))
+	if json.Unmarshal(data, &e) == nil && e.Text() != "" {
+		msg = e.Text()
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return &errStatus{status: status, msg: msg}
+}
+
 // post sends body as JSON to path and decodes the reply into out (nil: the reply is ignored).
 func (c *client) post(ctx context.Context, path string, body, out any) error {
 	b, err := json.Marshal(body)
@@ -86,15 +102,7 @@ func (c *client) post(ctx context.Context, path string, body, out any) error {
 		return fmt.Errorf("reading the reply of %s: %w", path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var e wire.ErrorResponse
-		msg := strings.TrimSpace(string(data))
-		if json.Unmarshal(data, &e) == nil && e.Text() != "" {
-			msg = e.Text()
-		}
-		if len(msg) > 300 {
-			msg = msg[:300] + "…"
-		}
-		return &errStatus{status: resp.StatusCode, msg: msg}
+		return statusError(resp.StatusCode, data)
 	}
 	if out == nil || len(bytes.TrimSpace(data)) == 0 {
 		return nil
@@ -309,6 +317,12 @@ func (c *client) reload(ctx context.Context, dir, version string) error {
 			return fmt.Errorf("reset_prefix_cache: %w", err)
 		}
 		return nil
+	}
+	if c.ep.Upload {
+		var err error
+		if dir, err = c.upload(ctx, dir, version); err != nil {
+			return err
+		}
 	}
 	var r wire.UpdateWeightsFromDiskResponse
 	if err := c.post(ctx, "/update_weights_from_disk", wire.UpdateWeightsFromDiskRequest{ModelPath: dir, WeightVersion: &version, FlushCache: ptr(true)}, &r); err != nil {

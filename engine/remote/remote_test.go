@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -49,13 +50,19 @@ func builtin(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 // base URL (without /v1) and the server.
 func startServe(t testing.TB, m *model.Model, tok *tokenizer.Tokenizer, key string) (string, *serve.Server) {
 	t.Helper()
+	return startServeWith(t, m, tok, key, "")
+}
+
+// startServeWith is startServe keeping uploaded weights in uploads ("": a private folder).
+func startServeWith(t testing.TB, m *model.Model, tok *tokenizer.Tokenizer, key, uploads string) (string, *serve.Server) {
+	t.Helper()
 	gen, err := rollout.New(m, rollout.Config{Slots: 4, MaxLen: 256, Truncation: true, Decode: func(ids []int32) string { return tok.Decode(ids, false) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := serve.New(gen, tok, serve.Options{ModelName: "policy", Open: true, Preempt: true, APIKey: key, ModelPath: builtinDir,
 		Score:  m.NextLogProbs,
-		Reload: m.Params.ReloadFrom})
+		Reload: m.Params.ReloadFrom, UploadDir: uploads})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +179,11 @@ func TestPushReloadsAndProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{"tokenizer.json": tj}
-	f, _ := New(Config{Endpoints: []Endpoint{{URL: base, Kind: Serve}}, MaxLen: 256})
+	// The second engine takes the files over HTTP into a folder of its own.
+	m2, _ := builtin(t)
+	uploads := t.TempDir()
+	base2, _ := startServeWith(t, m2, tok, "", uploads)
+	f, _ := New(Config{Endpoints: []Endpoint{{URL: base, Kind: Serve}, {URL: base2, Kind: Serve, Upload: true}}, MaxLen: 256})
 	old := policyProbe(t, m, tok, 1e-4)
 	probe := policyProbe(t, trainer, tok, 1e-4)
 	d := 0.0
@@ -192,14 +203,31 @@ func TestPushReloadsAndProbes(t *testing.T) {
 			tol = 0.25
 		}
 		probe.Tolerance = tol
-		rep := f.Push(context.Background(), dir, "v-"+string(dt), probe)
-		if rep.Down != 0 || rep.Checks[0].Err != nil {
+		version := "run/1-v " + string(dt) // the upload's folder is a plain name made from it
+		rep := f.Push(context.Background(), dir, version, probe)
+		if rep.Down != 0 || rep.Checks[0].Err != nil || rep.Checks[1].Err != nil {
 			t.Fatalf("%s: push: %+v", dt, rep.Checks)
 		}
 		if rep.MaxDiff > tol {
 			t.Errorf("%s: probe differs by %g after the push; want ≤ %g", dt, rep.MaxDiff, tol)
 		}
-		t.Logf("%s weights: probe max |diff| %.3g", dt, rep.MaxDiff)
+		for _, c := range rep.Checks {
+			t.Logf("%s weights, %s: probe max |diff| %.3g", dt, c.Engine, c.MaxDiff)
+		}
+		// The uploaded engine holds this version's folder alone (the last one's removed), every
+		// file as written.
+		got, err := os.ReadDir(uploads)
+		if err != nil || len(got) != 1 || got[0].Name() != "run_1-v_"+string(dt) {
+			t.Fatalf("%s: the upload folder holds %v (%v); want run_1-v_%s alone", dt, got, err, dt)
+		}
+		want, _ := os.ReadDir(dir)
+		for _, e := range want {
+			a, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			b, err := os.ReadFile(filepath.Join(uploads, got[0].Name(), e.Name()))
+			if err != nil || !bytes.Equal(a, b) {
+				t.Errorf("%s: uploaded %s differs from the written one (%v)", dt, e.Name(), err)
+			}
+		}
 	}
 }
 

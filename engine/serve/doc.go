@@ -31,8 +31,10 @@
 // weight_version; waits for the requests in flight, then reloads through Options.Reload), GET
 // /get_model_info, GET /health, and vLLM's POST /v1/completions with return_token_ids or
 // prompt_logprobs (token-exact, logprobs 0), POST /collective_rpc reload_weights (from
-// Options.ModelPath) and POST /reset_prefix_cache. These requests are stateless: each takes a
-// KV slot for its own reply only. Bodies follow engine/remote/wire. Options.APIKey, when set, is
+// Options.ModelPath) and POST /reset_prefix_cache; and this project's own PUT
+// /upload_weights/VERSION/NAME, a weights file sent by a trainer that shares no filesystem with
+// the server (rollout.remote.push: http; upload.go), then loaded with update_weights_from_disk.
+// These requests are stateless: each takes a KV slot for its own reply only. Bodies follow engine/remote/wire. Options.APIKey, when set, is
 // the one key every request must send (GET /health excepted).
 //
 // # Chat template and tool calls

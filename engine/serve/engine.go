@@ -22,6 +22,9 @@ import (
 
 // engineRoute is the handler and method of an engine endpoint (nil: path is not one).
 func (s *Server) engineRoute(path string) (string, func(http.ResponseWriter, *http.Request)) {
+	if strings.HasPrefix(path, "/upload_weights/") {
+		return http.MethodPut, s.upload
+	}
 	switch path {
 	case "/generate":
 		return http.MethodPost, s.generate
@@ -312,6 +315,9 @@ func (s *Server) reload(dir, version string) error {
 	s.weights.Lock()
 	defer s.weights.Unlock()
 	if err := s.o.Reload(dir); err != nil {
+		return err
+	}
+	if err := s.pruneUploads(dir); err != nil {
 		return err
 	}
 	if version != "" {

@@ -72,6 +72,9 @@ type Options struct {
 	Reload func(dir string) error
 	// ModelPath is the folder served (vLLM's reload_weights reads it again; "" refuses that).
 	ModelPath string
+	// UploadDir is where uploaded weights are kept (PUT /upload_weights, for trainers that share
+	// no filesystem with the server); "": a private temporary folder, removed by Close.
+	UploadDir string
 }
 
 // Server is the OpenAI-compatible endpoint on one generator. It is safe for concurrent use.
@@ -99,6 +102,9 @@ type Server struct {
 	weights sync.RWMutex
 	version atomic.Value // string: the weight_version of the last update
 	reloads atomic.Int64
+	// uploads is the upload root once made (upload.go); ownUploads: a temporary one, removed by Close.
+	uploads    string
+	ownUploads bool
 }
 
 // New makes a server on gen, whose sessions it opens for trajectories, and tok, which renders
@@ -214,6 +220,7 @@ func (s *Server) Close() error {
 	for _, t := range trajs {
 		t.stop()
 	}
+	s.removeUploads()
 	return err
 }
 

@@ -352,3 +352,12 @@ func (e ErrorResponse) Text() string {
 
 // ErrNoLogprobs says a reply carried no per-token log-probs where the request asked for them.
 var ErrNoLogprobs = errors.New("the reply has no per-token log-probs")
+
+// UploadWeightsResponse is this project's serve's reply to PUT /upload_weights/VERSION/NAME
+// (not an SGLang or vLLM endpoint: neither takes weight files over HTTP): the server's folder
+// holding the version's files so far, which update_weights_from_disk then loads, and the bytes
+// it stored.
+type UploadWeightsResponse struct {
+	ModelPath string `json:"model_path"`
+	Bytes     int64  `json:"bytes"`
+}
