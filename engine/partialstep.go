@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"agentrl/engine/batch"
 	"agentrl/engine/event"
@@ -52,17 +53,20 @@ func (c *Controller) partialMetrics(metrics map[event.Metric]float64) {
 	metrics[event.MetricStalenessMean] = st.Staleness / float64(max(st.Trained, 1))
 }
 
-// decouple rewrites the sequences of trajectories holding tokens of older policy versions for
-// the decoupled objective (train.Decoupled): their proximal log-probs are those of the weights
-// about to be updated, computed here before the update.
-func (c *Controller) decouple(step int, trajs []*batch.Trajectory, seqs []train.Sequence) error {
+// decouple rewrites, for the decoupled objective (train.Decoupled), the sequences holding tokens
+// sampled by another policy than the weights about to be updated: tokens of older policy versions
+// (partial rollouts) and, with engines (all true), every sampled token, since the engines sample
+// from their own copy of the weights (bf16, their kernels). The proximal log-probs are the
+// trainer's, computed here before the update. It returns the mismatch of the rewritten tokens,
+// |proximal − sampled log-prob|, its max and mean (0, 0 when none was rewritten).
+func (c *Controller) decouple(step int, trajs []*batch.Trajectory, seqs []train.Sequence, all bool) (maxDiff, meanDiff float64, err error) {
 	version := step - 1
 	var idx []int
 	var toks [][]int32
 	stale := make([][]bool, len(trajs))
 	for i, t := range trajs {
 		for j, m := range t.Mask {
-			if m && j < len(t.Versions) && int(t.Versions[j]) < version {
+			if m && (all || j < len(t.Versions) && int(t.Versions[j]) < version) {
 				if stale[i] == nil {
 					stale[i] = make([]bool, len(t.Tokens))
 					idx, toks = append(idx, i), append(toks, t.Tokens)
@@ -72,16 +76,24 @@ func (c *Controller) decouple(step int, trajs []*batch.Trajectory, seqs []train.
 		}
 	}
 	if len(idx) == 0 {
-		return nil
+		return 0, 0, nil
 	}
 	prox, err := c.trainer.SequenceLogProbs(nil, toks)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
+	var sum float64
+	var n int
 	for k, i := range idx {
+		for j, v := range stale[i] {
+			if v && j < len(seqs[i].OldLogProbs) {
+				d := math.Abs(float64(prox[k][j]) - float64(seqs[i].OldLogProbs[j]))
+				maxDiff, sum, n = max(maxDiff, d), sum+d, n+1
+			}
+		}
 		if seqs[i], err = train.Decoupled(seqs[i], prox[k], stale[i]); err != nil {
-			return err
+			return 0, 0, err
 		}
 	}
-	return nil
+	return maxDiff, sum / float64(max(n, 1)), nil
 }

@@ -125,6 +125,8 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped 
 	r := c.recipe
 	err = c.inPhase(step, event.PhaseRollout, func() (err error) {
 		rng := rand.New(rand.NewPCG(uint64(r.Run.Seed), uint64(step)))
+		before := c.remote.Generated()
+		defer func() { c.remoteTok = c.remote.Generated() - before }()
 		if c.players.Partial != nil {
 			if trajs, gen, err = c.rolloutPartial(ctx, step, rng.Uint64()); err != nil {
 				return c.stopOr(ctx, err)
@@ -137,11 +139,9 @@ func (c *Controller) rolloutStep(ctx context.Context, step int) (trajs, dropped 
 				trajs = append(trajs, &batch.Trajectory{Task: task, Group: i, Sample: s})
 			}
 		}
-		before := c.remote.Generated()
 		if gen, err = c.rollout(ctx, step, event.PhaseRollout, trajs, rng.Uint64(), r.Rollout.Temperature); err != nil {
 			return c.stopOr(ctx, err)
 		}
-		c.remoteTok = c.remote.Generated() - before
 		trajs, dropped, err = play.SplitDropped(step, c.stop.LastSaved(), trajs)
 		return err
 	})

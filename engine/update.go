@@ -24,9 +24,14 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 		seqs[i] = train.Sequence{Tokens: t.Tokens, LossMask: t.Mask, OldLogProbs: t.LogProbs, Advantages: t.Advantages, RefLogProbs: t.RefLogProbs,
 			Returns: t.Returns, OldValues: t.OldValues}
 	}
-	if c.players.Partial != nil {
+	// Tokens another policy sampled (older versions with partial rollouts; the engines' copy of
+	// the weights with rollout.engines) get the decoupled objective; the engines' mismatch with
+	// the trainer is then measured here, as the rewritten batch no longer shows it.
+	var engineMax, engineMean float64
+	if c.players.Partial != nil || c.remote != nil {
 		t1 := time.Now()
-		if err := c.decouple(step, trajs, seqs); err != nil {
+		var err error
+		if engineMax, engineMean, err = c.decouple(step, trajs, seqs, c.remote != nil); err != nil {
 			return err
 		}
 		metrics[event.MetricProximalSeconds] = time.Since(t1).Seconds() // the proximal log-probs' forward pass
@@ -54,6 +59,9 @@ func (c *Controller) trainStep(step int, trajs []*batch.Trajectory, metrics map[
 	})
 	if err != nil {
 		return err
+	}
+	if c.remote != nil {
+		probeMax, metrics[event.MetricLogProbDiffMean] = engineMax, engineMean
 	}
 	metrics[event.MetricLoss] = loss
 	metrics[event.MetricLogProbDiffMax] = probeMax

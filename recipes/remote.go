@@ -124,13 +124,7 @@ func (c *checker) engines() {
 			}
 		}
 	}
-	if r.Partial.Enabled {
-		c.fail([]string{"rollout.engines", "rollout.partial.enabled"}, "partial rollouts pause trajectories inside the local engine; with rollout.engines set rollout.partial.enabled: false")
-	}
 	if c.r.Env.Name == "external" {
 		c.fail([]string{"rollout.engines", "env.name"}, "an external agent talks to this process's own endpoint; rollout.engines serves env.name retool only")
-	}
-	if c.r.Train.LoRA.Rank > 0 {
-		c.fail([]string{"rollout.engines", "train.lora.rank"}, "the engines load whole weights, and a LoRA run's are adapters; set train.lora.rank: 0 with rollout.engines")
 	}
 }

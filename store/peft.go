@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"agentrl/store/safetensors"
 )
@@ -50,75 +49,13 @@ func loraConfig(cp *Checkpoint, src string) (cfg adapterConfig, ok bool, err err
 	return cfg, true, nil
 }
 
-// isAdapter reports whether a tensor name is a LoRA adapter's.
-func isAdapter(name string) bool {
-	return strings.HasSuffix(name, ".lora_A.weight") || strings.HasSuffix(name, ".lora_B.weight")
-}
-
-// mergeLoRA returns the checkpoint's base weights with each adapter pair merged into its
-// projection, W + scale·B·A computed in float32 and stored in W's dtype; the adapters are left out.
+// mergeLoRA is safetensors.MergeLoRA with the checkpoint named in its error.
 func mergeLoRA(weights []*safetensors.Tensor, scale float64, src string) ([]*safetensors.Tensor, error) {
-	byName := make(map[string]*safetensors.Tensor, len(weights))
-	for _, t := range weights {
-		byName[t.Name] = t
-	}
-	var out []*safetensors.Tensor
-	for _, t := range weights {
-		if isAdapter(t.Name) {
-			continue
-		}
-		module := strings.TrimSuffix(t.Name, ".weight")
-		a, b := byName[module+".lora_A.weight"], byName[module+".lora_B.weight"]
-		if a == nil && b == nil {
-			out = append(out, t)
-			continue
-		}
-		merged, err := mergeOne(t, a, b, scale)
-		if err != nil {
-			return nil, fmt.Errorf("%s: merging the adapters of %s: %w", src, module, err)
-		}
-		out = append(out, merged)
+	out, err := safetensors.MergeLoRA(weights, scale)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	return out, nil
-}
-
-// mergeOne computes W + scale·B·A for W [out, in], A [r, in], B [out, r].
-func mergeOne(w, a, b *safetensors.Tensor, scale float64) (*safetensors.Tensor, error) {
-	if a == nil || b == nil {
-		return nil, fmt.Errorf("lora_A and lora_B come in pairs; one is missing")
-	}
-	if len(w.Shape) != 2 || len(a.Shape) != 2 || len(b.Shape) != 2 {
-		return nil, fmt.Errorf("shapes %v, A %v, B %v: want matrices", w.Shape, a.Shape, b.Shape)
-	}
-	out, in, r := w.Shape[0], w.Shape[1], a.Shape[0]
-	if a.Shape[1] != in || b.Shape[0] != out || b.Shape[1] != r {
-		return nil, fmt.Errorf("weight %v, A %v, B %v: want A [r, %d] and B [%d, r]", w.Shape, a.Shape, b.Shape, in, out)
-	}
-	wv, err := w.Float32()
-	if err != nil {
-		return nil, err
-	}
-	av, err := a.Float32()
-	if err != nil {
-		return nil, err
-	}
-	bv, err := b.Float32()
-	if err != nil {
-		return nil, err
-	}
-	for o := 0; o < out; o++ {
-		row := wv[o*in : (o+1)*in]
-		for k := 0; k < r; k++ {
-			s := float32(scale) * bv[o*r+k]
-			if s == 0 {
-				continue
-			}
-			for i, x := range av[k*in : (k+1)*in] {
-				row[i] += s * x
-			}
-		}
-	}
-	return safetensors.FromFloat32(w.Name, w.Shape, wv, w.DType)
 }
 
 // ExportPEFT writes a LoRA run's checkpoint as a PEFT adapter folder: adapter_config.json and
@@ -137,7 +74,7 @@ func (s *Store) ExportPEFT(run string, step int, dir string) error {
 	}
 	var ts []*safetensors.Tensor
 	for _, t := range cp.Weights {
-		if isAdapter(t.Name) {
+		if safetensors.IsAdapter(t.Name) {
 			c := *t
 			c.Name = peftPrefix + t.Name
 			ts = append(ts, &c)

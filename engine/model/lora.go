@@ -80,9 +80,7 @@ func LoRAName(weight, ab string) string {
 }
 
 // IsAdapter reports whether a parameter name is a LoRA adapter's.
-func IsAdapter(name string) bool {
-	return strings.HasSuffix(name, ".lora_A.weight") || strings.HasSuffix(name, ".lora_B.weight")
-}
+func IsAdapter(name string) bool { return safetensors.IsAdapter(name) }
 
 // loraShapes lists the adapters of c.LoRA, after the base parameters in graph order: per layer,
 // per targeted projection in canonical order, A [rank, in] then B [out, rank].

@@ -38,14 +38,21 @@ type PartialState struct {
 // group next: 0 for a new run, where its checkpoint's data position is for a resumed one.
 func NewPartialState(next int) *PartialState { return &PartialState{next: next} }
 
-// open opens t's generator session; when the phase has paused before t got a slot, t pauses
-// until its next phase (ctx becomes that phase's).
+// open opens t's generator session (on the remote engines, within the partial phase's pause
+// when there is one); when the phase has paused before t got a slot, t pauses until its next
+// phase (ctx becomes that phase's).
 func (p *Phase) open(ctx *context.Context, t *batch.Trajectory) (Session, error) {
-	if p.Engine != nil { // remote engines: no phase pauses there (recipes refuse partial rollouts with them)
-		return p.Engine.Open(*ctx)
-	}
 	for {
-		s, err := p.Gen.Open(*ctx)
+		var s Session
+		var err error
+		switch {
+		case p.Engine != nil && t.Partial != nil:
+			s, err = p.remotePause.open(*ctx, p.Engine)
+		case p.Engine != nil:
+			return p.Engine.Open(*ctx)
+		default:
+			s, err = p.Gen.Open(*ctx)
+		}
 		if !errors.Is(err, rollout.ErrPaused) || t.Partial == nil {
 			return s, err
 		}
@@ -127,10 +134,14 @@ func (p *Phase) PreparePartial(step, version int, tasks func(id int) envs.Task, 
 // groups are done, as the generator's pause rule sees their sessions end, trajectory i new here
 // with sampling seed seed+i·7919; the rest pause. finished sees each trajectory that ends.
 func (p *Phase) RunPartial(ctx context.Context, step, version int, run []*batch.Trajectory, seed uint64, temperature float64, finished func(*batch.Trajectory)) (Generation, error) {
-	meter := p.Gen.Measure()
-	defer meter.Stop()
 	queued := p.Pool.QueueWait()
-	base := p.Gen.Reserve(len(run))
+	var meter *rollout.Meter
+	var base int64
+	if p.Engine == nil {
+		meter = p.Gen.Measure()
+		defer meter.Stop()
+		base = p.Gen.Reserve(len(run))
+	}
 	// A sample is done for the rule once it finished or was dropped before this phase, or its
 	// session ended in it.
 	ended := map[*batch.Trajectory]bool{}
@@ -142,7 +153,7 @@ func (p *Phase) RunPartial(ctx context.Context, step, version int, run []*batch.
 		}
 	}
 	complete := 0
-	p.Gen.PauseWhen(func(ticket int64) bool { // under the generator's lock, in tick order
+	rule := func(ticket int64) bool { // under the generator's lock, in tick order (on engines, under the pause's)
 		i := ticket - base
 		if i < 0 || i >= int64(len(run)) {
 			return false
@@ -156,8 +167,16 @@ func (p *Phase) RunPartial(ctx context.Context, step, version int, run []*batch.
 		}
 		complete++
 		return complete >= p.Recipe.Rollout.TasksPerStep
-	})
-	defer p.Gen.PauseWhen(nil)
+	}
+	if p.Engine != nil {
+		// Set before any trajectory of the phase opens a session: the resumed ones read it once
+		// their order arrives, the new ones once started.
+		p.remotePause = newRemotePause(ctx, rule)
+		defer p.remotePause.end()
+	} else {
+		p.Gen.PauseWhen(rule)
+		defer p.Gen.PauseWhen(nil)
+	}
 	var wg sync.WaitGroup
 	for i, t := range run {
 		ticket := base + int64(i)
@@ -165,7 +184,9 @@ func (p *Phase) RunPartial(ctx context.Context, step, version int, run []*batch.
 		pr := t.Partial
 		wg.Add(1)
 		pr.Settle = func() {
-			p.Gen.Skip(ticket)
+			if p.Engine == nil {
+				p.Gen.Skip(ticket)
+			}
 			if pr.State == PartialFinished && pr.Err == nil {
 				finished(t)
 			}
@@ -192,7 +213,87 @@ func (p *Phase) RunPartial(ctx context.Context, step, version int, run []*batch.
 			return Generation{}, t.Partial.Err
 		}
 	}
-	return Generation{Stats: meter.Stop(), ToolQueue: p.Pool.QueueWait() - queued}, nil
+	g := Generation{ToolQueue: p.Pool.QueueWait() - queued}
+	if meter != nil {
+		g.Stats = meter.Stop()
+	}
+	return g, nil
+}
+
+// remotePause is a partial phase's pause on remote engines, the rule the local generator applies
+// to its slots (Generator.PauseWhen) applied to the trajectories' sessions: it sees each
+// session's ticket (the trajectory's index in the phase) as the session closes, and once it
+// fires, requests in flight are cancelled and return StopPaused without their tokens (a server
+// keeps nothing of a cancelled request; the turn samples again in the next phase, under the new
+// weights), later requests return StopPaused, and sessions not yet open get rollout.ErrPaused.
+// Which sessions end first depends on the servers' timing, so unlike the local generator's
+// lockstep the moment of the pause is not a function of the seed.
+type remotePause struct {
+	mu      sync.Mutex
+	rule    func(ticket int64) bool
+	pausing bool
+	ctx     context.Context // cancelled when the rule fires
+	cancel  context.CancelFunc
+}
+
+func newRemotePause(ctx context.Context, rule func(ticket int64) bool) *remotePause {
+	pctx, cancel := context.WithCancel(ctx)
+	return &remotePause{rule: rule, ctx: pctx, cancel: cancel}
+}
+
+// end releases the phase's context (the phase is over).
+func (r *remotePause) end() { r.cancel() }
+
+func (r *remotePause) paused() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pausing
+}
+
+// open opens a session on e for the trajectory whose ticket ctx carries.
+func (r *remotePause) open(ctx context.Context, e Engine) (Session, error) {
+	if r.paused() {
+		return nil, rollout.ErrPaused
+	}
+	s, err := e.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pausingSession{s: s, r: r, ticket: rollout.TicketOf(ctx)}, nil
+}
+
+// pausingSession is a remote session inside a partial phase's pause.
+type pausingSession struct {
+	s      Session
+	r      *remotePause
+	ticket int64
+}
+
+func (ps *pausingSession) Generate(ctx context.Context, req rollout.Request) (rollout.Result, error) {
+	if ps.r.paused() {
+		return rollout.Result{Stop: rollout.StopPaused}, nil
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ps.r.ctx, cancel)
+	defer stop()
+	res, err := ps.s.Generate(gctx, req)
+	if err != nil && ctx.Err() == nil && ps.r.paused() {
+		return rollout.Result{Stop: rollout.StopPaused}, nil
+	}
+	return res, err
+}
+
+// Close ends the session and shows the rule its ticket, unless the phase has paused already.
+func (ps *pausingSession) Close() {
+	ps.s.Close()
+	r := ps.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.pausing && r.rule(ps.ticket) {
+		r.pausing = true
+		r.cancel()
+	}
 }
 
 // CollectPartial takes the groups whose samples are all done out of flight and returns their

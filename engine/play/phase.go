@@ -39,6 +39,8 @@ type Phase struct {
 	// Engine, when set, is where the ReTool players generate instead of Gen: remote inference
 	// servers (rollout.engines, engine/remote). Gen's tickets, meter and pauses are then unused.
 	Engine Engine
+	// remotePause is the current partial phase's pause on Engine (partial.go).
+	remotePause *remotePause
 }
 
 // Engine is what a player generates through: one Session per trajectory, token ids in, token

@@ -17,8 +17,10 @@ import (
 // WriteWeights writes p as a HuggingFace folder the servers load: config.json (its torch_dtype
 // the written dtype), files (the tokenizer's, generation_config.json; config.json among them is
 // replaced) and the weights in dt (BF16 by default, as `agentrl-tui export --dtype bf16` writes
-// them), in shards of at most shardBytes (0: one model.safetensors) with their index. Each file
-// is replaced atomically; weights of an earlier layout are removed, so a server never reads a mix.
+// them), in shards of at most shardBytes (0: one model.safetensors) with their index. A LoRA
+// policy's adapters are merged into its base weights (as its checkpoints export), so the servers
+// load a plain model. Each file is replaced atomically; weights of an earlier layout are removed,
+// so a server never reads a mix.
 func WriteWeights(dir string, p *model.Params, files map[string][]byte, dt safetensors.DType, shardBytes int64) error {
 	if dt == "" {
 		dt = safetensors.BF16
@@ -29,6 +31,11 @@ func WriteWeights(dir string, p *model.Params, files map[string][]byte, dt safet
 	ts, err := p.Tensors(dt)
 	if err != nil {
 		return fmt.Errorf("remote: converting the policy to %s: %w", dt, err)
+	}
+	if l := p.Config.LoRA; l.Enabled() {
+		if ts, err = safetensors.MergeLoRA(ts, l.Scale()); err != nil {
+			return fmt.Errorf("remote: the policy's LoRA adapters: %w", err)
+		}
 	}
 	if err := safetensors.WriteDir(dir, map[string]string{"format": "pt"}, ts, shardBytes); err != nil {
 		return fmt.Errorf("remote: writing the policy into %s: %w", dir, err)
@@ -47,6 +54,7 @@ func WriteWeights(dir string, p *model.Params, files map[string][]byte, dt safet
 		}
 	}
 	cfg := *p.Config
+	cfg.LoRA = model.LoRA{} // merged: the folder is a plain model
 	cfg.DType = map[safetensors.DType]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16"}[dt]
 	js, err := cfg.JSON()
 	if err != nil {

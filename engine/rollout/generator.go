@@ -640,6 +640,9 @@ func (g *Generator) settleClosed() {
 }
 
 // ticketOf is the context's ticket (WithTicket), -1 without one.
+// TicketOf is the lockstep ticket ctx carries (WithTicket), -1 when none.
+func TicketOf(ctx context.Context) int64 { return ticketOf(ctx) }
+
 func ticketOf(ctx context.Context) int64 {
 	if t, ok := ctx.Value(ticketKey{}).(int64); ok {
 		return t
