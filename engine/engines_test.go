@@ -109,13 +109,8 @@ func TestRemoteRolloutHoldsNoLocalEngine(t *testing.T) {
 	// bf16 weights on the engine: a rounded policy sampled the tokens; the mismatch the trainer
 	// measures is the rounding's, not the rewritten batch's zero.
 	b, _, bevents := tinyRun(t, noEval(map[string]string{"rollout.engines": "serve " + base, "run.max_steps": "1"}))
-	var bm map[event.Metric]float64
-	for _, e := range runEvents(t, b, bevents) {
-		if v, ok := e.(event.StepMetrics); ok && v.Metrics[event.MetricUpdates] > 0 {
-			bm = v.Metrics
-		}
-	}
-	if bm == nil || bm[event.MetricLogProbDiffMax] < 1e-5 || bm[event.MetricLogProbDiffMean] <= 0 || bm[event.MetricLogProbDiffMean] > bm[event.MetricLogProbDiffMax] {
+	bm := trainedSteps(t, b, bevents, 1)[0]
+	if bm[event.MetricLogProbDiffMax] < 1e-5 || bm[event.MetricLogProbDiffMean] <= 0 || bm[event.MetricLogProbDiffMean] > bm[event.MetricLogProbDiffMax] {
 		t.Errorf("bf16 engine: metrics %v; want logprob_diff_max ≥ 1e-5 and a mean within it (the engine's rounding, measured)", bm)
 	} else {
 		t.Logf("bf16 engine: logprob_diff max %.3g, mean %.3g", bm[event.MetricLogProbDiffMax], bm[event.MetricLogProbDiffMean])
@@ -188,15 +183,7 @@ func TestPartialRolloutOnEngines(t *testing.T) {
 	proxy, held := holdingProxy(t, base)
 	c, _, events := tinyRun(t, noEval(map[string]string{"rollout.engines": "serve " + proxy, "rollout.remote.weights_dtype": "f32",
 		"run.max_steps": "2", "rollout.partial.enabled": "true", "rollout.partial.over_sample": "2", "rollout.partial.max_staleness": "2"}))
-	var steps []map[event.Metric]float64
-	for _, e := range runEvents(t, c, events) {
-		if v, ok := e.(event.StepMetrics); ok && v.Metrics[event.MetricUpdates] > 0 {
-			steps = append(steps, v.Metrics)
-		}
-	}
-	if len(steps) != 2 {
-		t.Fatalf("%d trained steps; want 2", len(steps))
-	}
+	steps := trainedSteps(t, c, events, 2)
 	if steps[0][event.MetricPaused] != 4 || steps[1][event.MetricResumed] != 4 || held() == 0 {
 		t.Errorf("step 1 paused %v, step 2 resumed %v, requests held %d; want 4, 4 and some", steps[0][event.MetricPaused], steps[1][event.MetricResumed], held())
 	}
@@ -223,15 +210,7 @@ func TestLoRAOnEngines(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	var steps []map[event.Metric]float64
-	for _, e := range runEvents(t, c, events) {
-		if v, ok := e.(event.StepMetrics); ok && v.Metrics[event.MetricUpdates] > 0 {
-			steps = append(steps, v.Metrics)
-		}
-	}
-	if len(steps) != 2 {
-		t.Fatalf("%d trained steps; want 2", len(steps))
-	}
+	steps := trainedSteps(t, c, events, 2)
 	for i, m := range steps {
 		if d, ok := m[event.MetricEngineProbeDiffMax]; !ok || d > 1e-3 {
 			t.Errorf("step %d: engine_probe_diff_max %v (present %v); want ≤ 1e-3: the engine serves the merged policy", i+1, d, ok)
@@ -249,4 +228,19 @@ func TestLoRAOnEngines(t *testing.T) {
 	if moved == 0 {
 		t.Error("no adapter moved: the test proves nothing")
 	}
+}
+
+// trainedSteps runs c and returns the metrics of its trained steps, which must be want.
+func trainedSteps(t *testing.T, c *Controller, events chan event.Event, want int) []map[event.Metric]float64 {
+	t.Helper()
+	var steps []map[event.Metric]float64
+	for _, e := range runEvents(t, c, events) {
+		if v, ok := e.(event.StepMetrics); ok && v.Metrics[event.MetricUpdates] > 0 {
+			steps = append(steps, v.Metrics)
+		}
+	}
+	if len(steps) != want {
+		t.Fatalf("%d trained steps; want %d", len(steps), want)
+	}
+	return steps
 }

@@ -78,20 +78,29 @@ func statusError(status int, data []byte) *errStatus {
 	return &errStatus{status: status, msg: msg}
 }
 
+// request is a request to the server's path with the endpoint's key, if any.
+func (c *client) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.ep.URL+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if c.ep.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
+	}
+	return req, nil
+}
+
 // post sends body as JSON to path and decodes the reply into out (nil: the reply is ignored).
 func (c *client) post(ctx context.Context, path string, body, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.ep.URL+path, bytes.NewReader(b))
+	req, err := c.request(ctx, http.MethodPost, path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if c.ep.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err
@@ -336,12 +345,9 @@ func (c *client) reload(ctx context.Context, dir, version string) error {
 
 // model asks a vLLM server for the model it serves (GET /v1/models), when none was given.
 func (c *client) model(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ep.URL+"/v1/models", nil)
+	req, err := c.request(ctx, http.MethodGet, "/v1/models", nil)
 	if err != nil {
 		return "", err
-	}
-	if c.ep.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

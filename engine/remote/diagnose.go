@@ -155,12 +155,9 @@ func servedModel(kind Kind, body []byte) (string, error) {
 // get sends GET path with the key and returns the status and the reply's first MiB. (SGLang and
 // serve take /health without a key; a server that wants one there gets it.)
 func (c *client) get(ctx context.Context, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.ep.URL+path, nil)
+	req, err := c.request(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return 0, nil, err
-	}
-	if c.ep.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

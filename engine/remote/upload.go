@@ -62,15 +62,12 @@ func (c *client) put(ctx context.Context, path, src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.ep.URL+path, f)
+	req, err := c.request(ctx, http.MethodPut, path, f)
 	if err != nil {
 		return "", err
 	}
 	req.ContentLength = st.Size()
 	req.Header.Set("Content-Type", "application/octet-stream")
-	if c.ep.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return "", err
