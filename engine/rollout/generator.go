@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -23,7 +25,7 @@ type Config struct {
 	Slots   int   // concurrent sequences (default 8)
 	MaxLen  int   // cache rows per slot = longest context (default 512)
 	Buckets []int // attention lengths compiled (default powers of two from 64 up to MaxLen)
-	Chunks  []int // prefill chunk sizes compiled, besides 1 for decode (default 16 and 64)
+	Chunks  []int // prefill chunk sizes compiled, besides 1 for decode (default: DefaultChunks)
 	// PrefillLanes is how many slots one prefill step (chunk > 1) serves (default Slots/8, at least
 	// 1). Decode steps always carry every slot; a prefill step carries only the slots with context
 	// to write, so a new turn in one slot costs lanes×chunk token rows, not Slots×chunk.
@@ -85,7 +87,7 @@ func (c *Config) fill() error {
 		return fmt.Errorf("rollout: the largest bucket %d must equal MaxLen %d", c.Buckets[len(c.Buckets)-1], c.MaxLen)
 	}
 	if len(c.Chunks) == 0 {
-		c.Chunks = []int{16, 64}
+		c.Chunks = DefaultChunks(true)
 	}
 	c.Chunks = append([]int{1}, c.Chunks...)
 	slices.Sort(c.Chunks)
@@ -257,8 +259,31 @@ type genState struct {
 	cancel bool
 }
 
+// DefaultChunks are the prefill chunk sizes a generator compiles unless told otherwise. On the
+// CPU (the Go backend, onCPU) 16 and 64: a step's time is its arithmetic, so a tool's output of a
+// few dozen tokens should not pay for 64 rows. Elsewhere (XLA on a GPU) 64 alone: there a step of
+// 16 or 64 rows costs about the same (launch- and weight-read-bound), while each program costs
+// seconds to compile — an H100 compiled 8 prefill programs in 70.6 s before a Qwen3-0.6B run's
+// first step (docs/gpu), half of them for chunk 16.
+func DefaultChunks(onCPU bool) []int {
+	if onCPU {
+		return []int{16, 64}
+	}
+	return []int{64}
+}
+
+// onGoBackend says whether b is GoMLX's Go (CPU) backend: the one whose large-buffer pool
+// answers (third_party/compute's patch 25).
+func onGoBackend(b compute.Backend) bool {
+	_, ok := gobackend.LargePoolFree(b)
+	return ok
+}
+
 // New compiles the step functions for every (chunk, bucket) pair and allocates the caches.
 func New(m *model.Model, cfg Config) (*Generator, error) {
+	if len(cfg.Chunks) == 0 {
+		cfg.Chunks = DefaultChunks(onGoBackend(m.Backend))
+	}
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}

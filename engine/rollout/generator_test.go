@@ -755,3 +755,28 @@ func runTickets(t *testing.T, g *Generator, base int64, turns [][]Request, befor
 	}
 	wg.Wait()
 }
+
+// TestDefaultChunks: a generator on the Go backend compiles prefill chunks 16 and 64 (the CPU
+// pays for every padded row), and one on another backend 64 alone (a GPU pays for every program
+// compiled); a chunk list given is kept.
+func TestDefaultChunks(t *testing.T) {
+	m, _ := loadFixture(t, "qwen3-tiny")
+	for _, tc := range []struct {
+		name  string
+		given []int
+		want  []int
+	}{
+		{"default on the Go backend", nil, []int{1, 16, 64}},
+		{"given", []int{32}, []int{1, 32}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Chunks: tc.given})
+			if got := g.Config().Chunks; !slices.Equal(got, tc.want) {
+				t.Errorf("chunks %v; want %v", got, tc.want)
+			}
+		})
+	}
+	if got := DefaultChunks(false); !slices.Equal(got, []int{64}) {
+		t.Errorf("DefaultChunks off the CPU: %v; want [64]", got)
+	}
+}
