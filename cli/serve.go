@@ -169,9 +169,11 @@ func (f *serveFlags) serve(ctx context.Context, env Env) error {
 	if apiKey == "" {
 		apiKey = os.Getenv("AGENTRL_SERVE_API_KEY")
 	}
-	modelPath := ""
+	modelPath := "" // absolute: /v1/models names it as vLLM names the folder it was started on
 	if f.dir != "" {
-		modelPath = f.dir
+		if modelPath, err = filepath.Abs(f.dir); err != nil {
+			return err
+		}
 	}
 	srv, err := serve.New(gen, tok, serve.Options{ModelName: name, MaxTotalTokens: maxTotal, MaxNewTokens: f.maxNew,
 		Sampling: serve.Sampling{Temperature: float32(f.temperature)}, Open: true, Preempt: true, CodeTool: code, DefaultSystem: system,

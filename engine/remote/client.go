@@ -343,29 +343,30 @@ func (c *client) reload(ctx context.Context, dir, version string) error {
 	return nil
 }
 
-// model asks a vLLM server for the model it serves (GET /v1/models), when none was given.
-func (c *client) model(ctx context.Context) (string, error) {
+// model asks a vLLM server for the model it serves (GET /v1/models): its name, and the folder
+// it was started on ("" when it does not say).
+func (c *client) model(ctx context.Context) (id, root string, err error) {
 	req, err := c.request(ctx, http.MethodGet, "/v1/models", nil)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer resp.Body.Close()
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
 	if resp.StatusCode != http.StatusOK {
-		return "", &errStatus{status: resp.StatusCode, msg: "GET /v1/models"}
+		return "", "", &errStatus{status: resp.StatusCode, msg: "GET /v1/models"}
 	}
+	var list wire.ModelList
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list.Data) == 0 {
-		return "", fmt.Errorf("GET /v1/models lists no model: give the engine's model name")
+		return "", "", fmt.Errorf("GET /v1/models lists no model: give the engine's model name")
 	}
-	return list.Data[0].ID, nil
+	m := list.Data[0]
+	if m.Root != nil {
+		root = *m.Root
+	}
+	return m.ID, root, nil
 }
 
 func ptr[T any](v T) *T { return &v }

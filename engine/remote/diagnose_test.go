@@ -43,7 +43,7 @@ func TestDiagnose(t *testing.T) {
 		why   string // with fail set: what Err says
 	}{
 		{name: "serve, right key", ep: Endpoint{URL: base, Kind: Serve, APIKey: "sesame"}, ids: ids, model: "policy (" + builtinDir + ")"},
-		{name: "vllm kind on serve", ep: Endpoint{URL: base, Kind: VLLM, APIKey: "sesame"}, ids: ids, model: "policy"},
+		{name: "vllm kind on serve", ep: Endpoint{URL: base, Kind: VLLM, APIKey: "sesame"}, ids: ids, model: "policy (" + builtinDir + ")"}, // /v1/models names the served folder as root
 		{name: "no probe ids", ep: Endpoint{URL: base, Kind: SGLang, APIKey: "sesame"}, model: "policy (" + builtinDir + ")"},
 		{name: "wrong key", ep: Endpoint{URL: base, Kind: Serve, APIKey: "open"}, ids: ids, fail: StepKey, why: "HTTP 401: the server refuses the key sent"},
 		{name: "no key", ep: Endpoint{URL: base, Kind: SGLang}, ids: ids, fail: StepKey, why: "HTTP 401 without a key"},

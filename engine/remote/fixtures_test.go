@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"agentrl/engine/rollout"
@@ -132,5 +133,47 @@ func TestClientsOnDocumentedFixtures(t *testing.T) {
 	c := &client{ep: Endpoint{URL: replay(t, map[string][2]string{"/update_weights_from_disk": {"", "sglang/update_weights_from_disk_failure.json"}}), Kind: SGLang}, http: http.DefaultClient}
 	if err := c.reload(context.Background(), "/shared/policy", "v"); err == nil {
 		t.Error("a failed update_weights_from_disk was taken as done")
+	}
+}
+
+// TestVLLMReloadFolder: the vLLM client reads the documented GET /v1/models (the served name and
+// the folder the server was started on), and a run whose weights folder is another is refused
+// before its first step, naming both folders, since vLLM's reload_weights re-reads the folder it
+// was started on.
+func TestVLLMReloadFolder(t *testing.T) {
+	reply, err := os.ReadFile(filepath.Join(fixtures, "vllm", "models_response.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/models" {
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(reply)
+	}))
+	t.Cleanup(srv.Close)
+	f, err := New(Config{Endpoints: []Endpoint{{URL: srv.URL, Kind: VLLM}}, MaxLen: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ResolveModels(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e := f.engines[0]; e.c.ep.Model != "policy" || e.root != "/shared/policy" {
+		t.Fatalf("model %q, root %q; want policy and /shared/policy", e.c.ep.Model, e.root)
+	}
+	for _, tc := range []struct {
+		dir  string
+		want string // "" for no error
+	}{
+		{"/shared/policy", ""},
+		{"/shared/policy/", ""},
+		{"/shared/other", "was started on /shared/policy, but the policy is written into /shared/other (rollout.remote.weights_dir)"},
+	} {
+		err := f.CheckReloadFolders(tc.dir)
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("weights folder %s: %v; want %q", tc.dir, err, tc.want)
+		}
 	}
 }

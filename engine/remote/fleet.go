@@ -53,7 +53,8 @@ type engine struct {
 	i        int
 	c        *client
 	inflight int
-	down     error // why it left the rotation; nil while in it
+	down     error  // why it left the rotation; nil while in it
+	root     string // vLLM: the folder it was started on, as /v1/models says ("" unknown)
 	// the counters of EngineStats; busySince is when inflight last rose from 0
 	done, tokens, failovers, errors int64
 	busy                            time.Duration

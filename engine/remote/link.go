@@ -69,6 +69,9 @@ func Open(cfg LinkConfig) (*Link, error) {
 	if err := fleet.ResolveModels(ctx); err != nil {
 		return nil, err
 	}
+	if err := fleet.CheckReloadFolders(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("engine: rollout.engines: %w", err)
+	}
 	probe, err := l.probe()
 	if err != nil {
 		return nil, err

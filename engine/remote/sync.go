@@ -186,17 +186,42 @@ func (f *Fleet) each(ctx context.Context, fn func(context.Context, *engine) Chec
 	return out
 }
 
-// ResolveModels asks each vLLM engine without a model name for the one it serves.
+// ResolveModels asks each vLLM engine for the model it serves: its name, when none was given,
+// and the folder it was started on (what its reload_weights reads again).
 func (f *Fleet) ResolveModels(ctx context.Context) error {
 	for _, e := range f.engines {
-		if e.c.ep.Kind != VLLM || e.c.ep.Model != "" {
+		if e.c.ep.Kind != VLLM {
 			continue
 		}
-		m, err := e.c.model(ctx)
+		m, root, err := e.c.model(ctx)
 		if err != nil {
 			return fmt.Errorf("remote: %s: %w", e.name(), err)
 		}
-		e.c.ep.Model = m
+		if e.c.ep.Model == "" {
+			e.c.ep.Model = m
+		}
+		e.root = root
+	}
+	return nil
+}
+
+// CheckReloadFolders checks that each vLLM engine was started on dir, the folder the policy is
+// written into: its reload_weights re-reads the folder it was started on, so an engine on another
+// would pass the first probe (it serves the policy as it started) and then never load an update.
+// An engine that does not say where it started (no root) is left to the probes.
+func (f *Fleet) CheckReloadFolders(dir string) error {
+	want, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range f.engines {
+		if e.c.ep.Kind != VLLM || e.root == "" || !filepath.IsAbs(e.root) {
+			continue
+		}
+		if filepath.Clean(e.root) != want {
+			return fmt.Errorf("remote: %s was started on %s, but the policy is written into %s (rollout.remote.weights_dir): vLLM's reload_weights re-reads the folder it was started on, so it would never load an update; start it on %s, or set rollout.remote.weights_dir: %s",
+				e.name(), e.root, want, want, e.root)
+		}
 	}
 	return nil
 }

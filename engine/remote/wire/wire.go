@@ -361,3 +361,39 @@ type UploadWeightsResponse struct {
 	ModelPath string `json:"model_path"`
 	Bytes     int64  `json:"bytes"`
 }
+
+// ModelList is vLLM's GET /v1/models reply (vllm/entrypoints/openai/protocol.py ModelList,
+// ModelCard, ModelPermission): each served model's name (id, its --served-model-name) and the
+// folder or hub name it was started on (root), which reload_weights reads again.
+type ModelList struct {
+	Object string      `json:"object"`
+	Data   []ModelCard `json:"data"`
+}
+
+// ModelCard is one model of a ModelList.
+type ModelCard struct {
+	ID          string            `json:"id"`
+	Object      string            `json:"object"`
+	Created     int64             `json:"created"`
+	OwnedBy     string            `json:"owned_by"`
+	Root        *string           `json:"root"`
+	Parent      *string           `json:"parent"`
+	MaxModelLen *int              `json:"max_model_len"`
+	Permission  []ModelPermission `json:"permission"`
+}
+
+// ModelPermission is a ModelCard's permission entry (OpenAI's legacy fields, as vLLM fills them).
+type ModelPermission struct {
+	ID                 string  `json:"id"`
+	Object             string  `json:"object"`
+	Created            int64   `json:"created"`
+	AllowCreateEngine  bool    `json:"allow_create_engine"`
+	AllowSampling      bool    `json:"allow_sampling"`
+	AllowLogprobs      bool    `json:"allow_logprobs"`
+	AllowSearchIndices bool    `json:"allow_search_indices"`
+	AllowView          bool    `json:"allow_view"`
+	AllowFineTuning    bool    `json:"allow_fine_tuning"`
+	Organization       string  `json:"organization"`
+	Group              *string `json:"group"`
+	IsBlocking         bool    `json:"is_blocking"`
+}

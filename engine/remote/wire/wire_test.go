@@ -31,6 +31,7 @@ func TestFixturesRoundTrip(t *testing.T) {
 		"vllm/completions_probe_response.json":          func() any { return &CompletionResponse{} },
 		"vllm/collective_rpc_request.json":              func() any { return &CollectiveRPCRequest{} },
 		"vllm/collective_rpc_response.json":             func() any { return &CollectiveRPCResponse{} },
+		"vllm/models_response.json":                     func() any { return &ModelList{} },
 	}
 	for name, mk := range cases {
 		t.Run(name, func(t *testing.T) {
