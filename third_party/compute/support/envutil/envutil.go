@@ -21,6 +21,10 @@ var (
 const (
 	SIMD_AVX512_Env = "GOMLX_SIMD_AVX512"
 	SIMD_AVX2_Env   = "GOMLX_SIMD_AVX2"
+
+	// SIMD_AVX512_GEMM_Env, when true on an AVX-512 CPU, makes the AVX2 set send its large
+	// float32 products to the AVX-512 kernels (agentrl patch 27).
+	SIMD_AVX512_GEMM_Env = "GOMLX_SIMD_AVX512_GEMM"
 )
 
 // ReadBool reads the boolean value of the environment variable with the given name.

@@ -46,6 +46,13 @@ var (
 	}
 )
 
+// avx512GEMMInAVX2 makes the AVX2 set's float32 router send its large products (those past the
+// small-kernel threshold) to the AVX-512 large path (agentrl patch 27): set by
+// GOMLX_SIMD_AVX512_GEMM=true on an AVX-512 CPU. On an AMD EPYC with AVX-512 the AVX-512 panel
+// kernel ran 110 GFLOP/s a core against the AVX2 one's 95, while the AVX2 set's smaller kernels
+// decoded faster, so the two mixed are a set of their own for the caller to measure.
+var avx512GEMMInAVX2 = envutil.MustReadBool(envutil.SIMD_AVX512_GEMM_Env, false) && archsimd.X86.AVX512()
+
 func init() {
 	if !envutil.MustReadBool(EnabledEnv, true) {
 		return

@@ -34,7 +34,12 @@ func avx2RouterFloat32( //alt:f32
 		return
 	}
 
-	avx2LargeFloat32(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f32
+	// agentrl patch 27: the large float32 products on the AVX-512 kernels when asked (avx512GEMMInAVX2).
+	large := avx2LargeFloat32 //alt:f32
+	if avx512GEMMInAVX2 {     //alt:f32
+		large = avx512LargeFloat32 //alt:f32
+	} //alt:f32
+	large(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output) //alt:f32
 	//alt:bf16 avx2LargeBFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 	//alt:f16 avx2LargeFloat16(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
 	//alt:f64 avx2LargeFloat64(backend, layout, lhs, rhs, batchSize, lhsCrossSize, rhsCrossSize, contractingSize, output)
