@@ -32,7 +32,7 @@ const cpuSlots, cpuMaxLen, cpuMicro = 16, 512, 8
 const probeTimeout = 5 * time.Minute
 
 // kernelWork is what a kernel choice is for: the model, and the shapes of the decode step and the
-// training micro-step the process is about to run. The Go backend runs one of three kernel sets,
+// training micro-step the process is about to run. The Go backend runs one of four kernel sets,
 // fixed when the process starts, and which is fastest depends on the CPU (see device.KernelSet):
 // the commands that compute on it choose first, and restart the process with the chosen set.
 type kernelWork struct {
@@ -262,21 +262,22 @@ func (f *kernelFlags) work(env Env) (kernelWork, error) {
 	return w, nil
 }
 
-// kernelsCommand shows the kernel choice for a model, the three sets side by side, and (--env)
+// kernelsCommand shows the kernel choice for a model, the sets side by side, and (--env)
 // the chosen set's environment for a shell.
 func kernelsCommand(env Env) *cobra.Command {
 	var f kernelFlags
 	var fresh, asJSON, asEnv bool
 	cmd := &cobra.Command{
 		Use:   "kernels [--model DIR | --shape NAME] [--fresh] [--json | --env]",
-		Short: "the CPU matrix kernels (AVX-512, AVX2, portable) runs use on this machine, measured side by side",
-		Long: `Which of the Go backend's matrix kernels (AVX-512, AVX2, portable) is fastest depends on the CPU. A
+		Short: "the CPU matrix kernels (AVX-512, AVX-512 GEMM, AVX2, portable) runs use on this machine, measured side by side",
+		Long: `Which of the Go backend's matrix kernels (AVX-512; AVX2 with AVX-512 for large products, avx512-gemm;
+AVX2; portable) is fastest depends on the CPU. A
 command that computes on the CPU times a decode step and a training micro-step of its model with each
 set, once per CPU model, GoMLX version and model shape (cached in the user's cache folder), and
 restarts itself with the set of the lowest score: each phase's time over the fastest set's, summed
 (2 = fastest at both). A model whose layers hold 10M weights or more (Qwen3-0.6B and up) is timed
 on two of its layers, a 16,384-word vocabulary and two training sequences, random weights: the
-same matrices, in a fraction of the time. GOMLX_SIMD_AVX512 / GOMLX_SIMD_AVX2 in the environment win. This shows the
+same matrices, in a fraction of the time. GOMLX_SIMD_AVX512 / _AVX512_GEMM / _AVX2 in the environment win. This shows the
 choice for --model (default: the built-in model); eval "$(agentrl-tui kernels --env)" applies it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -309,13 +310,13 @@ choice for --model (default: the built-in model); eval "$(agentrl-tui kernels --
 func writeKernels(out io.Writer, w kernelWork, c device.KernelChoice) {
 	fmt.Fprintf(out, "%s\non %s, gomlx/compute %s; this process runs the %s kernels\n\n", w.key(), device.CPUModel(), device.ComputeVersion(), device.ActiveKernels(os.Getenv))
 	if len(c.Timings) > 0 {
-		fmt.Fprintf(out, "%-9s %12s %17s %6s\n", "kernels", "decode step", "train micro-step", "score")
+		fmt.Fprintf(out, "%-11s %12s %17s %6s\n", "kernels", "decode step", "train micro-step", "score")
 		for _, t := range c.Timings {
 			mark := ""
 			if t.Set == c.Set {
 				mark = "  ← chosen"
 			}
-			fmt.Fprintf(out, "%-9s %9.2f ms %14.1f ms %6.2f%s\n", t.Set, t.DecodeMs, t.TrainMs, c.Scores()[t.Set], mark)
+			fmt.Fprintf(out, "%-11s %9.2f ms %14.1f ms %6.2f%s\n", t.Set, t.DecodeMs, t.TrainMs, c.Scores()[t.Set], mark)
 		}
 		fmt.Fprintln(out)
 	}

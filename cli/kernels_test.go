@@ -112,7 +112,7 @@ func TestKernelsEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "# portable kernels, as GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX2=false in the environment says\n"
-	if !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "\nexport GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX2=false\n") {
+	if !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "\nexport GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX512_GEMM=false GOMLX_SIMD_AVX2=false\n") {
 		t.Errorf("kernels --env printed\n%s\nwant %q, then the export line", out, want)
 	}
 }

@@ -17,9 +17,10 @@ import (
 )
 
 // KernelSet names a set of matrix kernels of GoMLX's Go backend: its AVX-512 kernels, its AVX2
-// kernels, or its portable Go ones. The backend registers its kernels once, when the process
-// starts, from GOMLX_SIMD_AVX512 and GOMLX_SIMD_AVX2, so a set holds for a whole process and
-// another set means another process.
+// kernels with the AVX-512 ones for large float32 products (third_party/compute's patch 27), its
+// AVX2 kernels, or its portable Go ones. The backend registers its kernels once, when the process
+// starts, from GOMLX_SIMD_AVX512, GOMLX_SIMD_AVX512_GEMM and GOMLX_SIMD_AVX2, so a set holds for a
+// whole process and another set means another process.
 //
 // Which set is fastest depends on the CPU, not only on what it supports: on an AVX-512 AMD EPYC
 // the AVX-512 kernels train about three times as fast as the portable ones, while on an AVX-512
@@ -35,18 +36,26 @@ type KernelSet string
 
 // The kernel sets, in the order the backend prefers them when nothing is switched off.
 const (
-	AVX512   KernelSet = "avx512"
-	AVX2     KernelSet = "avx2"
-	Portable KernelSet = "portable"
+	AVX512 KernelSet = "avx512"
+	// AVX512GEMM is the AVX2 set with its large float32 products (training's, a long prefill's)
+	// on the AVX-512 panel kernel: on an AMD EPYC with AVX-512 that kernel is the faster one, the
+	// AVX2 set's small ones decode faster, and the large products are bit-identical either way.
+	AVX512GEMM KernelSet = "avx512-gemm"
+	AVX2       KernelSet = "avx2"
+	Portable   KernelSet = "portable"
 )
 
 // The environment variables the Go backend reads at start-up, and the one that carries a choice
 // into the process the binary restarts itself as.
 const (
-	envAVX512  = "GOMLX_SIMD_AVX512"
-	envAVX2    = "GOMLX_SIMD_AVX2"
-	EnvKernels = "AGENTRL_KERNELS"
+	envAVX512     = "GOMLX_SIMD_AVX512"
+	envAVX512GEMM = "GOMLX_SIMD_AVX512_GEMM"
+	envAVX2       = "GOMLX_SIMD_AVX2"
+	EnvKernels    = "AGENTRL_KERNELS"
 )
+
+// kernelEnvs are the backend's variables that choose a set, in the order Env writes them.
+var kernelEnvs = []string{envAVX512, envAVX512GEMM, envAVX2}
 
 // Env is the environment that makes a new process of this binary run set k.
 func (k KernelSet) Env() []string {
@@ -56,11 +65,13 @@ func (k KernelSet) Env() []string {
 		}
 		return "false"
 	}
-	return []string{envAVX512 + "=" + on(k == AVX512), envAVX2 + "=" + on(k == AVX512 || k == AVX2)}
+	return []string{envAVX512 + "=" + on(k == AVX512), envAVX512GEMM + "=" + on(k == AVX512GEMM),
+		envAVX2 + "=" + on(k == AVX512 || k == AVX512GEMM || k == AVX2)}
 }
 
 // KernelSets lists the sets this binary and this CPU can run, in the backend's order of
-// preference: AVX-512 and AVX2 only in a build with GOEXPERIMENT=simd on a CPU that has them.
+// preference: AVX-512 (and AVX-512 GEMM) and AVX2 only in a build with GOEXPERIMENT=simd on a
+// CPU that has them.
 func KernelSets() []KernelSet { return append(simdKernelSets(), Portable) }
 
 // ActiveKernels is the set the backend registered in this process: the first of KernelSets that
@@ -73,9 +84,18 @@ func ActiveKernels(getenv func(string) string) KernelSet {
 		}
 		return false
 	}
+	on := func(name string) bool {
+		switch strings.ToLower(getenv(name)) {
+		case "1", "true", "t", "yes", "on", "enabled":
+			return true
+		}
+		return false
+	}
 	for _, k := range KernelSets() {
 		switch {
 		case k == AVX512 && !off(envAVX512):
+			return k
+		case k == AVX512GEMM && on(envAVX512GEMM) && !off(envAVX2): // the backend's default is off
 			return k
 		case k == AVX2 && !off(envAVX2):
 			return k
@@ -130,7 +150,7 @@ func DefaultKernelCache() string {
 }
 
 // ChooseKernels decides which kernel set to run. In order: a choice carried in AGENTRL_KERNELS
-// (this process is the restart that applies one), GOMLX_SIMD_AVX512 / GOMLX_SIMD_AVX2 set by the
+// (this process is the restart that applies one), GOMLX_SIMD_AVX512 / _AVX512_GEMM / _AVX2 set by the
 // user, the only set there is, an earlier measurement of this CPU, GoMLX version and shape in the
 // cache, or a new measurement of every set (kept in the cache when every set could be measured).
 // It never fails: when nothing could be measured the active set runs, and the reason says why.
@@ -145,13 +165,13 @@ func ChooseKernels(o KernelOptions) KernelChoice {
 			return c
 		}
 	}
-	if v1, v2 := o.Getenv(envAVX512), o.Getenv(envAVX2); v1 != "" || v2 != "" {
-		var set []string
-		for _, kv := range [][2]string{{envAVX512, v1}, {envAVX2, v2}} {
-			if kv[1] != "" {
-				set = append(set, kv[0]+"="+kv[1])
-			}
+	var set []string
+	for _, name := range kernelEnvs {
+		if v := o.Getenv(name); v != "" {
+			set = append(set, name+"="+v)
 		}
+	}
+	if len(set) > 0 {
 		return KernelChoice{Set: active, Reason: fmt.Sprintf("%s kernels, as %s in the environment says", active, strings.Join(set, " "))}
 	}
 	sets := KernelSets()

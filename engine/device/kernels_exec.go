@@ -44,7 +44,7 @@ func KernelEnv(environ []string, set KernelSet, carried string) []string {
 	out := make([]string, 0, len(environ)+3)
 	for _, kv := range environ {
 		switch k, _, _ := strings.Cut(kv, "="); k {
-		case envAVX512, envAVX2, EnvKernels:
+		case envAVX512, envAVX512GEMM, envAVX2, EnvKernels:
 		default:
 			out = append(out, kv)
 		}

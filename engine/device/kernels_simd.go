@@ -11,7 +11,7 @@ const simdBuild = true
 func simdKernelSets() []KernelSet {
 	var s []KernelSet
 	if archsimd.X86.AVX512() {
-		s = append(s, AVX512)
+		s = append(s, AVX512, AVX512GEMM)
 	}
 	if archsimd.X86.AVX2() {
 		s = append(s, AVX2)

@@ -17,9 +17,10 @@ func TestKernelSetEnv(t *testing.T) {
 		k    KernelSet
 		want string
 	}{
-		{AVX512, "GOMLX_SIMD_AVX512=true GOMLX_SIMD_AVX2=true"},
-		{AVX2, "GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX2=true"},
-		{Portable, "GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX2=false"},
+		{AVX512, "GOMLX_SIMD_AVX512=true GOMLX_SIMD_AVX512_GEMM=false GOMLX_SIMD_AVX2=true"},
+		{AVX512GEMM, "GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX512_GEMM=true GOMLX_SIMD_AVX2=true"},
+		{AVX2, "GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX512_GEMM=false GOMLX_SIMD_AVX2=true"},
+		{Portable, "GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX512_GEMM=false GOMLX_SIMD_AVX2=false"},
 	} {
 		if got := strings.Join(tc.k.Env(), " "); got != tc.want {
 			t.Errorf("%s.Env() = %q; want %q", tc.k, got, tc.want)
@@ -33,7 +34,7 @@ func TestKernelSetEnv(t *testing.T) {
 		avail := KernelSets()
 		want := tc.k
 		for want != Portable && !contains(avail, want) {
-			want = map[KernelSet]KernelSet{AVX512: AVX2, AVX2: Portable}[want]
+			want = map[KernelSet]KernelSet{AVX512: AVX2, AVX512GEMM: AVX2, AVX2: Portable}[want]
 		}
 		if got := ActiveKernels(envOf(env)); got != want {
 			t.Errorf("ActiveKernels(%s.Env()) = %s; want %s (this CPU and build have %v)", tc.k, got, want, avail)
@@ -90,7 +91,7 @@ func TestChooseKernels(t *testing.T) {
 	}
 	cache := filepath.Join(t.TempDir(), "kernels.json")
 	var probed []KernelSet
-	fast := map[KernelSet]KernelTiming{AVX512: {AVX512, 60, 900}, AVX2: {AVX2, 57, 880}, Portable: {Portable, 19, 350}}
+	fast := map[KernelSet]KernelTiming{AVX512: {AVX512, 60, 900}, AVX512GEMM: {AVX512GEMM, 58, 870}, AVX2: {AVX2, 57, 880}, Portable: {Portable, 19, 350}}
 	probe := func(k KernelSet) (KernelTiming, error) {
 		probed = append(probed, k)
 		return fast[k], nil
@@ -185,13 +186,13 @@ func TestChooseKernels(t *testing.T) {
 
 // TestKernelEnv: a set's process gets the set's variables, and a choice only when one is carried.
 func TestKernelEnv(t *testing.T) {
-	in := []string{"HOME=/h", "GOMLX_SIMD_AVX512=false", "AGENTRL_KERNELS={}", "GOMLX_SIMD_AVX2=true", "X=1"}
+	in := []string{"HOME=/h", "GOMLX_SIMD_AVX512=false", "AGENTRL_KERNELS={}", "GOMLX_SIMD_AVX2=true", "GOMLX_SIMD_AVX512_GEMM=true", "X=1"}
 	got := strings.Join(KernelEnv(in, AVX2, ""), " ")
-	if want := "HOME=/h X=1 GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX2=true"; got != want {
+	if want := "HOME=/h X=1 GOMLX_SIMD_AVX512=false GOMLX_SIMD_AVX512_GEMM=false GOMLX_SIMD_AVX2=true"; got != want {
 		t.Errorf("KernelEnv(avx2) = %q; want %q", got, want)
 	}
 	got = strings.Join(KernelEnv(in, AVX512, `{"set":"avx512"}`), " ")
-	if want := `HOME=/h X=1 GOMLX_SIMD_AVX512=true GOMLX_SIMD_AVX2=true AGENTRL_KERNELS={"set":"avx512"}`; got != want {
+	if want := `HOME=/h X=1 GOMLX_SIMD_AVX512=true GOMLX_SIMD_AVX512_GEMM=false GOMLX_SIMD_AVX2=true AGENTRL_KERNELS={"set":"avx512"}`; got != want {
 		t.Errorf("KernelEnv(avx512, carried) = %q; want %q", got, want)
 	}
 }
