@@ -21,7 +21,7 @@ func cleanKernelEnv(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", dir)
-	for _, k := range []string{"GOMLX_SIMD_AVX512", "GOMLX_SIMD_AVX2", device.EnvKernels} {
+	for _, k := range append(device.KernelEnvNames(), device.EnvKernels) {
 		t.Setenv(k, "") // ChooseKernels reads "" as unset
 	}
 	t.Setenv("GOMLX_BACKEND", "go:ops_sequential")

@@ -57,6 +57,10 @@ const (
 // kernelEnvs are the backend's variables that choose a set, in the order Env writes them.
 var kernelEnvs = []string{envAVX512, envAVX512GEMM, envAVX2}
 
+// KernelEnvNames are the environment variables the Go backend reads at start-up to choose its
+// kernel set (what a test clears to start from the backend's default).
+func KernelEnvNames() []string { return append([]string{}, kernelEnvs...) }
+
 // Env is the environment that makes a new process of this binary run set k.
 func (k KernelSet) Env() []string {
 	on := func(b bool) string {
