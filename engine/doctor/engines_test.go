@@ -37,12 +37,17 @@ func TestEngines(t *testing.T) {
 			d.Failed, d.Err = remote.StepModel, fmt.Errorf("GET /get_model_info answers HTTP 404")
 		case "http://tok:1":
 			d.Failed, d.Err = remote.StepProbe, fmt.Errorf("13 tokens, not 12: %w", remote.ErrOtherTokenizer)
+		case "http://vok:1": // vLLM started on the weights folder
+			d.Model, d.Root, d.Tokens = "policy (/shared/policy)", "/shared/policy", len(ids)
+		case "http://vdir:1": // vLLM started elsewhere
+			d.Model, d.Root, d.Tokens = "policy (/srv/qwen3-4b)", "/srv/qwen3-4b", len(ids)
 		}
 		return d
 	}
 	r := defaults(t, func(r *recipes.Recipe) {
 		r.Rollout.Engines = []string{"sglang http://ok:1 OWN_KEY", "vllm http://down:1", "serve http://key:1", "serve http://nokey:1 UNSET_KEY",
-			"sglang http://kind:1", "sglang http://tok:1"}
+			"sglang http://kind:1", "sglang http://tok:1", "vllm http://vok:1", "vllm http://vdir:1"}
+		r.Rollout.Remote.WeightsDir = "/shared/policy"
 	})
 	rep := Run(context.Background(), Options{Recipe: r}, env)
 	if len(probeIDs) == 0 {
@@ -66,6 +71,9 @@ func TestEngines(t *testing.T) {
 		{"engine 4", Fail, "key failed", "export UNSET_KEY=the key the server was started with"},
 		{"engine 5", Fail, "model failed", "rollout.engines says sglang for this server: write its kind"},
 		{"engine 6", Fail, "probe failed", "start the server on the policy's folder"},
+		{"engine 7", OK, "vllm engine http://vok:1: reachable, key $AGENTRL_ENGINE_API_KEY accepted, serves policy (/shared/policy); tokenises", ""},
+		{"engine 8", Fail, "vllm engine http://vdir:1: reachable, key $AGENTRL_ENGINE_API_KEY accepted, serves policy (/srv/qwen3-4b); it would never load the run's updates",
+			"it was started on /srv/qwen3-4b, but the policy is written into /shared/policy (rollout.remote.weights_dir): vLLM's reload_weights re-reads the folder it was started on"},
 	} {
 		c, ok := rep.Find(tc.name)
 		if !ok {
@@ -77,12 +85,18 @@ func TestEngines(t *testing.T) {
 		}
 	}
 	if rep.CanRun {
-		t.Error("can_run with five engines failing; want not (a run probes every engine before its first rollout)")
+		t.Error("can_run with six engines failing; want not (a run probes every engine before its first rollout)")
 	}
 	var b strings.Builder
 	rep.Write(&b)
 	if !strings.Contains(b.String(), "Rollout engines (rollout.engines)\n  OK    engine 1") {
 		t.Errorf("report:\n%s\nwant a Rollout engines section, engine 1 first", b.String())
+	}
+
+	// A vLLM engine with rollout.remote.weights_dir left empty: the run would write beside its store.
+	rep = Run(context.Background(), Options{Recipe: defaults(t, func(r *recipes.Recipe) { r.Rollout.Engines = []string{"vllm http://vok:1"} })}, env)
+	if c, ok := rep.Find("engine 1"); !ok || c.Status != Fail || !strings.Contains(c.Fix, "set rollout.remote.weights_dir: /shared/policy") {
+		t.Errorf("vLLM with weights_dir empty: %+v; want a failure saying to set rollout.remote.weights_dir: /shared/policy", c)
 	}
 
 	// no engines: no section

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"agentrl/engine/remote/wire"
 )
 
 // ProbeText is the prompt every engine scores after a weight push (its token ids check the
@@ -40,6 +42,8 @@ type Diagnosis struct {
 	Err    error
 	// Model is the model it serves as it names it (model path, served name), once StepModel passed.
 	Model string
+	// Root is the folder a vLLM server says it was started on (/v1/models' root), "" otherwise.
+	Root string
 	// Tokens is the probe's length in tokens, once StepProbe passed (both tokenizers agree).
 	Tokens int
 }
@@ -83,7 +87,7 @@ func Diagnose(ctx context.Context, ep Endpoint, ids []int32, hc *http.Client) Di
 	case status/100 != 2:
 		return fail(StepModel, fmt.Errorf("GET %s answers HTTP %d: %s", path, status, short(strings.TrimSpace(string(body)))))
 	}
-	if d.Model, err = servedModel(ep.Kind, body); err != nil {
+	if d.Model, d.Root, err = servedModel(ep.Kind, body); err != nil {
 		return fail(StepModel, fmt.Errorf("GET %s: %w", path, err))
 	}
 	if ep.Kind == VLLM && e.c.ep.Model == "" {
@@ -117,39 +121,34 @@ func keyRefused(status int, ep Endpoint) error {
 
 // servedModel reads the model a server names: SGLang's (and serve's) model_path, with serve's
 // served_model_name; vLLM's first model id, with its root (the folder it loaded) when it differs.
-func servedModel(kind Kind, body []byte) (string, error) {
+func servedModel(kind Kind, body []byte) (name, root string, err error) {
 	if kind == VLLM {
-		var list struct {
-			Data []struct {
-				ID   string `json:"id"`
-				Root string `json:"root"`
-			} `json:"data"`
-		}
+		var list wire.ModelList
 		if err := json.Unmarshal(body, &list); err != nil || len(list.Data) == 0 || list.Data[0].ID == "" {
-			return "", errors.New("the reply lists no model (an OpenAI models list with data[0].id)")
+			return "", "", errors.New("the reply lists no model (an OpenAI models list with data[0].id)")
 		}
 		m := list.Data[0]
-		if m.Root != "" && m.Root != m.ID {
-			return m.ID + " (" + m.Root + ")", nil
+		if m.Root != nil && *m.Root != "" && *m.Root != m.ID {
+			return m.ID + " (" + *m.Root + ")", *m.Root, nil
 		}
-		return m.ID, nil
+		return m.ID, "", nil
 	}
 	var info struct {
 		ModelPath  string `json:"model_path"`
 		ServedName string `json:"served_model_name"`
 	}
 	if err := json.Unmarshal(body, &info); err != nil {
-		return "", fmt.Errorf("the reply is not SGLang's model info: %w", err)
+		return "", "", fmt.Errorf("the reply is not SGLang's model info: %w", err)
 	}
 	switch {
 	case info.ModelPath != "" && info.ServedName != "" && info.ServedName != info.ModelPath:
-		return info.ServedName + " (" + info.ModelPath + ")", nil
+		return info.ServedName + " (" + info.ModelPath + ")", "", nil
 	case info.ModelPath != "":
-		return info.ModelPath, nil
+		return info.ModelPath, "", nil
 	case info.ServedName != "":
-		return info.ServedName, nil
+		return info.ServedName, "", nil
 	}
-	return "", errors.New("the reply names no model_path")
+	return "", "", errors.New("the reply names no model_path")
 }
 
 // get sends GET path with the key and returns the status and the reply's first MiB. (SGLang and

@@ -206,24 +206,33 @@ func (f *Fleet) ResolveModels(ctx context.Context) error {
 }
 
 // CheckReloadFolders checks that each vLLM engine was started on dir, the folder the policy is
-// written into: its reload_weights re-reads the folder it was started on, so an engine on another
-// would pass the first probe (it serves the policy as it started) and then never load an update.
-// An engine that does not say where it started (no root) is left to the probes.
+// written into (ReloadFolderErr).
 func (f *Fleet) CheckReloadFolders(dir string) error {
+	for _, e := range f.engines {
+		if err := ReloadFolderErr(e.c.ep.Kind, e.root, dir); err != nil {
+			return fmt.Errorf("remote: %s %w", e.name(), err)
+		}
+	}
+	return nil
+}
+
+// ReloadFolderErr says why an engine of kind that was started on root ("" or relative: it did not
+// say) would never load the policy written into dir: vLLM's reload_weights re-reads the folder the
+// server was started on, so an engine on another passes the first probe (it serves the policy as it
+// started) and then never loads an update. nil for the other kinds, which are told the folder.
+func ReloadFolderErr(kind Kind, root, dir string) error {
+	if kind != VLLM || root == "" || !filepath.IsAbs(root) {
+		return nil
+	}
 	want, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
-	for _, e := range f.engines {
-		if e.c.ep.Kind != VLLM || e.root == "" || !filepath.IsAbs(e.root) {
-			continue
-		}
-		if filepath.Clean(e.root) != want {
-			return fmt.Errorf("remote: %s was started on %s, but the policy is written into %s (rollout.remote.weights_dir): vLLM's reload_weights re-reads the folder it was started on, so it would never load an update; start it on %s, or set rollout.remote.weights_dir: %s",
-				e.name(), e.root, want, want, e.root)
-		}
+	if filepath.Clean(root) == want {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("was started on %s, but the policy is written into %s (rollout.remote.weights_dir): vLLM's reload_weights re-reads the folder it was started on, so it would never load an update; start it on %s, or set rollout.remote.weights_dir: %s",
+		root, want, want, root)
 }
 
 func short(s string) string {
