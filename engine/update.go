@@ -129,7 +129,7 @@ func (c *Controller) batchMetrics(step int, trajs, dropped []*batch.Trajectory, 
 	if r.Hinter.Kind == "self" || r.Hinter.Kind == "openai" || r.PRM.Kind == "judge" {
 		metrics[event.MetricJudgeUnparsed] = float64(c.hints.Unparsed()) // replies with no usable \boxed{}
 	}
-	if c.gen == nil { // rollout.engines generated the step: their tokens over the rollout phase's time
+	if c.remote != nil { // the engines generated the step (a local engine kept for a judge did not): their tokens over the rollout phase's time
 		metrics[event.MetricTokensPerSecond] = float64(c.remoteTok) / max(c.phases[event.PhaseRollout], 1e-9)
 		return
 	}

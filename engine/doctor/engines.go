@@ -77,25 +77,12 @@ func (d *doc) engines(ctx context.Context) {
 		if ids == nil {
 			probe = noProbe[2:]
 		}
-		if err := reloadFolder(specs[i].Kind, g.Root, r.Rollout.Remote.WeightsDir); err != nil {
+		if err := remote.ReloadFolderErr(remote.Kind(specs[i].Kind), g.Root, r.Rollout.Remote.WeightsDir); err != nil {
 			d.add(SecEngines, name, Fail, fmt.Sprintf("%s: reachable, %s, serves %s; it would never load the run's updates", g.Engine, key, g.Model), "it "+err.Error())
 			continue
 		}
 		d.add(SecEngines, name, OK, fmt.Sprintf("%s: reachable, %s, serves %s; %s", g.Engine, key, g.Model, probe), "")
 	}
-}
-
-// reloadFolder says why an engine that was started on root would never load the updates written
-// into weightsDir (rollout.remote.weights_dir; "": engines/RUN beside the run's store, a folder no
-// server was started on), nil when it would (remote.ReloadFolderErr).
-func reloadFolder(kind, root, weightsDir string) error {
-	if weightsDir == "" {
-		if err := remote.ReloadFolderErr(remote.Kind(kind), root, "/"); err != nil {
-			return fmt.Errorf("was started on %s, and with rollout.remote.weights_dir empty the policy is written into engines/RUN beside the run's store: vLLM's reload_weights re-reads the folder it was started on, so it would never load an update; set rollout.remote.weights_dir: %s", root, root)
-		}
-		return nil
-	}
-	return remote.ReloadFolderErr(remote.Kind(kind), root, weightsDir)
 }
 
 // engineFix is what to do about an engine that failed a step.

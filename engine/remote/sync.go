@@ -217,12 +217,17 @@ func (f *Fleet) CheckReloadFolders(dir string) error {
 }
 
 // ReloadFolderErr says why an engine of kind that was started on root ("" or relative: it did not
-// say) would never load the policy written into dir: vLLM's reload_weights re-reads the folder the
-// server was started on, so an engine on another passes the first probe (it serves the policy as it
-// started) and then never loads an update. nil for the other kinds, which are told the folder.
+// say) would never load the policy written into dir (rollout.remote.weights_dir; "": engines/RUN
+// beside the run's store, a folder no server was started on): vLLM's reload_weights re-reads the
+// folder the server was started on, so an engine on another passes the first probe (it serves the
+// policy as it started) and then never loads an update. nil for the other kinds, which are told
+// the folder.
 func ReloadFolderErr(kind Kind, root, dir string) error {
 	if kind != VLLM || root == "" || !filepath.IsAbs(root) {
 		return nil
+	}
+	if dir == "" {
+		return fmt.Errorf("was started on %s, and with rollout.remote.weights_dir empty the policy is written into engines/RUN beside the run's store: vLLM's reload_weights re-reads the folder it was started on, so it would never load an update; set rollout.remote.weights_dir: %s", root, root)
 	}
 	want, err := filepath.Abs(dir)
 	if err != nil {

@@ -68,7 +68,9 @@ type Config struct {
 	Compiles *compiles.Counter
 }
 
-func (c *Config) fill() error {
+// fill takes the defaults of the fields left zero; onCPU: the model runs on the Go backend
+// (DefaultChunks).
+func (c *Config) fill(onCPU bool) error {
 	if c.Slots <= 0 {
 		c.Slots = 8
 	}
@@ -87,7 +89,7 @@ func (c *Config) fill() error {
 		return fmt.Errorf("rollout: the largest bucket %d must equal MaxLen %d", c.Buckets[len(c.Buckets)-1], c.MaxLen)
 	}
 	if len(c.Chunks) == 0 {
-		c.Chunks = DefaultChunks(true)
+		c.Chunks = DefaultChunks(onCPU)
 	}
 	c.Chunks = append([]int{1}, c.Chunks...)
 	slices.Sort(c.Chunks)
@@ -281,10 +283,7 @@ func onGoBackend(b compute.Backend) bool {
 
 // New compiles the step functions for every (chunk, bucket) pair and allocates the caches.
 func New(m *model.Model, cfg Config) (*Generator, error) {
-	if len(cfg.Chunks) == 0 {
-		cfg.Chunks = DefaultChunks(onGoBackend(m.Backend))
-	}
-	if err := cfg.fill(); err != nil {
+	if err := cfg.fill(onGoBackend(m.Backend)); err != nil {
 		return nil, err
 	}
 	cfg.TopKMax = min(cfg.TopKMax, m.Config.VocabSize)
@@ -514,11 +513,11 @@ func (g *Generator) Open(ctx context.Context) (*Session, error) {
 	} else if len(g.free) > 0 {
 		id := g.free[0]
 		g.free = g.free[1:]
-		s := g.hold(id, ticketOf(ctx))
+		s := g.hold(id, TicketOf(ctx))
 		g.mu.Unlock()
 		return s, nil
 	} else {
-		w.ticket = ticketOf(ctx)
+		w.ticket = TicketOf(ctx)
 		g.waiters = append(g.waiters, w)
 	}
 	g.mu.Unlock()
@@ -664,11 +663,8 @@ func (g *Generator) settleClosed() {
 	}
 }
 
-// ticketOf is the context's ticket (WithTicket), -1 without one.
 // TicketOf is the lockstep ticket ctx carries (WithTicket), -1 when none.
-func TicketOf(ctx context.Context) int64 { return ticketOf(ctx) }
-
-func ticketOf(ctx context.Context) int64 {
+func TicketOf(ctx context.Context) int64 {
 	if t, ok := ctx.Value(ticketKey{}).(int64); ok {
 		return t
 	}
