@@ -28,7 +28,7 @@ test: build
 	eval "$$kenv"; \
 	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./..."; \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
-	cd third_party/compute && $(GO) test -count=1 -run 'Transpose|BroadcastRuns|ReduceSumRuns|DotGeneral|AsmKernel|AsmDot|AVX2HalfSmall|SIMDBinary|ExpSlice|LogisticSlice|SoftmaxLastAxis|VectorState|VectorLoops|FeedWorkItems|LargeSplit|SmallHalfStays|TestClear|SliceRuns|PadRuns|HeldBytes|BucketLen|SaturateFromFullPool|PanelToOutput|LargePool|FreedLargeBuffers|ParallelElementwise|AVX2RouterAVX512GEMM' ./internal/gobackend/ ./internal/gobackend/ops/ ./internal/gobackend/workerspool/ ./internal/vectorstate/ ./internal/gobackend/dot/ ./internal/gobackend/dot/matmul/ ./internal/fastmath/ ./internal/gobackend/fusedops/
+	cd third_party/compute && $(GO) test -count=1 -run 'Transpose|BroadcastRuns|ReduceSumRuns|DotGeneral|AsmKernel|AsmDot|AVX2HalfSmall|SIMDBinary|ExpSlice|LogisticSlice|SoftmaxLastAxis|VectorState|VectorLoops|FeedWorkItems|LargeSplit|SmallHalfStays|TestClear|SliceRuns|PadRuns|HeldBytes|BucketLen|SaturateFromFullPool|PanelToOutput|LargePool|FreedLargeBuffers|ParallelElementwise|AVX2RouterAVX512GEMM|RowMaxVector' ./internal/gobackend/ ./internal/gobackend/ops/ ./internal/gobackend/workerspool/ ./internal/vectorstate/ ./internal/gobackend/dot/ ./internal/gobackend/dot/matmul/ ./internal/fastmath/ ./internal/gobackend/fusedops/
 	# third_party/compute must be gomlx/compute as published plus the recorded patch series.
 	third_party/patches.sh check
 

@@ -15,7 +15,8 @@ import (
 // (ops in order), and these loops ran on one thread while the others waited: at Qwen3's 151,936
 // words a training step makes about twenty passes over each chunk's [tokens, vocabulary] logits,
 // a sixth of a 4-layer 0.6B-width update. Each element is computed by the same loop as before, so
-// results are bit-identical; only which thread computes which contiguous range changes.
+// results are bit-identical; only which thread computes which contiguous range changes. Patch 28:
+// ReduceMax's rows through rowMaxVector, bit-identical to the scalar loop.
 
 // parallelElementsFrom is the smallest pass split across threads: 1M float32 (4 MiB), far above
 // what a goroutine's start costs (a pass of this size takes about 100 µs on one thread).
@@ -73,6 +74,12 @@ func reduceLastAxisFloat32(op compute.OpType, operand, output *gobackend.Buffer,
 			row := in[r*n : (r+1)*n]
 			if op == compute.OpTypeReduceMax {
 				acc := dtypes.Float32.LowestValue().(float32)
+				if haveSIMDFloat32 {
+					if m, ok := rowMaxVector(row, acc); ok {
+						out[r] = m
+						continue
+					}
+				}
 				for _, v := range row {
 					acc = max(acc, v)
 				}

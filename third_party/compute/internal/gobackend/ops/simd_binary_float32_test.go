@@ -103,3 +103,70 @@ func BenchmarkBinaryFloat32(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*s.Size()), "ns/elem")
 	})
 }
+
+// TestRowMaxVector (agentrl patch 28) holds ReduceMax's vector row loop to the scalar one bit for
+// bit: rows of every length around the 32-element unrolling, of normal values, of values with NaN,
+// infinities, signed zeros and subnormals, all zeros of either sign, all −∞, and a NaN only in the
+// tail. Where rowMaxVector declines (NaN, a zero maximum) the caller's scalar loop runs; where it
+// answers, the answer must be the scalar loop's.
+func TestRowMaxVector(t *testing.T) {
+	if !haveSIMDFloat32 {
+		t.Skip("the vector loops are not built or the CPU lacks AVX2")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	nan, negZero := float32(math.NaN()), float32(math.Copysign(0, -1))
+	special := []float32{nan, float32(math.Inf(1)), float32(math.Inf(-1)), 0, negZero, 1e-42, -3e-39, math.MaxFloat32, -math.MaxFloat32}
+	lowest := dtypes.Float32.LowestValue().(float32)
+	scalar := func(row []float32) float32 {
+		acc := lowest
+		for _, v := range row {
+			acc = max(acc, v)
+		}
+		return acc
+	}
+	fill := func(n int, f func(i int) float32) []float32 {
+		row := make([]float32, n)
+		for i := range row {
+			row[i] = f(i)
+		}
+		return row
+	}
+	var rows [][]float32
+	for _, n := range []int{0, 1, 7, 31, 32, 33, 63, 64, 65, 100, 1000} {
+		rows = append(rows,
+			fill(n, func(int) float32 { return float32(rng.NormFloat64()) }),
+			fill(n, func(int) float32 { return -float32(rng.ExpFloat64()) }),
+			fill(n, func(int) float32 {
+				if rng.IntN(6) == 0 {
+					return special[rng.IntN(len(special))]
+				}
+				return float32(rng.NormFloat64())
+			}),
+			fill(n, func(i int) float32 { return []float32{0, negZero}[rng.IntN(2)] }),
+			fill(n, func(int) float32 { return float32(math.Inf(-1)) }),
+			fill(n, func(i int) float32 {
+				if i == n-1 && n%32 != 0 {
+					return nan
+				}
+				return -1
+			}))
+	}
+	answered := 0
+	for k, row := range rows {
+		want := scalar(row)
+		got, ok := rowMaxVector(row, lowest)
+		if !ok {
+			if want == want && want != 0 {
+				t.Errorf("row %d (%d values): declined, but the maximum %v is neither NaN nor zero", k, len(row), want)
+			}
+			continue
+		}
+		answered++
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Errorf("row %d (%d values): %v (%#x); the scalar loop gives %v (%#x)", k, len(row), got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+	}
+	if answered < len(rows)/2 {
+		t.Errorf("the vector loop answered %d rows of %d", answered, len(rows))
+	}
+}

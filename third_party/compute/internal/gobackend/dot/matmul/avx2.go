@@ -19,7 +19,7 @@ var (
 	AVX2ParamsFloat32 = CacheParams{
 		LHSL1KernelRows:      4,   // Mr: Uses 4 YMM registers for accumulation rows, this number must be a multiple of 4
 		RHSL1KernelCols:      16,  // Nr: Uses 2 YMM registers for accumulation cols, each holds 8 values
-		PanelContractingSize: 128, // Kc: A strip fits in L1 cache
+		PanelContractingSize: 256, // Kc: agentrl patch 28: 256, not 128 (see PATCHES.md)
 		LHSPanelCrossSize:    24,  // Mc: Fits in L2 cache (multiple of LHSL1KernelRows)
 		RHSPanelCrossSize:    512, // Nc: Fits in L3 cache (multiple of RHSL1KernelCols)
 	}
