@@ -227,6 +227,24 @@ func (n *Net) Logits(hidden *Node) *Node {
 	return ConvertDType(n.linear(hidden, n.lmHead(), ""), dtypes.Float32)
 }
 
+// HeadParam is the vocabulary projection's parameter node as bound (the tied embedding or
+// lm_head.weight, before any cast), and whether Logits is its plain product: no LoRA adapter on
+// it, so LogitsWith(hidden, HeadParam) is Logits(hidden).
+func (n *Net) HeadParam() (p *Node, plain bool) {
+	_, adapted := n.params[LoRAName(n.lmHead(), "A")]
+	return n.params[n.lmHead()], !adapted
+}
+
+// LogitsWith is Logits through the given projection weight [V, H] (cast to the compute dtype
+// here), without the head's LoRA adapter: the trainer's head passes the weight through a
+// StopGradient or its own custom gradient.
+func (n *Net) LogitsWith(hidden, weight *Node) *Node {
+	if weight.DType() != n.Compute {
+		weight = ConvertDType(weight, n.Compute)
+	}
+	return ConvertDType(DotGeneral(hidden, []int{hidden.Rank() - 1}, nil, weight, []int{1}, nil), dtypes.Float32)
+}
+
 // TokenLogProbs returns log p(targets[b,t] | hidden[b,t]) as [B, T] float32, and the argmax token
 // [B, T] int32. The vocabulary projection runs over chunks of at most chunk positions, so the
 // float32 [B, chunk, V] logits of one chunk are the largest temporary (never [B, T, V]). The

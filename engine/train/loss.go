@@ -4,6 +4,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads like the math
+	"github.com/gomlx/gomlx/support/exceptions"
 
 	"agentrl/engine/model"
 )
@@ -175,14 +176,25 @@ func TokenStats(net *model.Net, hidden, targets *Node, chunk int, withEntropy, c
 //
 // Each chunk's gradient with respect to its logits (chunkStats's closed form) is computed once, in
 // x's custom gradient, which autodiff reaches first (x's identity is built after the chunks), and
-// handed to the chunk's own custom gradient for the projection's weight (headGrad.pending): the
-// backward pass of the product runs twice, once for the hidden states and once for the weight, the
-// softmax's gradient once. With checkpoint the chunk's logits are recomputed there from its hidden
+// used there for the projection's weight too (headWeightGrad: the products summed chunk by chunk),
+// or, with a LoRA adapter on the head or a frozen head, handed to the chunk's own custom gradient
+// (headGrad.pending): the backward pass of the product runs twice, once for the hidden states and
+// once for the weight, the softmax's gradient once. With checkpoint the chunk's logits are recomputed there from its hidden
 // states, the only [B, C, V] buffers the backward holds at a time.
 func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withEntropy, checkpoint bool) (logp, entropy *Node) {
 	g := hidden.Graph()
 	b, t, h := hidden.Shape().Dim(0), hidden.Shape().Dim(1), hidden.Shape().Dim(2)
 	dt := hidden.DType()
+	// The projection's weight gradient summed in the chunks' own pass (see headWeightGrad) when the
+	// weight is trained and its logits are the plain product; else autodiff's, chunk by chunk.
+	w, plain := net.HeadParam()
+	var hw *headWeightGrad
+	logits := net.Logits
+	if plain && !net.Config.LoRA.Enabled() {
+		hw = newHeadWeightGrad(w)
+		stopped := StopGradient(w)
+		logits = func(x *Node) *Node { return net.LogitsWith(x, stopped) }
+	}
 	x := Concatenate([]*Node{ConvertDType(hidden, dtypes.Float32), Zeros(g, shapes.Make(dtypes.Float32, b, t, 2))}, -1)
 	hs := ConvertDType(SliceAxis(StopGradient(x), -1, AxisRange(0, h)), dt)
 	type headChunk struct {
@@ -199,7 +211,7 @@ func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withE
 		if checkpoint {
 			in = hc.Checkpoint()
 		}
-		lp, ent, hg := chunkStatsGrad(net.Logits(in), SliceAxis(targets, 1, AxisRange(start, end)), withEntropy)
+		lp, ent, hg := chunkStatsGrad(logits(in), SliceAxis(targets, 1, AxisRange(start, end)), withEntropy)
 		if checkpoint {
 			lp = lp.StopCheckpoint()
 			if ent != nil {
@@ -215,20 +227,24 @@ func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withE
 			at := func(col int) *Node {
 				return Slice(dx, AxisRange(), AxisRange(c.start, c.end), AxisRange(h+col, h+col+1)) // [B, n, 1]
 			}
-			logits, st := c.grad.logits, c.grad.fwd
+			z, st := c.grad.logits, c.grad.fwd
 			if checkpoint {
-				logits = net.Logits(c.h)
-				st = newSoftmaxStats(logits)
+				z = logits(c.h)
+				st = newSoftmaxStats(z)
 			}
 			var dent *Node
 			if withEntropy {
 				dent = at(1)
 			}
 			dz := c.grad.dLogits(st, at(0), dent)
+			if hw != nil {
+				dhs[i] = hw.add(net, c.h, dz)
+				continue
+			}
 			c.grad.pending = dz
 			// The product's gradient for this chunk's hidden states at dz: autodiff of the projection
 			// alone, reached through an identity whose gradient is dz whatever arrives.
-			y := IdentityWithCustomGradient(logits, func(_, _ *Node) *Node { return dz })
+			y := IdentityWithCustomGradient(z, func(_, _ *Node) *Node { return dz })
 			dhs[i] = ConvertDType(Gradient(ReduceAllSum(y), c.h)[0], dtypes.Float32)
 		}
 		return Concatenate([]*Node{Concatenate(dhs, 1), Zeros(g, shapes.Make(dtypes.Float32, b, t, 2))}, -1)
@@ -236,10 +252,61 @@ func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withE
 	slots := SliceAxis(xg, -1, AxisRange(h, h+2))
 	zero := Sub(slots, StopGradient(slots)) // [B, T, 2], zero in value
 	logp = Add(Concatenate(lps, 1), Reshape(SliceAxis(zero, -1, AxisRange(0, 1)), b, t))
+	if hw != nil {
+		logp = hw.attach(logp)
+	}
 	if withEntropy {
 		entropy = Add(Concatenate(ents, 1), Reshape(SliceAxis(zero, -1, AxisRange(1, 2)), b, t))
 	}
 	return logp, entropy
+}
+
+// headWeightGrad sums the vocabulary projection's weight gradient over the chunks as the hidden
+// states' custom gradient reaches each chunk, so that each chunk's logits gradient (a [B, C, V]
+// buffer) is used and freed at once. Left to autodiff, the weight reached every chunk's product
+// through its own use and autodiff summed the contributions at the end: every chunk's logits
+// gradient stayed alive until then, and every chunk's [V, H] product with it (637 MB each for
+// Qwen3's 151,936 × 1,024 in float32, five at once in an 8 × 256 micro-step). Here the chunks
+// read the weight through a StopGradient, and the weight's one other use in the head is an
+// identity (created before the chunks, so autodiff reaches it after the hidden states' custom
+// gradient has summed the products) whose gradient is the sum, joined to the log-probs by a
+// term that is zero in value.
+type headWeightGrad struct {
+	w, id *Node // the parameter and its identity with the summed gradient
+	sum   *Node // the chunks' products so far, in chunk order
+}
+
+func newHeadWeightGrad(w *Node) *headWeightGrad {
+	hw := &headWeightGrad{w: w}
+	hw.id = IdentityWithCustomGradient(w, func(_, _ *Node) *Node {
+		if hw.sum == nil {
+			exceptions.Panicf("train: the head's weight gradient was asked for before the hidden states' (autodiff's order changed?)")
+		}
+		return hw.sum
+	})
+	return hw
+}
+
+// add adds one chunk's weight gradient at its logits gradient dz, and returns the chunk's
+// hidden-state gradient (float32): both from autodiff of the chunk's projection through the
+// parameter itself, reached through an identity whose gradient is dz.
+func (hw *headWeightGrad) add(net *model.Net, h, dz *Node) *Node {
+	y := IdentityWithCustomGradient(net.LogitsWith(h, hw.w), func(_, _ *Node) *Node { return dz })
+	grads := Gradient(ReduceAllSum(y), h, hw.w)
+	if hw.sum == nil {
+		hw.sum = grads[1]
+	} else {
+		hw.sum = Add(hw.sum, grads[1])
+	}
+	return ConvertDType(grads[0], dtypes.Float32)
+}
+
+// attach returns logp plus a zero that depends on the weight's identity (one element of it,
+// minus itself), so that the loss's gradient reaches the identity.
+func (hw *headWeightGrad) attach(logp *Node) *Node {
+	one := Reshape(Slice(hw.id, AxisRange(0, 1), AxisRange(0, 1)))
+	zero := ConvertDType(Sub(one, StopGradient(one)), logp.DType())
+	return Add(logp, zero)
 }
 
 // chunkStats computes, for logits [B, C, V] float32 and targets [B, C], the target log-prob
