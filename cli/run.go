@@ -216,7 +216,7 @@ func execute(env Env, l engine.Launch, tensorboard string) error {
 	select {
 	case aborted = <-st.aborted:
 	case err = <-done:
-		if st.abortingNow() { // a second signal came as the run ended: it still aborts
+		if st.endOrAbort() { // a second signal came as the run ended: it still aborts
 			aborted = <-st.aborted
 		}
 	}

@@ -74,6 +74,7 @@ type stopper struct {
 	mu       sync.Mutex
 	first    os.Signal
 	aborting bool   // a second signal came: the process ends with aborted's status, whatever else ends
+	ended    bool   // the run ended first and is being closed: a later signal changes nothing
 	said     string // what abort did
 }
 
@@ -81,6 +82,12 @@ type stopper struct {
 func (s *stopper) watch() {
 	for sig := range s.sigs {
 		s.mu.Lock()
+		if s.ended {
+			// The run had ended when this signal was taken, and its session is being closed: an
+			// abort now would close the store under the closing (and record nothing true).
+			s.mu.Unlock()
+			continue
+		}
 		first := s.first == nil
 		if first {
 			s.first = sig
@@ -102,10 +109,16 @@ func (s *stopper) watch() {
 	}
 }
 
-// abortingNow reports whether a second signal came.
-func (s *stopper) abortingNow() bool {
+// endOrAbort is called when the run has ended: it reports whether a second signal came (the run
+// aborts: wait for aborted), and otherwise marks the run ended, so that a signal taken from now on
+// leaves the closing to the caller. Without the mark, a second signal taken just after the check
+// aborted, and closed the store, while the caller closed it too.
+func (s *stopper) endOrAbort() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.aborting {
+		s.ended = true
+	}
 	return s.aborting
 }
 
