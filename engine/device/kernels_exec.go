@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -41,11 +42,9 @@ func goBackend(req Request, env Env) bool {
 // GOMLX_SIMD_* variables in place of any there were, and carried (a KernelChoice as JSON) in
 // AGENTRL_KERNELS when it is not empty, else no AGENTRL_KERNELS at all.
 func KernelEnv(environ []string, set KernelSet, carried string) []string {
-	out := make([]string, 0, len(environ)+3)
+	out := make([]string, 0, len(environ)+len(kernelEnvs)+1)
 	for _, kv := range environ {
-		switch k, _, _ := strings.Cut(kv, "="); k {
-		case envAVX512, envAVX512GEMM, envAVX2, EnvKernels:
-		default:
+		if k, _, _ := strings.Cut(kv, "="); k != EnvKernels && !slices.Contains(kernelEnvs, k) {
 			out = append(out, kv)
 		}
 	}
