@@ -401,8 +401,11 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 		}
 	}
 	emit(event.RunStart{RunID: o.RunID, Name: o.Name, Recipe: "sft --data " + o.Data, TotalSteps: steps, Backend: o.Backend.Name(), Model: o.Init, Kind: store.KindSFT})
-	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch); nll before: train %.4f%s\n", steps, most, perEpoch, res.TrainBefore, heldoutText(len(held), res.HeldoutBefore))
-	m0 := map[event.Metric]float64{event.MetricLoss: res.TrainBefore}
+	fmt.Fprintf(o.Log, "sft: %d steps of up to %d conversations (%d an epoch)%s\n", steps, most, perEpoch, nllText("; nll before:", o.skipTrainNLL, len(held), res.TrainBefore, res.HeldoutBefore))
+	m0 := map[event.Metric]float64{}
+	if !o.skipTrainNLL {
+		m0[event.MetricLoss] = res.TrainBefore
+	}
 	if len(held) > 0 {
 		m0[event.MetricEvalLoss] = res.HeldoutBefore
 	}
@@ -509,7 +512,9 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 			return nil, err
 		}
 	}
-	fmt.Fprintf(o.Log, "sft: nll after: train %.4f%s\n", res.TrainAfter, heldoutText(len(held), res.HeldoutAfter))
+	if text := nllText("sft: nll after:", o.skipTrainNLL, len(held), res.TrainAfter, res.HeldoutAfter); text != "" {
+		fmt.Fprintln(o.Log, text)
+	}
 	if o.Out != "" {
 		if err := writeOut(&o, m, &ck, steps, saveAs, emit); err != nil {
 			return nil, err
@@ -778,11 +783,18 @@ func copyTokenizer(from, to string) error {
 	return nil
 }
 
-// heldoutText is the held-out set's part of a log line: its nll, or that there is none (the
-// Curves pane's eval_loss needs one).
-func heldoutText(held int, nll float64) string {
-	if held == 0 {
-		return ", no held-out set (--heldout-share above 0 gives one, and the eval_loss curve)"
+// nllText is the log's mean NLL over the training conversations and the held-out ones after
+// prefix, or "" where neither was measured (the demonstrations' SFT, which holds none out and skips
+// the pass over all its conversations: its steps' own NLL is what it shows). Without a held-out set
+// it says how to get one, which the Curves pane's eval_loss needs.
+func nllText(prefix string, skipTrain bool, held int, train, heldout float64) string {
+	switch {
+	case skipTrain && held == 0:
+		return ""
+	case skipTrain:
+		return fmt.Sprintf("%s held-out %.4f", prefix, heldout)
+	case held == 0:
+		return fmt.Sprintf("%s train %.4f, no held-out set (--heldout-share above 0 gives one, and the eval_loss curve)", prefix, train)
 	}
-	return fmt.Sprintf(" held-out %.4f", nll)
+	return fmt.Sprintf("%s train %.4f held-out %.4f", prefix, train, heldout)
 }

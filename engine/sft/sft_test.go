@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -81,6 +82,11 @@ func TestSFTHintedDemonstrations(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "20 demonstrations (20 with a bridge thought, 0 judging an attempt)") {
 		t.Errorf("log:\n%s", log.String())
+	}
+	// It measures no NLL over all its conversations and holds none out: the log shows the steps'
+	// NLL and claims no other (it once printed "nll before: train 0.0000" and a flag it lacks).
+	if got := log.String(); strings.Contains(got, "nll before") || strings.Contains(got, "nll after") || strings.Contains(got, "--heldout-share") {
+		t.Errorf("the log claims an NLL it did not measure:\n%s", got)
 	}
 }
 
@@ -198,6 +204,61 @@ func TestSFTContinuesFromInit(t *testing.T) {
 	err = Run(context.Background(), Options{Recipe: r, Backend: backend, Out: t.TempDir(), Examples: 10, Steps: 1, Batch: 2, Init: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "--init") {
 		t.Errorf("an init folder without a model: %v; want an error naming --init and the folder", err)
+	}
+}
+
+// TestSFTIsReproducible: `make builtin` ships what its commands write, so a stage must be a
+// function of its seed and the stage before. The same options write the same files byte for byte
+// (tokenizer trained afresh, then a continuation with hinted and judging examples), on one thread
+// as on GOMAXPROCS (the products split their outputs among workers, never a sum), and
+// another seed writes other weights.
+func TestSFTIsReproducible(t *testing.T) {
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile(filepath.Join("..", "..", "recipes", "prm-builtin.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, _ := device.NewGo(device.GoConfig)
+	read := func(dir, name string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	sequential, _ := device.NewGo(device.GoSequentialConfig)
+	stage := func(seed uint64, init string, oneThread bool) string {
+		t.Helper()
+		b := backend
+		if oneThread { // the ops one at a time, each product on one worker
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			b = sequential
+		}
+		out := filepath.Join(t.TempDir(), "stage")
+		o := Options{Recipe: r, Backend: b, Out: out, Examples: 24, Vocab: 300, Hidden: 32, Layers: 1, Steps: 3, Batch: 2, Seed: seed, Log: io.Discard}
+		if init != "" {
+			o.Init, o.HintShare, o.JudgeShare, o.JudgeTemplate = init, 0.5, 0.5, string(tmpl)
+		}
+		if err := Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	base1, base2 := stage(7, "", false), stage(7, "", true)
+	next1, next2 := stage(9, base1, true), stage(9, base2, false)
+	for _, pair := range [][2]string{{base1, base2}, {next1, next2}} {
+		for _, name := range []string{"model.safetensors", "tokenizer.json", "config.json"} {
+			if !bytes.Equal(read(pair[0], name), read(pair[1], name)) {
+				t.Errorf("%s: the same stage run twice wrote different files", name)
+			}
+		}
+	}
+	if bytes.Equal(read(stage(8, base1, false), "model.safetensors"), read(next1, "model.safetensors")) {
+		t.Error("seeds 8 and 9 wrote the same weights; want the seed to choose the examples and their order")
 	}
 }
 
