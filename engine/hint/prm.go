@@ -94,7 +94,8 @@ func (j *GenJudge) Reply(ctx context.Context, prompt string, seed uint64) (strin
 }
 
 // EndpointJudge is a PRM served elsewhere (prm.endpoint): one chat request per reply, each
-// bounded by Timeout and tried Retries more times after a failure, with a short pause between.
+// bounded by Timeout and tried Retries more times after a failure, with a short pause between
+// (not after a refusal a retry would meet again: a 4xx other than 408 and 429).
 // A reply that failed every try is ErrUnjudged: the step goes on without it.
 type EndpointJudge struct {
 	Client      retool.OpenAI
@@ -145,6 +146,10 @@ func (j *EndpointJudge) Reply(ctx context.Context, prompt string, _ uint64) (str
 			return "", ctx.Err()
 		}
 		last = err
+		var status *retool.StatusError
+		if errors.As(err, &status) && !status.Retryable() { // the same request would be refused again
+			return "", fmt.Errorf("%w: %v", ErrUnjudged, err)
+		}
 	}
 	return "", fmt.Errorf("%w: %d tries: %v", ErrUnjudged, j.Retries+1, last)
 }
@@ -156,7 +161,7 @@ func NewEndpointJudge(r *recipes.Recipe, tok *tokenizer.Tokenizer) *EndpointJudg
 	if p.APIKeyEnv != "" {
 		key = os.Getenv(p.APIKeyEnv)
 	}
-	return &EndpointJudge{Client: retool.OpenAI{Endpoint: p.Endpoint, Model: p.Model, APIKey: key, Client: &http.Client{}},
+	return &EndpointJudge{Client: retool.OpenAI{Endpoint: p.Endpoint, Model: p.Model, APIKey: key, Client: &http.Client{}, Section: "prm"},
 		Tok: tok, MaxNew: p.MaxNewTokens, Temperature: p.Temperature, MaxInput: r.PRMInputTokens(), Timeout: p.Timeout, Retries: p.Retries}
 }
 

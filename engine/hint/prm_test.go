@@ -182,3 +182,46 @@ func TestEndpointJudgeRetries(t *testing.T) {
 		t.Errorf("a cancelled step: err %v; want the context's error, not unjudged", err)
 	}
 }
+
+// A refusal that a retry would meet again (a 4xx other than 408 and 429) is not retried, and its
+// error names the PRM's fields, not the hinter's; a 429 or 5xx is tried Retries more times.
+func TestEndpointJudgeRefusalNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		status    int
+		body      string
+		calls     int64
+		errHas    []string
+		errHasNot string
+	}{
+		{"context length", http.StatusBadRequest, `{"error":{"message":"This model's maximum context length is 1023 tokens","code":"context_length_exceeded"}}`, 1,
+			[]string{"400", "context_length_exceeded", "prm.max_input_tokens"}, "hinter."},
+		{"unknown model", http.StatusNotFound, `{"error":{"message":"no such model"}}`, 1, []string{"404", "prm.endpoint", "prm.model"}, "hinter."},
+		{"bad key", http.StatusUnauthorized, `{"error":{"message":"bad key"}}`, 1, []string{"401", "prm.api_key_env"}, "hinter."},
+		{"rate limited", http.StatusTooManyRequests, `{"error":{"message":"slow down"}}`, 3, []string{"3 tries", "429"}, ""},
+		{"server failed", http.StatusBadGateway, `upstream down`, 3, []string{"3 tries", "502"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				http.Error(w, tc.body, tc.status)
+			}))
+			defer srv.Close()
+			j := &EndpointJudge{Client: retool.OpenAI{Endpoint: srv.URL + "/v1", Model: "judge", Client: &http.Client{}, Section: "prm"}, MaxNew: 16,
+				Timeout: time.Second, Retries: 2, Pause: time.Millisecond}
+			_, err := j.Reply(context.Background(), "judge this", 1)
+			if !errors.Is(err, ErrUnjudged) || calls.Load() != tc.calls {
+				t.Fatalf("err %v after %d requests; want ErrUnjudged after %d", err, calls.Load(), tc.calls)
+			}
+			for _, want := range tc.errHas {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q; want it to name %q", err, want)
+				}
+			}
+			if tc.errHasNot != "" && strings.Contains(err.Error(), tc.errHasNot) {
+				t.Errorf("error %q names %q: the PRM's endpoint has prm.* fields", err, tc.errHasNot)
+			}
+		})
+	}
+}

@@ -44,6 +44,24 @@ type OpenAI struct {
 	// Unparsed, when not nil, is incremented for every reply that gave no usable hint or score
 	// (see ParseJudgeHint and ParseJudgeScore); a caller reports it as a metric.
 	Unparsed *atomic.Int64
+	// Section is the recipe section whose fields the errors name: "hinter" (also when empty)
+	// for the hinter's judge, "prm" for the model PRM's endpoint.
+	Section string
+}
+
+// field names a recipe field of the client's section: its endpoint, model and api_key_env, and
+// "length", the fields that bound what a request asks the server to hold.
+func (o OpenAI) field(name string) string {
+	if o.Section == "prm" {
+		if name == "length" {
+			return "prm.max_input_tokens and prm.max_new_tokens"
+		}
+		return "prm." + name
+	}
+	if name == "length" {
+		return "hinter.max_hint_tokens"
+	}
+	return "hinter." + name
 }
 
 var (
@@ -129,7 +147,7 @@ func (o OpenAI) complete(ctx context.Context, system, user string) (string, erro
 func (o OpenAI) Ask(ctx context.Context, system, user string, maxTokens int, temperature float64) (string, error) {
 	base := strings.TrimRight(strings.TrimSpace(o.Endpoint), "/")
 	if base == "" {
-		return "", errors.New("openai judge: no endpoint: set hinter.endpoint to the server's base URL, e.g. http://localhost:8000/v1")
+		return "", fmt.Errorf("openai judge: no endpoint: set %s to the server's base URL, e.g. http://localhost:8000/v1", o.field("endpoint"))
 	}
 	url := base + "/chat/completions"
 	msgs := []chatMessage{{Role: "user", Content: user}}
@@ -142,7 +160,7 @@ func (o OpenAI) Ask(ctx context.Context, system, user string, maxTokens int, tem
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("openai judge: endpoint %q is not a valid URL (%v): fix hinter.endpoint, e.g. http://localhost:8000/v1", o.Endpoint, err)
+		return "", fmt.Errorf("openai judge: endpoint %q is not a valid URL (%v): fix %s, e.g. http://localhost:8000/v1", o.Endpoint, err, o.field("endpoint"))
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
@@ -155,7 +173,7 @@ func (o OpenAI) Ask(ctx context.Context, system, user string, maxTokens int, tem
 	}
 	resp, err := client.Do(hreq)
 	if err != nil {
-		return "", transportError(ctx, url, client.Timeout, err)
+		return "", o.transportError(ctx, url, client.Timeout, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJudgeBody+1))
@@ -166,14 +184,14 @@ func (o OpenAI) Ask(ctx context.Context, system, user string, maxTokens int, tem
 		return "", fmt.Errorf("openai judge at %s: reading the reply: %w", url, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", statusError(url, resp.Status, resp.StatusCode, data)
+		return "", o.statusError(url, resp.Status, resp.StatusCode, data)
 	}
 	if len(data) > maxJudgeBody {
-		return "", fmt.Errorf("openai judge at %s: the reply is larger than 1 MiB (it starts %s): is hinter.endpoint an OpenAI-compatible /v1 base URL?", url, snippet(data))
+		return "", fmt.Errorf("openai judge at %s: the reply is larger than 1 MiB (it starts %s): is %s an OpenAI-compatible /v1 base URL?", url, snippet(data), o.field("endpoint"))
 	}
 	var cr chatResponse
 	if err := json.Unmarshal(data, &cr); err != nil {
-		return "", fmt.Errorf("openai judge at %s: the reply is not chat-completions JSON (%v): %s: is hinter.endpoint an OpenAI-compatible /v1 base URL?", url, err, snippet(data))
+		return "", fmt.Errorf("openai judge at %s: the reply is not chat-completions JSON (%v): %s: is %s an OpenAI-compatible /v1 base URL?", url, err, snippet(data), o.field("endpoint"))
 	}
 	if len(cr.Choices) == 0 {
 		if len(cr.Error) > 0 && string(cr.Error) != "null" {
@@ -188,16 +206,16 @@ func (o OpenAI) Ask(ctx context.Context, system, user string, maxTokens int, tem
 }
 
 // transportError explains a request that got no HTTP reply.
-func transportError(ctx context.Context, url string, timeout time.Duration, err error) error {
+func (o OpenAI) transportError(ctx context.Context, url string, timeout time.Duration, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("openai judge at %s: gave up waiting for the reply: %w", url, ctx.Err())
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("openai judge at %s: connection refused: start the OpenAI-compatible server (vLLM, SGLang, llama.cpp…) or fix hinter.endpoint: %w", url, err)
+		return fmt.Errorf("openai judge at %s: connection refused: start the OpenAI-compatible server (vLLM, SGLang, llama.cpp…) or fix %s: %w", url, o.field("endpoint"), err)
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
-		return fmt.Errorf("openai judge at %s: cannot resolve the host: fix hinter.endpoint: %w", url, err)
+		return fmt.Errorf("openai judge at %s: cannot resolve the host: fix %s: %w", url, o.field("endpoint"), err)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -205,29 +223,49 @@ func transportError(ctx context.Context, url string, timeout time.Duration, err 
 		if timeout > 0 {
 			within = "within " + timeout.String()
 		}
-		return fmt.Errorf("openai judge at %s: no reply %s: the server is overloaded or hung; check it, or lower hinter.max_hint_tokens: %w", url, within, err)
+		return fmt.Errorf("openai judge at %s: no reply %s: the server is overloaded or hung; check it, or lower %s: %w", url, within, o.field("length"), err)
 	}
 	return fmt.Errorf("openai judge at %s: %w", url, err)
 }
 
+// StatusError is a reply outside 2xx: the status, the first bytes of its body and the likely fix.
+type StatusError struct {
+	URL, Status string
+	Code        int
+	Body        string // snippet of the body
+	Fix         string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("openai judge at %s: status %s: %s: %s", e.URL, e.Status, e.Body, e.Fix)
+}
+
+// Retryable reports whether asking again can help: a timeout, a rate limit or the server's own
+// failure; another 4xx refuses the request itself, which a retry sends unchanged.
+func (e *StatusError) Retryable() bool {
+	return e.Code == http.StatusRequestTimeout || e.Code == http.StatusTooManyRequests || e.Code >= 500
+}
+
 // statusError explains a non-2xx reply, with the first bytes of its body.
-func statusError(url, status string, code int, body []byte) error {
+func (o OpenAI) statusError(url, status string, code int, body []byte) error {
 	var fix string
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		fix = "check the API key in the variable named by hinter.api_key_env"
+		fix = "check the API key in the variable named by " + o.field("api_key_env")
 	case code == http.StatusNotFound:
-		fix = "check hinter.endpoint (the base URL, usually ending in /v1) and hinter.model (a name the server serves)"
+		fix = fmt.Sprintf("check %s (the base URL, usually ending in /v1) and %s (a name the server serves)", o.field("endpoint"), o.field("model"))
 	case code == http.StatusTooManyRequests:
 		fix = "the server is rate-limiting; lower the request rate or raise its limits"
+	case code >= 400 && code < 500 && bytes.Contains(body, []byte("context_length_exceeded")):
+		fix = fmt.Sprintf("the prompt and the reply do not fit the server's context; lower %s to fit it", o.field("length"))
 	case code >= 400 && code < 500:
-		fix = "the server rejected the request; check hinter.model and hinter.max_hint_tokens against what it accepts"
+		fix = fmt.Sprintf("the server rejected the request; check %s and %s against what it accepts", o.field("model"), o.field("length"))
 	case code >= 500:
 		fix = "the server failed; check its log"
 	default:
 		fix = "expected a 2xx reply"
 	}
-	return fmt.Errorf("openai judge at %s: status %s: %s: %s", url, status, snippet(body), fix)
+	return &StatusError{URL: url, Status: status, Code: code, Body: snippet(body), Fix: fix}
 }
 
 // snippet is the first ~200 bytes of a reply body, whitespace collapsed, quoted.

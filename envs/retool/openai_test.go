@@ -243,6 +243,8 @@ func TestOpenAIUnreachable(t *testing.T) {
 		{"connection refused", OpenAI{Endpoint: deadURL + "/v1"}, 0, []string{deadURL + "/v1/chat/completions", "connection refused", "hinter.endpoint"}, false},
 		{"no endpoint", OpenAI{}, 0, []string{"no endpoint", "hinter.endpoint"}, false},
 		{"bad endpoint", OpenAI{Endpoint: "http://bad host:1/v1"}, 0, []string{"not a valid URL", "hinter.endpoint"}, false},
+		{"the PRM's endpoint refused", OpenAI{Endpoint: deadURL + "/v1", Section: "prm"}, 0, []string{"connection refused", "prm.endpoint"}, false},
+		{"the PRM's endpoint missing", OpenAI{Section: "prm"}, 0, []string{"no endpoint", "prm.endpoint"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
