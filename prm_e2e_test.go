@@ -14,7 +14,9 @@ import (
 // own, SIGKILLed when the PRM's third request reaches it. The step still finishes: the two
 // trajectories judged before the kill keep their replies, the other two are counted unjudged, and
 // the run ends finished. (engine's TestPRMEndpointKilledMidStep does the same with the server in
-// the test's process; this is the real binary and a real kill.)
+// the test's process; this is the real binary and a real kill.) The PRM's prompt and input are
+// the built-in model's, which fit the server's 1,023-token context: with the recipe's defaults a
+// long trajectory's prompt is refused (400, context_length_exceeded) before any kill.
 func TestPRMEndpointServeKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a server and a training step as processes")
@@ -60,7 +62,7 @@ func TestPRMEndpointServeKilled(t *testing.T) {
 	for _, kv := range []string{"rollout.tasks_per_step=2", "rollout.group_size=2", "eval.every=0", "eval.at_start=false",
 		"checkpoint.keep_best=0", "early_stop.patience=0", "early_stop.max_drop=0",
 		"hinter.kind=none", "prm.kind=model", "prm.endpoint=" + door.URL, "prm.model=agentrl-builtin",
-		"prm.timeout=5s", "prm.retries=1", "prm.max_new_tokens=16", "prm.api_key_env="} {
+		"prm.timeout=5s", "prm.retries=1", "prm.max_new_tokens=16", "prm.prompt=@prm-builtin.txt", "prm.max_input_tokens=768", "prm.api_key_env="} {
 		args = append(args, "--set", kv)
 	}
 	run, events, stderr := startJSON(t, bin, env, args...)

@@ -207,7 +207,7 @@ func TestSFTData(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, got)
 	}
-	if !strings.Contains(got, "wrote "+out+": 3 steps on 3 conversations (0 dropped over --max-len, 0 held out)") || !strings.Contains(got, "assistant-token nll 9.2094 -> ") {
+	if !strings.Contains(got, "wrote "+out+": 3 steps on 3 conversations (0 dropped over --max-len, 0 held out)") || !strings.Contains(got, "assistant-token nll 9.2936 -> ") {
 		t.Errorf("sft --data printed %q", got)
 	}
 	js, err := runCmd(t, "score", "--model", out, "--ids", "10,20,30,40")
