@@ -28,10 +28,7 @@ import (
 // TestSFTWritesLoadableModel runs a very small SFT and checks that its folder loads as a model and
 // a tokenizer, and that the demonstrations' assistant tokens are the only trained ones.
 func TestSFTWritesLoadableModel(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := retoolRecipe(t)
 	backend, _ := device.NewGo(device.GoConfig)
 	out := filepath.Join(t.TempDir(), "builtin")
 	if err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: out, Examples: 40, Vocab: 300, Hidden: 32, Layers: 1, Steps: 3, Batch: 2}); err != nil {
@@ -69,10 +66,7 @@ func TestSFTWritesLoadableModel(t *testing.T) {
 // TestSFTHintedDemonstrations: with --hint-share 1 every demonstration's user message carries the
 // rules hint for a flawed attempt, where the controller puts hints, and the log says how many.
 func TestSFTHintedDemonstrations(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := retoolRecipe(t)
 	backend, _ := device.NewGo(device.GoConfig)
 	var log strings.Builder
 	out := filepath.Join(t.TempDir(), "hinted")
@@ -94,14 +88,7 @@ func TestSFTHintedDemonstrations(t *testing.T) {
 // so), the folder keeps the prompt they were written in, and a model continued from it keeps it
 // too; a judge share without a prompt is refused before anything is built.
 func TestSFTJudgeExamples(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := os.ReadFile(filepath.Join("..", "..", "recipes", "prm-builtin.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, tmpl := retoolRecipe(t), builtinPRMPrompt(t)
 	backend, _ := device.NewGo(device.GoConfig)
 	var log strings.Builder
 	out := filepath.Join(t.TempDir(), "judge")
@@ -121,7 +108,7 @@ func TestSFTJudgeExamples(t *testing.T) {
 			t.Errorf("%s/%s: %q, %v; want the judge examples' prompt", dir, PRMPromptFile, got, err)
 		}
 	}
-	err = Run(context.Background(), Options{Recipe: r, Backend: backend, Out: t.TempDir(), JudgeShare: 0.5})
+	err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: t.TempDir(), JudgeShare: 0.5})
 	if err == nil || !strings.Contains(err.Error(), "--prm-prompt") {
 		t.Errorf("a judge share without a prompt: %v; want it refused naming --prm-prompt", err)
 	}
@@ -130,10 +117,7 @@ func TestSFTJudgeExamples(t *testing.T) {
 // TestSFTRejectsHintShare: a share outside [0, 1] is refused with the flag's name and range,
 // before any demonstration is built.
 func TestSFTRejectsHintShare(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := retoolRecipe(t)
 	backend, _ := device.NewGo(device.GoConfig)
 	for _, share := range []float64{-0.5, 1.5, math.NaN()} {
 		err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: t.TempDir(), HintShare: share})
@@ -148,10 +132,7 @@ func TestSFTRejectsHintShare(t *testing.T) {
 // weights: three steps at a small learning rate move the weights by a few times the rate and no more
 // (a model drawn afresh would be 0.02-scale noise away); a folder without a model is refused.
 func TestSFTContinuesFromInit(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := retoolRecipe(t)
 	backend, _ := device.NewGo(device.GoConfig)
 	base := filepath.Join(t.TempDir(), "base")
 	if err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: base, Examples: 30, Vocab: 300, Hidden: 32, Layers: 1, Steps: 1, Batch: 2}); err != nil {
@@ -201,7 +182,7 @@ func TestSFTContinuesFromInit(t *testing.T) {
 	if moved == 0 || moved > 20*lr {
 		t.Errorf("three steps at lr %g moved the weights by at most %g; want above 0 and within 20 × lr", lr, moved)
 	}
-	err = Run(context.Background(), Options{Recipe: r, Backend: backend, Out: t.TempDir(), Examples: 10, Steps: 1, Batch: 2, Init: t.TempDir()})
+	err := Run(context.Background(), Options{Recipe: r, Backend: backend, Out: t.TempDir(), Examples: 10, Steps: 1, Batch: 2, Init: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "--init") {
 		t.Errorf("an init folder without a model: %v; want an error naming --init and the folder", err)
 	}
@@ -213,14 +194,7 @@ func TestSFTContinuesFromInit(t *testing.T) {
 // as on GOMAXPROCS (the products split their outputs among workers, never a sum), and
 // another seed writes other weights.
 func TestSFTIsReproducible(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := os.ReadFile(filepath.Join("..", "..", "recipes", "prm-builtin.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, tmpl := retoolRecipe(t), builtinPRMPrompt(t)
 	backend, _ := device.NewGo(device.GoConfig)
 	read := func(dir, name string) []byte {
 		t.Helper()
@@ -327,10 +301,7 @@ func TestSFTConversationsNamedOps(t *testing.T) {
 // curve of the loop it replaced (SFTStep on the whole batch in one pass, the same batches drawn
 // from the same stream, the same schedule), step for step within float tolerance.
 func TestBuiltinStageThroughDataLoop(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := retoolRecipe(t)
 	r.Env.Tasks.Synthetic.Levels = []int{0, 1}
 	backend, _ := device.NewGo(device.GoConfig)
 	o := Options{Recipe: r, Backend: backend, Examples: 32, Vocab: 300, Hidden: 32, Layers: 1, Steps: 24, Batch: 4, Seed: 1}
@@ -395,14 +366,7 @@ func TestBuiltinStageThroughDataLoop(t *testing.T) {
 // prompt (the user turn alone, then the generation prompt) and trains exactly its reply: the
 // tokens of "Step 1: …" through <|im_end|>, nothing of the prompt.
 func TestJudgeExamplesTrainTheReply(t *testing.T) {
-	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := os.ReadFile(filepath.Join("..", "..", "recipes", "prm-builtin.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, tmpl := retoolRecipe(t), builtinPRMPrompt(t)
 	o := Options{Recipe: r, Out: t.TempDir(), Examples: 8, Vocab: 300, JudgeShare: 1, JudgeTemplate: string(tmpl), Log: io.Discard}
 	d, err := prepare(context.Background(), &o)
 	if err != nil {
@@ -427,4 +391,24 @@ func TestJudgeExamplesTrainTheReply(t *testing.T) {
 			t.Errorf("sequence %d: trains %q; want the reply, Step 1 … \\boxed{…}<|im_end|>", i, rep)
 		}
 	}
+}
+
+// retoolRecipe is recipes/retool.yaml as the tests read it (the environment ignored).
+func retoolRecipe(t *testing.T) *recipes.Recipe {
+	t.Helper()
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// builtinPRMPrompt is the PRM prompt the built-in model's judge examples are written in.
+func builtinPRMPrompt(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "recipes", "prm-builtin.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
