@@ -58,7 +58,8 @@ fuzz:
 # the stage before: the same commands write the same weights (TestSFTIsReproducible). The CPU
 # kernels are pinned because the sets sum in different orders: the AVX2 set, or on an AVX-512 CPU
 # the same set with its large products on the AVX-512 kernel, which gives the same bits
-# (device.AVX512GEMM). `make builtin-check` rebuilds into BUILTIN_TMP and compares it with the shipped
+# (device.AVX512GEMM); a CPU without AVX2 (or not x86) runs the portable kernels and writes a sibling,
+# not the same bits. `make builtin-check` rebuilds into BUILTIN_TMP and compares it with the shipped
 # folder byte for byte.
 BUILTIN_TMP ?= $(or $(TMPDIR),/tmp)/agentrl-builtin
 BUILTIN_OUT ?= testdata/builtin
