@@ -289,10 +289,10 @@ func (z sizer) train(micro int) Phase {
 // vocabulary projection's (engine/train's log-prob head, chunk by chunk): two more float32
 // buffers of vocab × hidden, the running sum and one chunk's product (the head sums the chunks'
 // products as it makes them, engine/train's headWeightGrad; with tied embeddings the lookup's
-// scattered gradient joins the sum the same way). Measured with the backend's held-byte count on a 4-layer model of Qwen3-0.6B's width,
-// one 64-token update: the gradients and two buffers of the embedding's 608 MiB, to the MiB. A
-// LoRA run does not train the projection. On a GPU, XLA schedules the sum itself; #49's check
-// against NVML measures it there.
+// scattered gradient joins the sum the same way). Measured with the backend's held-byte count on a
+// 4-layer model of Qwen3-0.6B's width, one 64-token update: the gradients and two buffers of the
+// embedding's 608 MiB, to the MiB. A LoRA run does not train the projection. On a GPU, XLA
+// schedules the sum itself; #49's check against NVML measures it there.
 func (z sizer) gradientWorkspace() int64 {
 	if !z.st.DeviceIsHost || z.st.LoRARank > 0 {
 		return 0

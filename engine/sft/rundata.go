@@ -409,7 +409,9 @@ func fitSeqs(ctx context.Context, o DataOptions, m *model.Model, trainSeqs, held
 	if len(held) > 0 {
 		m0[event.MetricEvalLoss] = res.HeldoutBefore
 	}
-	emit(event.StepMetrics{Step: 0, Metrics: m0})
+	if len(m0) > 0 { // nothing measured before the first step: no step-0 point
+		emit(event.StepMetrics{Step: 0, Metrics: m0})
+	}
 	loopStart := time.Now()
 	last := first - 1 // the last step trained
 	end := func(status, reason string) error {

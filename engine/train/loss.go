@@ -179,8 +179,8 @@ func TokenStats(net *model.Net, hidden, targets *Node, chunk int, withEntropy, c
 // used there for the projection's weight too (headWeightGrad: the products summed chunk by chunk),
 // or, with a LoRA adapter on the head or a frozen head, handed to the chunk's own custom gradient
 // (headGrad.pending): the backward pass of the product runs twice, once for the hidden states and
-// once for the weight, the softmax's gradient once. With checkpoint the chunk's logits are recomputed there from its hidden
-// states, the only [B, C, V] buffers the backward holds at a time.
+// once for the weight, the softmax's gradient once. With checkpoint the chunk's logits are
+// recomputed there from its hidden states, the only [B, C, V] buffers the backward holds at a time.
 func chunkedHeadGradient(net *model.Net, hidden, targets *Node, chunk int, withEntropy, checkpoint bool) (logp, entropy *Node) {
 	g := hidden.Graph()
 	b, t, h := hidden.Shape().Dim(0), hidden.Shape().Dim(1), hidden.Shape().Dim(2)
