@@ -69,3 +69,6 @@ require (
 
 // gomlx/compute v0.1.6 plus the patch series third_party/patches/compute (third_party/patches.sh; third_party/compute/PATCHES.md says why each).
 replace github.com/gomlx/compute => ./third_party/compute
+
+// go-xla v0.4.5 plus the patch series third_party/patches/go-xla (third_party/go-xla/PATCHES.md says why each).
+replace github.com/gomlx/go-xla => ./third_party/go-xla
