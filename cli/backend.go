@@ -16,12 +16,13 @@ import (
 
 // backendFlags are shared by every command that computes: --backend and --plugin.
 type backendFlags struct {
-	kind, plugin string
+	kind, plugin, compileCache string
 }
 
 func (b *backendFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.kind, "backend", "auto", "compute backend: auto (CUDA when a GPU and the PJRT plugin are found, else go), go, cuda")
 	fs.StringVar(&b.plugin, "plugin", "", "the PJRT CUDA plugin (xla_cuda_plugin.so from JAX's wheel, pjrt_c_api_cuda_plugin.so from go-xla's installer) or a folder holding one; default: searched")
+	fs.StringVar(&b.compileCache, "compile-cache", "", "where the XLA backend keeps compiled programs between runs (default ~/.cache/agentrl-tui/xla; off: none); the go backend has no cache")
 }
 
 // open opens the backend and says on w which one and why.
@@ -29,11 +30,14 @@ func (b *backendFlags) open(w io.Writer) (*device.Choice, error) { return b.open
 
 // openFor is open for a model of params parameters (0: unknown; see device.GoConfigFor).
 func (b *backendFlags) openFor(w io.Writer, params int64) (*device.Choice, error) {
-	c, err := device.Open(device.Request{Kind: b.kind, PluginPath: b.plugin, ModelParams: params})
+	c, err := device.Open(device.Request{Kind: b.kind, PluginPath: b.plugin, ModelParams: params, CompileCache: b.compileCache})
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(w, c.Reason)
+	if c.Cache != nil {
+		fmt.Fprintln(w, c.CacheNote)
+	}
 	return c, nil
 }
 

@@ -86,6 +86,7 @@ func TestEvalCommand(t *testing.T) {
 		t.Fatalf("eval of the built-in model: %v\n%s", err, out)
 	}
 	for _, want := range []string{`"type":"run_start"`, `"evaluates":"model built-in, heldout"`, `"type":"progress","step":0,"phase":"eval"`,
+		`"compile_cache":"compile cache: none (the go backend compiles a program in milliseconds; the cache is XLA's)"`,
 		`"type":"trajectory"`, `"eval":true`, `"type":"eval","step":0`, `"type":"run_end","status":"finished","reason":"evaluated model built-in on heldout"`, `"eval_only":true`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("eval --ui json lacks %s:\n%s", want, out)

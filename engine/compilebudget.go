@@ -44,7 +44,7 @@ func byKind(s compiles.Snapshot) map[string]event.Compiled {
 	}
 	out := make(map[string]event.Compiled, len(s.Kinds))
 	for k, t := range s.Kinds {
-		out[k] = event.Compiled{Programs: t.Programs, Seconds: t.Seconds}
+		out[k] = event.Compiled{Programs: t.Programs, Seconds: t.Seconds, CacheHits: t.CacheHits, CacheMisses: t.CacheMisses}
 	}
 	return out
 }

@@ -46,8 +46,11 @@ type Options struct {
 	ModelFiles map[string][]byte // config.json and tokenizer files, saved with checkpoints
 	Events     chan<- event.Event
 	Backend    string
-	Kernels    string          // the CPU matrix kernels and why (event.RunStart.Kernels); "" on a GPU
-	Monitor    *device.Monitor // NVML readings for the memory ledger; nil or without a GPU: none
+	Kernels    string // the CPU matrix kernels and why (event.RunStart.Kernels); "" on a GPU
+	// CompileCache is where the backend keeps compiled programs between runs, or why nowhere
+	// (event.RunStart.CompileCache: device.Choice.CacheNote).
+	CompileCache string
+	Monitor      *device.Monitor // NVML readings for the memory ledger; nil or without a GPU: none
 	// LogProbAlarm is the max |rollout − trainer| log-prob allowed before an alarm (default 1e-3).
 	LogProbAlarm float64
 	// Resume continues a run from this checkpoint: weights, optimizer moments, data position and
@@ -279,7 +282,7 @@ func (c *Controller) Run(ctx context.Context) (err error) {
 	}
 	r := c.recipe
 	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, TotalSteps: r.Run.MaxSteps, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels, Reward: RewardWeightsOf(r),
-		Attention: c.attention, Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot())}
+		Attention: c.attention, Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot()), CompileCache: c.opts.CompileCache}
 	if err := c.recordStart(&start); err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (c *Controller) runEval(ctx context.Context) (err error) {
 	if _, err := c.evalTasks(e.Set); err != nil {
 		return err
 	}
-	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels, Reward: RewardWeightsOf(r),
+	start := event.RunStart{RunID: c.opts.RunID, Name: r.Run.Name, Recipe: c.opts.RecipePath, Backend: c.opts.Backend, Model: r.Model.Path, Kernels: c.opts.Kernels, CompileCache: c.opts.CompileCache, Reward: RewardWeightsOf(r),
 		Attention: c.attention, Sandbox: sandboxLine(c.players.Exec), Compiles: byKind(c.compiles.Snapshot()), Evaluates: e.Of + ", " + e.Set}
 	if c.opts.Store != nil {
 		yaml, _ := json.Marshal(r)

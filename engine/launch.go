@@ -98,7 +98,7 @@ func Open(l Launch) (sess *Session, err error) {
 		return nil, err
 	}
 	c, err := New(Options{Recipe: r, RecipePath: l.RecipePath, RunID: l.RunID, Policy: m.policy, Reference: m.reference,
-		Tokenizer: m.tok, PRM: m.prm, PRMTokenizer: m.prmTok, Store: st, ModelFiles: m.files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, Resume: cp, Monitor: mon, Plan: plan, Eval: eval, Log: l.Log})
+		Tokenizer: m.tok, PRM: m.prm, PRMTokenizer: m.prmTok, Store: st, ModelFiles: m.files, Events: l.Events, Backend: choice.Kind, Kernels: l.Kernels, CompileCache: choice.CacheNote, Resume: cp, Monitor: mon, Plan: plan, Eval: eval, Log: l.Log})
 	if err != nil {
 		return nil, err
 	}
@@ -189,11 +189,14 @@ func openBackend(l Launch, dir string, eval *EvalOnly) (*device.Choice, *ledger.
 	if sh, err := ledger.ReadShape(dir); err == nil {
 		params = sh.Params()
 	}
-	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin, ModelParams: params})
+	choice, err := device.Open(device.Request{Kind: r.Backend.Kind, PluginPath: r.Backend.Plugin, ModelParams: params, CompileCache: r.Backend.CompileCache})
 	if err != nil {
 		return nil, nil, err
 	}
 	fmt.Fprintln(l.Log, choice.Reason)
+	if choice.Cache != nil {
+		fmt.Fprintln(l.Log, choice.CacheNote)
+	}
 	if choice.Kind != device.Go || params < device.SequentialOpsFrom {
 		return choice, nil, nil
 	}

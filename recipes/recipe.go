@@ -89,6 +89,11 @@ type Backend struct {
 	// (site-packages, ~/.local/lib/go-xla, …); empty means search PJRT_PLUGIN_LIBRARY_PATH, Python
 	// site-packages and go-xla's install folders. Only meaningful with kind auto or cuda.
 	Plugin string `mapstructure:"plugin" json:"plugin"`
+	// CompileCache is the folder where the XLA backend keeps the programs it compiled, so that the
+	// next run of the same recipe on the same machine and plugin loads them instead of compiling:
+	// empty for the default ($XDG_CACHE_HOME/agentrl-tui/xla, ~/.cache/agentrl-tui/xla), "off" for
+	// none. The go (CPU) backend has no cache: it compiles a program in milliseconds.
+	CompileCache string `mapstructure:"compile_cache" json:"compile_cache"`
 }
 
 // Memory is the device memory budget and how the ledger shares it between phases.

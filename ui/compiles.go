@@ -10,7 +10,8 @@ import (
 )
 
 // compiledText is the run's compile budget for the Status pane: "14 programs (decode 2,
-// prefill 4, …), 3.2 s" from the latest step's totals by kind (before the first step, the run
+// prefill 4, …), 3.2 s" (with "; cache: 12 loaded, 2 compiled" when the XLA backend's compilation
+// cache served any) from the latest step's totals by kind (before the first step, the run
 // start's: the generator's programs), or from the bare totals of a stored run's metrics. late
 // is what the latest step compiled when it is past step 1 and compiled anything, which a run
 // that buckets its shapes never does ("" otherwise). ok is false when nothing is known yet.
@@ -23,17 +24,22 @@ func compiledText(d *runData) (text, late string, ok bool) {
 			kinds = last.Compiles
 		}
 	}
-	var programs int
+	var programs, hits, misses int
 	var secs float64
 	parts := make([]string, 0, len(kinds))
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		programs += kinds[k].Programs
 		secs += kinds[k].Seconds
+		hits += kinds[k].CacheHits
+		misses += kinds[k].CacheMisses
 		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k].Programs))
 	}
 	switch {
 	case len(kinds) > 0:
 		text = fmt.Sprintf("%d %s (%s), %s", programs, plural(programs, "program"), strings.Join(parts, ", "), fmtSecs(secs))
+		if hits+misses > 0 { // the XLA backend's compilation cache: loaded, or compiled and stored
+			text += fmt.Sprintf("; cache: %d loaded, %d compiled", hits, misses)
+		}
 	case last != nil && last.Metrics[event.MetricCompiles] > 0:
 		n := int(last.Metrics[event.MetricCompiles])
 		text = fmt.Sprintf("%d %s, %s", n, plural(n, "program"), fmtSecs(last.Metrics[event.MetricCompileTotalSeconds]))

@@ -24,6 +24,9 @@ func TestCompiledText(t *testing.T) {
 			"1 program, 0.25s", "", true},
 		{"a later step compiled", []event.Event{event.StepMetrics{Step: 3, Compiles: all, Metrics: map[event.Metric]float64{"compiles": 7, "compiles_new": 1, "compile_s": 1}}},
 			"7 programs (decode 2, prefill 4, train 1), 3.00s", "step 3 compiled 1 new program (1.00s)", true},
+		{"the XLA backend's cache: a second start", []event.Event{event.RunStart{Compiles: map[string]event.Compiled{
+			"decode": {Programs: 2, Seconds: 0.5, CacheHits: 2}, "prefill": {Programs: 4, Seconds: 20, CacheHits: 3, CacheMisses: 1}}}},
+			"6 programs (decode 2, prefill 4), 20.5s; cache: 5 loaded, 1 compiled", "", true},
 	}
 	for _, tt := range tests {
 		d := newRunData()

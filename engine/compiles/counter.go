@@ -11,29 +11,41 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 )
 
-// Tally is what one kind of program cost: how many distinct programs were compiled and the
-// seconds spent building and compiling them.
+// Tally is what one kind of program cost: how many distinct programs were built and the seconds
+// spent building and compiling them — or, with a compilation cache (UseCache), loading them: of
+// the programs, CacheHits were loaded from the cache and CacheMisses compiled and stored in it.
 type Tally struct {
-	Programs int     `json:"programs"`
-	Seconds  float64 `json:"seconds"`
+	Programs    int     `json:"programs"`
+	Seconds     float64 `json:"seconds"`
+	CacheHits   int     `json:"cache_hits,omitempty"`
+	CacheMisses int     `json:"cache_misses,omitempty"`
+}
+
+func (t Tally) sub(p Tally) Tally {
+	return Tally{Programs: t.Programs - p.Programs, Seconds: t.Seconds - p.Seconds,
+		CacheHits: t.CacheHits - p.CacheHits, CacheMisses: t.CacheMisses - p.CacheMisses}
 }
 
 // Snapshot is a Counter's totals at one moment, by kind and in all.
 type Snapshot struct {
-	Programs int              `json:"programs"`
-	Seconds  float64          `json:"seconds"`
-	Kinds    map[string]Tally `json:"kinds,omitempty"`
+	Programs    int              `json:"programs"`
+	Seconds     float64          `json:"seconds"`
+	CacheHits   int              `json:"cache_hits,omitempty"`
+	CacheMisses int              `json:"cache_misses,omitempty"`
+	Kinds       map[string]Tally `json:"kinds,omitempty"`
 }
 
 // Sub is what was compiled between prev and s (prev taken earlier from the same Counter).
 func (s Snapshot) Sub(prev Snapshot) Snapshot {
-	d := Snapshot{Programs: s.Programs - prev.Programs, Seconds: s.Seconds - prev.Seconds}
+	d := Snapshot{Programs: s.Programs - prev.Programs, Seconds: s.Seconds - prev.Seconds,
+		CacheHits: s.CacheHits - prev.CacheHits, CacheMisses: s.CacheMisses - prev.CacheMisses}
 	for k, t := range s.Kinds {
 		p := prev.Kinds[k]
 		if t.Programs == p.Programs {
@@ -42,7 +54,7 @@ func (s Snapshot) Sub(prev Snapshot) Snapshot {
 		if d.Kinds == nil {
 			d.Kinds = map[string]Tally{}
 		}
-		d.Kinds[k] = Tally{Programs: t.Programs - p.Programs, Seconds: t.Seconds - p.Seconds}
+		d.Kinds[k] = t.sub(p)
 	}
 	return d
 }
@@ -62,12 +74,46 @@ func (s Snapshot) String() string {
 		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(&b, ", %.1f s", s.Seconds)
+	if s.CacheHits+s.CacheMisses > 0 {
+		fmt.Fprintf(&b, ", cache %d hit", s.CacheHits)
+		if s.CacheHits != 1 {
+			b.WriteByte('s')
+		}
+		fmt.Fprintf(&b, " %d miss", s.CacheMisses)
+		if s.CacheMisses != 1 {
+			b.WriteString("es")
+		}
+	}
 	return b.String()
+}
+
+// CacheCounts is a compilation cache's running totals of programs loaded (hits) and compiled
+// (misses): engine/device's CompileCache, behind go-xla's.
+type CacheCounts interface {
+	Counts() (hits, misses int64)
+}
+
+type cacheSource struct{ CacheCounts }
+
+var cache atomic.Pointer[cacheSource]
+
+// UseCache makes every Counter book the compilation cache's hits and misses by kind (nil: there is
+// no cache). The cache is the process's (go-xla has one), so while it is set a Counter compiles one
+// program at a time and books the change of its totals over that compilation: with two
+// compilations at once, either's change would hold both. Cache hits load in well under a second,
+// and XLA compiles each program on every core.
+func UseCache(c CacheCounts) {
+	if c == nil {
+		cache.Store(nil)
+		return
+	}
+	cache.Store(&cacheSource{c})
 }
 
 // Counter counts compiled programs by kind. It is safe for concurrent use; the zero value is not
 // ready, use NewCounter. A nil *Counter is valid and counts nothing.
 type Counter struct {
+	compile sync.Mutex // held over a compilation while a cache is in use (UseCache)
 	mu      sync.Mutex
 	kinds   map[string]Tally
 	seconds float64                         // every kind's, summed in the order compiled
@@ -96,11 +142,21 @@ func (c *Counter) Compile(e *graph.Exec, kind string, in ...shapes.Shape) error 
 	}
 	// Compiled outside the lock: other executables run (and compile) meanwhile. Two callers
 	// compiling the same signature at once wait on one compilation in GoMLX; one counts it.
+	var hits0, misses0, hits1, misses1 int64
+	src := cache.Load()
+	if src != nil {
+		c.compile.Lock()
+		defer c.compile.Unlock()
+		hits0, misses0 = src.Counts()
+	}
 	t0 := time.Now()
 	if _, err := e.Compile(in...); err != nil {
 		return err
 	}
 	d := time.Since(t0)
+	if src != nil {
+		hits1, misses1 = src.Counts()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen[e] == nil {
@@ -111,6 +167,8 @@ func (c *Counter) Compile(e *graph.Exec, kind string, in ...shapes.Shape) error 
 		t := c.kinds[kind]
 		t.Programs++
 		t.Seconds += d.Seconds()
+		t.CacheHits += int(hits1 - hits0)
+		t.CacheMisses += int(misses1 - misses0)
 		c.kinds[kind] = t
 		c.seconds += d.Seconds()
 	}
@@ -141,6 +199,8 @@ func (c *Counter) Snapshot() Snapshot {
 	}
 	for _, t := range c.kinds {
 		s.Programs += t.Programs
+		s.CacheHits += t.CacheHits
+		s.CacheMisses += t.CacheMisses
 	}
 	s.Seconds = c.seconds // a running sum: never less than an earlier snapshot's
 	return s

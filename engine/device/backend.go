@@ -34,6 +34,9 @@ type Request struct {
 	// ModelParams is the parameter count of the model the backend will run (0: not known): on
 	// the Go backend it picks the op scheduler (GoConfigFor).
 	ModelParams int64
+	// CompileCache is the folder the XLA backend keeps its compiled programs in between processes
+	// (CompileCache): "" for DefaultCompileCacheDir, "off" for none. The Go backend has none.
+	CompileCache string
 }
 
 // Choice is the backend that was created and why.
@@ -43,6 +46,10 @@ type Choice struct {
 	Config  string // the GoMLX backend configuration string used
 	Reason  string // one sentence a user can read: which backend and why
 	Plugin  *Plugin
+	// Cache is the compilation cache the XLA backend compiles through (nil: none, as on the Go
+	// backend); CacheNote says which folder, or why there is none.
+	Cache     *CompileCache
+	CacheNote string
 }
 
 // Plugin is a located PJRT CUDA plugin with its CUDA library folder.
@@ -105,7 +112,13 @@ func open(req Request, env Env) (*Choice, error) {
 		if err != nil {
 			return nil, fmt.Errorf("GOMLX_BACKEND=%q: %w", cfg, err)
 		}
-		return &Choice{Backend: b, Kind: kind, Config: run, Reason: reason}, nil
+		c := &Choice{Backend: b, Kind: kind, Config: run, Reason: reason, CacheNote: goCacheNote}
+		if kind != Go {
+			if c.Cache, c.CacheNote, err = useCompileCache(req.CompileCache); err != nil {
+				return nil, err
+			}
+		}
+		return c, nil
 	}
 	kind := req.Kind
 	if kind == "" {
@@ -211,8 +224,12 @@ func openGo(reason string, params int64) (*Choice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the go backend: %w", err)
 	}
-	return &Choice{Backend: b, Kind: Go, Config: cfg, Reason: "backend go: " + reason + why}, nil
+	return &Choice{Backend: b, Kind: Go, Config: cfg, Reason: "backend go: " + reason + why,
+		CacheNote: goCacheNote}, nil
 }
+
+// goCacheNote is the Go backend's Choice.CacheNote.
+const goCacheNote = "compile cache: none (the go backend compiles a program in milliseconds; the cache is XLA's)"
 
 // SequentialOpsFrom is the model size from which the Go backend runs a graph's ops one at a time
 // (GoSequentialConfig), each product still split over every core.
@@ -242,11 +259,15 @@ func openCUDA(p *Plugin, req Request, env Env, why string) (*Choice, error) {
 	if req.MemoryFraction > 0 {
 		cfg += fmt.Sprintf(",memory_fraction=%g", req.MemoryFraction)
 	}
+	cache, note, err := useCompileCache(req.CompileCache)
+	if err != nil {
+		return nil, err
+	}
 	b, err := compute.NewWithConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the CUDA backend from %s (%s layout): %w", p.Path, p.Layout, err)
 	}
-	return &Choice{Backend: b, Kind: CUDA, Config: cfg, Plugin: p,
+	return &Choice{Backend: b, Kind: CUDA, Config: cfg, Plugin: p, Cache: cache, CacheNote: note,
 		Reason: fmt.Sprintf("backend cuda: %s (plugin %s via %s, %s layout)", why, p.Path, p.FoundVia, p.Layout)}, nil
 }
 

@@ -37,6 +37,10 @@ type RunStart struct {
 	Sandbox string `json:"sandbox,omitempty"`
 	// Compiles are the programs compiled before the run started (the generator's steps), by kind.
 	Compiles map[string]Compiled `json:"compiles,omitempty"`
+	// CompileCache says where the XLA backend keeps compiled programs between runs ("compile
+	// cache: DIR (N programs stored, …)"), or why there is none (the Go backend's "compile cache:
+	// none (…)"); the hits and misses are in Compiles.
+	CompileCache string `json:"compile_cache,omitempty"`
 	// Evaluates names what an evaluation-only run (agentrl-tui eval) scores: "model DIR" or
 	// "checkpoint RUN step N", with its evaluation set; empty for a training run.
 	Evaluates string `json:"evaluates,omitempty"`
@@ -58,10 +62,14 @@ type RewardWeights struct {
 }
 
 // Compiled is what one kind of compiled program cost: how many distinct programs (one per input
-// shape signature of an executable) and the seconds spent building and compiling them.
+// shape signature of an executable) and the seconds spent building and compiling them; with the
+// XLA backend's compilation cache, how many of those were loaded from it (CacheHits) and how many
+// compiled and stored (CacheMisses).
 type Compiled struct {
-	Programs int     `json:"programs"`
-	Seconds  float64 `json:"seconds"`
+	Programs    int     `json:"programs"`
+	Seconds     float64 `json:"seconds"`
+	CacheHits   int     `json:"cache_hits,omitempty"`
+	CacheMisses int     `json:"cache_misses,omitempty"`
 }
 
 // Phase names, in the order a step runs them.

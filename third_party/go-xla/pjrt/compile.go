@@ -170,7 +170,7 @@ func (cc *CompileConfig) Done() (*LoadedExecutable, error) {
 	pinner.Pin(unsafe.SliceData(binOptions))
 
 	klog.V(2).Infof("calling pjrtClientCompile()")
-	exec, err := pjrtClientCompile(cc.plugin, cc.client, cc.program, cc.programFormat, binOptions)
+	exec, err := cc.cachedCompile(binOptions) // pjrtClientCompile, through the compilation cache when one is set
 	if err != nil {
 		klog.V(1).Infof("pjrtClientCompile() failed: %v", err)
 		return nil, errors.WithMessagef(err, "failed to compile the program")
