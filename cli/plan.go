@@ -168,5 +168,5 @@ func planSFT(env Env, dir, shape, vram string, seqLen, loraRank, maxMicro, bits 
 // knownShapes lists the shapes --shape accepts, sorted.
 func knownShapes() string {
 	names := slices.Sorted(maps.Keys(ledger.KnownShapes()))
-	return strings.Join(names, ", ")
+	return strings.Join(names, ", ") + " (NAME:LAYERS: that width at fewer layers, e.g. qwen3-4b:8)"
 }

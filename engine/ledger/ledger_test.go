@@ -52,6 +52,44 @@ func TestKnownShapeParams(t *testing.T) {
 	}
 }
 
+// TestKnownShapeLayers: NAME:LAYERS is the named shape's width at fewer layers — its parameters
+// are the full shape's less the layers left out (hand-computed from the per-layer count), and its
+// name keeps the suffix —, and a layer count out of range names the range.
+func TestKnownShapeLayers(t *testing.T) {
+	full, _ := KnownShape("qwen3-4b")
+	one, _ := KnownShape("qwen3-4b:1")
+	perLayer := full.Params() - one.Params() // 35 layers
+	if perLayer%35 != 0 {
+		t.Fatalf("36 layers less 1 layer: %d parameters, not a multiple of 35 layers", perLayer)
+	}
+	// per layer: q, k, v, o (2560×4096, 2×2560×1024, 4096×2560), MLP 3×2560×9728, norms 2×2560 + 2×128
+	if want := int64(2560*4096 + 2*2560*1024 + 4096*2560 + 3*2560*9728 + 2*2560 + 2*128); perLayer/35 != want {
+		t.Errorf("a 4B layer: %d parameters; want %d", perLayer/35, want)
+	}
+	for _, tc := range []struct {
+		name, err string
+		layers    int
+	}{
+		{"qwen3-4b:8", "", 8},
+		{"Qwen3-0.6B:28", "", 28},
+		{"qwen3-4b:0", "not a layer count from 1 to 36", 0},
+		{"qwen3-4b:37", "not a layer count from 1 to 36", 0},
+		{"qwen3-4b:x", "not a layer count from 1 to 36", 0},
+		{"llama:4", "unknown shape", 0},
+	} {
+		s, err := KnownShape(tc.name)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v; want an error saying %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || s.Layers != tc.layers || s.Name != strings.ToLower(tc.name) {
+			t.Errorf("%s: %d layers, name %q, %v", tc.name, s.Layers, s.Name, err)
+		}
+	}
+}
+
 // safetensorsElements sums the element counts of a safetensors file's tensors (its header only).
 func safetensorsElements(t *testing.T, path string) (total int64, names map[string]bool) {
 	t.Helper()

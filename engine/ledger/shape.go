@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -43,10 +44,22 @@ func KnownShapes() map[string]Shape {
 	}
 }
 
-// KnownShape returns the shape called name (case-insensitive).
+// KnownShape returns the shape called name (case-insensitive). NAME:LAYERS is that shape's width
+// at LAYERS of its layers ("qwen3-4b:8": the 4B model's embedding, heads and MLP, 8 of its 36
+// layers), for a measurement whose full depth does not fit the time or memory at hand; its Name
+// keeps the suffix, so that whatever reports it says so.
 func KnownShape(name string) (Shape, error) {
 	shapes := KnownShapes()
-	if s, ok := shapes[strings.ToLower(name)]; ok {
+	base, layers, cut := strings.Cut(strings.ToLower(name), ":")
+	if s, ok := shapes[base]; ok {
+		if !cut {
+			return s, nil
+		}
+		n, err := strconv.Atoi(layers)
+		if err != nil || n < 1 || n > s.Layers {
+			return Shape{}, fmt.Errorf("shape %q: %q after the colon is not a layer count from 1 to %d (%s has %d layers)", name, layers, s.Layers, base, s.Layers)
+		}
+		s.Name, s.Layers = base+":"+layers, n
 		return s, nil
 	}
 	names := make([]string, 0, len(shapes))
@@ -54,7 +67,7 @@ func KnownShape(name string) (Shape, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return Shape{}, fmt.Errorf("unknown shape %q; known shapes: %s (or give --model DIR with a config.json)", name, strings.Join(names, ", "))
+	return Shape{}, fmt.Errorf("unknown shape %q; known shapes: %s, each also as NAME:LAYERS for fewer layers (or give --model DIR with a config.json)", name, strings.Join(names, ", "))
 }
 
 // Params counts the parameters held in memory: the embedding, per layer the q/k/v/o projections,
