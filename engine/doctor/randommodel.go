@@ -68,7 +68,7 @@ func WriteRandomModel(o RandomModel) error {
 	if o.DType == "" {
 		o.DType = safetensors.BF16
 	}
-	if err := model.RandomParams(cfg, max(o.Seed, 1), 0.02).Save(o.Out, o.DType); err != nil {
+	if err := model.RandomParamsParallel(cfg, max(o.Seed, 1), 0.02).Save(o.Out, o.DType); err != nil {
 		return err
 	}
 	return copyTokenizer(o.Tokenizer, o.Out)
