@@ -89,6 +89,14 @@ clean:
 gpu-check: build
 	BIN=$(BIN) scripts/gpu-check.sh
 
+# The GPU benchmarks of issue #49 (scripts/gpu-bench.sh, not part of CI): decode at batch 64 and 256
+# on the 0.6B and 4B shapes against transformers' generate and the roofline, the second start through
+# the compilation cache, one step of the seed's recipe at the 4B shape, the 4B update against PyTorch
+# eager, then parity; runs/gpu-bench/<UTC time>/report.{json,md} in at most 10 minutes.
+.PHONY: gpu-bench
+gpu-bench: build
+	BIN=$(BIN) scripts/gpu-bench.sh
+
 # The AVX-512 paths of the vendored backend on an emulated AVX-512 CPU (scripts/test-avx512.sh, under
 # scripts/avx512-emu.sh: Bochs's Tiger Lake model), for machines without one; not part of `make test`
 # (the first run builds a small guest kernel, about 7 minutes; later runs take about 7 minutes).

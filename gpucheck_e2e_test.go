@@ -132,7 +132,7 @@ func TestGPUCheckOnCPU(t *testing.T) {
 		t.Errorf("plan row %+v; want qwen3-4b at 96 GiB", p)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil || !strings.Contains(string(md), "| HF parity qwen3-tiny float32 | ✓ |") || !strings.Contains(log, "| bench rollout, batch 4 |") {
+	if err != nil || !strings.Contains(string(md), "| HF parity qwen3-tiny float32 | ✓ |") || !strings.Contains(log, ", batch 4 | ✓ |") {
 		t.Errorf("report.md (%v) or the script's output lacks the table:\n%s", err, md)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -148,7 +149,7 @@ the Go backend), on a GPU transformers' generate.`,
 			if err != nil {
 				return err
 			}
-			res.Kernels = chosenKernels(cmd)
+			res.Model, res.Kernels = cmp.Or(f.shape, f.dir), chosenKernels(cmd)
 			return f.printBench(env, res.Versus, res)
 		},
 	}
@@ -207,7 +208,7 @@ beyond one block, dense below).`,
 			if err != nil {
 				return err
 			}
-			res.Kernels = chosenKernels(cmd)
+			res.Model, res.Kernels = cmp.Or(f.shape, f.dir), chosenKernels(cmd)
 			return f.printBench(env, res.Versus, res)
 		},
 	}

@@ -52,40 +52,8 @@ PLAN_VRAM=${GPU_CHECK_PLAN_VRAM:-96GiB}
 # PLUGIN, XLA_FLAGS, TORCH_PYTHON where the lent GPU machines keep them (the script is in the repository's root by now)
 . scripts/gpu-env.sh
 
-if [ -z "${BIN:-}" ]; then
-	BIN=bin/agentrl-tui
-	echo "gpu-check: building $BIN"
-	CGO_ENABLED=1 GOEXPERIMENT=simd go build -o "$BIN" . || exit 1
-fi
-[ -x "$BIN" ] || { echo "gpu-check: $BIN is not an executable; give BIN=path/to/agentrl-tui or unset it to build one"; exit 1; }
-
-STEPS=$OUT/steps
-mkdir -p "$STEPS" && : > "$STEPS/status.tsv" || exit 1
-DEADLINE=$((SECONDS + BUDGET_S - 15)) # the last 15 s are the report's
-
-backend=(--backend "$BACKEND")
-[ "$BACKEND" != go ] && [ -n "$PLUGIN" ] && backend+=(--plugin "$PLUGIN")
-
-# step NAME OUTFILE COMMAND...: runs COMMAND with its standard output in OUTFILE and its standard
-# error in steps/NAME.log, stopped when the budget runs out; notes its exit code and seconds.
-step() {
-	local name=$1 out=$2 left=$((DEADLINE - SECONDS)) rc t0 t1
-	shift 2
-	[ "$left" -gt "$STEP_MAX_S" ] && left=$STEP_MAX_S
-	if [ "$left" -lt 5 ]; then
-		echo "gpu-check: $name skipped: the ${BUDGET_S}s budget is spent"
-		printf '%s\t124\t0\n' "$name" >> "$STEPS/status.tsv"
-		return 124
-	fi
-	echo "gpu-check: $name"
-	t0=$(date +%s.%N)
-	timeout --kill-after=10 "$left" "$@" > "$out" 2> "$STEPS/$name.log"
-	rc=$?
-	t1=$(date +%s.%N)
-	printf '%s\t%d\t%s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')" >> "$STEPS/status.tsv"
-	[ "$rc" -eq 0 ] || echo "gpu-check: $name failed (exit $rc): $(tail -n 3 "$STEPS/$name.log")"
-	return "$rc"
-}
+NAME=gpu-check
+. scripts/gpu-steps.sh
 
 # 1. doctor: on a machine without a GPU, the plugin or its libraries, stop here.
 doctor=(doctor --torch-python "${TORCH_PYTHON:-auto}" "${backend[@]}")

@@ -47,7 +47,7 @@ func ModelWith(choice *device.Choice, dir, shape string, opts model.Options) (*m
 	if err != nil {
 		return nil, err
 	}
-	return model.New(choice.Backend, model.RandomParams(ConfigFromShape(sh), 1, 0.02), opts)
+	return model.New(choice.Backend, model.RandomParamsParallel(ConfigFromShape(sh), 1, 0.02), opts)
 }
 
 // PeakMeter is train.BenchConfig.Peak for backend b of kind: on the Go backend the bytes its
@@ -189,6 +189,8 @@ func (v *Versus) writeReference(w io.Writer, what string, millis float64, unit s
 // is set against, and PyTorch's generation of the same requests on the same shape (Versus; on a
 // GPU transformers' generate, whose own result is in Torch).
 type RolloutResult struct {
+	// Model is what was measured: a known shape's name (random weights) or a model folder.
+	Model string `json:"model,omitempty"`
 	*rollout.BenchResult
 	Bandwidth       float64                  `json:"reference_bytes_per_s,omitempty"`
 	BandwidthSource string                   `json:"-"`
@@ -277,6 +279,8 @@ func (b *RolloutResult) Write(w io.Writer) {
 // TrainResult is what `bench train` measured: one update of the engine, its arithmetic rate against
 // the peak (see MatmulPeak), and on the CPU the PyTorch eager reference's update of the same batch.
 type TrainResult struct {
+	// Model is what was measured: a known shape's name (random weights) or a model folder.
+	Model string `json:"model,omitempty"`
 	*train.BenchResult
 	Backend    string  `json:"backend"`
 	Threads    int     `json:"threads,omitempty"` // the Go backend's (GOMAXPROCS), and the reference's

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -65,15 +66,19 @@ func (r *GPUReport) Markdown() string {
 		if x.RefTokensPerS > 0 {
 			ref = fmt.Sprintf("%s: %.0f tokens/s, engine ÷ reference %.2f", x.Reference, x.RefTokensPerS, x.Ratio)
 		}
-		row(true, fmt.Sprintf("bench rollout, batch %d", x.Batch), "%.0f tokens/s, %.2f ms/step, %.0f%% of the %.0f GB/s roofline; %s",
-			x.TokensPerSec, x.StepMs, 100*x.RooflineShare, x.Bandwidth/1e9, ref)
+		row(true, "bench rollout, "+rolloutName(x), "%.0f tokens/s, %.2f ms/step, %.0f%% of the %.0f GB/s roofline; %s; %s",
+			x.TokensPerSec, x.StepMs, 100*x.RooflineShare, x.Bandwidth/1e9, ref, compiledText(x.Programs, x.CompileSeconds, x.CacheHits, x.CacheMisses))
 	}
 	if t := r.Train; t != nil {
 		ref := t.Reference
 		if t.RefTokensPerS > 0 {
 			ref = fmt.Sprintf("%s: %.0f tokens/s, engine ÷ reference %.2f", t.Reference, t.RefTokensPerS, t.Ratio)
 		}
-		row(true, fmt.Sprintf("bench train, %d × %d", t.Sequences, t.Length), "%.0f tokens/s, %.0f ms/micro-step, %.0f%% of the measured matmul peak; %s",
+		name := fmt.Sprintf("bench train, %d × %d", t.Sequences, t.Length)
+		if t.Model != "" {
+			name = fmt.Sprintf("bench train, %s, %d × %d", t.Model, t.Sequences, t.Length)
+		}
+		row(true, name, "%.0f tokens/s, %.0f ms/micro-step, %.0f%% of the measured matmul peak; %s",
 			t.TokensPerSec, t.MicroStepMs, 100*t.PeakShare, ref)
 	}
 	if u := r.Run; u != nil {
@@ -85,8 +90,13 @@ func (r *GPUReport) Markdown() string {
 		if u.Predicted > 0 {
 			pred = fmt.Sprintf("ledger predicts %s (%s)", gib(u.Predicted), u.PredictedPhases)
 		}
-		row(u.Status == "finished", fmt.Sprintf("recipe run, %d steps", u.Steps), "%s on %s; switch to train %s s, to rollout %s s, sync %s s, step %s s; %s; %s; engine ledger %s",
-			orDash(u.Status), orDash(u.Backend), secs(u.SwitchToTrain), secs(u.SwitchToRollout), secs(u.Sync), secs(u.StepSeconds), peak, pred, gib(u.EngineLedger))
+		phases := make([]string, len(u.Phases))
+		for i, p := range u.Phases {
+			phases[i] = fmt.Sprintf("%s %.1f s", p.Phase, p.Seconds)
+		}
+		row(u.Status == "finished", fmt.Sprintf("recipe run, %d steps", u.Steps), "%s on %s%s; switch to train %s s, to rollout %s s, sync %s s, step %s s (%s); %s; %s; %s; engine ledger %s",
+			orDash(u.Status), orDash(u.Backend), modelText(u.Model), secs(u.SwitchToTrain), secs(u.SwitchToRollout), secs(u.Sync), secs(u.StepSeconds), orDash(strings.Join(phases, ", ")),
+			compiledText(u.Compiled.Programs, u.Compiled.Seconds, u.Compiled.CacheHits, u.Compiled.CacheMisses), peak, pred, gib(u.EngineLedger))
 	}
 	if p := r.Plan; p != nil {
 		if p.Fits {
@@ -99,6 +109,7 @@ func (r *GPUReport) Markdown() string {
 		row(p.Ratio >= PartialGoal, "partial rollouts, long-tail workload", "%.2f× trained tokens/s (goal %.1f×; no rollout schedule can pass %.2f× here): synchronous %.1f tokens/s, occupancy %.2f, tail %.2f s, rollout %.0f of %.0f s; partial %.1f tokens/s, occupancy %.2f, tail %.2f s",
 			p.Ratio, PartialGoal, p.Bound, p.Sync.TokensPerS, p.Sync.Occupancy, p.Sync.TailS, p.Sync.RolloutS, p.Sync.Seconds, p.Partial.TokensPerS, p.Partial.Occupancy, p.Partial.TailS)
 	}
+	r.goals(row)
 	b.WriteString("\n| step | exit | seconds |\n| --- | --- | --- |\n")
 	for _, s := range r.Steps {
 		fmt.Fprintf(&b, "| %s | %d | %.1f |\n", s.Name, s.ExitCode, s.Seconds)
@@ -126,4 +137,62 @@ func secs(v []float64) string {
 		parts[i] = fmt.Sprintf("%.2f", x)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Goals of issue #49 for a GPU: decode at batch 64 at least DecodeGoal × transformers' generate,
+// an update at least TrainGoal × PyTorch eager, and a second start (the same command again, its
+// programs from the compilation cache) compiling in under SecondStartGoal seconds.
+const (
+	DecodeGoal      = 3.0
+	TrainGoal       = 1.0
+	SecondStartGoal = 10.0
+)
+
+// againTag ends the tag of a rollout step that repeats another's command (a second start).
+const againTag = "-again"
+
+// goals adds a row per goal the report has the figures for.
+func (r *GPUReport) goals(row func(ok bool, name, format string, a ...any)) {
+	for _, x := range r.Rollout {
+		if x.Batch == 64 && x.Ratio > 0 && !strings.HasSuffix(x.Tag, againTag) {
+			row(x.Ratio >= DecodeGoal, "goal: decode at batch 64 ≥ 3× HF generate, "+cmp.Or(x.Model, x.Tag, "the check's shape"), "%.2f×", x.Ratio)
+		}
+		if strings.HasSuffix(x.Tag, againTag) {
+			row(x.CompileSeconds < SecondStartGoal, "goal: a second start compiles in < 10 s, "+cmp.Or(x.Model, x.Tag), "%s, batch %d", compiledText(x.Programs, x.CompileSeconds, x.CacheHits, x.CacheMisses), x.Batch)
+		}
+	}
+	if t := r.Train; t != nil && t.Ratio > 0 {
+		row(t.Ratio >= TrainGoal, "goal: an update ≥ 1.0× PyTorch eager, "+cmp.Or(t.Model, "the check's shape"), "%.2f×", t.Ratio)
+	}
+}
+
+// rolloutName names a rollout row: its model and batch, and a second start as such.
+func rolloutName(x RolloutRow) string {
+	name := fmt.Sprintf("batch %d", x.Batch)
+	if x.Model != "" {
+		name = x.Model + ", " + name
+	}
+	if strings.HasSuffix(x.Tag, againTag) {
+		name += ", second start"
+	}
+	return name
+}
+
+// compiledText is "compiled 12 programs in 3.4 s (cache: 10 loaded, 2 compiled)".
+func compiledText(programs int, seconds float64, hits, misses int) string {
+	if programs == 0 && seconds == 0 {
+		return "compiled nothing counted"
+	}
+	t := fmt.Sprintf("compiled %d programs in %.1f s", programs, seconds)
+	if hits+misses > 0 {
+		t += fmt.Sprintf(" (cache: %d loaded, %d compiled)", hits, misses)
+	}
+	return t
+}
+
+func modelText(m string) string {
+	if m == "" {
+		return ""
+	}
+	return ", model " + m
 }

@@ -83,6 +83,11 @@ type ParityReport struct {
 // RolloutRow is `bench rollout` at one batch: the engine's tokens/s and step time, its memory
 // traffic as a share of the device's bandwidth (the roofline), and HF generate's tokens/s.
 type RolloutRow struct {
+	// Tag is the step's name between "rollout-" and the batch ("" for rollout-64: the check's one
+	// shape; gpu-bench's "small", "small-again" (the same command started again, its programs
+	// from the compilation cache), "large"), Model what was measured.
+	Tag            string  `json:"tag,omitempty"`
+	Model          string  `json:"model,omitempty"`
 	Batch          int     `json:"batch"`
 	TokensPerSec   float64 `json:"tokens_per_s"`
 	StepMs         float64 `json:"step_ms"`
@@ -93,10 +98,15 @@ type RolloutRow struct {
 	Ratio          float64 `json:"ratio,omitempty"` // engine ÷ reference
 	Reference      string  `json:"reference"`       // what the reference was, or why there was none
 	CompileSeconds float64 `json:"compile_s"`
+	// Programs the generator built, of which CacheHits were loaded from the compilation cache.
+	Programs    int `json:"programs,omitempty"`
+	CacheHits   int `json:"cache_hits,omitempty"`
+	CacheMisses int `json:"cache_misses,omitempty"`
 }
 
 // TrainRow is `bench train` beside PyTorch eager on the same shape and batch.
 type TrainRow struct {
+	Model         string  `json:"model,omitempty"`
 	Sequences     int     `json:"sequences"`
 	Length        int     `json:"length"`
 	TokensPerSec  float64 `json:"tokens_per_s"`
@@ -119,12 +129,25 @@ type RunRow struct {
 	SwitchToRollout []float64 `json:"switch_to_rollout_s"` // the sync included
 	Sync            []float64 `json:"sync_s"`              // the sync phase as the controller times it
 	StepSeconds     []float64 `json:"step_s"`              // every phase of the step, summed
-	NVMLAvailable   bool      `json:"nvml_available"`
-	NVMLBaseline    uint64    `json:"nvml_baseline_bytes"`
-	NVMLPeak        uint64    `json:"nvml_peak_bytes"`
-	EngineLedger    int64     `json:"engine_ledger_bytes"` // the largest sum of the run's ledger events
-	Predicted       int64     `json:"ledger_predicted_bytes"`
-	PredictedPhases string    `json:"ledger_predicted_phases,omitempty"`
+	// Phases are each phase's seconds over the run's steps (evaluations before step 1 left out),
+	// in the order the first step ran them.
+	Phases []PhaseSeconds `json:"phases,omitempty"`
+	// Model is the run's model (run_start), Compiled what it compiled: programs, seconds, and
+	// the compilation cache's hits and misses (the last metrics event's totals by kind, summed).
+	Model           string         `json:"model,omitempty"`
+	Compiled        event.Compiled `json:"compiled"`
+	NVMLAvailable   bool           `json:"nvml_available"`
+	NVMLBaseline    uint64         `json:"nvml_baseline_bytes"`
+	NVMLPeak        uint64         `json:"nvml_peak_bytes"`
+	EngineLedger    int64          `json:"engine_ledger_bytes"` // the largest sum of the run's ledger events
+	Predicted       int64          `json:"ledger_predicted_bytes"`
+	PredictedPhases string         `json:"ledger_predicted_phases,omitempty"`
+}
+
+// PhaseSeconds is one phase's time over a run's steps.
+type PhaseSeconds struct {
+	Phase   string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
 }
 
 // PlanRow is `plan` for a shape at a budget.
@@ -211,11 +234,11 @@ func BuildReport(dir string) (*GPUReport, error) {
 	r.train(dir)
 	r.run(dir)
 	var plan planJSON
-	if r.read(dir, PlanFile, &plan) {
+	if r.ran("plan") && r.read(dir, PlanFile, &plan) { // gpu-bench plans only its run
 		r.Plan = plan.row()
 	}
 	var part PartialRow
-	if slices.ContainsFunc(r.Steps, func(s StepStatus) bool { return s.Name == "partial" }) && r.read(dir, PartialFile, &part) {
+	if r.ran("partial") && r.read(dir, PartialFile, &part) {
 		if rest := part.Sync.Seconds - part.Sync.RolloutS; rest > 0 {
 			part.Bound = part.Sync.Seconds / rest
 		}
@@ -252,6 +275,11 @@ func BuildReport(dir string) (*GPUReport, error) {
 		r.OK = r.OK && h.OK
 	}
 	return r, nil
+}
+
+// ran says whether the script ran the step called name (its status line).
+func (r *GPUReport) ran(name string) bool {
+	return slices.ContainsFunc(r.Steps, func(s StepStatus) bool { return s.Name == name })
 }
 
 // read decodes dir/name into v; a missing or bad file is noted in Missing.
@@ -318,17 +346,23 @@ func describeDevice(d *Report) string {
 
 func (r *GPUReport) rollouts(dir string) {
 	m, _ := filepath.Glob(filepath.Join(dir, rolloutPrefix+"*.json"))
+	ranAt := map[string]int{} // each step's place, so that rows read in the order they ran
+	for i, s := range r.Steps {
+		ranAt[s.Name] = i
+	}
 	for _, f := range m {
-		b, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), rolloutPrefix), ".json"))
-		if err != nil {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		tag, b, ok := rolloutStep(name)
+		if !ok {
 			continue
 		}
 		var res bench.RolloutResult
 		if !r.read(dir, filepath.Base(f), &res) || res.BenchResult == nil {
 			continue
 		}
-		row := RolloutRow{Batch: b, TokensPerSec: res.TokensPerSec, StepMs: res.StepMillis, BytesPerSec: res.BytesPerSec,
-			Bandwidth: res.Bandwidth, RefTokensPerS: res.ReferenceTokensPerSec, Ratio: res.Ratio, CompileSeconds: res.CompileTime.Seconds()}
+		row := RolloutRow{Tag: tag, Model: res.Model, Batch: b, TokensPerSec: res.TokensPerSec, StepMs: res.StepMillis, BytesPerSec: res.BytesPerSec,
+			Bandwidth: res.Bandwidth, RefTokensPerS: res.ReferenceTokensPerSec, Ratio: res.Ratio, CompileSeconds: res.CompileTime.Seconds(),
+			Programs: res.Compiles.Programs, CacheHits: res.Compiles.CacheHits, CacheMisses: res.Compiles.CacheMisses}
 		if res.Bandwidth > 0 {
 			row.RooflineShare = res.BytesPerSec / res.Bandwidth
 		}
@@ -343,7 +377,41 @@ func (r *GPUReport) rollouts(dir string) {
 		})
 		r.Rollout = append(r.Rollout, row)
 	}
-	sort.Slice(r.Rollout, func(i, j int) bool { return r.Rollout[i].Batch < r.Rollout[j].Batch })
+	place := func(x RolloutRow) (int, bool) {
+		name := rolloutPrefix + strconv.Itoa(x.Batch)
+		if x.Tag != "" {
+			name = rolloutPrefix + x.Tag + "-" + strconv.Itoa(x.Batch)
+		}
+		i, ok := ranAt[name]
+		return i, ok
+	}
+	sort.Slice(r.Rollout, func(i, j int) bool {
+		a, b := r.Rollout[i], r.Rollout[j]
+		pa, okA := place(a)
+		pb, okB := place(b)
+		switch {
+		case okA && okB:
+			return pa < pb
+		case okA != okB: // a file without a status line after those with one
+			return okA
+		case a.Tag != b.Tag:
+			return a.Tag < b.Tag
+		}
+		return a.Batch < b.Batch
+	})
+}
+
+// rolloutStep reads a rollout step's name: rollout-<batch> or rollout-<tag>-<batch>.
+func rolloutStep(name string) (tag string, batch int, ok bool) {
+	rest, found := strings.CutPrefix(name, rolloutPrefix)
+	if !found {
+		return "", 0, false
+	}
+	if i := strings.LastIndexByte(rest, '-'); i >= 0 {
+		tag, rest = rest[:i], rest[i+1:]
+	}
+	b, err := strconv.Atoi(rest)
+	return tag, b, err == nil
 }
 
 // reference says what a benchmark's reference was, or why it did not run.
@@ -367,7 +435,7 @@ func (r *GPUReport) train(dir string) {
 	if !r.read(dir, TrainFile, &res) || res.BenchResult == nil {
 		return
 	}
-	row := &TrainRow{Sequences: res.Config.Sequences, Length: res.Config.Length, TokensPerSec: res.TokensPerSec,
+	row := &TrainRow{Model: res.Model, Sequences: res.Config.Sequences, Length: res.Config.Length, TokensPerSec: res.TokensPerSec,
 		MicroStepMs: res.MicroStepMs, PeakShare: res.PeakShare, CompileSecs: res.CompileTime}
 	// The PyTorch reference is optional (a machine without torch still gets its own figures): when
 	// its step did not run, the row says why instead of the report counting a missing output.
@@ -410,31 +478,49 @@ func (r *GPUReport) run(dir string) {
 	steps := map[int]float64{}
 	for _, line := range strings.Split(string(data), "\n") {
 		var e struct {
-			Type       string             `json:"type"`
-			Step       int                `json:"step"`
-			Phase      string             `json:"phase"`
-			Seconds    float64            `json:"seconds"`
-			Metrics    map[string]float64 `json:"metrics"`
-			Components map[string]int64   `json:"components"`
-			Backend    string             `json:"backend"`
-			Status     string             `json:"status"`
-			Reason     string             `json:"reason"`
+			Type       string                    `json:"type"`
+			Step       int                       `json:"step"`
+			Phase      string                    `json:"phase"`
+			Seconds    float64                   `json:"seconds"`
+			Metrics    map[string]float64        `json:"metrics"`
+			Components map[string]int64          `json:"components"`
+			Backend    string                    `json:"backend"`
+			Model      string                    `json:"model"`
+			Status     string                    `json:"status"`
+			Reason     string                    `json:"reason"`
+			Compiles   map[string]event.Compiled `json:"compiles"`
 		}
 		if json.Unmarshal([]byte(line), &e) != nil {
 			continue
 		}
 		switch e.Type {
 		case "run_start":
-			row.Backend = e.Backend
+			row.Backend, row.Model = e.Backend, e.Model
 		case "phase":
 			if e.Step > 0 {
 				steps[e.Step] += e.Seconds
+				i := slices.IndexFunc(row.Phases, func(p PhaseSeconds) bool { return p.Phase == e.Phase })
+				if i < 0 {
+					row.Phases = append(row.Phases, PhaseSeconds{Phase: e.Phase})
+					i = len(row.Phases) - 1
+				}
+				row.Phases[i].Seconds += e.Seconds
 			}
 			if e.Phase == "sync" {
 				row.Sync = append(row.Sync, e.Seconds)
 			}
 		case "metrics":
 			row.Steps++
+			if len(e.Compiles) > 0 {
+				var c event.Compiled
+				for _, k := range e.Compiles {
+					c.Programs += k.Programs
+					c.Seconds += k.Seconds
+					c.CacheHits += k.CacheHits
+					c.CacheMisses += k.CacheMisses
+				}
+				row.Compiled = c
+			}
 			if v, ok := e.Metrics[string(event.MetricSwitchToTrainSeconds)]; ok {
 				row.SwitchToTrain = append(row.SwitchToTrain, v)
 			}

@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"agentrl/engine/bench"
+	"agentrl/engine/compiles"
 	"agentrl/engine/device"
+	"agentrl/engine/event"
 	"agentrl/engine/model"
 	"agentrl/engine/rollout"
 	"agentrl/engine/torchref"
@@ -78,7 +81,7 @@ func writeSteps(t *testing.T, files map[string]any, status string) string {
 }
 
 func TestBuildReport(t *testing.T) {
-	allGood := "doctor\t0\t2.0\nparity\t0\t30.5\nrun\t0\t120\n"
+	allGood := "doctor\t0\t2.0\nplan\t0\t1.0\nparity\t0\t30.5\nrun\t0\t120\n"
 	for _, tc := range []struct {
 		name    string
 		edit    func(files map[string]any)
@@ -211,6 +214,66 @@ func TestBuildReport(t *testing.T) {
 			wantMD: []string{"| float32 exp on go against float64 (diagnostic) | ✓ | 7.3e-08 relative, 0.6 ulps (element 1) |",
 				"| float32 exp on cuda against float64 (diagnostic) | ✓ | 2.4e-07 relative, 2.0 ulps (element 9) |",
 				"| float32 sin on cuda against float64 (diagnostic) | ✗ | error: no kernel |"},
+		},
+		{
+			// scripts/gpu-bench.sh's layout: rollouts tagged by model (a second start among them,
+			// its programs loaded from the compilation cache), the update and the recipe step at
+			// the large shape; each goal of issue #49 gets a row, held or not.
+			name:   "gpu-bench: tagged rollouts, second start, phases, goals",
+			status: "doctor\t0\t1\nrollout-small-64\t0\t60\nrollout-small-again-64\t0\t12\nrollout-large-64\t0\t90\nrun\t0\t80\ntrain\t0\t50\nparity\t0\t30\n",
+			edit: func(f map[string]any) {
+				delete(f, "rollout-1.json")
+				delete(f, "rollout-64.json")
+				tagged := func(model string, tps, ratio float64, programs, hits, misses int, compile time.Duration) bench.RolloutResult {
+					return bench.RolloutResult{Model: model, BenchResult: &rollout.BenchResult{TokensPerSec: tps, StepMillis: 5, BytesPerSec: 1e12, CompileTime: compile},
+						Bandwidth: 4.8e12, Compiles: compiles.Snapshot{Programs: programs, Seconds: compile.Seconds(), CacheHits: hits, CacheMisses: misses},
+						Versus: bench.Versus{ReferenceTokensPerSec: tps / ratio, Ratio: ratio}}
+				}
+				f["rollout-small-64.json"] = tagged("qwen3-0.6b", 9000, 3.5, 5, 0, 5, 40*time.Second)
+				again := tagged("qwen3-0.6b", 9100, 0, 5, 5, 0, 2500*time.Millisecond)
+				again.Versus = bench.Versus{ReferenceSkipped: "--torch-python is empty"}
+				f["rollout-small-again-64.json"] = again
+				f["rollout-large-64.json"] = tagged("qwen3-4b:8", 3000, 2.5, 5, 0, 5, 70*time.Second)
+				tr := f[TrainFile].(bench.TrainResult)
+				tr.Model = "qwen3-4b:8"
+				f[TrainFile] = tr
+				f[RunEventsFile] = strings.Join([]string{
+					`{"type":"run_start","backend":"cuda","model":"out/model"}`,
+					`{"type":"phase","step":0,"phase":"eval","seconds":9}`,
+					`{"type":"phase","step":1,"phase":"rollout","seconds":20}`,
+					`{"type":"phase","step":1,"phase":"reference","seconds":3}`,
+					`{"type":"phase","step":1,"phase":"train","seconds":15}`,
+					`{"type":"phase","step":1,"phase":"sync","seconds":0.5}`,
+					`{"type":"metrics","step":1,"metrics":{"switch_to_train_s":1},"compiles":{"decode":{"programs":4,"seconds":1,"cache_hits":4},"train":{"programs":1,"seconds":30,"cache_misses":1}}}`,
+					`{"type":"run_end","status":"finished"}`,
+				}, "\n")
+			},
+			wantOK: true,
+			check: func(t *testing.T, r *GPUReport) {
+				var tags []string
+				for _, x := range r.Rollout {
+					tags = append(tags, x.Tag)
+				}
+				if !slices.Equal(tags, []string{"small", "small-again", "large"}) || r.Rollout[1].CacheHits != 5 || r.Rollout[1].Model != "qwen3-0.6b" {
+					t.Errorf("rollout rows %+v; want small, small-again (5 cache hits), large in the order they ran", r.Rollout)
+				}
+				u := r.Run
+				want := []PhaseSeconds{{"rollout", 20}, {"reference", 3}, {"train", 15}, {"sync", 0.5}}
+				if u == nil || !slices.Equal(u.Phases, want) || u.Compiled != (event.Compiled{Programs: 5, Seconds: 31, CacheHits: 4, CacheMisses: 1}) || u.Model != "out/model" {
+					t.Errorf("run %+v; want phases %v (the evaluation before step 1 left out), 5 programs in 31 s, 4 loaded", u, want)
+				}
+			},
+			wantMD: []string{
+				"| bench rollout, qwen3-0.6b, batch 64 | ✓ | 9000 tokens/s",
+				"| bench rollout, qwen3-0.6b, batch 64, second start | ✓ | 9100 tokens/s, 5.00 ms/step, 21% of the 4800 GB/s roofline; --torch-python is empty; compiled 5 programs in 2.5 s (cache: 5 loaded, 0 compiled) |",
+				"| bench train, qwen3-4b:8, 8 × 1024 |",
+				"model out/model; switch to train 1.00 s",
+				"(rollout 20.0 s, reference 3.0 s, train 15.0 s, sync 0.5 s); compiled 5 programs in 31.0 s (cache: 4 loaded, 1 compiled)",
+				"| goal: decode at batch 64 ≥ 3× HF generate, qwen3-0.6b | ✓ | 3.50× |",
+				"| goal: decode at batch 64 ≥ 3× HF generate, qwen3-4b:8 | ✗ | 2.50× |",
+				"| goal: a second start compiles in < 10 s, qwen3-0.6b | ✓ | compiled 5 programs in 2.5 s (cache: 5 loaded, 0 compiled), batch 64 |",
+				"| goal: an update ≥ 1.0× PyTorch eager, qwen3-4b:8 | ✓ | 2.00× |",
+			},
 		},
 		{name: "no status file", status: "", wantErr: true},
 	} {

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"agentrl/engine/device"
+	"agentrl/engine/doctor"
+)
+
+// TestGPUBenchOnCPU runs every step of scripts/gpu-bench.sh on the CPU at tiny sizes
+// (GPU_BENCH_BACKEND=go, the built-in model for both the small and the large model, batches 2 and
+// 4, one recipe step of 2 trajectories, a 2 × 64 update) and checks the report: the rollout rows in
+// the order they ran with the second start among them, each naming its model and its programs;
+// the recipe step with its phases and compiles; the update; parity; and the second start's goal
+// row. What only a GPU shows — the compilation cache loading programs, generate and PyTorch on the
+// GPU — is the GPU lease's.
+func TestGPUBenchOnCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs every step of the GPU benchmarks (under a minute)")
+	}
+	bin, tmp := testBinary(t), t.TempDir()
+	out, cache := filepath.Join(tmp, "report"), filepath.Join(tmp, "cache")
+	cmd := exec.Command("bash", "scripts/gpu-bench.sh")
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "GPU_BENCH_CACHE="+cache, "GPU_BENCH_BACKEND=go",
+		"GPU_BENCH_SMALL=testdata/builtin", "GPU_BENCH_LARGE=testdata/builtin", "GPU_BENCH_FULL_DEPTH_S=100000", // a folder is never cut
+		"GPU_BENCH_BATCHES=2 4", "GPU_BENCH_PROMPT_LEN=8", "GPU_BENCH_NEW=8", "GPU_BENCH_RECIPE=recipes/retool.yaml",
+		"GPU_BENCH_STEP_SET=rollout.tasks_per_step=1 rollout.group_size=2 rollout.max_new_tokens=16 rollout.max_turns=1 rollout.max_total_tokens=128",
+		"GPU_BENCH_STEP_VRAM=8GiB", "GPU_BENCH_TRAIN_SEQS=2", "GPU_BENCH_TRAIN_LEN=64", "GPU_BENCH_TRAIN_MICRO=2", "GPU_BENCH_BUDGET_S=300",
+		"GOMLX_SIMD_AVX512=false", "GOMLX_SIMD_AVX2=false") // the portable kernels, as TestGPUCheckOnCPU
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(8*time.Minute, func() { _ = cmd.Process.Kill() })
+	err := cmd.Wait()
+	timer.Stop()
+	if err != nil {
+		t.Fatalf("gpu-bench: %v\n%s", err, log.String())
+	}
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r doctor.GPUReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("report.json: %v\n%s", err, data)
+	}
+	var names []string
+	for _, s := range r.Steps {
+		names = append(names, s.Name)
+		if s.ExitCode != 0 {
+			t.Errorf("step %s exited %d: %s", s.Name, s.ExitCode, s.LogTail)
+		}
+	}
+	want := []string{"doctor", "rollout-small-2", "rollout-small-again-2", "rollout-small-4", "rollout-large-2", "rollout-large-4",
+		"random-model", "run-plan", "run", "train", "parity"}
+	if !slices.Equal(names, want) {
+		t.Errorf("steps %v; want, in this order, %v", names, want)
+	}
+	if !r.OK || r.Backend != device.Go || len(r.Missing) > 0 || len(r.Parity) != 6 {
+		t.Errorf("ok %v, backend %q, missing %v, %d parity rows; want ok on go, nothing missing, 3 fixtures × 2 dtypes", r.OK, r.Backend, r.Missing, len(r.Parity))
+	}
+	var rows []string
+	for _, x := range r.Rollout {
+		rows = append(rows, x.Tag+"-"+map[int]string{2: "2", 4: "4"}[x.Batch])
+		if x.Model != "testdata/builtin" || x.TokensPerSec <= 0 || x.RooflineShare <= 0 || x.Programs == 0 || x.Reference == "" {
+			t.Errorf("rollout row %+v; want the model, tokens/s, the roofline share, the programs and the reference", x)
+		}
+		if x.CacheHits+x.CacheMisses != 0 {
+			t.Errorf("rollout row %+v: cache hits or misses on the Go backend, which has no cache", x)
+		}
+	}
+	if !slices.Equal(rows, []string{"small-2", "small-again-2", "small-4", "large-2", "large-4"}) {
+		t.Errorf("rollout rows %v; want them in the order they ran", rows)
+	}
+	u := r.Run
+	if u == nil || u.Status != "finished" || u.Steps != 1 || u.Compiled.Programs == 0 || u.Predicted <= 0 {
+		t.Fatalf("run row %+v; want one finished step with its compiles and the ledger's prediction", u)
+	}
+	var phases []string
+	for _, p := range u.Phases {
+		phases = append(phases, p.Phase)
+	}
+	for _, p := range []string{"rollout", "reference", "train", "sync"} {
+		if !slices.Contains(phases, p) {
+			t.Errorf("run phases %v lack %s", phases, p)
+		}
+	}
+	if tr := r.Train; tr == nil || tr.Model != "testdata/builtin" || tr.Sequences != 2 || tr.Length != 64 || tr.TokensPerSec <= 0 {
+		t.Errorf("train row %+v; want the built-in model's 2 × 64 update", tr)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	for _, w := range []string{"| bench rollout, testdata/builtin, batch 2, second start | ✓ |", "| goal: a second start compiles in < 10 s, testdata/builtin | ✓ |",
+		"| recipe run, 1 steps | ✓ |"} {
+		if err != nil || !strings.Contains(string(md), w) {
+			t.Errorf("report.md (%v) lacks %q:\n%s", err, w, md)
+		}
+	}
+	if strings.Contains(log.String(), "layers (") {
+		t.Errorf("the script cut a model folder's depth:\n%s", log.String())
+	}
+}
