@@ -561,7 +561,7 @@ func TestToolAwayKeepsOthersDecoding(t *testing.T) {
 	runTickets(t, g, base, turns, nil)
 	want := []string{"1/64: s0@0+1 s1@0+1", "1/64: s0@1+1 s1@1+1", // session 1's first turn ends on "xx"
 		"1/64: s0@2+1", "1/64: s0@3+1", "1/64: s0@4+1", "1/64: s0@5+1", "1/64: s0@6+1", // away for five steps
-		"16/64: s1@2+2", "1/64: s0@7+1 s1@4+1", // back: the prefill of its second turn, then both decode
+		"64/64: s1@2+2", "1/64: s0@7+1 s1@4+1", // back: the prefill of its second turn, then both decode
 		"1/64: s0@8+1", "1/64: s0@9+1", "1/64: s0@10+1", "1/64: s0@11+1"}
 	if got := strings.Join(*steps, "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("steps:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
@@ -716,9 +716,9 @@ func TestToolWorkersQueueReturns(t *testing.T) {
 	runTickets(t, g, base, turns, nil)
 	want := []string{"1/64: s0@0+1 s1@0+1 s2@0+1", "1/64: s0@1+1 s1@1+1 s2@1+1", // both calls made at the end of step 2
 		"1/64: s0@2+1", "1/64: s0@3+1", "1/64: s0@4+1",
-		"16/64: s1@2+2", "1/64: s0@5+1 s1@4+1", // session 1's call ended: 3 steps
+		"64/64: s1@2+2", "1/64: s0@5+1 s1@4+1", // session 1's call ended: 3 steps
 		"1/64: s0@6+1",
-		"16/64: s2@2+2", "1/64: s0@7+1 s2@4+1", // session 2's, after it on the one worker: 6 steps
+		"64/64: s2@2+2", "1/64: s0@7+1 s2@4+1", // session 2's, after it on the one worker: 6 steps
 		"1/64: s0@8+1", "1/64: s0@9+1", "1/64: s0@10+1", "1/64: s0@11+1", "1/64: s0@12+1", "1/64: s0@13+1"}
 	if got := strings.Join(*steps, "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("steps:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
@@ -756,27 +756,45 @@ func runTickets(t *testing.T, g *Generator, base int64, turns [][]Request, befor
 	wg.Wait()
 }
 
-// TestDefaultChunks: a generator on the Go backend compiles prefill chunks 16 and 64 (the CPU
-// pays for every padded row), and one on another backend 64 alone (a GPU pays for every program
-// compiled); a chunk list given is kept.
-func TestDefaultChunks(t *testing.T) {
+// TestDefaultChunksAndBuckets: a generator compiles prefill chunk 64 alone, on the CPU as on a GPU,
+// and a chunk list given is kept; its attention lengths are the powers of two from 64 up to the
+// slot length, at most five of them for long slots (from the power of two at or above a
+// sixteenth), the slot length last even when it is not a power of two; a bucket list given is
+// kept.
+func TestDefaultChunksAndBuckets(t *testing.T) {
 	m, _ := loadFixture(t, "qwen3-tiny")
 	for _, tc := range []struct {
-		name  string
-		given []int
-		want  []int
+		name           string
+		chunks, bucket []int
+		wantC, wantB   []int
 	}{
-		{"default on the Go backend", nil, []int{1, 16, 64}},
-		{"given", []int{32}, []int{1, 32}},
+		{"defaults", nil, nil, []int{1, 64}, []int{64}},
+		{"given", []int{32}, []int{32, 64}, []int{1, 32}, []int{32, 64}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Chunks: tc.given})
-			if got := g.Config().Chunks; !slices.Equal(got, tc.want) {
-				t.Errorf("chunks %v; want %v", got, tc.want)
+			g := newGen(t, m, Config{Slots: 2, MaxLen: 64, Chunks: tc.chunks, Buckets: tc.bucket})
+			if got := g.Config().Chunks; !slices.Equal(got, tc.wantC) {
+				t.Errorf("chunks %v; want %v", got, tc.wantC)
+			}
+			if got := g.Config().Buckets; !slices.Equal(got, tc.wantB) {
+				t.Errorf("buckets %v; want %v", got, tc.wantB)
 			}
 		})
 	}
-	if got := DefaultChunks(false); !slices.Equal(got, []int{64}) {
-		t.Errorf("DefaultChunks off the CPU: %v; want [64]", got)
+	for _, tc := range []struct {
+		maxLen int
+		want   []int
+	}{
+		{64, []int{64}},
+		{512, []int{64, 128, 256, 512}},
+		{1024, []int{64, 128, 256, 512, 1024}},
+		{1500, []int{128, 256, 512, 1024, 1500}},
+		{2048, []int{128, 256, 512, 1024, 2048}},
+		{16384, []int{1024, 2048, 4096, 8192, 16384}},
+		{32768, []int{2048, 4096, 8192, 16384, 32768}},
+	} {
+		if got := DefaultBuckets(tc.maxLen); !slices.Equal(got, tc.want) {
+			t.Errorf("DefaultBuckets(%d) = %v; want %v", tc.maxLen, got, tc.want)
+		}
 	}
 }
