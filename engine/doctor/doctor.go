@@ -315,6 +315,24 @@ func (d *doc) plugin() {
 	d.rep.Plugin, d.pluginOK = &PluginInfo{Path: p.Path, CUDADir: p.CUDADir, FoundVia: p.FoundVia, Layout: p.Layout}, true
 	d.add(SecGPU, "plugin", OK, fmt.Sprintf("%s (%s layout, found via %s)", p.Path, p.Layout, p.FoundVia), "")
 	d.cudaLibs(p)
+	d.compileCache()
+}
+
+// compileCache says where a run on XLA keeps the programs it compiles (backend.compile_cache) and
+// how many are there already, without creating the folder.
+func (d *doc) compileCache() {
+	dir := ""
+	if d.o.Recipe != nil {
+		dir = d.o.Recipe.Backend.CompileCache
+	}
+	if dir == device.CompileCacheOff {
+		d.add(SecGPU, "compile_cache", Info, "off (backend.compile_cache: off): every run compiles all its programs", "")
+		return
+	}
+	dir = cmp.Or(dir, device.DefaultCompileCacheDir())
+	n, b := (&device.CompileCache{Dir: dir}).Size()
+	d.add(SecGPU, "compile_cache", Info, fmt.Sprintf("%s: %d programs stored (%.1f MiB); a run on this GPU and plugin loads the ones it needs instead of compiling them",
+		dir, n, float64(b)/(1<<20)), "")
 }
 
 func (d *doc) backend() {

@@ -207,15 +207,19 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "go-xla's installer, found in ~/.local/lib/go-xla", machine: goXLABox(true), opts: Options{RequireGPU: true},
-			want: want{canRun: true, gpuReady: true, backend: device.CUDA, status: map[string]Status{"plugin": OK, "cuda_libs": OK, "cuda_version": OK, "backend": OK},
+			want: want{canRun: true, gpuReady: true, backend: device.CUDA, status: map[string]Status{"plugin": OK, "cuda_libs": OK, "cuda_version": OK, "backend": OK, "compile_cache": Info},
 				detail: map[string]string{"plugin": "go-xla installer layout, found via go-xla installer folder", "cuda_libs": "/root/.local/lib/go-xla/nvidia/cu13",
-					"cuda_version": "built for CUDA 13"}},
+					"cuda_version": "built for CUDA 13", "compile_cache": device.DefaultCompileCacheDir() + ": "}},
 		},
 		{
 			name: "go-xla's plugin named by hand, its libraries missing", machine: goXLABox(false),
-			recipe: func(r *recipes.Recipe) { r.Backend.Plugin = "/root/.local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so" },
-			want: want{canRun: false, backend: device.CUDA, status: map[string]Status{"plugin": OK, "cuda_libs": Fail},
-				detail: map[string]string{"cuda_libs": "no nvidia/ folder beside the plugin (/root/.local/lib/go-xla/nvidia or"},
+			recipe: func(r *recipes.Recipe) {
+				r.Backend.Plugin = "/root/.local/lib/go-xla/nvidia/pjrt_c_api_cuda_plugin.so"
+				r.Backend.CompileCache = device.CompileCacheOff
+			},
+			want: want{canRun: false, backend: device.CUDA, status: map[string]Status{"plugin": OK, "cuda_libs": Fail, "compile_cache": Info},
+				detail: map[string]string{"cuda_libs": "no nvidia/ folder beside the plugin (/root/.local/lib/go-xla/nvidia or",
+					"compile_cache": "off (backend.compile_cache: off)"},
 				fix:    map[string]string{"cuda_libs": "pjrt_installer@latest -plugin cuda13 -version " + device.JAXVersion + " -path /root/.local/lib/go-xla"}},
 		},
 		{
