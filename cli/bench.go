@@ -101,6 +101,15 @@ func (f *benchModelFlags) load(w io.Writer, verb string) (*model.Model, *device.
 	return m, choice, err
 }
 
+// cacheStats is what the backend's compilation cache did so far (nil without one).
+func cacheStats(c *device.Choice) *device.CompileCacheStats {
+	if c.Cache == nil {
+		return nil
+	}
+	s := c.Cache.Stats()
+	return &s
+}
+
 // reportReference says on w why the PyTorch reference did not run, if it did not.
 func reportReference(w io.Writer, v bench.Versus) {
 	for _, s := range []string{v.ReferenceSkipped, v.ReferenceError} {
@@ -149,7 +158,7 @@ the Go backend), on a GPU transformers' generate.`,
 			if err != nil {
 				return err
 			}
-			res.Model, res.Kernels = cmp.Or(f.shape, f.dir), chosenKernels(cmd)
+			res.Model, res.Kernels, res.CompileCache = cmp.Or(f.shape, f.dir), chosenKernels(cmd), cacheStats(choice)
 			return f.printBench(env, res.Versus, res)
 		},
 	}
@@ -208,7 +217,7 @@ beyond one block, dense below).`,
 			if err != nil {
 				return err
 			}
-			res.Model, res.Kernels = cmp.Or(f.shape, f.dir), chosenKernels(cmd)
+			res.Model, res.Kernels, res.CompileCache = cmp.Or(f.shape, f.dir), chosenKernels(cmd), cacheStats(choice)
 			return f.printBench(env, res.Versus, res)
 		},
 	}

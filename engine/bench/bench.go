@@ -200,6 +200,9 @@ type RolloutResult struct {
 	Kernels string `json:"kernels,omitempty"`
 	// Compiles are the programs the generator compiled (one per step shape) and their seconds.
 	Compiles compiles.Snapshot `json:"compiles"`
+	// CompileCache is what the XLA backend's compilation cache did in the whole command (nil on
+	// the Go backend): loaded, stored, and its failures with the last one's words.
+	CompileCache *device.CompileCacheStats `json:"compile_cache,omitempty"`
 	Versus
 }
 
@@ -267,6 +270,7 @@ func (b *RolloutResult) Write(w io.Writer) {
 	}
 	b.BenchResult.Write(w, b.Bandwidth, b.BandwidthSource)
 	fmt.Fprintf(w, "compiled %s\n", b.Compiles)
+	writeCacheStats(w, b.CompileCache)
 	if t := b.Torch; t != nil {
 		fmt.Fprintf(w, "PyTorch %s generate on %s: %.1f tokens/s; this engine / PyTorch = %.2f\n",
 			t.Torch, t.Device, t.TokensPerSec, b.Ratio)
@@ -292,6 +296,9 @@ type TrainResult struct {
 	// Compiles are the programs the trainer compiled (one per graph and micro-batch shape) and
 	// their seconds, out of the first update's compile_s.
 	Compiles compiles.Snapshot `json:"compiles"`
+	// CompileCache is what the XLA backend's compilation cache did in the whole command (nil on
+	// the Go backend).
+	CompileCache *device.CompileCacheStats `json:"compile_cache,omitempty"`
 	// LedgerStepBytes is, with a peak measured, what the ledger's train phase counts for one
 	// micro-batch beside the weights and moments (gradients, gradient workspace, activations),
 	// and ProcessPeakBytes the process's resident peak over the whole command (VmHWM).
@@ -369,6 +376,7 @@ func (b *TrainResult) Write(w io.Writer) {
 			gib(b.LedgerStepBytes), 100*(float64(b.PeakBytes)/float64(b.LedgerStepBytes)-1), gib(b.ProcessPeakBytes))
 	}
 	fmt.Fprintf(w, "compiled %s\n", b.Compiles)
+	writeCacheStats(w, b.CompileCache)
 	fmt.Fprintf(w, "arithmetic %.2f GFLOP/s = %.2f%% of %.1f GFLOP/s, the peak taken as the %s\n",
 		b.FLOPsPerSec/1e9, 100*b.PeakShare, b.PeakFLOPs/1e9, b.PeakSource)
 	if r := b.Reference; r != nil && r.Train != nil {
@@ -429,3 +437,16 @@ func joinInts(xs []int) string {
 }
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
+
+// writeCacheStats prints what the compilation cache did, if there was one.
+func writeCacheStats(w io.Writer, c *device.CompileCacheStats) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "compile cache %s: %d programs loaded (%.1f MiB in %.1f s), %d compiled and stored (%.1f MiB)", c.Dir, c.Hits,
+		float64(c.LoadedBytes)/(1<<20), c.LoadSeconds, c.Misses, float64(c.StoredBytes)/(1<<20))
+	if c.Failures > 0 {
+		fmt.Fprintf(w, "; %d failures, the last: %s", c.Failures, c.LastFailure)
+	}
+	fmt.Fprintln(w)
+}

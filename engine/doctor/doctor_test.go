@@ -220,7 +220,7 @@ func TestRun(t *testing.T) {
 			want: want{canRun: false, backend: device.CUDA, status: map[string]Status{"plugin": OK, "cuda_libs": Fail, "compile_cache": Info},
 				detail: map[string]string{"cuda_libs": "no nvidia/ folder beside the plugin (/root/.local/lib/go-xla/nvidia or",
 					"compile_cache": "off (backend.compile_cache: off)"},
-				fix:    map[string]string{"cuda_libs": "pjrt_installer@latest -plugin cuda13 -version " + device.JAXVersion + " -path /root/.local/lib/go-xla"}},
+				fix: map[string]string{"cuda_libs": "pjrt_installer@latest -plugin cuda13 -version " + device.JAXVersion + " -path /root/.local/lib/go-xla"}},
 		},
 		{
 			name: "JAX's plugin, its nvidia folder missing", machine: func() fakeMachine {

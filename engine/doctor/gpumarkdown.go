@@ -66,8 +66,12 @@ func (r *GPUReport) Markdown() string {
 		if x.RefTokensPerS > 0 {
 			ref = fmt.Sprintf("%s: %.0f tokens/s, engine ÷ reference %.2f", x.Reference, x.RefTokensPerS, x.Ratio)
 		}
-		row(true, "bench rollout, "+rolloutName(x), "%.0f tokens/s, %.2f ms/step, %.0f%% of the %.0f GB/s roofline; %s; %s",
-			x.TokensPerSec, x.StepMs, 100*x.RooflineShare, x.Bandwidth/1e9, ref, compiledText(x.Programs, x.CompileSeconds, x.CacheHits, x.CacheMisses))
+		failures := ""
+		if x.CacheFailures > 0 {
+			failures = fmt.Sprintf("; %d compilation cache failures, the last: %s", x.CacheFailures, firstLine(x.CacheFailure))
+		}
+		row(x.CacheFailures == 0, "bench rollout, "+rolloutName(x), "%.0f tokens/s, %.2f ms/step, %.0f%% of the %.0f GB/s roofline; %s; %s%s",
+			x.TokensPerSec, x.StepMs, 100*x.RooflineShare, x.Bandwidth/1e9, ref, compiledText(x.Programs, x.CompileSeconds, x.CacheHits, x.CacheMisses), failures)
 	}
 	if t := r.Train; t != nil {
 		ref := t.Reference

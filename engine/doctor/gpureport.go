@@ -102,6 +102,10 @@ type RolloutRow struct {
 	Programs    int `json:"programs,omitempty"`
 	CacheHits   int `json:"cache_hits,omitempty"`
 	CacheMisses int `json:"cache_misses,omitempty"`
+	// CacheFailures are the compilation cache's own failures in the command (a program that did
+	// not serialize, store or load), CacheFailure the last one's words.
+	CacheFailures int64  `json:"cache_failures,omitempty"`
+	CacheFailure  string `json:"cache_failure,omitempty"`
 }
 
 // TrainRow is `bench train` beside PyTorch eager on the same shape and batch.
@@ -363,6 +367,9 @@ func (r *GPUReport) rollouts(dir string) {
 		row := RolloutRow{Tag: tag, Model: res.Model, Batch: b, TokensPerSec: res.TokensPerSec, StepMs: res.StepMillis, BytesPerSec: res.BytesPerSec,
 			Bandwidth: res.Bandwidth, RefTokensPerS: res.ReferenceTokensPerSec, Ratio: res.Ratio, CompileSeconds: res.CompileTime.Seconds(),
 			Programs: res.Compiles.Programs, CacheHits: res.Compiles.CacheHits, CacheMisses: res.Compiles.CacheMisses}
+		if c := res.CompileCache; c != nil {
+			row.CacheFailures, row.CacheFailure = c.Failures, c.LastFailure
+		}
 		if res.Bandwidth > 0 {
 			row.RooflineShare = res.BytesPerSec / res.Bandwidth
 		}

@@ -233,7 +233,9 @@ func TestBuildReport(t *testing.T) {
 				again := tagged("qwen3-0.6b", 9100, 0, 5, 5, 0, 2500*time.Millisecond)
 				again.Versus = bench.Versus{ReferenceSkipped: "--torch-python is empty"}
 				f["rollout-small-again-64.json"] = again
-				f["rollout-large-64.json"] = tagged("qwen3-4b:8", 3000, 2.5, 5, 0, 5, 70*time.Second)
+				large := tagged("qwen3-4b:8", 3000, 2.5, 5, 0, 5, 70*time.Second)
+				large.CompileCache = &device.CompileCacheStats{Dir: "c", Misses: 5, Failures: 5, LastFailure: "storing the executable: PJRT_Executable_Serialize: UNIMPLEMENTED\nmore"}
+				f["rollout-large-64.json"] = large
 				tr := f[TrainFile].(bench.TrainResult)
 				tr.Model = "qwen3-4b:8"
 				f[TrainFile] = tr
@@ -271,6 +273,7 @@ func TestBuildReport(t *testing.T) {
 				"(rollout 20.0 s, reference 3.0 s, train 15.0 s, sync 0.5 s); compiled 5 programs in 31.0 s (cache: 4 loaded, 1 compiled)",
 				"| goal: decode at batch 64 ≥ 3× HF generate, qwen3-0.6b | ✓ | 3.50× |",
 				"| goal: decode at batch 64 ≥ 3× HF generate, qwen3-4b:8 | ✗ | 2.50× |",
+				"| bench rollout, qwen3-4b:8, batch 64 | ✗ | 3000 tokens/s", "compiled 5 programs in 70.0 s (cache: 0 loaded, 5 compiled); 5 compilation cache failures, the last: storing the executable: PJRT_Executable_Serialize: UNIMPLEMENTED |",
 				"| goal: a second start compiles in < 10 s, qwen3-0.6b | ✓ | compiled 5 programs in 2.5 s (cache: 5 loaded, 0 compiled), batch 64 |",
 				"| goal: an update ≥ 1.0× PyTorch eager, qwen3-4b:8 | ✓ | 2.00× |",
 			},
