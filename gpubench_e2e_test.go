@@ -55,16 +55,24 @@ func TestGPUBenchOnCPU(t *testing.T) {
 		t.Fatalf("report.json: %v\n%s", err, data)
 	}
 	var names []string
+	torch := false // the PyTorch update runs where a python with torch is found (CI installs one)
 	for _, s := range r.Steps {
-		names = append(names, s.Name)
 		if s.ExitCode != 0 {
 			t.Errorf("step %s exited %d: %s", s.Name, s.ExitCode, s.LogTail)
 		}
+		if s.Name == "torch-train" {
+			torch = true
+			continue
+		}
+		names = append(names, s.Name)
+	}
+	if tr := r.Train; torch && (tr == nil || tr.Ratio <= 0 || tr.RefTokensPerS <= 0) {
+		t.Errorf("train row %+v; want PyTorch eager's tokens/s and the ratio beside it", tr)
 	}
 	want := []string{"doctor", "rollout-small-2", "rollout-small-again-2", "rollout-small-4", "rollout-large-2", "rollout-large-4",
 		"random-model", "run-plan", "run", "train", "parity"}
 	if !slices.Equal(names, want) {
-		t.Errorf("steps %v; want, in this order, %v", names, want)
+		t.Errorf("steps %v; want, in this order, %v (and torch-train after train where torch is found)", names, want)
 	}
 	if !r.OK || r.Backend != device.Go || len(r.Missing) > 0 || len(r.Parity) != 6 {
 		t.Errorf("ok %v, backend %q, missing %v, %d parity rows; want ok on go, nothing missing, 3 fixtures × 2 dtypes", r.OK, r.Backend, r.Missing, len(r.Parity))
