@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +9,6 @@ import (
 	"time"
 
 	"agentrl/engine/device"
-	"agentrl/engine/doctor"
 )
 
 // TestGPUBenchOnCPU runs every step of scripts/gpu-bench.sh on the CPU at tiny sizes
@@ -28,32 +24,13 @@ func TestGPUBenchOnCPU(t *testing.T) {
 	}
 	bin, tmp := testBinary(t), t.TempDir()
 	out, cache := filepath.Join(tmp, "report"), filepath.Join(tmp, "cache")
-	cmd := exec.Command("bash", "scripts/gpu-bench.sh")
-	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "GPU_BENCH_CACHE="+cache, "GPU_BENCH_BACKEND=go",
+	code, log := runGPUScript(t, "scripts/gpu-bench.sh", 8*time.Minute, "BIN="+bin, "OUT="+out, "GPU_BENCH_CACHE="+cache, "GPU_BENCH_BACKEND=go",
 		"GPU_BENCH_SMALL=testdata/builtin", "GPU_BENCH_LARGE=testdata/builtin", "GPU_BENCH_FULL_DEPTH_S=100000", // a folder is never cut
 		"GPU_BENCH_BATCHES=2 4", "GPU_BENCH_PROMPT_LEN=8", "GPU_BENCH_NEW=8", "GPU_BENCH_RECIPE=recipes/retool.yaml",
 		"GPU_BENCH_STEP_SET=rollout.tasks_per_step=1 rollout.group_size=2 rollout.max_new_tokens=16 rollout.max_turns=1 rollout.max_total_tokens=128",
 		"GPU_BENCH_STEP_VRAM=8GiB", "GPU_BENCH_TRAIN_SEQS=2", "GPU_BENCH_TRAIN_LEN=64", "GPU_BENCH_TRAIN_MICRO=2", "GPU_BENCH_BUDGET_S=300",
 		"GOMLX_SIMD_AVX512=false", "GOMLX_SIMD_AVX2=false") // the portable kernels, as TestGPUCheckOnCPU
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(8*time.Minute, func() { _ = cmd.Process.Kill() })
-	err := cmd.Wait()
-	timer.Stop()
-	if err != nil {
-		t.Fatalf("gpu-bench: %v\n%s", err, log.String())
-	}
-	data, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r doctor.GPUReport
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("report.json: %v\n%s", err, data)
-	}
+	r := scriptReport(t, "gpu-bench", code, log, out)
 	var names []string
 	torch := false // the PyTorch update runs where a python with torch is found (CI installs one)
 	for _, s := range r.Steps {
@@ -113,7 +90,7 @@ func TestGPUBenchOnCPU(t *testing.T) {
 			t.Errorf("report.md (%v) lacks %q:\n%s", err, w, md)
 		}
 	}
-	if strings.Contains(log.String(), "layers (") {
-		t.Errorf("the script cut a model folder's depth:\n%s", log.String())
+	if strings.Contains(log, "layers (") {
+		t.Errorf("the script cut a model folder's depth:\n%s", log)
 	}
 }

@@ -26,7 +26,31 @@ func gpuCheckBinary(t *testing.T) string {
 // its exit code and output.
 func runGPUCheck(t *testing.T, timeout time.Duration, env ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command("bash", "scripts/gpu-check.sh")
+	return runGPUScript(t, "scripts/gpu-check.sh", timeout, env...)
+}
+
+// scriptReport is the report.json a GPU script that exited with code wrote into out (the test
+// fails, with the script's output, where it did not exit 0 or wrote no report).
+func scriptReport(t *testing.T, name string, code int, log, out string) *doctor.GPUReport {
+	t.Helper()
+	if code != 0 {
+		t.Fatalf("%s exited %d; want 0\n%s", name, code, log)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r doctor.GPUReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("report.json: %v\n%s", err, data)
+	}
+	return &r
+}
+
+// runGPUScript runs script (gpu-check.sh, gpu-bench.sh) as runGPUCheck does.
+func runGPUScript(t *testing.T, script string, timeout time.Duration, env ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("bash", script)
 	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -41,7 +65,7 @@ func runGPUCheck(t *testing.T, timeout time.Duration, env ...string) (int, strin
 	case errors.As(err, &ee):
 		return ee.ExitCode(), out.String()
 	case err != nil:
-		t.Fatalf("gpu-check: %v\n%s", err, out.String())
+		t.Fatalf("%s: %v\n%s", script, err, out.String())
 	}
 	return 0, out.String()
 }
@@ -66,17 +90,7 @@ func TestGPUCheckOnCPU(t *testing.T) {
 		// parity rows would say so)
 		"GOMLX_SIMD_AVX512=false", "GOMLX_SIMD_AVX2=false"}
 	code, log := runGPUCheck(t, 8*time.Minute, env...)
-	if code != 0 {
-		t.Fatalf("gpu-check exited %d; want 0\n%s", code, log)
-	}
-	data, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r doctor.GPUReport
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("report.json: %v\n%s", err, data)
-	}
+	r := scriptReport(t, "gpu-check", code, log, out)
 	var names []string
 	for _, s := range r.Steps {
 		names = append(names, s.Name)

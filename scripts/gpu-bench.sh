@@ -65,16 +65,7 @@ mkdir -p "$CACHE" || exit 1
 echo "$NAME: compilation cache $CACHE ($(find "$CACHE" -name '*.pjrt' | wc -l) programs in it)"
 
 # 1. doctor: on a machine without a GPU, the plugin or its libraries, stop here.
-doctor=(doctor --torch-python "${TORCH_PYTHON:-auto}" "${backend[@]}")
-[ "$BACKEND" != go ] && doctor+=(--gpu)
-"$BIN" "${doctor[@]}" 2>&1 | tee "$STEPS/doctor.txt"
-rc=${PIPESTATUS[0]}
-if [ "$rc" -ne 0 ] && [ "$BACKEND" != go ]; then
-	echo
-	echo "$NAME: this machine is not ready for the GPU path (doctor above says why and what to do); nothing else ran."
-	exit 2
-fi
-step doctor "$STEPS/doctor.json" "$BIN" "${doctor[@]}" --json
+doctor_or_exit
 
 # model MODEL: the flags naming a shape (random weights) or a model folder
 model() { if [ -d "$1" ]; then echo "--model $1"; else echo "--shape $1"; fi; }
@@ -114,28 +105,13 @@ if [ -d "$L" ]; then
 else
 	step random-model /dev/null "$BIN" dev random-model --shape "$L" --tokenizer "$TOKENIZER" --out "$MODEL"
 fi
-run_env=(AGENTRL_RUN_MAX_STEPS=1)
-for kv in eval.at_start=false eval.every=1000 checkpoint.save_optimizer=false "backend.compile_cache=$CACHE" $STEP_SET; do
-	run_env+=("AGENTRL_$(printf '%s' "${kv%%=*}" | tr 'a-z.' 'A-Z_')=${kv#*=}")
-done
-plan_run=(plan "$RECIPE" --model "$MODEL" --json)
-[ -n "$STEP_VRAM" ] && plan_run+=(--vram "$STEP_VRAM")
-step run-plan "$STEPS/run-plan.json" env "${run_env[@]}" "$BIN" "${plan_run[@]}"
-step run "$STEPS/run.jsonl" "$BIN" dev watch --out "$STEPS/run-peak.json" -- env "${run_env[@]}" \
-	"$BIN" run "$RECIPE" --model "$MODEL" "${backend[@]}" --ui json --store "$OUT/run.db" --run-name gpu-bench
+# shellcheck disable=SC2086 # STEP_SET's words
+recipe_run "$RECIPE" "$MODEL" "$STEP_VRAM" gpu-bench run.max_steps=1 eval.at_start=false eval.every=1000 checkpoint.save_optimizer=false \
+	"backend.compile_cache=$CACHE" $STEP_SET
 
 # 5. an update of the large model beside PyTorch eager
-# shellcheck disable=SC2046
-step train "$STEPS/train.json" "$BIN" bench train $(model "$L") "${backend[@]}" --compile-cache "$CACHE" --sequences "$TRAIN_SEQS" \
-	--length "$TRAIN_LEN" --prompt $((TRAIN_LEN / 4)) --micro-batch "$TRAIN_MICRO" --updates 2 --json --torch-python ""
-if [ -n "$TORCH_PYTHON" ] && [ -f "$MODEL/config.json" ]; then
-	device=cuda dtype=bfloat16
-	[ "$BACKEND" = go ] && device=cpu dtype=float32
-	step torch-train "$STEPS/torch-train.json" "$TORCH_PYTHON" scripts/torch_train.py --config "$MODEL/config.json" --sequences "$TRAIN_SEQS" \
-		--length "$TRAIN_LEN" --prompt $((TRAIN_LEN / 4)) --micro-batch "$TRAIN_MICRO" --updates 2 --device "$device" --dtype "$dtype"
-else
-	echo "no python with torch found (tried /opt/torch/.venv/bin/python, python3, /usr/bin/python3; set TORCH_PYTHON), or no model folder for its config" > "$STEPS/torch-train.log"
-fi
+# shellcheck disable=SC2046 # model's two words
+train_steps "$MODEL/config.json" $(model "$L") --compile-cache "$CACHE"
 
 # 6. parity last: the figures above are what no lease has measured yet
 step parity "$STEPS/parity.json" "$BIN" dev parity --json "${backend[@]}" --compile-cache "$CACHE"

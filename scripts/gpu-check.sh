@@ -56,16 +56,7 @@ NAME=gpu-check
 . scripts/gpu-steps.sh
 
 # 1. doctor: on a machine without a GPU, the plugin or its libraries, stop here.
-doctor=(doctor --torch-python "${TORCH_PYTHON:-auto}" "${backend[@]}")
-[ "$BACKEND" != go ] && doctor+=(--gpu)
-"$BIN" "${doctor[@]}" 2>&1 | tee "$STEPS/doctor.txt"
-rc=${PIPESTATUS[0]}
-if [ "$rc" -ne 0 ] && [ "$BACKEND" != go ]; then
-	echo
-	echo "gpu-check: this machine is not ready for the GPU path (doctor above says why and what to do); nothing else ran."
-	exit 2
-fi
-step doctor "$STEPS/doctor.json" "$BIN" "${doctor[@]}" --json
+doctor_or_exit
 
 # 2. figures that need no model folder
 step plan "$STEPS/plan.json" "$BIN" plan "$RECIPE" --shape "$PLAN_SHAPE" --vram "$PLAN_VRAM" --json
@@ -117,17 +108,10 @@ fi
 step op-parity-go "$STEPS/op-parity-go.json" "$BIN" dev op-parity --json --backend go
 [ "$BACKEND" != go ] && step "op-parity-$BACKEND" "$STEPS/op-parity-$BACKEND.json" "$BIN" dev op-parity --json "${backend[@]}"
 
-# The run's changes to the recipe reach plan and run alike as AGENTRL_* variables (recipes.Load
-# reads them): no evaluation, no optimizer state in the checkpoint saved at the end.
-run_env=(AGENTRL_RUN_MAX_STEPS="$RUN_STEPS")
-for kv in eval.at_start=false eval.every=1000 checkpoint.save_optimizer=false $RUN_SET; do
-	run_env+=("AGENTRL_$(printf '%s' "${kv%%=*}" | tr 'a-z.' 'A-Z_')=${kv#*=}")
-done
-plan_run=(plan "$RECIPE" --model "$MODEL" --json)
-[ -n "$RUN_VRAM" ] && plan_run+=(--vram "$RUN_VRAM")
-step run-plan "$STEPS/run-plan.json" env "${run_env[@]}" "$BIN" "${plan_run[@]}"
-step run "$STEPS/run.jsonl" "$BIN" dev watch --out "$STEPS/run-peak.json" -- env "${run_env[@]}" \
-	"$BIN" run "$RECIPE" --model "$MODEL" "${backend[@]}" --ui json --store "$OUT/run.db" --run-name gpu-check
+# A short run of the recipe on that folder: no evaluation, no optimizer state in the checkpoint
+# saved at the end.
+# shellcheck disable=SC2086 # RUN_SET's words
+recipe_run "$RECIPE" "$MODEL" "$RUN_VRAM" gpu-check run.max_steps="$RUN_STEPS" eval.at_start=false eval.every=1000 checkpoint.save_optimizer=false $RUN_SET
 
 # 4. partial rollouts on the long-tail workload (issue #25's goal: 1.5x trained tokens/s over whole
 # steps), synchronous then partial, the built-in model on this backend
@@ -143,16 +127,7 @@ for b in $BATCHES; do
 	step "rollout-$b" "$STEPS/rollout-$b.json" "$BIN" bench rollout "${bench_model[@]}" "${backend[@]}" --slots "$b" --sequences "$b" \
 		--prompt-len "$PROMPT_LEN" --new "$NEW" --json --torch-python "${TORCH_PYTHON:-auto}"
 done
-step train "$STEPS/train.json" "$BIN" bench train "${bench_model[@]}" "${backend[@]}" --sequences "$TRAIN_SEQS" --length "$TRAIN_LEN" \
-	--prompt $((TRAIN_LEN / 4)) --micro-batch "$TRAIN_MICRO" --updates 2 --json --torch-python ""
-if [ -n "$TORCH_PYTHON" ]; then
-	device=cuda dtype=bfloat16
-	[ "$BACKEND" = go ] && device=cpu dtype=float32
-	step torch-train "$STEPS/torch-train.json" "$TORCH_PYTHON" scripts/torch_train.py --config "$MODEL/config.json" --sequences "$TRAIN_SEQS" \
-		--length "$TRAIN_LEN" --prompt $((TRAIN_LEN / 4)) --micro-batch "$TRAIN_MICRO" --updates 2 --device "$device" --dtype "$dtype"
-else
-	echo "no python with torch found (tried /opt/torch/.venv/bin/python, python3, /usr/bin/python3); set TORCH_PYTHON" > "$STEPS/torch-train.log"
-fi
+train_steps "$MODEL/config.json" "${bench_model[@]}"
 
 # 6. the report
 echo

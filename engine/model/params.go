@@ -146,13 +146,7 @@ func RandomParams(c *Config, seed uint64, std float64) *Params {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	for i, s := range p.Specs {
 		v := make([]float32, s.Size())
-		switch {
-		case len(s.Dims) == 1 && isNormName(s.Name):
-			for j := range v {
-				v[j] = 1
-			}
-		case len(s.Dims) == 1: // bias
-		default:
+		if drawn(s, v) {
 			for j := range v {
 				v[j] = float32(rng.NormFloat64() * std)
 			}
@@ -193,13 +187,7 @@ func RandomParamsParallel(c *Config, seed uint64, std float64) *Params {
 	for i, s := range p.Specs {
 		v := make([]float32, s.Size())
 		values[i] = v
-		switch {
-		case len(s.Dims) == 1 && isNormName(s.Name):
-			for j := range v {
-				v[j] = 1
-			}
-		case len(s.Dims) == 1: // bias
-		default:
+		if drawn(s, v) {
 			for from := 0; from < len(v); from += randomBlock {
 				jobs <- job{v, i, from, min(from+randomBlock, len(v))}
 			}
@@ -216,6 +204,20 @@ func RandomParamsParallel(c *Config, seed uint64, std float64) *Params {
 
 // randomBlock is how many values of a tensor one stream of RandomParamsParallel draws.
 const randomBlock = 1 << 20
+
+// drawn says whether the values v of s are drawn at random: a matrix's are; a norm weight's are
+// ones (set here) and a bias's zeros.
+func drawn(s ParamSpec, v []float32) bool {
+	if len(s.Dims) != 1 {
+		return true
+	}
+	if isNormName(s.Name) {
+		for j := range v {
+			v[j] = 1
+		}
+	}
+	return false
+}
 
 func isNormName(name string) bool {
 	for _, suf := range []string{"norm.weight", "layernorm.weight"} {
