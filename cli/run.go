@@ -227,6 +227,9 @@ func execute(env Env, l engine.Launch, tensorboard string) error {
 	}
 	s.Close()
 	boardDone()
+	if s.Cache != nil { // what a later run on this machine will not compile again
+		fmt.Fprintln(env.Stderr, s.Cache.Stats())
+	}
 	if end := s.End(); end.Status != "" && mode != ui.ModeTUI && outputGone(env.Stdout) && !outputGone(env.Stderr) {
 		fmt.Fprintln(env.Stderr, "agentrl-tui:", ui.EndLine(end)) // how it ended, where it can be read
 	}

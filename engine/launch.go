@@ -43,6 +43,9 @@ type Launch struct {
 type Session struct {
 	*Controller
 	Store *store.Store
+	// Cache is the XLA backend's compilation cache (nil on the Go backend), whose totals the
+	// command prints when the run ends.
+	Cache *device.CompileCache
 	mon   *device.Monitor
 }
 
@@ -109,7 +112,7 @@ func Open(l Launch) (sess *Session, err error) {
 		}
 	}
 	fmt.Fprintln(l.Log, "attention: "+c.attention)
-	return &Session{Controller: c, Store: st, mon: mon}, nil
+	return &Session{Controller: c, Store: st, Cache: choice.Cache, mon: mon}, nil
 }
 
 // clone is a copy of e that Open may fill in (nil for nil).

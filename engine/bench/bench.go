@@ -440,13 +440,7 @@ func gib(b int64) float64 { return float64(b) / (1 << 30) }
 
 // writeCacheStats prints what the compilation cache did, if there was one.
 func writeCacheStats(w io.Writer, c *device.CompileCacheStats) {
-	if c == nil {
-		return
+	if c != nil {
+		fmt.Fprintln(w, c)
 	}
-	fmt.Fprintf(w, "compile cache %s: %d programs loaded (%.1f MiB in %.1f s), %d compiled and stored (%.1f MiB)", c.Dir, c.Hits,
-		float64(c.LoadedBytes)/(1<<20), c.LoadSeconds, c.Misses, float64(c.StoredBytes)/(1<<20))
-	if c.Failures > 0 {
-		fmt.Fprintf(w, "; %d failures, the last: %s", c.Failures, c.LastFailure)
-	}
-	fmt.Fprintln(w)
 }

@@ -55,6 +55,17 @@ type CompileCacheStats struct {
 	LastFailure string  `json:"last_failure,omitempty"`
 }
 
+// String reads "compile cache DIR: 12 programs loaded (… MiB in … s), 3 compiled and stored (… MiB)",
+// then the failures and the last one's words, if any.
+func (s CompileCacheStats) String() string {
+	t := fmt.Sprintf("compile cache %s: %d programs loaded (%.1f MiB in %.1f s), %d compiled and stored (%.1f MiB)", s.Dir, s.Hits,
+		float64(s.LoadedBytes)/(1<<20), s.LoadSeconds, s.Misses, float64(s.StoredBytes)/(1<<20))
+	if s.Failures > 0 {
+		t += fmt.Sprintf("; %d failures, the last: %s", s.Failures, s.LastFailure)
+	}
+	return t
+}
+
 // DefaultCompileCacheDir is xla/ under the user's cache directory ($XDG_CACHE_HOME/agentrl-tui/xla or
 // ~/.cache/agentrl-tui/xla on Linux), beside kernels.json.
 func DefaultCompileCacheDir() string {

@@ -122,6 +122,9 @@ func TestCompileCacheCounts(t *testing.T) {
 	if s != want {
 		t.Errorf("Stats = %+v; want %+v", s, want)
 	}
+	if got, want := s.String(), "compile cache x: 2 programs loaded (0.0 MiB in 0.8 s), 2 compiled and stored (0.0 MiB); 1 failures, the last: storing the executable: disk full"; got != want {
+		t.Errorf("String() = %q; want %q", got, want)
+	}
 	if h, m := c.Counts(); h != 2 || m != 2 {
 		t.Errorf("Counts = %d, %d; want 2, 2", h, m)
 	}
