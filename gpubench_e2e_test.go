@@ -13,7 +13,8 @@ import (
 
 // TestGPUBenchOnCPU runs every step of scripts/gpu-bench.sh on the CPU at tiny sizes
 // (GPU_BENCH_BACKEND=go, the built-in model for both the small and the large model, batches 2 and
-// 4, one recipe step of 2 trajectories, a 2 × 64 update) and checks the report: the rollout rows in
+// 4, one step of the seed's recipe of 2 trajectories with the script's data and PRM, a 2 × 64
+// update) and checks the report: the rollout rows in
 // the order they ran with the second start among them, each naming its model and its programs;
 // the recipe step with its phases and compiles; the update; parity; and the second start's goal
 // row. What only a GPU shows — the compilation cache loading programs, generate and PyTorch on the
@@ -26,8 +27,13 @@ func TestGPUBenchOnCPU(t *testing.T) {
 	out, cache := filepath.Join(tmp, "report"), filepath.Join(tmp, "cache")
 	code, log := runGPUScript(t, "scripts/gpu-bench.sh", 8*time.Minute, "BIN="+bin, "OUT="+out, "GPU_BENCH_CACHE="+cache, "GPU_BENCH_BACKEND=go",
 		"GPU_BENCH_SMALL=testdata/builtin", "GPU_BENCH_LARGE=testdata/builtin", "GPU_BENCH_FULL_DEPTH_S=100000", // a folder is never cut
-		"GPU_BENCH_BATCHES=2 4", "GPU_BENCH_PROMPT_LEN=8", "GPU_BENCH_NEW=8", "GPU_BENCH_RECIPE=recipes/retool.yaml",
-		"GPU_BENCH_STEP_SET=rollout.tasks_per_step=1 rollout.group_size=2 rollout.max_new_tokens=16 rollout.max_turns=1 rollout.max_total_tokens=128",
+		"GPU_BENCH_BATCHES=2 4", "GPU_BENCH_PROMPT_LEN=8", "GPU_BENCH_NEW=8",
+		// the seed's recipe (the script's default) as the GPU step runs it — the repository's data
+		// samples, the random folder as the PRM — at the CPU's sizes, as scripts/seed-cpu.sh cuts them
+		"GPU_BENCH_STEP_SET=model.dtype=f32 rollout.tasks_per_step=1 rollout.group_size=2 rollout.max_turns=1 rollout.max_new_tokens=16 "+
+			"rollout.max_total_tokens=1024 eval.max_new_tokens=16 eval.max_total_tokens=1024 eval.n_samples=2 eval.ks=1,2 eval.validation_tasks=2 "+
+			"eval.validation_samples=2 early_stop.metric=pass@2 env.timeout=10s env.sandbox.workers=2 prm.max_new_tokens=16 prm.model="+filepath.Join(out, "model")+
+			" data.train=testdata/data/dapo-slime.jsonl data.eval=aime24=testdata/data/aime2024",
 		"GPU_BENCH_STEP_VRAM=8GiB", "GPU_BENCH_TRAIN_SEQS=2", "GPU_BENCH_TRAIN_LEN=64", "GPU_BENCH_TRAIN_MICRO=2", "GPU_BENCH_BUDGET_S=300",
 		"GOMLX_SIMD_AVX512=false", "GOMLX_SIMD_AVX2=false") // the portable kernels, as TestGPUCheckOnCPU
 	r := scriptReport(t, "gpu-bench", code, log, out)
@@ -75,7 +81,7 @@ func TestGPUBenchOnCPU(t *testing.T) {
 	for _, p := range u.Phases {
 		phases = append(phases, p.Phase)
 	}
-	for _, p := range []string{"rollout", "reference", "train", "sync"} {
+	for _, p := range []string{"rollout", "prm", "reference", "train", "sync"} { // the seed's: its PRM phase too
 		if !slices.Contains(phases, p) {
 			t.Errorf("run phases %v lack %s", phases, p)
 		}

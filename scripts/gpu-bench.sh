@@ -16,7 +16,7 @@
 #      the reference (the second start: its programs loaded from the compilation cache); batch 256
 #   3. decode on LARGE (qwen3-4b) at batch 64 and 256, against generate
 #   4. one step of RECIPE (recipes/retool-qwen3-4b.yaml) on a random-weight LARGE folder, lengths cut
-#      to STEP_SET, every phase timed, the NVML peak beside the ledger's plan
+#      and data and PRM given by STEP_SET, every phase timed, the NVML peak beside the ledger's plan
 #   5. bench train on LARGE beside PyTorch eager (scripts/torch_train.py, bf16 autocast)
 #   6. HF parity of testdata/fixtures (dev parity), float32 and bfloat16
 # LARGE runs at full depth when at least GPU_BENCH_FULL_DEPTH_S (360) seconds are left before its
@@ -49,9 +49,13 @@ PROMPT_LEN=${GPU_BENCH_PROMPT_LEN:-128}
 NEW=${GPU_BENCH_NEW:-128}
 TOKENIZER=${GPU_BENCH_TOKENIZER:-testdata/fixtures/qwen3-tokenizer}
 RECIPE=${GPU_BENCH_RECIPE:-recipes/retool-qwen3-4b.yaml}
+MODEL=$OUT/model # the random-weight folder of the large shape, for the recipe step
 # the seed's step with its lengths cut to fit the time: 4 tasks × 4 samples, 2 turns, 512 new
-# tokens a turn in 2,048-token slots; no evaluation; no optimizer state in the checkpoint at the end
-STEP_SET=${GPU_BENCH_STEP_SET:-rollout.tasks_per_step=4 rollout.group_size=4 rollout.max_turns=2 rollout.max_new_tokens=512 rollout.max_total_tokens=2048 eval.max_new_tokens=512 eval.max_total_tokens=2048}
+# tokens a turn in 2,048-token slots; the PRM (the seed's separate 4B judge) a second random
+# folder of the same shape — the same folder — replying in at most 256 tokens; the repository's
+# DAPO and AIME samples in place of the downloads (testdata/data, the layouts slime's conversion
+# writes); no evaluation; no optimizer state in the checkpoint at the end
+STEP_SET=${GPU_BENCH_STEP_SET:-rollout.tasks_per_step=4 rollout.group_size=4 rollout.max_turns=2 rollout.max_new_tokens=512 rollout.max_total_tokens=2048 eval.max_new_tokens=512 eval.max_total_tokens=2048 prm.model=$MODEL prm.max_new_tokens=256 data.train=testdata/data/dapo-slime.jsonl data.eval=aime24=testdata/data/aime2024}
 STEP_VRAM=${GPU_BENCH_STEP_VRAM:-}                        # the step's plan budget; empty: NVML's free memory
 TRAIN_SEQS=${GPU_BENCH_TRAIN_SEQS:-8}
 TRAIN_LEN=${GPU_BENCH_TRAIN_LEN:-1024}
@@ -99,7 +103,6 @@ for b in $BATCHES; do
 done
 
 # 4. one step of the seed's recipe on a random-weight folder of that shape
-MODEL=$OUT/model
 if [ -d "$L" ]; then
 	step random-model /dev/null "$BIN" dev random-model --like "$L" --out "$MODEL"
 else
