@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,9 +15,10 @@ import (
 // own, SIGKILLed when the PRM's third request reaches it. The step still finishes: the two
 // trajectories judged before the kill keep their replies, the other two are counted unjudged, and
 // the run ends finished. (engine's TestPRMEndpointKilledMidStep does the same with the server in
-// the test's process; this is the real binary and a real kill.) The PRM's prompt and input are
-// the built-in model's, which fit the server's 1,023-token context: with the recipe's defaults a
-// long trajectory's prompt is refused (400, context_length_exceeded) before any kill.
+// the test's process; this is the real binary and a real kill.) The PRM's prompt is the built-in
+// model's, and its lengths are the recipe's auto ones, fitted by the run to the server's 1,023-token
+// context as GET /models reports it (max_model_len): unfitted, a long trajectory's prompt is
+// refused (400, context_length_exceeded) before any kill. The run's log says what it fitted.
 func TestPRMEndpointServeKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a server and a training step as processes")
@@ -62,7 +64,7 @@ func TestPRMEndpointServeKilled(t *testing.T) {
 	for _, kv := range []string{"rollout.tasks_per_step=2", "rollout.group_size=2", "eval.every=0", "eval.at_start=false",
 		"checkpoint.keep_best=0", "early_stop.patience=0", "early_stop.max_drop=0",
 		"hinter.kind=none", "prm.kind=model", "prm.endpoint=" + door.URL, "prm.model=agentrl-builtin",
-		"prm.timeout=5s", "prm.retries=1", "prm.max_new_tokens=16", "prm.prompt=@prm-builtin.txt", "prm.max_input_tokens=768", "prm.api_key_env="} {
+		"prm.timeout=5s", "prm.retries=1", "prm.max_new_tokens=16", "prm.prompt=@prm-builtin.txt", "prm.api_key_env="} { // the lengths fitted to the server's max_model_len
 		args = append(args, "--set", kv)
 	}
 	run, events, stderr := startJSON(t, bin, env, args...)
@@ -88,6 +90,9 @@ func TestPRMEndpointServeKilled(t *testing.T) {
 	}
 	if err := run.Wait(); err != nil || status != "finished" || metrics == nil {
 		t.Fatalf("run: %v, status %q, metrics %v\n%s", err, status, metrics, stderr)
+	}
+	if !strings.Contains(stderr.String(), "prm: 1007 prompt and 16 reply tokens, to fit the context of agentrl-builtin at prm.endpoint (max_model_len 1023)") {
+		t.Errorf("the run's log does not say it fitted the PRM's lengths to the server's context:\n%s", stderr)
 	}
 	num := func(k string) float64 { v, _ := metrics[k].(float64); return v }
 	if answered := door.Answered(); answered != 2 || num("prm_unjudged") != 2 || num("prm_judged")+num("prm_malformed") != 2 {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -134,6 +135,7 @@ func fitPRM(l Launch, dir string, eval *EvalOnly) error {
 	if err != nil {
 		return recipes.WithLine(l.RecipePath, "prm.model", l.Recipe.PRM.Model, err)
 	}
+	said = append(said, hint.FitPRMEndpoint(context.Background(), l.Recipe)...)
 	for _, line := range said {
 		fmt.Fprintln(l.Log, line)
 	}

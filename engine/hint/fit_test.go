@@ -1,10 +1,15 @@
 package hint
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"agentrl/recipes"
@@ -91,5 +96,78 @@ func TestBuiltinPRMPrompt(t *testing.T) {
 	}
 	if string(src) != string(shipped) {
 		t.Errorf("testdata/builtin/prm_prompt.txt differs from recipes/prm-builtin.txt, which make builtin teaches")
+	}
+}
+
+// TestFitPRMEndpoint: an endpoint PRM's lengths are fitted to the max_model_len GET /models
+// reports for prm.model (vLLM's field, agentrl's serve too), with the key of prm.api_key_env; a
+// recipe that fits, a model the list lacks, a list without the field change nothing; a server that
+// refuses or cannot be reached leaves the lengths as the recipe gives them and says why.
+func TestFitPRMEndpoint(t *testing.T) {
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		switch {
+		case r.URL.Path == "/v1/models" && r.Header.Get("Authorization") == "Bearer wrong":
+			http.Error(w, `{"error": {"message": "bad key"}}`, http.StatusUnauthorized)
+		case r.URL.Path == "/v1/models":
+			fmt.Fprint(w, `{"object": "list", "data": [{"id": "judge", "object": "model", "max_model_len": 2048},
+				{"id": "other", "object": "model", "max_model_len": 100000}, {"id": "bare", "object": "model"}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	load := func(set map[string]string) *recipes.Recipe {
+		over := map[string]string{"hinter.kind": "none", "prm.kind": "model", "prm.endpoint": srv.URL + "/v1", "prm.model": "judge",
+			"prm.max_new_tokens": "4096", "prm.api_key_env": "FIT_TEST_KEY"}
+		for k, v := range set {
+			over[k] = v
+		}
+		r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: over})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	t.Setenv("FIT_TEST_KEY", "k1")
+	for _, tc := range []struct {
+		name, key     string
+		set           map[string]string
+		wantIn, wantN int
+		said          string
+	}{
+		// retool.yaml: rollout.max_total_tokens 512, so auto input is 1,536; with 4,096 reply tokens
+		// that is over 2,048: the reply takes a quarter (512), the prompt the rest (1,536).
+		{"auto lengths over the context", "k1", nil, 1536, 512,
+			"prm: 1536 prompt and 512 reply tokens, to fit the context of judge at prm.endpoint (max_model_len 2048) (the recipe asked 1536 and 4096)"},
+		{"a reply cut to a quarter first", "k1", map[string]string{"prm.max_new_tokens": "1024"}, 1536, 512,
+			"prm: 1536 prompt and 512 reply tokens, to fit the context of judge at prm.endpoint (max_model_len 2048) (the recipe asked 1536 and 1024)"},
+		{"lengths that fit", "k1", map[string]string{"prm.max_new_tokens": "256", "prm.max_input_tokens": "1792"}, 1792, 256, ""},
+		{"a model the server does not list", "k1", map[string]string{"prm.model": "absent"}, 1536, 4096, ""},
+		{"a model listed without max_model_len", "k1", map[string]string{"prm.model": "bare"}, 1536, 4096, ""},
+		{"a refused key", "wrong", nil, 1536, 4096, "prm: the lengths stand as the recipe gives them: GET " + srv.URL + "/v1/models: 401 Unauthorized"},
+		{"a server that is gone", "k1", map[string]string{"prm.endpoint": closed.URL + "/v1"}, 1536, 4096, "prm: the lengths stand as the recipe gives them: GET " + closed.URL + "/v1/models"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("FIT_TEST_KEY", tc.key)
+			r := load(tc.set)
+			said := strings.Join(FitPRMEndpoint(context.Background(), r), "\n")
+			if got := r.PRMInputTokens(); got != tc.wantIn || r.PRM.MaxNewTokens != tc.wantN {
+				t.Errorf("lengths %d and %d; want %d and %d", got, r.PRM.MaxNewTokens, tc.wantIn, tc.wantN)
+			}
+			if (tc.said == "") != (said == "") || !strings.Contains(said, tc.said) {
+				t.Errorf("said %q; want %q", said, tc.said)
+			}
+		})
+	}
+	if got := auth.Load(); got != "Bearer wrong" && got != "Bearer k1" {
+		t.Errorf("the last request's Authorization %q; want the key of prm.api_key_env", got)
+	}
+	r := load(map[string]string{"prm.endpoint": "", "prm.model": "reference"})
+	if said := FitPRMEndpoint(context.Background(), r); said != nil {
+		t.Errorf("a local PRM: %v; want nothing (FitPRM's)", said)
 	}
 }

@@ -331,7 +331,7 @@ func redact(key string) string {
 
 // models answers GET /v1/models and GET /v1/models/{id}.
 func (s *Server) models(w http.ResponseWriter, r *http.Request, _ *trajectory) {
-	m := modelObject{ID: s.o.ModelName, Object: "model", OwnedBy: "agentrl", Root: s.o.ModelPath}
+	m := modelObject{ID: s.o.ModelName, Object: "model", OwnedBy: "agentrl", Root: s.o.ModelPath, MaxModelLen: s.limit}
 	id, one := strings.CutPrefix(strings.TrimSuffix(r.URL.Path, "/"), "/v1/models/")
 	if !one {
 		writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelObject{m}})
@@ -352,6 +352,9 @@ type modelObject struct {
 	// Root is the folder served (Options.ModelPath), as vLLM names the folder it was started on:
 	// what reload_weights reads again. Left out for a served copy (a checkpoint, the built-in model).
 	Root string `json:"root,omitempty"`
+	// MaxModelLen is a trajectory's context, prompt and reply together, as vLLM reports its own:
+	// what a client (prm.endpoint's judge) fits its lengths to.
+	MaxModelLen int `json:"max_model_len,omitempty"`
 }
 
 type modelList struct {
