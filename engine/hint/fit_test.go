@@ -35,15 +35,7 @@ func TestFitPRM(t *testing.T) {
 		return dir
 	}
 	base := func(set map[string]string) *recipes.Recipe {
-		over := map[string]string{"hinter.kind": "none", "prm.kind": "model", "prm.model": "reference"}
-		for k, v := range set {
-			over[k] = v
-		}
-		r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: over})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return retoolWith(t, map[string]string{"hinter.kind": "none", "prm.kind": "model", "prm.model": "reference"}, set)
 	}
 	small, large := folder(1024, "Judge {problem}: {trajectory}"), folder(40960, "")
 	for _, tc := range []struct {
@@ -121,16 +113,8 @@ func TestFitPRMEndpoint(t *testing.T) {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
 	load := func(set map[string]string) *recipes.Recipe {
-		over := map[string]string{"hinter.kind": "none", "prm.kind": "model", "prm.endpoint": srv.URL + "/v1", "prm.model": "judge",
-			"prm.max_new_tokens": "4096", "prm.api_key_env": "FIT_TEST_KEY"}
-		for k, v := range set {
-			over[k] = v
-		}
-		r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: over})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return retoolWith(t, map[string]string{"hinter.kind": "none", "prm.kind": "model", "prm.endpoint": srv.URL + "/v1", "prm.model": "judge",
+			"prm.max_new_tokens": "4096", "prm.api_key_env": "FIT_TEST_KEY"}, set)
 	}
 	t.Setenv("FIT_TEST_KEY", "k1")
 	for _, tc := range []struct {
@@ -170,4 +154,20 @@ func TestFitPRMEndpoint(t *testing.T) {
 	if said := FitPRMEndpoint(context.Background(), r); said != nil {
 		t.Errorf("a local PRM: %v; want nothing (FitPRM's)", said)
 	}
+}
+
+// retoolWith is recipes/retool.yaml with the overrides of base, then of set.
+func retoolWith(t *testing.T, base, set map[string]string) *recipes.Recipe {
+	t.Helper()
+	over := map[string]string{}
+	for _, m := range []map[string]string{base, set} {
+		for k, v := range m {
+			over[k] = v
+		}
+	}
+	r, err := recipes.Load(filepath.Join("..", "..", "recipes", "retool.yaml"), recipes.Options{IgnoreEnv: true, Overrides: over})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
