@@ -89,4 +89,3 @@ func TestFetchHTMLHrefs(t *testing.T) {
 		t.Fatalf("fetchHTMLHrefs[0] = %q, want %q", hrefs[0], "../")
 	}
 }
-

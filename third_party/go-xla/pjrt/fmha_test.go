@@ -35,8 +35,8 @@ func TestFMHAForwardExecute(t *testing.T) {
 		t.Skipf("fmha is cuDNN-only; run with -plugin cuda (have %q)", *FlagPluginName)
 	}
 	const B, S, H, D = 2, 2048, 12, 64
-	qkv := shapes.Make(dtypes.BFloat16, B, S, H, D)      // [B,S,H,D]
-	out := shapes.Make(dtypes.BFloat16, B, H, S, D)      // [B,H,S,D]
+	qkv := shapes.Make(dtypes.BFloat16, B, S, H, D) // [B,S,H,D]
+	out := shapes.Make(dtypes.BFloat16, B, H, S, D) // [B,H,S,D]
 	scratch := shapes.Make(dtypes.Uint8, 0)
 	layIn := [][]int{{3, 2, 1, 0}, {3, 2, 1, 0}, {3, 2, 1, 0}}
 	layOut := [][]int{{3, 1, 2, 0}, {0}}

@@ -40,7 +40,7 @@ func getFusionBackend(t *testing.T) *Backend {
 		t.Fatalf("probe: parameter v: %v", err)
 	}
 	out, _, err := fn.FusedScaledDotProductAttention(q, k, v,
-		compute.AttentionAxesLayoutBSHD, &compute.ScaledDotProductAttentionConfig{Scale: 1.0/math.Sqrt(float64(D)), Causal: true})
+		compute.AttentionAxesLayoutBSHD, &compute.ScaledDotProductAttentionConfig{Scale: 1.0 / math.Sqrt(float64(D)), Causal: true})
 	if compute.IsNotImplemented(err) {
 		t.Skipf("[cuda] cuDNN fMHA not supported on this host: %v", err)
 	}
@@ -108,7 +108,7 @@ func assertSeqLenMasksOutput(t *testing.T, flat []bfloat16.BFloat16, b, seqLen, 
 	if shortLen >= seqLen {
 		t.Fatalf("assertSeqLenMasksOutput: shortLen %d must be < seqLen %d", shortLen, seqLen)
 	}
-	stride := func(batch, seq int) int { return (batch*seqLen+seq)*h*d }
+	stride := func(batch, seq int) int { return (batch*seqLen + seq) * h * d }
 	// Count positions in [batch=1, s=shortLen..seqLen-1] that differ from the corresponding
 	// position in [batch=0] (which has full seqlen and should be active/non-zero).
 	diffCount := 0

@@ -139,7 +139,7 @@ func (f *Function) Parameter(name string, shape shapes.Shape, sharding *compute.
 	if shape.IsDynamic() {
 		return nil, errors.Errorf(
 			"dynamic shapes are not supported by the XLA backend, you have to recompile to each input shape, or use "+
-			"padding (usually a mix of both): %s", shape)
+				"padding (usually a mix of both): %s", shape)
 	}
 	normalizedName := stablehlo.NormalizeIdentifier(name)
 	if slices.Index(f.parameterNames, normalizedName) != -1 {

@@ -233,4 +233,3 @@ func TestAutoInstall(t *testing.T) {
 		t.Errorf("expected AutoInstallPlugin to be called with 'cuda', got %q", mock.calledAutoInstallPlugin)
 	}
 }
-
