@@ -117,20 +117,33 @@ func useCompileCache(dir string) (*CompileCache, string, error) {
 
 // Size is the number of programs stored and their bytes.
 func (c *CompileCache) Size() (programs int, bytes int64) {
+	files, total := c.programFiles()
+	return len(files), total
+}
+
+// storedFile is one program in the folder: its file name, size and when it was last used.
+type storedFile struct {
+	name string
+	size int64
+	used time.Time
+}
+
+// programFiles lists the folder's programs and their bytes in all (none when it cannot be read).
+func (c *CompileCache) programFiles() (files []storedFile, total int64) {
 	entries, err := os.ReadDir(c.Dir)
 	if err != nil {
-		return 0, 0
+		return nil, 0
 	}
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".pjrt") {
 			continue
 		}
 		if info, err := e.Info(); err == nil {
-			programs++
-			bytes += info.Size()
+			files = append(files, storedFile{e.Name(), info.Size(), info.ModTime()})
+			total += info.Size()
 		}
 	}
-	return programs, bytes
+	return files, total
 }
 
 var cacheKeyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -157,26 +170,14 @@ func (c *CompileCache) Load(key string) ([]byte, bool) {
 	return data, true
 }
 
-// Store writes data under key (a temporary file renamed into place, so that a reader never sees
-// part of one), then keeps the folder within Max.
+// Store writes data under key (replaceFile: a reader never sees part of one), then keeps the
+// folder within Max.
 func (c *CompileCache) Store(key string, data []byte) error {
 	p, ok := c.path(key)
 	if !ok {
 		return fmt.Errorf("compile cache: key %q is not a SHA-256 in hex", key)
 	}
-	f, err := os.CreateTemp(c.Dir, ".store-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := replaceFile(p, data); err != nil {
 		return err
 	}
 	c.trim(key)
@@ -191,28 +192,7 @@ func (c *CompileCache) trim(keep string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	entries, err := os.ReadDir(c.Dir)
-	if err != nil {
-		return
-	}
-	type file struct {
-		name string
-		size int64
-		used time.Time
-	}
-	var files []file
-	var total int64
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".pjrt") {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		files = append(files, file{e.Name(), info.Size(), info.ModTime()})
-		total += info.Size()
-	}
+	files, total := c.programFiles()
 	if total <= max {
 		return
 	}

@@ -332,20 +332,28 @@ func writeKernelCache(path string, m map[string]KernelChoice) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "kernels-*.json")
+	return replaceFile(path, data)
+}
+
+// replaceFile writes data to path through a temporary file in the same folder renamed into
+// place, so that a reader (another run) sees the old file whole or the new one, never part of
+// one. The temporary file is removed when anything fails.
+func replaceFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	return os.Rename(tmp.Name(), path)
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // CPUModel names the CPU ("Intel(R) Xeon(R) Processor", "AMD EPYC 9R14 96-Core Processor") with
