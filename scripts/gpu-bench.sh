@@ -71,13 +71,13 @@ echo "$NAME: compilation cache $CACHE ($(find "$CACHE" -name '*.pjrt' | wc -l) p
 # 1. doctor: on a machine without a GPU, the plugin or its libraries, stop here.
 doctor_or_exit
 
-# model MODEL: the flags naming a shape (random weights) or a model folder
-model() { if [ -d "$1" ]; then echo "--model $1"; else echo "--shape $1"; fi; }
+# model MODEL: sets mflags to the flags naming a shape (random weights) or a model folder
+model() { if [ -d "$1" ]; then mflags=(--model "$1"); else mflags=(--shape "$1"); fi; }
 
 # rollout TAG MODEL BATCH TORCH_PYTHON: bench rollout, through the compilation cache
 rollout() {
-	# shellcheck disable=SC2046 # model's two words
-	step "rollout-$1-$3" "$STEPS/rollout-$1-$3.json" "$BIN" bench rollout $(model "$2") "${backend[@]}" --compile-cache "$CACHE" \
+	model "$2"
+	step "rollout-$1-$3" "$STEPS/rollout-$1-$3.json" "$BIN" bench rollout "${mflags[@]}" "${backend[@]}" --compile-cache "$CACHE" \
 		--slots "$3" --sequences "$3" --prompt-len "$PROMPT_LEN" --new "$NEW" --json --torch-python "$4"
 }
 
@@ -113,8 +113,8 @@ recipe_run "$RECIPE" "$MODEL" "$STEP_VRAM" gpu-bench run.max_steps=1 eval.at_sta
 	"backend.compile_cache=$CACHE" $STEP_SET
 
 # 5. an update of the large model beside PyTorch eager
-# shellcheck disable=SC2046 # model's two words
-train_steps "$MODEL/config.json" $(model "$L") --compile-cache "$CACHE"
+model "$L"
+train_steps "$MODEL/config.json" "${mflags[@]}" --compile-cache "$CACHE"
 
 # 6. parity last: the figures above are what no lease has measured yet
 step parity "$STEPS/parity.json" "$BIN" dev parity --json "${backend[@]}" --compile-cache "$CACHE"
