@@ -24,21 +24,15 @@ func compiledText(d *runData) (text, late string, ok bool) {
 			kinds = last.Compiles
 		}
 	}
-	var programs, hits, misses int
-	var secs float64
 	parts := make([]string, 0, len(kinds))
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		programs += kinds[k].Programs
-		secs += kinds[k].Seconds
-		hits += kinds[k].CacheHits
-		misses += kinds[k].CacheMisses
 		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k].Programs))
 	}
-	switch {
+	switch t := event.CompiledTotal(kinds); {
 	case len(kinds) > 0:
-		text = fmt.Sprintf("%d %s (%s), %s", programs, plural(programs, "program"), strings.Join(parts, ", "), fmtSecs(secs))
-		if hits+misses > 0 { // the XLA backend's compilation cache: loaded, or compiled and stored
-			text += fmt.Sprintf("; cache: %d loaded, %d compiled", hits, misses)
+		text = fmt.Sprintf("%d %s (%s), %s", t.Programs, plural(t.Programs, "program"), strings.Join(parts, ", "), fmtSecs(t.Seconds))
+		if t.CacheHits+t.CacheMisses > 0 { // the XLA backend's compilation cache: loaded, or compiled and stored
+			text += fmt.Sprintf("; cache: %d loaded, %d compiled", t.CacheHits, t.CacheMisses)
 		}
 	case last != nil && last.Metrics[event.MetricCompiles] > 0:
 		n := int(last.Metrics[event.MetricCompiles])

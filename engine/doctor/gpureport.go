@@ -106,6 +106,8 @@ type RolloutRow struct {
 	// not serialize, store or load), CacheFailure the last one's words.
 	CacheFailures int64  `json:"cache_failures,omitempty"`
 	CacheFailure  string `json:"cache_failure,omitempty"`
+
+	ran int // the step's place in status.tsv (after every step's when it has no line): the rows' order
 }
 
 // TrainRow is `bench train` beside PyTorch eager on the same shape and batch.
@@ -370,6 +372,10 @@ func (r *GPUReport) rollouts(dir string) {
 		if c := res.CompileCache; c != nil {
 			row.CacheFailures, row.CacheFailure = c.Failures, c.LastFailure
 		}
+		row.ran = len(r.Steps)
+		if i, ok := ranAt[name]; ok {
+			row.ran = i
+		}
 		if res.Bandwidth > 0 {
 			row.RooflineShare = res.BytesPerSec / res.Bandwidth
 		}
@@ -384,24 +390,12 @@ func (r *GPUReport) rollouts(dir string) {
 		})
 		r.Rollout = append(r.Rollout, row)
 	}
-	place := func(x RolloutRow) (int, bool) {
-		name := rolloutPrefix + strconv.Itoa(x.Batch)
-		if x.Tag != "" {
-			name = rolloutPrefix + x.Tag + "-" + strconv.Itoa(x.Batch)
-		}
-		i, ok := ranAt[name]
-		return i, ok
-	}
 	sort.Slice(r.Rollout, func(i, j int) bool {
 		a, b := r.Rollout[i], r.Rollout[j]
-		pa, okA := place(a)
-		pb, okB := place(b)
-		switch {
-		case okA && okB:
-			return pa < pb
-		case okA != okB: // a file without a status line after those with one
-			return okA
-		case a.Tag != b.Tag:
+		if a.ran != b.ran {
+			return a.ran < b.ran
+		}
+		if a.Tag != b.Tag {
 			return a.Tag < b.Tag
 		}
 		return a.Batch < b.Batch
@@ -519,14 +513,7 @@ func (r *GPUReport) run(dir string) {
 		case "metrics":
 			row.Steps++
 			if len(e.Compiles) > 0 {
-				var c event.Compiled
-				for _, k := range e.Compiles {
-					c.Programs += k.Programs
-					c.Seconds += k.Seconds
-					c.CacheHits += k.CacheHits
-					c.CacheMisses += k.CacheMisses
-				}
-				row.Compiled = c
+				row.Compiled = event.CompiledTotal(e.Compiles)
 			}
 			if v, ok := e.Metrics[string(event.MetricSwitchToTrainSeconds)]; ok {
 				row.SwitchToTrain = append(row.SwitchToTrain, v)

@@ -72,6 +72,18 @@ type Compiled struct {
 	CacheMisses int     `json:"cache_misses,omitempty"`
 }
 
+// CompiledTotal sums every kind's Compiled.
+func CompiledTotal(kinds map[string]Compiled) Compiled {
+	var t Compiled
+	for _, k := range kinds {
+		t.Programs += k.Programs
+		t.Seconds += k.Seconds
+		t.CacheHits += k.CacheHits
+		t.CacheMisses += k.CacheMisses
+	}
+	return t
+}
+
 // Phase names, in the order a step runs them.
 const (
 	PhaseRollout   = "rollout"
