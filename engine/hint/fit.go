@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"agentrl/engine/model"
+	"agentrl/engine/remote/wire"
 	"agentrl/recipes"
 )
 
@@ -110,18 +111,13 @@ func endpointContext(ctx context.Context, r *recipes.Recipe) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	var list struct {
-		Data []struct {
-			ID          string `json:"id"`
-			MaxModelLen int    `json:"max_model_len"`
-		} `json:"data"`
-	}
+	var list wire.ModelList
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil {
 		return 0, fmt.Errorf("GET %s: not a model list: %w", url, err)
 	}
 	for _, m := range list.Data {
-		if m.ID == r.PRM.Model {
-			return m.MaxModelLen, nil
+		if m.ID == r.PRM.Model && m.MaxModelLen != nil {
+			return *m.MaxModelLen, nil
 		}
 	}
 	return 0, nil // prm.model not listed: the judge's requests say so
