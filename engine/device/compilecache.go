@@ -79,11 +79,11 @@ func OpenCompileCache(dir string) (*CompileCache, error) {
 		dir = DefaultCompileCacheDir()
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("compile cache %s: %w (give another folder with --compile-cache DIR, or --compile-cache off)", dir, err)
+		return nil, fmt.Errorf("compile cache %s: %w (give another folder in backend.compile_cache or --compile-cache DIR, or off for none)", dir, err)
 	}
 	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
-		return nil, fmt.Errorf("compile cache %s is not writable: %w (give another folder with --compile-cache DIR, or --compile-cache off)", dir, err)
+		return nil, fmt.Errorf("compile cache %s is not writable: %w (give another folder in backend.compile_cache or --compile-cache DIR, or off for none)", dir, err)
 	}
 	f.Close()
 	os.Remove(f.Name())
